@@ -1,0 +1,178 @@
+"""Request bodies and configuration of the simulator, validated at the HTTP boundary.
+
+Provider routes ignore unknown fields, as real servers do. Control routes (`/_sim`) forbid them,
+so a typo in a test fails loudly instead of being silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+MIN_CALLS = 1
+MAX_CALLS = 8
+MAX_VERSION = 2**63 - 1
+DEFAULT_ADMIN_TOKEN = "local-simulator-admin-token"  # noqa: S105 - a public local default, never deployed
+
+InstanceKind = Literal["calls", "messages"]
+FaultMode = Literal["timeout", "error500", "drop_response"]
+CallAction = Literal["answer", "active", "video", "end", "recording_ready", "recording_failed"]
+ReceiptStatus = Literal["delivered", "read", "failed"]
+
+
+class ProviderBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ControlBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+class SimCapabilities(BaseModel):
+    """What `GET /v1/capabilities` announces; turning one off also turns off its behaviour."""
+
+    calls: bool = True
+    calls_per_instance_limit: bool = True
+    calls_settings_webhook: bool = True
+    calls_video: bool = True
+    calls_max_concurrent: int = Field(default=1, ge=MIN_CALLS, le=MAX_CALLS)
+
+
+class SimulatorConfig(BaseModel):
+    admin_token: str = Field(
+        default_factory=lambda: os.environ.get("SIM_ADMIN_TOKEN") or DEFAULT_ADMIN_TOKEN, repr=False
+    )
+    capabilities: SimCapabilities = Field(default_factory=SimCapabilities)
+    fault_delay_seconds: float = Field(
+        default=11.0, gt=0, description="How long a `timeout` fault sleeps: longer than the client's timeout."
+    )
+    webhook_timeout_seconds: float = Field(default=5.0, gt=0)
+    webhook_retry_base_delay: float = Field(default=0.5, ge=0, description="Doubled after each failure.")
+    webhook_max_attempts: int = Field(default=5, ge=1)
+
+
+# --- provider routes -------------------------------------------------------------------------
+
+
+class CallSettingsBody(ProviderBody):
+    calls_max_concurrent: StrictInt = Field(alias="callsMaxConcurrent", ge=MIN_CALLS, le=MAX_CALLS)
+
+
+class WebhookBody(ProviderBody):
+    """A partial update: omitted fields keep their current value (the secret only for the same URL)."""
+
+    url: StrictStr | None = None
+    events: list[StrictStr] | None = None
+    filters: dict[str, Any] | None = None
+    enabled: StrictBool | None = None
+    secret: StrictStr | None = Field(default=None, min_length=1, repr=False)
+
+
+class SendTextBody(ProviderBody):
+    phone: StrictStr = Field(min_length=1)
+    body: StrictStr = Field(min_length=1)
+
+
+class DialBody(ProviderBody):
+    phone: StrictStr = Field(min_length=1)
+    video: StrictBool = False
+
+
+class CallIdBody(ProviderBody):
+    call_id: StrictStr = Field(alias="callId", min_length=1)
+
+
+class VideoBody(CallIdBody):
+    action: Literal["stop"]
+
+
+# --- control routes --------------------------------------------------------------------------
+
+
+class CreateInstanceBody(ControlBody):
+    id: StrictStr = Field(min_length=1)
+    token: StrictStr = Field(min_length=1, repr=False)
+    kind: InstanceKind = "calls"
+    number: StrictStr = Field(min_length=1)
+    connected: StrictBool = True
+    webhook_url: StrictStr | None = Field(default=None, alias="webhookUrl")
+    webhook_secret: StrictStr | None = Field(default=None, alias="webhookSecret", min_length=1, repr=False)
+    webhook_events: list[StrictStr] | None = Field(default=None, alias="webhookEvents")
+    calls_max_concurrent: StrictInt | None = Field(
+        default=None, alias="callsMaxConcurrent", ge=MIN_CALLS, le=MAX_CALLS
+    )
+    calls_config_version: StrictInt = Field(default=0, alias="callsConfigVersion", ge=0, le=MAX_VERSION)
+
+
+class ConnectionBody(ControlBody):
+    connected: StrictBool
+    include_calls_config: StrictBool = Field(
+        default=True,
+        alias="includeCallsConfig",
+        description="False imitates a server that could not read its database: `instance` has only kind.",
+    )
+
+
+class PanelCallSettingsBody(ControlBody):
+    calls_max_concurrent: StrictInt = Field(alias="callsMaxConcurrent", ge=MIN_CALLS, le=MAX_CALLS)
+
+
+class WebhookSecretsBody(ControlBody):
+    secret: StrictStr = Field(min_length=1, repr=False)
+    previous_secret: StrictStr | None = Field(default=None, alias="previousSecret", min_length=1, repr=False)
+
+
+class GlobalWebhookBody(ControlBody):
+    url: StrictStr = Field(min_length=1)
+    events: list[StrictStr]
+    filters: dict[str, Any] = Field(default_factory=dict)
+    enabled: StrictBool = True
+    secret: StrictStr = Field(min_length=1, repr=False)
+    previous_secret: StrictStr | None = Field(default=None, alias="previousSecret", min_length=1, repr=False)
+
+
+class IncomingMessageBody(ControlBody):
+    from_: StrictStr = Field(alias="from", min_length=1)
+    text: StrictStr
+
+
+class IncomingCallBody(ControlBody):
+    from_: StrictStr = Field(alias="from", min_length=1)
+    video: StrictBool = False
+
+
+class CallActionBody(ControlBody):
+    """Optional details: `reason`/`endedBy` for end, `video` for video, `url` for a recording."""
+
+    reason: StrictStr | None = None
+    ended_by: StrictStr | None = Field(default=None, alias="endedBy")
+    video: StrictBool | None = None
+    url: StrictStr | None = None
+
+
+class ReceiptBody(ControlBody):
+    status: ReceiptStatus
+
+
+class FaultBody(ControlBody):
+    route: StrictStr
+    mode: FaultMode
+    times: StrictInt = Field(default=1, ge=1)
+    method: Literal["GET", "POST"] | None = None
+
+
+class RedeliverBody(ControlBody):
+    event_id: StrictStr = Field(alias="eventId")
+
+
+class CapabilitiesPatch(ControlBody):
+    calls: StrictBool | None = None
+    calls_per_instance_limit: StrictBool | None = None
+    calls_settings_webhook: StrictBool | None = None
+    calls_video: StrictBool | None = None
+    calls_max_concurrent: StrictInt | None = Field(default=None, ge=MIN_CALLS, le=MAX_CALLS)

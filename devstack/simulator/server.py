@@ -1,0 +1,60 @@
+"""Run the simulator on a real socket, in a background thread, for tests and the local stack."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import httpx
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from devstack.simulator.app import SimulatorApp
+from devstack.simulator.schemas import SimulatorConfig
+
+
+def create_app(config: SimulatorConfig | None = None, **settings: Any) -> SimulatorApp:
+    """Build the WSGI app from a config, or from `SimulatorConfig` fields given as keywords."""
+    return SimulatorApp(config or SimulatorConfig(**settings))
+
+
+class Simulator:
+    """A provider server on `host:port`; port 0 picks a free one (read `base_url` after start)."""
+
+    def __init__(
+        self,
+        config: SimulatorConfig | None = None,
+        *,
+        webhook_transport: httpx.BaseTransport | None = None,
+        **settings: Any,
+    ) -> None:
+        self.app = SimulatorApp(config or SimulatorConfig(**settings), webhook_transport=webhook_transport)
+        self._server: BaseWSGIServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the simulator is not running")
+        return f"http://{self._server.host}:{self._server.server_port}"
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        self._server = make_server(host, port, self.app, threaded=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="simulator", daemon=True)
+        self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        self.app.close()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = self._thread = None
+
+    def __enter__(self) -> Simulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

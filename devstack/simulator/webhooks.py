@@ -1,0 +1,108 @@
+"""Signed webhook delivery: one ordered lane (queue + thread) per instance, bounded retries.
+
+Each attempt posts the same body (so the same eventId) and is signed again with a fresh
+timestamp, as real providers do: `X-Webhook-Signature: v1=<hex>[,v1=<hex>]`, one entry per
+secret while a secret is rotating, each `HMAC-SHA256(secret, f"{timestamp}." + raw body)`.
+A failing event delays the events queued behind it on the same instance, never other instances.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import queue
+import threading
+import time
+
+import httpx
+
+from devstack.simulator.state import Delivery
+
+logger = logging.getLogger(__name__)
+
+
+def signature_header(secrets: tuple[str, ...], timestamp: int, body: bytes) -> str:
+    signed = f"{timestamp}.".encode() + body
+    return ",".join(f"v1={hmac.new(s.encode(), signed, hashlib.sha256).hexdigest()}" for s in secrets)
+
+
+class WebhookDispatcher:
+    def __init__(
+        self,
+        *,
+        timeout_seconds: float,
+        retry_base_delay: float,
+        max_attempts: int,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._retry_base_delay = retry_base_delay
+        self._max_attempts = max_attempts
+        self._client = httpx.Client(
+            timeout=timeout_seconds, follow_redirects=False, trust_env=False, transport=transport
+        )
+        self._lanes: dict[str, queue.SimpleQueue[tuple[int, Delivery] | None]] = {}
+        self._threads: list[threading.Thread] = []
+        self._lanes_lock = threading.Lock()  # guards only the lanes; the state has its own lock
+        self._generation = 0
+        self._closed = threading.Event()
+
+    def enqueue(self, delivery: Delivery) -> None:
+        with self._lanes_lock:
+            if self._closed.is_set():
+                return
+            lane = self._lanes.get(delivery.instance_id)
+            if lane is None:
+                lane = self._lanes[delivery.instance_id] = queue.SimpleQueue()
+                thread = threading.Thread(target=self._run, args=(lane,), name="sim-webhooks", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+            lane.put((self._generation, delivery))
+
+    def forget_pending(self) -> None:
+        """Drop every queued or retrying delivery (used by reset)."""
+        with self._lanes_lock:
+            self._generation += 1
+
+    def close(self) -> None:
+        with self._lanes_lock:
+            self._closed.set()
+            for lane in self._lanes.values():
+                lane.put(None)
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout=5)
+        self._client.close()
+
+    def _run(self, lane: queue.SimpleQueue[tuple[int, Delivery] | None]) -> None:
+        while (item := lane.get()) is not None:
+            generation, delivery = item
+            self._deliver(generation, delivery)
+
+    def _deliver(self, generation: int, delivery: Delivery) -> None:
+        for attempt in range(self._max_attempts):
+            if self._closed.is_set() or generation != self._generation:
+                return
+            if self._post(delivery):
+                return
+            if attempt + 1 < self._max_attempts:
+                self._closed.wait(self._retry_base_delay * 2**attempt)
+        logger.warning(
+            "webhook given up", extra={"event_id": delivery.event_id, "attempts": self._max_attempts}
+        )
+
+    def _post(self, delivery: Delivery) -> bool:
+        timestamp = int(time.time())
+        headers = {"Content-Type": "application/json", "X-Webhook-Timestamp": str(timestamp)}
+        headers["X-Webhook-Signature"] = signature_header(delivery.secrets, timestamp, delivery.body)
+        try:
+            response = self._client.post(delivery.url, content=delivery.body, headers=headers)
+        except httpx.HTTPError as exc:
+            logger.info(
+                "webhook attempt failed", extra={"event_id": delivery.event_id, "error": type(exc).__name__}
+            )
+            return False
+        if response.is_success:
+            return True
+        logger.info("webhook refused", extra={"event_id": delivery.event_id, "status": response.status_code})
+        return False
