@@ -1,0 +1,125 @@
+"""`ProviderClient` for Evolution API v2: text messages and connection state only.
+
+`POST /message/sendText/{instance}` and `GET /instance/connectionState/{instance}`, header
+`apikey` (the instance token, else the server's global key). Evolution has no idempotency key:
+after a `ProviderTimeout` a retry may send twice. Calls, call settings and webhook subscriptions
+raise `UnsupportedByProvider`; `capabilities` announces none without a request.
+"""
+
+from __future__ import annotations
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from switchboard.adapters.providers._http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
+from switchboard.domain.errors import InvalidInput, UnsupportedByProvider
+from switchboard.domain.provider import (
+    Capabilities,
+    DialResult,
+    InstanceStatus,
+    ProviderCall,
+    ProviderTarget,
+    SentMessage,
+    WebhookSubscription,
+)
+
+SEND_ROUTE = "/message/sendText/{instance}"
+STATE_ROUTE = "/instance/connectionState/{instance}"
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _MessageKey(_Answer):
+    id: StrictStr = Field(min_length=1)
+
+
+class _SendAnswer(_Answer):
+    key: _MessageKey
+
+
+class _ConnectionState(_Answer):
+    state: StrictStr  # "open", "connecting" or "close"
+
+
+class _StateAnswer(_Answer):
+    instance: _ConnectionState
+
+
+class EvolutionClient:
+    def __init__(
+        self,
+        *,
+        local_mode: bool,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._http = ProviderHttp(
+            "evolution", local_mode=local_mode, read_timeout=read_timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        path = f"/message/sendText/{path_segment(target.provider_instance_id)}"
+        response = self._http.request(
+            "POST",
+            target.base_url,
+            path,
+            route=SEND_ROUTE,
+            headers=self._headers(target),
+            body={"number": phone, "text": body},
+        )
+        answer = self._http.answer(response, _SendAnswer, self._http.label("POST", SEND_ROUTE))
+        return SentMessage(provider_message_id=answer.key.id)
+
+    def capabilities(self, target: ProviderTarget) -> Capabilities:
+        return Capabilities()
+
+    def instance_status(self, target: ProviderTarget) -> InstanceStatus:
+        path = f"/instance/connectionState/{path_segment(target.provider_instance_id)}"
+        response = self._http.request(
+            "GET", target.base_url, path, route=STATE_ROUTE, headers=self._headers(target)
+        )
+        answer = self._http.answer(response, _StateAnswer, self._http.label("GET", STATE_ROUTE))
+        return InstanceStatus(connected=answer.instance.state == "open", kind="messages")
+
+    def set_call_settings(self, target: ProviderTarget, calls_max_concurrent: int) -> InstanceStatus:
+        raise _no_calls()
+
+    def get_webhook(self, target: ProviderTarget) -> WebhookSubscription:
+        raise UnsupportedByProvider("Evolution API subscriptions are not managed through this client")
+
+    def update_webhook_events(self, target: ProviderTarget, events: list[str]) -> WebhookSubscription:
+        raise UnsupportedByProvider("Evolution API subscriptions are not managed through this client")
+
+    def dial(self, target: ProviderTarget, phone: str, video: bool, idempotency_key: str) -> DialResult:
+        raise _no_calls()
+
+    def active_calls(self, target: ProviderTarget) -> list[ProviderCall]:
+        raise _no_calls()
+
+    def get_call(self, target: ProviderTarget, call_id: str) -> ProviderCall | None:
+        raise _no_calls()
+
+    def call_history(self, target: ProviderTarget) -> list[ProviderCall]:
+        raise _no_calls()
+
+    def hangup(self, target: ProviderTarget, call_id: str) -> None:
+        raise _no_calls()
+
+    def stop_video(self, target: ProviderTarget, call_id: str) -> None:
+        raise _no_calls()
+
+    @staticmethod
+    def _headers(target: ProviderTarget) -> dict[str, str]:
+        key = target.instance_token or target.admin_token
+        if not key:
+            raise InvalidInput("the target has no Evolution API key")
+        return {"apikey": key}
+
+
+def _no_calls() -> UnsupportedByProvider:
+    return UnsupportedByProvider("Evolution API has no calls")
