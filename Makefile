@@ -1,0 +1,40 @@
+# switchboard: `make local` runs everything on this machine; `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SAM_VENV := .sam-venv
+STAMP := $(VENV)/.installed
+
+.PHONY: local test lint typecheck unit build coldstart bench clean
+
+$(STAMP): requirements-dev.txt layers/shared/requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $(STAMP)
+
+## Run the whole system locally: AWS endpoint, gateway, workers, scheduler, provider simulator.
+local: $(STAMP)
+	$(PY) -m devstack
+
+## Every check CI runs: lint, format, types, template lint, tests.
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(PY) -m cfnlint template.yaml
+	$(PY) -m pytest
+
+## `sam build` (no container), in its own environment: aws-sam-cli pins its own boto3.
+build:
+	test -x $(SAM_VENV)/bin/sam || ($(PYTHON) -m venv $(SAM_VENV) && $(SAM_VENV)/bin/pip install --quiet aws-sam-cli==1.170.0)
+	PATH="$(CURDIR)/$(SAM_VENV)/bin:$$PATH" sam build
+
+## Cold-start import cost of each handler, as a ratio to `import boto3` in the same run.
+coldstart: $(STAMP)
+	$(PY) tools/coldstart.py
+
+bench: $(STAMP)
+	$(PY) -m tools.bench
+
+clean:
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam

@@ -1,0 +1,33 @@
+"""API Gateway (HTTP API) Lambda authorizer: `Authorization: Bearer <key>` -> tenant and scopes.
+
+Simple responses; an unknown or malformed key raises "Unauthorized", which API Gateway answers
+with 401. Caching is off in template.yaml so a revoked key fails on its very next request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard import bootstrap
+from switchboard.observability import logger
+
+
+@logger.inject_lambda_context(clear_state=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    header = (event.get("headers") or {}).get("authorization", "")
+    scheme, _, key = header.partition(" ")
+    principal = bootstrap.catalog_service().authenticate(key.strip()) if scheme.lower() == "bearer" else None
+    if principal is None:
+        logger.info("request refused: unknown API key")
+        raise Exception("Unauthorized")  # noqa: TRY002 - the exact message API Gateway maps to 401
+    return {
+        "isAuthorized": True,
+        "context": {
+            "tenant": principal.tenant,
+            "keyId": principal.key_id,
+            "scopes": ",".join(sorted(principal.scopes)),
+            "attendantId": principal.attendant_id or "",
+        },
+    }

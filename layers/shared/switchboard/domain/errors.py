@@ -1,0 +1,121 @@
+"""Domain errors. The HTTP mapping lives in `switchboard.api.errors`; nobody matches on text.
+
+Each error carries a stable machine `code` (the `error` field clients see) and a message that
+must never contain a secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SwitchboardError(Exception):
+    """Base of every error the domain raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str = "", *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message or code or self.code)
+        if code:
+            self.code = code
+        self.message = message or self.code
+        self.details = details
+
+
+# --- client mistakes -------------------------------------------------------------------------
+
+
+class InvalidInput(SwitchboardError):
+    code = "invalid_input"
+
+
+class Unauthenticated(SwitchboardError):
+    code = "unauthorized"
+
+
+class Forbidden(SwitchboardError):
+    code = "forbidden"
+
+
+class NotFound(SwitchboardError):
+    """Also raised for another tenant's object: its existence is never revealed."""
+
+    code = "not_found"
+
+
+class Conflict(SwitchboardError):
+    code = "conflict"
+
+
+class AlreadyExists(Conflict):
+    code = "already_exists"
+
+
+class IdempotencyKeyInFlight(Conflict):
+    code = "idempotency_key_in_flight"
+
+
+class IdempotencyKeyReused(SwitchboardError):
+    """Same Idempotency-Key, different body."""
+
+    code = "idempotency_key_reused"
+
+
+class LineBusy(Conflict):
+    code = "line_busy"
+
+
+class PayloadTooLarge(SwitchboardError):
+    code = "payload_too_large"
+
+
+class UnsupportedByProvider(SwitchboardError):
+    """The provider server does not announce the capability the request needs."""
+
+    code = "unsupported_by_provider"
+
+
+class InstanceDisconnected(Conflict):
+    code = "instance_disconnected"
+
+
+# --- provider failures -----------------------------------------------------------------------
+
+
+class ProviderError(SwitchboardError):
+    """A provider call failed. Subclasses say whether a retry may help."""
+
+    code = "provider_error"
+    retryable = False
+
+
+class ProviderTimeout(ProviderError):
+    """No answer in time: the outcome is unknown (the request may have been applied)."""
+
+    code = "provider_timeout"
+    retryable = True
+
+
+class ProviderUnavailable(ProviderError):
+    """5xx or connection refused: the request was not applied, a retry may help."""
+
+    code = "provider_unavailable"
+    retryable = True
+
+
+class ProviderRejected(ProviderError):
+    """4xx: the provider refused this request; the same request will fail again."""
+
+    code = "provider_rejected"
+
+
+class ProviderDisconnected(ProviderError):
+    """The instance has no live WhatsApp session: try another instance or wait."""
+
+    code = "provider_disconnected"
+
+
+class ProviderLineBusy(ProviderError):
+    """The provider refused a dial with 409 line_busy: it is the final admission authority."""
+
+    code = "line_busy"

@@ -1,0 +1,167 @@
+"""Shared fixtures: moto-backed AWS built from template.yaml, and the HTTP API run in-process.
+
+`aws` starts an in-process moto (functional tests only: it is not a concurrency oracle) with
+every table and queue of the template; `api` runs requests through the same route table,
+authorizer and handlers API Gateway would use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from devstack import template
+from devstack.apigw import HttpApi, HttpResponse
+from switchboard import bootstrap
+from switchboard.domain.catalog import PLATFORM_TENANT, Scope
+
+REGION = "us-east-1"
+PREFIX = "switchboard-test"
+
+
+@dataclass
+class AwsResources:
+    tables: dict[str, str]
+    queues: dict[str, str]  # logical id -> queue URL
+    bus: str
+
+    def queue_messages(self, logical_id: str) -> list[dict[str, Any]]:
+        """Receive (and leave in flight) every message currently visible on a queue."""
+        sqs = boto3.client("sqs", region_name=REGION)
+        received: list[dict[str, Any]] = []
+        while True:
+            batch = sqs.receive_message(QueueUrl=self.queues[logical_id], MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return received
+            received.extend(batch)
+
+
+def fake_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "SECRETS_PREFIX": "/switchboard/test",
+        "LOCAL_MODE": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "Switchboard",
+        "POWERTOOLS_SERVICE_NAME": "switchboard",
+        "POWERTOOLS_DEV": "false",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
+    """Tables, queues and the bus of template.yaml, with the env vars the functions read."""
+    names = template.LocalNames(prefix=PREFIX)
+    tables = template.create_tables(boto3.client("dynamodb", region_name=REGION), names)
+    sqs = boto3.client("sqs", region_name=REGION)
+    queues = {}
+    for logical_id in template.resources("AWS::SQS::Queue"):
+        queues[logical_id] = sqs.create_queue(QueueName=names.queue(logical_id))["QueueUrl"]
+    bus = f"{PREFIX}-events"
+    boto3.client("events", region_name=REGION).create_event_bus(Name=bus)
+    environment = {
+        "TABLE_NAME": tables["MainTable"],
+        "IDEMPOTENCY_TABLE_NAME": tables["IdempotencyTable"],
+        "EVENT_BUS_NAME": bus,
+        "SEND_QUEUE_URL": queues.get("SendQueue", ""),
+        "FORWARD_QUEUE_URL": queues.get("ForwardQueue", ""),
+        "CLIENT_WEBHOOK_QUEUE_URL": queues.get("ClientWebhookQueue", ""),
+        "RECONCILE_QUEUE_URL": queues.get("ReconcileQueue", ""),
+    }
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    return AwsResources(tables=tables, queues=queues, bus=bus)
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsResources]:
+    fake_aws_environment(monkeypatch)
+    with mock_aws():
+        resources = create_template_resources(monkeypatch)
+        bootstrap.reset()
+        yield resources
+    bootstrap.reset()
+
+
+@pytest.fixture(scope="session")
+def http_api() -> HttpApi:
+    return HttpApi()
+
+
+class Client:
+    """Calls the HTTP API in-process: gateway routing, authorizer, handler."""
+
+    def __init__(self, api: HttpApi) -> None:
+        self._api = api
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        key: str | None = None,
+        json_body: Any = None,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> HttpResponse:
+        raw_path, _, query = path.partition("?")
+        all_headers = {"content-type": "application/json", **(headers or {})}
+        if key is not None:
+            all_headers["authorization"] = f"Bearer {key}"
+        payload = body if body is not None else (b"" if json_body is None else json.dumps(json_body).encode())
+        return self._api.handle(method, raw_path, query=query, headers=all_headers, body=payload)
+
+    def get(self, path: str, **kwargs: Any) -> HttpResponse:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> HttpResponse:
+        return self.request("POST", path, **kwargs)
+
+    def put(self, path: str, **kwargs: Any) -> HttpResponse:
+        return self.request("PUT", path, **kwargs)
+
+    def patch(self, path: str, **kwargs: Any) -> HttpResponse:
+        return self.request("PATCH", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> HttpResponse:
+        return self.request("DELETE", path, **kwargs)
+
+
+@pytest.fixture
+def client(aws: AwsResources, http_api: HttpApi) -> Client:
+    return Client(http_api)
+
+
+@pytest.fixture
+def platform_key(aws: AwsResources) -> str:
+    created = bootstrap.catalog_service().create_api_key(
+        None, tenant=PLATFORM_TENANT, name="operator", environment="LIVE", scopes=[Scope.PLATFORM]
+    )
+    return created.plaintext
+
+
+@dataclass
+class TenantKeys:
+    owner_tag: str
+    admin: str
+
+
+@pytest.fixture
+def make_tenant(client: Client, platform_key: str) -> Any:
+    def make(owner_tag: str = "acme") -> TenantKeys:
+        answer = client.post("/api/tenants", key=platform_key, json_body={"ownerTag": owner_tag, "name": owner_tag})
+        assert answer.status == 201, answer.body
+        return TenantKeys(owner_tag=owner_tag, admin=answer.json()["adminKey"]["key"])
+
+    return make
