@@ -1,0 +1,101 @@
+"""A small client for the simulator's `/_sim` control API, for tests and the local stack.
+
+Every method raises `httpx.HTTPStatusError` on a non-2xx answer; its response carries the
+simulator's `{"error", "message"}` body (e.g. `line_busy` for an incoming call with no slot).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+
+class SimulatorControl:
+    def __init__(self, base_url: str, *, timeout: float = 5.0) -> None:
+        self._client = httpx.Client(base_url=base_url, timeout=timeout, trust_env=False)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def reset(self) -> None:
+        self._post("/_sim/reset")
+
+    def create_instance(self, **fields: Any) -> dict[str, Any]:
+        """Fields as in `POST /_sim/instances`: id, token, kind, number, connected, webhookUrl, ..."""
+        return self._post("/_sim/instances", fields)
+
+    def instance(self, instance_id: str) -> dict[str, Any]:
+        response = self._client.get(f"/_sim/instances/{instance_id}")
+        response.raise_for_status()
+        result: dict[str, Any] = response.json()
+        return result
+
+    def set_connection(self, instance_id: str, connected: bool, *, include_calls_config: bool = True) -> None:
+        body = {"connected": connected, "includeCallsConfig": include_calls_config}
+        self._post(f"/_sim/instances/{instance_id}/connection", body)
+
+    def panel_call_settings(self, instance_id: str, calls_max_concurrent: int) -> dict[str, Any]:
+        """A change made in the provider's own panel: bumps the version and emits `call_settings`."""
+        return self._post(
+            f"/_sim/instances/{instance_id}/call-settings", {"callsMaxConcurrent": calls_max_concurrent}
+        )
+
+    def webhook_secrets(self, instance_id: str, secret: str, previous_secret: str | None = None) -> None:
+        body = {"secret": secret, "previousSecret": previous_secret}
+        self._post(f"/_sim/instances/{instance_id}/webhook-secrets", body)
+
+    def incoming_message(self, instance_id: str, sender: str, text: str) -> str:
+        body = {"from": sender, "text": text}
+        message_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-message", body)["id"]
+        return message_id
+
+    def incoming_call(self, instance_id: str, sender: str, *, video: bool = False) -> str:
+        body = {"from": sender, "video": video}
+        call_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-call", body)["callId"]
+        return call_id
+
+    def call_action(self, instance_id: str, call_id: str, action: str, **details: Any) -> dict[str, Any]:
+        """action: answer, active, video, end, recording_ready or recording_failed."""
+        call: dict[str, Any] = self._post(f"/_sim/instances/{instance_id}/calls/{call_id}/{action}", details)[
+            "call"
+        ]
+        return call
+
+    def receipt(self, instance_id: str, message_id: str, status: str) -> None:
+        self._post(f"/_sim/instances/{instance_id}/messages/{message_id}/status", {"status": status})
+
+    def sent(self) -> list[dict[str, Any]]:
+        response = self._client.get("/_sim/sent")
+        response.raise_for_status()
+        messages: list[dict[str, Any]] = response.json()["messages"]
+        return messages
+
+    def events(self, instance_id: str | None = None) -> list[dict[str, Any]]:
+        params = {"instance": instance_id} if instance_id else {}
+        response = self._client.get("/_sim/events", params=params)
+        response.raise_for_status()
+        events: list[dict[str, Any]] = response.json()["events"]
+        return events
+
+    def fault(self, route: str, mode: str, *, times: int = 1, method: str | None = None) -> None:
+        self._post("/_sim/faults", {"route": route, "mode": mode, "times": times, "method": method})
+
+    def redeliver(self, event_id: str) -> None:
+        self._post("/_sim/webhooks/redeliver", {"eventId": event_id})
+
+    def set_global_webhook(self, **fields: Any) -> None:
+        """Fields: url, events, filters, enabled, secret, previousSecret."""
+        self._post("/_sim/global-webhook", fields)
+
+    def clear_global_webhook(self) -> None:
+        self._client.delete("/_sim/global-webhook").raise_for_status()
+
+    def set_capabilities(self, **flags: Any) -> None:
+        self._post("/_sim/capabilities", flags)
+
+    def _post(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = self._client.post(path, json=body or {})
+        response.raise_for_status()
+        result: dict[str, Any] = response.json()
+        return result
