@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from werkzeug.serving import make_server
@@ -21,6 +21,9 @@ from werkzeug.wrappers import Request, Response
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard.adapters.providers.wuzapi import WuzapiClient
 from switchboard.domain.provider import ProviderTarget
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 WAIT_SECONDS = 10.0
 ADMIN_TOKEN = "test-admin-token"
@@ -78,15 +81,15 @@ class WebhookReceiver:
         assert len(found) >= count, f"expected {count} deliveries, got {len(found)}"
         return found
 
-    @Request.application  # type: ignore[misc]
-    def _app(self, request: Request) -> Response:
+    def _app(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        request = Request(environ)
         received = Received(dict(request.headers), request.get_data())
         with self._changed:
             self._received.append(received)
             failures = self._failures.get(received.envelope.get("instanceId", ""), [])
             status = failures.pop(0) if failures else 204
             self._changed.notify_all()
-        return Response(status=status)
+        return Response(status=status)(environ, start_response)
 
 
 @pytest.fixture(scope="session")
@@ -141,7 +144,9 @@ InstanceFactory = Callable[..., ProviderTarget]
 
 
 @pytest.fixture
-def make_instance(simulator: Simulator, control: SimulatorControl, receiver: WebhookReceiver) -> InstanceFactory:
+def make_instance(
+    simulator: Simulator, control: SimulatorControl, receiver: WebhookReceiver
+) -> InstanceFactory:
     """Create a simulator instance (subscribed to the receiver unless told otherwise) and its target."""
 
     def create(*, subscribed: bool = True, **fields: Any) -> ProviderTarget:

@@ -28,7 +28,9 @@ def _incoming_is_busy(control: SimulatorControl, target: ProviderTarget) -> bool
     return False
 
 
-def test_the_same_idempotency_key_returns_the_same_call(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
+def test_the_same_idempotency_key_returns_the_same_call(
+    wuzapi: WuzapiClient, make_instance: InstanceFactory
+) -> None:
     target = _instance_with_limit(wuzapi, make_instance, 2)
 
     first = wuzapi.dial(target, PEER, False, "dial-1")
@@ -38,7 +40,9 @@ def test_the_same_idempotency_key_returns_the_same_call(wuzapi: WuzapiClient, ma
     assert [call.call_id for call in wuzapi.active_calls(target)] == [first.call_id]
 
 
-def test_a_key_reused_for_another_dial_is_rejected(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
+def test_a_key_reused_for_another_dial_is_rejected(
+    wuzapi: WuzapiClient, make_instance: InstanceFactory
+) -> None:
     target = _instance_with_limit(wuzapi, make_instance, 2)
     wuzapi.dial(target, PEER, False, "dial-1")
 
@@ -94,7 +98,12 @@ def test_hangup_ends_the_call_and_it_stays_in_the_history(
 
     assert wuzapi.active_calls(target) == []
     [ended] = wuzapi.call_history(target)
-    assert (ended.call_id, ended.state, ended.end_reason, ended.ended_by) == (call_id, "ended", "hangup", "local")
+    assert (ended.call_id, ended.state, ended.end_reason, ended.ended_by) == (
+        call_id,
+        "ended",
+        "hangup",
+        "local",
+    )
     assert (ended.direction, ended.peer) == ("outgoing", PEER)
 
 
@@ -178,4 +187,6 @@ def test_the_call_lifecycle_is_published_as_call_events(
     assert {d["callId"] for d in data} == {call_id}
     assert (data[0]["direction"], data[0]["from"], data[0]["video"]) == ("incoming", PEER, True)
     assert (data[-1]["endReason"], data[-1]["endedBy"]) == ("hangup", "remote")
-    assert [delivery.envelope["seq"] for delivery in deliveries] == sorted(d.envelope["seq"] for d in deliveries)
+    assert [delivery.envelope["seq"] for delivery in deliveries] == sorted(
+        d.envelope["seq"] for d in deliveries
+    )
