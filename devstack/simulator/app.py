@@ -79,8 +79,8 @@ class SimulatorApp:
             max_attempts=config.webhook_max_attempts,
             transport=webhook_transport,
         )
-        self.state = SimulatorState(config.capabilities, self.dispatcher.enqueue)
         self._closing = threading.Event()
+        self.state = SimulatorState(config, deliver=self.dispatcher.enqueue)
         provider_rules = self._provider_rules()
         self._url_map = Map(provider_rules + self._control_rules())
         self._fault_routes = sorted({route_template(rule.rule) for rule in provider_rules})
@@ -89,8 +89,9 @@ class SimulatorApp:
         return self._dispatch(Request(environ))(environ, start_response)
 
     def close(self) -> None:
-        """Wake requests sleeping in a fault and stop webhook delivery."""
+        """Wake requests sleeping in a fault or a held dial, and stop webhook delivery."""
         self._closing.set()
+        self.state.hold_dials(False)
         self.dispatcher.close()
 
     # --- dispatch ----------------------------------------------------------------------------
@@ -244,6 +245,7 @@ class SimulatorApp:
             Rule(f"{CONTROL_PREFIX}/global-webhook", methods=["POST"], endpoint=self.set_global_webhook),
             Rule(f"{CONTROL_PREFIX}/global-webhook", methods=["DELETE"], endpoint=self.delete_global_webhook),
             Rule(f"{CONTROL_PREFIX}/capabilities", methods=["POST"], endpoint=self.patch_capabilities),
+            Rule(f"{CONTROL_PREFIX}/hold-dials", methods=["POST"], endpoint=self.hold_dials),
             Rule(f"{CONTROL_PREFIX}/reset", methods=["POST"], endpoint=self.reset),
         ]
 
@@ -313,6 +315,10 @@ class SimulatorApp:
 
     def patch_capabilities(self, request: Request) -> Response:
         return _json(self.state.patch_capabilities(_parse(request, schemas.CapabilitiesPatch)))
+
+    def hold_dials(self, request: Request) -> Response:
+        self.state.hold_dials(_parse(request, schemas.HoldDialsBody).held)
+        return _json({"ok": True})
 
     def reset(self, request: Request) -> Response:
         self.dispatcher.forget_pending()

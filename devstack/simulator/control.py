@@ -94,6 +94,10 @@ class SimulatorControl:
     def set_capabilities(self, **flags: Any) -> None:
         self._post("/_sim/capabilities", flags)
 
+    def hold_dials(self, held: bool) -> None:
+        """While held, dials keep their reservation (counted, not listed) and wait; False releases them."""
+        self._post("/_sim/hold-dials", {"held": held})
+
     def _post(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         response = self._client.post(path, json=body or {})
         response.raise_for_status()

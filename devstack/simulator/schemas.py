@@ -176,3 +176,7 @@ class CapabilitiesPatch(ControlBody):
     calls_settings_webhook: StrictBool | None = None
     calls_video: StrictBool | None = None
     calls_max_concurrent: StrictInt | None = Field(default=None, ge=MIN_CALLS, le=MAX_CALLS)
+
+
+class HoldDialsBody(ControlBody):
+    held: StrictBool

@@ -24,7 +24,7 @@ from devstack.simulator.schemas import (
     CreateInstanceBody,
     FaultBody,
     GlobalWebhookBody,
-    SimCapabilities,
+    SimulatorConfig,
     WebhookBody,
 )
 
@@ -121,9 +121,9 @@ class Call:
 class DialRecord:
     """What an Idempotency-Key was first used for: a repeat returns the same call."""
 
-    call_id: str
     phone: str
     video: bool
+    call_id: str | None = None  # None while the dial holds a reservation and has no call yet
 
 
 @dataclass
@@ -140,10 +140,11 @@ class Instance:
     seq: int = 0
     calls: dict[str, Call] = field(default_factory=dict)
     dials: dict[str, DialRecord] = field(default_factory=dict)
+    reservations: set[str] = field(default_factory=set)
 
     def occupancy(self) -> int:
-        """Live calls in and out, voice or video, one slot each; a dial takes its slot atomically."""
-        return sum(1 for call in self.calls.values() if call.live)
+        """Live calls in and out, voice or video, one slot each, plus dials reserved without a call id."""
+        return sum(1 for call in self.calls.values() if call.live) + len(self.reservations)
 
     def calls_config(self) -> dict[str, Any]:
         return {
@@ -200,14 +201,22 @@ class Fault:
 class SimulatorState:
     """All mutable state. Every public method takes the lock; helpers starting with `_` expect it held."""
 
-    def __init__(self, capabilities: SimCapabilities, deliver: Callable[[Delivery], None]) -> None:
+    def __init__(
+        self,
+        config: SimulatorConfig,
+        *,
+        deliver: Callable[[Delivery], None],
+    ) -> None:
         self._lock = threading.Lock()
-        self._default_capabilities = capabilities
+        self._dials_changed = threading.Condition(self._lock)
+        self._config = config
         self._deliver = deliver
-        self._reset()
+        self.dials_held = False
+        self.reset()
 
     def _reset(self) -> None:
-        self.capabilities = self._default_capabilities.model_copy()
+        self.capabilities = self._config.capabilities.model_copy()
+        self._release_dials()
         self._instances: dict[str, Instance] = {}
         self._global_subscription: Subscription | None = None
         self._sent: list[SentMessage] = []
@@ -217,6 +226,18 @@ class SimulatorState:
     def reset(self) -> None:
         with self._lock:
             self._reset()
+
+    def hold_dials(self, held: bool) -> None:
+        """While held, every dial keeps its reservation and waits: a dial in flight, frozen for tests."""
+        with self._lock:
+            if held:
+                self.dials_held = True
+            else:
+                self._release_dials()
+
+    def _release_dials(self) -> None:
+        self.dials_held = False
+        self._dials_changed.notify_all()
 
     # --- capabilities and faults -------------------------------------------------------------
 
@@ -368,6 +389,7 @@ class SimulatorState:
             "number": instance.number,
             **instance.calls_config(),
             "occupancy": instance.occupancy(),
+            "reservations": len(instance.reservations),
             "seq": instance.seq,
             "calls": [call.view() for call in instance.calls.values()],
             "webhook": webhook,
@@ -483,22 +505,46 @@ class SimulatorState:
     # --- calls -------------------------------------------------------------------------------
 
     def dial(self, instance_id: str, phone: str, video: bool, idempotency_key: str | None) -> dict[str, Any]:
-        """Admit an outgoing call if a slot is free; a repeated Idempotency-Key returns the same call."""
+        """Reserve a slot, then create the call (at once, or when held dials are released).
+
+        The reservation counts toward the limit but `/call/active` does not list it. A repeated
+        Idempotency-Key returns the same call; a repeat while the first is in flight waits for it.
+        """
         with self._lock:
             instance = self._calls_instance(instance_id)
-            if idempotency_key is not None and idempotency_key in instance.dials:
-                record = instance.dials[idempotency_key]
-                if (record.phone, record.video) != (phone, video):
-                    raise SimError(422, "idempotency_key_reused", "the key was used for another dial")
-                return {"callId": record.call_id}
+            known = self._known_dial(instance, idempotency_key, phone, video)
+            if known is not None:
+                return {"callId": known}
             if not instance.connected:
                 raise SimError(409, "not_connected", "the instance has no WhatsApp session")
             self._check_video(video)
-            call = self._admit(instance, "outgoing", phone, video)
+            self._check_slot(instance)
+            reservation = uuid.uuid4().hex
+            instance.reservations.add(reservation)
             if idempotency_key is not None:
-                instance.dials[idempotency_key] = DialRecord(call.call_id, phone, video)
+                instance.dials[idempotency_key] = DialRecord(phone, video)
+            self._dials_changed.wait_for(lambda: not self.dials_held)
+            instance.reservations.discard(reservation)
+            call = self._new_call(instance, "outgoing", phone, video)
+            if idempotency_key is not None:
+                instance.dials[idempotency_key] = DialRecord(phone, video, call.call_id)
+            self._dials_changed.notify_all()
             self._emit_call(instance, call, "ringing")
             return {"callId": call.call_id}
+
+    def _known_dial(self, instance: Instance, key: str | None, phone: str, video: bool) -> str | None:
+        """The call id an Idempotency-Key already produced, waiting while that dial is in flight."""
+        if key is None:
+            return None
+        self._dials_changed.wait_for(
+            lambda: key not in instance.dials or instance.dials[key].call_id is not None
+        )
+        record = instance.dials.get(key)
+        if record is None:
+            return None
+        if (record.phone, record.video) != (phone, video):
+            raise SimError(422, "idempotency_key_reused", "the key was used for another dial")
+        return record.call_id
 
     def incoming_call(self, instance_id: str, sender: str, video: bool) -> dict[str, Any]:
         with self._lock:
@@ -506,7 +552,8 @@ class SimulatorState:
             if not instance.connected:
                 raise SimError(409, "not_connected")
             self._check_video(video)
-            call = self._admit(instance, "incoming", sender, video)
+            self._check_slot(instance)
+            call = self._new_call(instance, "incoming", sender, video)
             self._emit_call(instance, call, "offer")
             return {"callId": call.call_id}
 
@@ -572,7 +619,7 @@ class SimulatorState:
             call.video = True if details.video is None else details.video
             self._emit_call(instance, call, "video")
 
-    def _admit(self, instance: Instance, direction: str, peer: str, video: bool) -> Call:
+    def _check_slot(self, instance: Instance) -> None:
         limit = (
             instance.calls_max_concurrent
             if self.capabilities.calls_per_instance_limit
@@ -580,6 +627,8 @@ class SimulatorState:
         )
         if instance.occupancy() >= limit:
             raise SimError(409, "line_busy", "no free call slot on this instance")
+
+    def _new_call(self, instance: Instance, direction: str, peer: str, video: bool) -> Call:
         call = Call(
             uuid.uuid4().hex.upper(), direction, peer, instance.number, video, "ringing", time.time_ns()
         )

@@ -118,10 +118,7 @@ def receiver() -> Iterator[WebhookReceiver]:
 def control(simulator: Simulator) -> Iterator[SimulatorControl]:
     client = SimulatorControl(simulator.base_url)
     yield client
-    client.set_capabilities(
-        calls=True, calls_per_instance_limit=True, calls_settings_webhook=True, calls_video=True
-    )
-    client.clear_global_webhook()
+    client.reset()
     client.close()
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 import pytest
 
@@ -12,6 +17,7 @@ from switchboard.domain.provider import ProviderTarget
 from tests.simulator.conftest import InstanceFactory, WebhookReceiver
 
 PEER = "5511988887777"
+WAIT_SECONDS = 10.0
 
 
 def _instance_with_limit(wuzapi: WuzapiClient, make_instance: InstanceFactory, limit: int) -> ProviderTarget:
@@ -190,3 +196,53 @@ def test_the_call_lifecycle_is_published_as_call_events(
     assert [delivery.envelope["seq"] for delivery in deliveries] == sorted(
         d.envelope["seq"] for d in deliveries
     )
+
+
+def test_concurrent_dials_admit_exactly_the_limit(
+    wuzapi: WuzapiClient, make_instance: InstanceFactory
+) -> None:
+    target = _instance_with_limit(wuzapi, make_instance, 2)
+
+    def dial(key: str) -> str:
+        try:
+            return wuzapi.dial(target, PEER, False, key).call_id
+        except ProviderLineBusy:
+            return "line_busy"
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(dial, [f"dial-{n}" for n in range(8)]))
+
+    assert outcomes.count("line_busy") == 6
+    assert len(wuzapi.active_calls(target)) == 2
+
+
+def test_a_dial_in_flight_holds_an_unlisted_reservation(
+    wuzapi: WuzapiClient, make_instance: InstanceFactory, control: SimulatorControl
+) -> None:
+    target = make_instance()
+    control.hold_dials(True)
+    results: dict[str, str] = {}
+    dials = [
+        threading.Thread(
+            target=lambda n=n: results.update({n: wuzapi.dial(target, PEER, False, "key").call_id})
+        )
+        for n in ("first", "repeat")
+    ]
+    dials[0].start()
+    _wait_until(lambda: control.instance(target.provider_instance_id)["reservations"] == 1)
+    dials[1].start()
+
+    assert wuzapi.active_calls(target) == []
+    assert _incoming_is_busy(control, target)
+    control.hold_dials(False)
+    for dial in dials:
+        dial.join()
+    assert results["first"] == results["repeat"]
+    assert [call.call_id for call in wuzapi.active_calls(target)] == [results["first"]]
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.01)
