@@ -11,6 +11,7 @@ import pytest
 from switchboard.adapters.providers import provider_client_for
 from switchboard.adapters.providers.evolution import EvolutionClient
 from switchboard.adapters.providers.meta import MetaCloudClient
+from switchboard.adapters.providers.wuzapi import WuzapiClient
 from switchboard.domain.errors import (
     InvalidInput,
     ProviderRejected,
@@ -35,6 +36,12 @@ class Recorder:
     def _handle(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         return self._respond(request)
+
+
+def _wuzapi_target() -> ProviderTarget:
+    return ProviderTarget(
+        kind="wuzapi", base_url="http://127.0.0.1:3100", provider_instance_id="i-1", instance_token=TOKEN
+    )
 
 
 def _evolution_target(base_url: str = "http://127.0.0.1:8080") -> ProviderTarget:
@@ -199,3 +206,37 @@ def test_provider_client_for_each_kind(kind: str, expected: str) -> None:
     client = provider_client_for(kind, local_mode=True)  # type: ignore[arg-type]
 
     assert type(client).__name__ == expected
+
+
+@pytest.mark.parametrize("version", [3.0, True, "3", -1, 2**63, 1e20])
+def test_wuzapi_refuses_a_version_that_is_not_a_64_bit_integer(version: object) -> None:
+    answer = {
+        "instance": {
+            "connected": True,
+            "kind": "calls",
+            "callsMaxConcurrent": 2,
+            "callsConfigVersion": version,
+        }
+    }
+    client = WuzapiClient(
+        local_mode=True, transport=Recorder(lambda _: httpx.Response(200, json=answer)).transport
+    )
+
+    with pytest.raises(ProviderTimeout):
+        client.instance_status(_wuzapi_target())
+
+
+def test_wuzapi_keeps_an_absent_version_absent() -> None:
+    answer = {"instance": {"connected": True, "kind": "calls"}}
+    client = WuzapiClient(
+        local_mode=True, transport=Recorder(lambda _: httpx.Response(200, json=answer)).transport
+    )
+
+    assert client.instance_status(_wuzapi_target()).calls_config_version is None
+
+
+def test_wuzapi_server_without_capabilities_route_announces_nothing() -> None:
+    answer = httpx.Response(404, json={"error": "not_found"})
+    client = WuzapiClient(local_mode=True, transport=Recorder(lambda _: answer).transport)
+
+    assert client.capabilities(_wuzapi_target()).calls is False

@@ -162,7 +162,10 @@ class WuzapiClient:
     # --- instance and call settings ----------------------------------------------------------
 
     def capabilities(self, target: ProviderTarget) -> Capabilities:
+        """What the server announces; a server without the route (older versions) announces nothing."""
         response = self._call(target, "GET", "/v1/capabilities")
+        if response.status_code == 404:
+            return Capabilities()
         answer = self._http.answer(response, _CapabilitiesAnswer, self._http.label("GET", "/v1/capabilities"))
         return Capabilities(
             **answer.capabilities.model_dump(),
