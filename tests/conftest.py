@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from moto import mock_aws
 
 from devstack import template
 from devstack.apigw import HttpApi, HttpResponse
+from devstack.aws_endpoint import AwsEndpoint
 from switchboard import bootstrap
 from switchboard.domain.catalog import PLATFORM_TENANT, Scope
 
@@ -91,6 +93,29 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsResources]:
         resources = create_template_resources(monkeypatch)
         bootstrap.reset()
         yield resources
+    bootstrap.reset()
+
+
+@pytest.fixture(scope="session")
+def aws_endpoint() -> Iterator[AwsEndpoint]:
+    endpoint = AwsEndpoint(port=0).start()
+    yield endpoint
+    endpoint.stop()
+
+
+@pytest.fixture
+def served_aws(monkeypatch: pytest.MonkeyPatch, aws_endpoint: AwsEndpoint) -> Iterator[AwsResources]:
+    """The template's resources on a real (serialised) moto server: for tests with threads.
+
+    Every thread must build its own boto3 client or resource (they are not shared across threads
+    in production either: each Lambda container has its own).
+    """
+    fake_aws_environment(monkeypatch)
+    httpx.post(f"{aws_endpoint.url}/moto-api/reset")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", aws_endpoint.url)
+    resources = create_template_resources(monkeypatch)
+    bootstrap.reset()
+    yield resources
     bootstrap.reset()
 
 
