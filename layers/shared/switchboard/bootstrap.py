@@ -15,6 +15,7 @@ import boto3
 from switchboard.adapters.dynamo.audit import AuditLog
 from switchboard.adapters.dynamo.catalog import CatalogRepository
 from switchboard.adapters.secrets import SecretStore
+from switchboard.domain.events import EffectHandler
 from switchboard.services.catalog import CatalogService
 from switchboard.settings import get_settings
 
@@ -63,6 +64,15 @@ def catalog_repository() -> CatalogRepository:
 @component
 def catalog_service() -> CatalogService:
     return CatalogService(catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
+
+
+@component
+def event_handlers() -> dict[str, list[EffectHandler]]:
+    """The effects of each provider webhook event, in order; the ingest runs them all."""
+    handlers: dict[str, list[EffectHandler]] = {
+        name: [] for name in ("message", "receipt", "connection", "call", "call_settings")
+    }
+    return handlers
 
 
 def reset() -> None:
