@@ -17,14 +17,10 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3100)
     parser.add_argument("--fault-delay", type=float, default=11.0, help="seconds a `timeout` fault sleeps")
-    parser.add_argument(
-        "--webhook-retry-delay", type=float, default=0.5, help="first retry delay, doubled after"
-    )
+    parser.add_argument("--webhook-retry-delay", type=float, default=0.5, help="first retry delay, doubled after")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    simulator = Simulator(
-        fault_delay_seconds=args.fault_delay, webhook_retry_base_delay=args.webhook_retry_delay
-    )
+    simulator = Simulator(fault_delay_seconds=args.fault_delay, webhook_retry_base_delay=args.webhook_retry_delay)
     print(f"provider simulator on {simulator.start(args.host, args.port)}", flush=True)
     try:
         threading.Event().wait()

@@ -69,9 +69,7 @@ def _is_loopback(address: str | None) -> bool:
 
 
 class SimulatorApp:
-    def __init__(
-        self, config: SimulatorConfig, *, webhook_transport: httpx.BaseTransport | None = None
-    ) -> None:
+    def __init__(self, config: SimulatorConfig, *, webhook_transport: httpx.BaseTransport | None = None) -> None:
         self.config = config
         self.dispatcher = WebhookDispatcher(
             timeout_seconds=config.webhook_timeout_seconds,
@@ -234,9 +232,7 @@ class SimulatorApp:
             Rule(f"{instance}/webhook-secrets", methods=["POST"], endpoint=self.webhook_secrets),
             Rule(f"{instance}/incoming-message", methods=["POST"], endpoint=self.incoming_message),
             Rule(f"{instance}/incoming-call", methods=["POST"], endpoint=self.incoming_call),
-            Rule(
-                f"{instance}/calls/<call_id>/<{actions}:action>", methods=["POST"], endpoint=self.call_action
-            ),
+            Rule(f"{instance}/calls/<call_id>/<{actions}:action>", methods=["POST"], endpoint=self.call_action),
             Rule(f"{instance}/messages/<message_id>/status", methods=["POST"], endpoint=self.receipt),
             Rule(f"{CONTROL_PREFIX}/sent", methods=["GET"], endpoint=self.sent),
             Rule(f"{CONTROL_PREFIX}/events", methods=["GET"], endpoint=self.events),
@@ -258,9 +254,7 @@ class SimulatorApp:
     def set_connection(self, request: Request, instance_id: str) -> Response:
         body = _parse(request, schemas.ConnectionBody)
         return _json(
-            self.state.set_connection(
-                instance_id, body.connected, include_calls_config=body.include_calls_config
-            )
+            self.state.set_connection(instance_id, body.connected, include_calls_config=body.include_calls_config)
         )
 
     def panel_call_settings(self, request: Request, instance_id: str) -> Response:

@@ -37,9 +37,7 @@ class SimulatorControl:
 
     def panel_call_settings(self, instance_id: str, calls_max_concurrent: int) -> dict[str, Any]:
         """A change made in the provider's own panel: bumps the version and emits `call_settings`."""
-        return self._post(
-            f"/_sim/instances/{instance_id}/call-settings", {"callsMaxConcurrent": calls_max_concurrent}
-        )
+        return self._post(f"/_sim/instances/{instance_id}/call-settings", {"callsMaxConcurrent": calls_max_concurrent})
 
     def webhook_secrets(self, instance_id: str, secret: str, previous_secret: str | None = None) -> None:
         body = {"secret": secret, "previousSecret": previous_secret}
@@ -57,9 +55,7 @@ class SimulatorControl:
 
     def call_action(self, instance_id: str, call_id: str, action: str, **details: Any) -> dict[str, Any]:
         """action: answer, active, video, end, recording_ready or recording_failed."""
-        call: dict[str, Any] = self._post(f"/_sim/instances/{instance_id}/calls/{call_id}/{action}", details)[
-            "call"
-        ]
+        call: dict[str, Any] = self._post(f"/_sim/instances/{instance_id}/calls/{call_id}/{action}", details)["call"]
         return call
 
     def receipt(self, instance_id: str, message_id: str, status: str) -> None:

@@ -103,9 +103,7 @@ class CreateInstanceBody(ControlBody):
     webhook_url: StrictStr | None = Field(default=None, alias="webhookUrl")
     webhook_secret: StrictStr | None = Field(default=None, alias="webhookSecret", min_length=1, repr=False)
     webhook_events: list[StrictStr] | None = Field(default=None, alias="webhookEvents")
-    calls_max_concurrent: StrictInt | None = Field(
-        default=None, alias="callsMaxConcurrent", ge=MIN_CALLS, le=MAX_CALLS
-    )
+    calls_max_concurrent: StrictInt | None = Field(default=None, alias="callsMaxConcurrent", ge=MIN_CALLS, le=MAX_CALLS)
     calls_config_version: StrictInt = Field(default=0, alias="callsConfigVersion", ge=0, le=MAX_VERSION)
 
 

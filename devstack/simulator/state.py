@@ -297,9 +297,7 @@ class SimulatorState:
             )
             if body.webhook_url is not None and body.webhook_secret is not None:
                 events = body.webhook_events if body.webhook_events is not None else DEFAULT_EVENTS[body.kind]
-                instance.subscription = Subscription(
-                    body.webhook_url, list(events), {}, True, body.webhook_secret
-                )
+                instance.subscription = Subscription(body.webhook_url, list(events), {}, True, body.webhook_secret)
             self._instances[body.id] = instance
             return self._control_view(instance)
 
@@ -318,9 +316,7 @@ class SimulatorState:
         with self._lock:
             return {"instance": self._status_view(self._instance(instance_id))}
 
-    def set_connection(
-        self, instance_id: str, connected: bool, *, include_calls_config: bool
-    ) -> dict[str, Any]:
+    def set_connection(self, instance_id: str, connected: bool, *, include_calls_config: bool) -> dict[str, Any]:
         with self._lock:
             instance = self._instance(instance_id)
             instance.connected = connected
@@ -425,9 +421,7 @@ class SimulatorState:
             instance.subscription = Subscription(
                 url=url,
                 events=list(body.events if body.events is not None else (current.events if current else [])),
-                filters=dict(
-                    body.filters if body.filters is not None else (current.filters if current else {})
-                ),
+                filters=dict(body.filters if body.filters is not None else (current.filters if current else {})),
                 enabled=body.enabled if body.enabled is not None else (current.enabled if current else True),
                 secret=secret,
                 previous_secret=previous,
@@ -462,9 +456,7 @@ class SimulatorState:
 
     # --- messages ----------------------------------------------------------------------------
 
-    def send_text(
-        self, instance_id: str, phone: str, body: str, idempotency_key: str | None
-    ) -> dict[str, Any]:
+    def send_text(self, instance_id: str, phone: str, body: str, idempotency_key: str | None) -> dict[str, Any]:
         """Accept a message. Not idempotent, like the real server: a retry sends it twice."""
         with self._lock:
             instance = self._connected_instance(instance_id)
@@ -536,9 +528,7 @@ class SimulatorState:
         """The call id an Idempotency-Key already produced, waiting while that dial is in flight."""
         if key is None:
             return None
-        self._dials_changed.wait_for(
-            lambda: key not in instance.dials or instance.dials[key].call_id is not None
-        )
+        self._dials_changed.wait_for(lambda: key not in instance.dials or instance.dials[key].call_id is not None)
         record = instance.dials.get(key)
         if record is None:
             return None
@@ -588,17 +578,13 @@ class SimulatorState:
             self._emit_call(instance, call, "video")
             return {"call": call.view()}
 
-    def call_action(
-        self, instance_id: str, call_id: str, action: str, details: CallActionBody
-    ) -> dict[str, Any]:
+    def call_action(self, instance_id: str, call_id: str, action: str, details: CallActionBody) -> dict[str, Any]:
         """Drive a call from the peer's or the network's side (control API)."""
         with self._lock:
             instance = self._calls_instance(instance_id)
             call = self._call(instance, call_id)
             if action == "end":
-                self._end(
-                    instance, call, reason=details.reason or "hangup", ended_by=details.ended_by or "remote"
-                )
+                self._end(instance, call, reason=details.reason or "hangup", ended_by=details.ended_by or "remote")
             elif action in ("recording_ready", "recording_failed"):
                 self._emit_call(instance, call, action, recording={"url": details.url} if details.url else {})
             else:
@@ -629,9 +615,7 @@ class SimulatorState:
             raise SimError(409, "line_busy", "no free call slot on this instance")
 
     def _new_call(self, instance: Instance, direction: str, peer: str, video: bool) -> Call:
-        call = Call(
-            uuid.uuid4().hex.upper(), direction, peer, instance.number, video, "ringing", time.time_ns()
-        )
+        call = Call(uuid.uuid4().hex.upper(), direction, peer, instance.number, video, "ringing", time.time_ns())
         instance.calls[call.call_id] = call
         return call
 

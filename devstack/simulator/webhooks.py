@@ -87,9 +87,7 @@ class WebhookDispatcher:
                 return
             if attempt + 1 < self._max_attempts:
                 self._closed.wait(self._retry_base_delay * 2**attempt)
-        logger.warning(
-            "webhook given up", extra={"event_id": delivery.event_id, "attempts": self._max_attempts}
-        )
+        logger.warning("webhook given up", extra={"event_id": delivery.event_id, "attempts": self._max_attempts})
 
     def _post(self, delivery: Delivery) -> bool:
         timestamp = int(time.time())
@@ -98,9 +96,7 @@ class WebhookDispatcher:
         try:
             response = self._client.post(delivery.url, content=delivery.body, headers=headers)
         except httpx.HTTPError as exc:
-            logger.info(
-                "webhook attempt failed", extra={"event_id": delivery.event_id, "error": type(exc).__name__}
-            )
+            logger.info("webhook attempt failed", extra={"event_id": delivery.event_id, "error": type(exc).__name__})
             return False
         if response.is_success:
             return True

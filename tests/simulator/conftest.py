@@ -141,9 +141,7 @@ InstanceFactory = Callable[..., ProviderTarget]
 
 
 @pytest.fixture
-def make_instance(
-    simulator: Simulator, control: SimulatorControl, receiver: WebhookReceiver
-) -> InstanceFactory:
+def make_instance(simulator: Simulator, control: SimulatorControl, receiver: WebhookReceiver) -> InstanceFactory:
     """Create a simulator instance (subscribed to the receiver unless told otherwise) and its target."""
 
     def create(*, subscribed: bool = True, **fields: Any) -> ProviderTarget:

@@ -13,9 +13,7 @@ from tests.simulator.conftest import InstanceFactory, WebhookReceiver
 MAX_VERSION = 2**63 - 1
 
 
-def test_capabilities_announce_calls_and_the_range(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_capabilities_announce_calls_and_the_range(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     capabilities = wuzapi.capabilities(make_instance())
 
     assert capabilities.calls and capabilities.calls_per_instance_limit
@@ -102,9 +100,7 @@ def test_a_wrong_admin_token_is_refused_without_echoing_it(
     assert refused.value.details["status"] == 401
 
 
-def test_version_zero_is_reported_as_zero_not_absent(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_version_zero_is_reported_as_zero_not_absent(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     status = wuzapi.instance_status(make_instance())
 
     assert status.calls_config_version == 0
@@ -180,9 +176,7 @@ def test_a_server_without_per_instance_limits_sends_no_limit_fields(
     assert (status.calls_max_concurrent, status.calls_config_version) == (None, None)
 
 
-def test_a_messages_instance_has_no_calls_fields(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_a_messages_instance_has_no_calls_fields(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     status = wuzapi.instance_status(make_instance(kind="messages"))
 
     assert status.kind == "messages"

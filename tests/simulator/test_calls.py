@@ -34,9 +34,7 @@ def _incoming_is_busy(control: SimulatorControl, target: ProviderTarget) -> bool
     return False
 
 
-def test_the_same_idempotency_key_returns_the_same_call(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_the_same_idempotency_key_returns_the_same_call(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     target = _instance_with_limit(wuzapi, make_instance, 2)
 
     first = wuzapi.dial(target, PEER, False, "dial-1")
@@ -46,9 +44,7 @@ def test_the_same_idempotency_key_returns_the_same_call(
     assert [call.call_id for call in wuzapi.active_calls(target)] == [first.call_id]
 
 
-def test_a_key_reused_for_another_dial_is_rejected(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_a_key_reused_for_another_dial_is_rejected(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     target = _instance_with_limit(wuzapi, make_instance, 2)
     wuzapi.dial(target, PEER, False, "dial-1")
 
@@ -94,9 +90,7 @@ def test_an_ended_call_frees_its_slot_once_and_keeps_its_first_reason(
     assert wuzapi.dial(target, PEER, False, "after-end").call_id != call_id
 
 
-def test_hangup_ends_the_call_and_it_stays_in_the_history(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_hangup_ends_the_call_and_it_stays_in_the_history(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     target = make_instance()
     call_id = wuzapi.dial(target, PEER, False, "dial-1").call_id
 
@@ -193,14 +187,10 @@ def test_the_call_lifecycle_is_published_as_call_events(
     assert {d["callId"] for d in data} == {call_id}
     assert (data[0]["direction"], data[0]["from"], data[0]["video"]) == ("incoming", PEER, True)
     assert (data[-1]["endReason"], data[-1]["endedBy"]) == ("hangup", "remote")
-    assert [delivery.envelope["seq"] for delivery in deliveries] == sorted(
-        d.envelope["seq"] for d in deliveries
-    )
+    assert [delivery.envelope["seq"] for delivery in deliveries] == sorted(d.envelope["seq"] for d in deliveries)
 
 
-def test_concurrent_dials_admit_exactly_the_limit(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_concurrent_dials_admit_exactly_the_limit(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     target = _instance_with_limit(wuzapi, make_instance, 2)
 
     def dial(key: str) -> str:
@@ -223,9 +213,7 @@ def test_a_dial_in_flight_holds_an_unlisted_reservation(
     control.hold_dials(True)
     results: dict[str, str] = {}
     dials = [
-        threading.Thread(
-            target=lambda n=n: results.update({n: wuzapi.dial(target, PEER, False, "key").call_id})
-        )
+        threading.Thread(target=lambda n=n: results.update({n: wuzapi.dial(target, PEER, False, "key").call_id}))
         for n in ("first", "repeat")
     ]
     dials[0].start()

@@ -107,9 +107,7 @@ def test_a_send_while_disconnected_is_refused_as_disconnected(
     assert _sent_by(control, target) == []
 
 
-def test_a_wrong_token_is_rejected_and_never_echoed(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_a_wrong_token_is_rejected_and_never_echoed(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     target = make_instance().model_copy(update={"instance_token": "not-the-token-123"})
 
     with pytest.raises(ProviderRejected) as refused:

@@ -45,9 +45,7 @@ def _wuzapi_target() -> ProviderTarget:
 
 
 def _evolution_target(base_url: str = "http://127.0.0.1:8080") -> ProviderTarget:
-    return ProviderTarget(
-        kind="evolution", base_url=base_url, provider_instance_id="sales/team", instance_token=TOKEN
-    )
+    return ProviderTarget(kind="evolution", base_url=base_url, provider_instance_id="sales/team", instance_token=TOKEN)
 
 
 def _meta_target(base_url: str = "http://127.0.0.1:8081") -> ProviderTarget:
@@ -61,9 +59,7 @@ def _meta_target(base_url: str = "http://127.0.0.1:8081") -> ProviderTarget:
 
 
 def test_evolution_sends_text_with_the_apikey_header() -> None:
-    recorder = Recorder(
-        lambda _: httpx.Response(201, json={"key": {"id": "BAE5F5A632EAE722"}, "status": "PENDING"})
-    )
+    recorder = Recorder(lambda _: httpx.Response(201, json={"key": {"id": "BAE5F5A632EAE722"}, "status": "PENDING"}))
     client = EvolutionClient(local_mode=True, transport=recorder.transport)
 
     sent = client.send_text(_evolution_target(), "5511988887777", "hello", "key-1")
@@ -77,9 +73,7 @@ def test_evolution_sends_text_with_the_apikey_header() -> None:
 
 @pytest.mark.parametrize(("state", "connected"), [("open", True), ("connecting", False), ("close", False)])
 def test_evolution_connection_state(state: str, connected: bool) -> None:
-    recorder = Recorder(
-        lambda _: httpx.Response(200, json={"instance": {"instanceName": "x", "state": state}})
-    )
+    recorder = Recorder(lambda _: httpx.Response(200, json={"instance": {"instanceName": "x", "state": state}}))
     client = EvolutionClient(local_mode=True, transport=recorder.transport)
 
     status = client.instance_status(_evolution_target())
@@ -218,9 +212,7 @@ def test_wuzapi_refuses_a_version_that_is_not_a_64_bit_integer(version: object) 
             "callsConfigVersion": version,
         }
     }
-    client = WuzapiClient(
-        local_mode=True, transport=Recorder(lambda _: httpx.Response(200, json=answer)).transport
-    )
+    client = WuzapiClient(local_mode=True, transport=Recorder(lambda _: httpx.Response(200, json=answer)).transport)
 
     with pytest.raises(ProviderTimeout):
         client.instance_status(_wuzapi_target())
@@ -228,9 +220,7 @@ def test_wuzapi_refuses_a_version_that_is_not_a_64_bit_integer(version: object) 
 
 def test_wuzapi_keeps_an_absent_version_absent() -> None:
     answer = {"instance": {"connected": True, "kind": "calls"}}
-    client = WuzapiClient(
-        local_mode=True, transport=Recorder(lambda _: httpx.Response(200, json=answer)).transport
-    )
+    client = WuzapiClient(local_mode=True, transport=Recorder(lambda _: httpx.Response(200, json=answer)).transport)
 
     assert client.instance_status(_wuzapi_target()).calls_config_version is None
 

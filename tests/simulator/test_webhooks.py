@@ -208,9 +208,7 @@ def test_posting_on_an_inherited_subscription_creates_the_instance_own(
     assert response.json()["url"] == receiver.url
 
 
-def test_no_subscription_at_all_is_reported_absent(
-    wuzapi: WuzapiClient, make_instance: InstanceFactory
-) -> None:
+def test_no_subscription_at_all_is_reported_absent(wuzapi: WuzapiClient, make_instance: InstanceFactory) -> None:
     target = make_instance(subscribed=False)
 
     assert wuzapi.get_webhook(target).exists is False

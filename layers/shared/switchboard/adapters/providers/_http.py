@@ -103,13 +103,9 @@ class ProviderHttp:
         code = error_code(response)
         suffix = f" ({status} {code})" if code else f" ({status})"
         if status >= 500 or status == 429:
-            return ProviderUnavailable(
-                f"{label}: provider unavailable{suffix}", status=status, provider_code=code
-            )
+            return ProviderUnavailable(f"{label}: provider unavailable{suffix}", status=status, provider_code=code)
         if status in (401, 403):
-            return ProviderRejected(
-                f"{label}: credentials refused{suffix}", status=status, provider_code=code
-            )
+            return ProviderRejected(f"{label}: credentials refused{suffix}", status=status, provider_code=code)
         return ProviderRejected(f"{label}: request refused{suffix}", status=status, provider_code=code)
 
 

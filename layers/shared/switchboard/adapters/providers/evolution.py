@@ -55,9 +55,7 @@ class EvolutionClient:
         read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._http = ProviderHttp(
-            "evolution", local_mode=local_mode, read_timeout=read_timeout, transport=transport
-        )
+        self._http = ProviderHttp("evolution", local_mode=local_mode, read_timeout=read_timeout, transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -80,9 +78,7 @@ class EvolutionClient:
 
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
         path = f"/instance/connectionState/{path_segment(target.provider_instance_id)}"
-        response = self._http.request(
-            "GET", target.base_url, path, route=STATE_ROUTE, headers=self._headers(target)
-        )
+        response = self._http.request("GET", target.base_url, path, route=STATE_ROUTE, headers=self._headers(target))
         answer = self._http.answer(response, _StateAnswer, self._http.label("GET", STATE_ROUTE))
         return InstanceStatus(connected=answer.instance.state == "open", kind="messages")
 

@@ -50,9 +50,7 @@ class MetaCloudClient:
         transport: httpx.BaseTransport | None = None,
         api_version: str = DEFAULT_API_VERSION,
     ) -> None:
-        self._http = ProviderHttp(
-            "meta", local_mode=local_mode, read_timeout=read_timeout, transport=transport
-        )
+        self._http = ProviderHttp("meta", local_mode=local_mode, read_timeout=read_timeout, transport=transport)
         self._api_version = api_version
 
     def close(self) -> None:

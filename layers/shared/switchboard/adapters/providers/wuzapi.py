@@ -139,9 +139,7 @@ class WuzapiClient:
         read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._http = ProviderHttp(
-            "wuzapi", local_mode=local_mode, read_timeout=read_timeout, transport=transport
-        )
+        self._http = ProviderHttp("wuzapi", local_mode=local_mode, read_timeout=read_timeout, transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -284,9 +282,7 @@ class WuzapiClient:
         if response.status_code == 409:
             code = error_code(response)
             if code == "not_connected":
-                raise ProviderDisconnected(
-                    f"{self._http.label(method, route)}: the instance is not connected"
-                )
+                raise ProviderDisconnected(f"{self._http.label(method, route)}: the instance is not connected")
             if code == "line_busy":
                 raise ProviderLineBusy(f"{self._http.label(method, route)}: no free call slot")
         return response
