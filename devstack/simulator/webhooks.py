@@ -60,9 +60,13 @@ class WebhookDispatcher:
             lane.put((self._generation, delivery))
 
     def forget_pending(self) -> None:
-        """Drop every queued or retrying delivery (used by reset)."""
+        """Drop every queued or retrying delivery and retire the lanes (used by reset)."""
         with self._lanes_lock:
             self._generation += 1
+            for lane in self._lanes.values():
+                lane.put(None)
+            self._lanes.clear()
+            self._threads = [thread for thread in self._threads if thread.is_alive()]
 
     def close(self) -> None:
         with self._lanes_lock:
