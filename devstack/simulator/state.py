@@ -586,7 +586,8 @@ class SimulatorState:
             if action == "end":
                 self._end(instance, call, reason=details.reason or "hangup", ended_by=details.ended_by or "remote")
             elif action in ("recording_ready", "recording_failed"):
-                self._emit_call(instance, call, action, recording={"url": details.url} if details.url else {})
+                recording = {"status": action.removeprefix("recording_"), "url": details.url}
+                self._emit_call(instance, call, action, recording=recording)
             else:
                 self._advance(instance, self._live_call(instance, call_id), action, details)
             return {"call": call.view()}
