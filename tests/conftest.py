@@ -7,7 +7,9 @@ authorizer and handlers API Gateway would use.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,11 @@ from devstack.apigw import HttpApi, HttpResponse
 from devstack.aws_endpoint import AwsEndpoint
 from switchboard import bootstrap
 from switchboard.domain.catalog import PLATFORM_TENANT, Scope
+from switchboard.observability import logger
+
+# Request fields whose values are secrets: once seen, they must never come back in a response
+# body or a log line. Keys returned at creation (`key`) are learnt after that one response.
+SECRET_FIELDS = {"token", "webhookSecret", "adminToken", "downstream_api_token", "secret", "signingSecret"}
 
 REGION = "us-east-1"
 PREFIX = "switchboard-test"
@@ -86,6 +93,60 @@ def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
     return AwsResources(tables=tables, queues=queues, bus=bus)
 
 
+class SecretWatch(logging.Handler):
+    """Remembers every secret the tests hand to the API and fails if one leaks back out.
+
+    It sees every log line of the switchboard logger and every response of `Client`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.secrets: set[str] = set()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record) + json.dumps(record.__dict__, default=str))
+
+    def learn(self, value: Any) -> None:
+        if isinstance(value, dict):
+            for name, field_value in value.items():
+                if name in SECRET_FIELDS and isinstance(field_value, str) and len(field_value) >= 8:
+                    self.secrets.add(field_value)
+                self.learn(field_value)
+        elif isinstance(value, list):
+            for element in value:
+                self.learn(element)
+
+    def learn_created_keys(self, value: Any) -> None:
+        if isinstance(value, dict):
+            for name, field_value in value.items():
+                if name == "key" and isinstance(field_value, str):
+                    self.secrets.add(field_value)
+                self.learn_created_keys(field_value)
+        elif isinstance(value, list):
+            for element in value:
+                self.learn_created_keys(element)
+
+    def assert_absent(self, text: str, where: str) -> None:
+        leaked = [secret for secret in self.secrets if secret in text]
+        assert not leaked, f"a secret leaked into {where}"
+
+    def assert_logs_clean(self) -> None:
+        for line in self.lines:
+            self.assert_absent(line, "a log line")
+
+
+SECRET_WATCH = SecretWatch()
+logger.addHandler(SECRET_WATCH)
+
+
+@pytest.fixture(autouse=True)
+def no_secret_in_logs() -> Iterator[None]:
+    SECRET_WATCH.lines.clear()
+    yield
+    SECRET_WATCH.assert_logs_clean()
+
+
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsResources]:
     fake_aws_environment(monkeypatch)
@@ -145,7 +206,12 @@ class Client:
         if key is not None:
             all_headers["authorization"] = f"Bearer {key}"
         payload = body if body is not None else (b"" if json_body is None else json.dumps(json_body).encode())
-        return self._api.handle(method, raw_path, query=query, headers=all_headers, body=payload)
+        SECRET_WATCH.learn(json_body)
+        answer = self._api.handle(method, raw_path, query=query, headers=all_headers, body=payload)
+        SECRET_WATCH.assert_absent(answer.body.decode(errors="replace"), f"the response to {method} {raw_path}")
+        with contextlib.suppress(ValueError):
+            SECRET_WATCH.learn_created_keys(answer.json())
+        return answer
 
     def get(self, path: str, **kwargs: Any) -> HttpResponse:
         return self.request("GET", path, **kwargs)
@@ -173,6 +239,7 @@ def platform_key(aws: AwsResources) -> str:
     created = bootstrap.catalog_service().create_api_key(
         None, tenant=PLATFORM_TENANT, name="operator", environment="LIVE", scopes=[Scope.PLATFORM]
     )
+    SECRET_WATCH.secrets.add(created.plaintext)
     return created.plaintext
 
 

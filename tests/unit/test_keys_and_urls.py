@@ -1,0 +1,65 @@
+"""API key generation and hashing, and the outbound URL (SSRF) policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from switchboard.domain.catalog import generate_key, hash_key, looks_like_key, secret_hint
+from switchboard.domain.errors import InvalidInput
+from switchboard.domain.urls import check_outbound_url
+
+
+def test_generated_keys_are_high_entropy_and_stored_only_as_a_hash() -> None:
+    first, second = generate_key("LIVE"), generate_key("LIVE")
+
+    assert first.plaintext != second.plaintext
+    assert looks_like_key(first.plaintext)
+    assert len(first.plaintext) >= 40
+    assert first.digest == hash_key(first.plaintext)
+    assert first.plaintext not in first.digest
+    assert first.prefix == first.plaintext[:12]
+
+
+def test_test_keys_are_recognisable() -> None:
+    assert generate_key("TEST").plaintext.startswith("sb_test_")
+
+
+@pytest.mark.parametrize("value", ["", "Bearer", "sb_live_short", "x" * 60, "sb_live_" + "a" * 40 + "!"])
+def test_malformed_keys_are_not_looked_up(value: str) -> None:
+    assert not looks_like_key(value)
+
+
+def test_a_hint_never_reveals_a_short_secret() -> None:
+    assert secret_hint("short") == "…"
+    assert secret_hint("a-long-secret-value-1234") == "…1234"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://169.254.169.254/latest/meta-data",
+        "https://10.1.2.3/x",
+        "https://192.168.0.1",
+        "https://[::1]/",
+        "https://127.0.0.1/",
+        "http://8.8.8.8/",
+        "https://metadata.google.internal/",
+        "https://user:pass@8.8.8.8/",
+        "ftp://8.8.8.8/",
+        "https://0.0.0.0/",
+    ],
+)
+def test_private_metadata_plain_http_and_credentials_are_refused(url: str) -> None:
+    with pytest.raises(InvalidInput):
+        check_outbound_url(url, local_mode=False)
+
+
+def test_public_https_is_allowed() -> None:
+    assert check_outbound_url("https://8.8.8.8/hooks", local_mode=False) == "https://8.8.8.8/hooks"
+
+
+def test_local_mode_allows_loopback_http_only() -> None:
+    assert check_outbound_url("http://127.0.0.1:3100", local_mode=True)
+    assert check_outbound_url("http://localhost:3100", local_mode=True)
+    with pytest.raises(InvalidInput):
+        check_outbound_url("http://10.0.0.1:3100", local_mode=True)

@@ -1,0 +1,1 @@
+"""Benchmarks: they print figures (throughput, DynamoDB requests per operation); they assert nothing."""
