@@ -1,0 +1,24 @@
+"""ReconcileQueue consumer: reconciles one instance per message; failed messages are retried alone."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard import bootstrap
+from switchboard.observability import logger
+
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def reconcile_one(record: SQSRecord) -> None:
+    bootstrap.reconciler().reconcile_named(json.loads(record.body)["instance"])
+
+
+@logger.inject_lambda_context(clear_state=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=reconcile_one, processor=processor, context=context)
