@@ -57,7 +57,7 @@ def secret_hint(secret: str) -> str:
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     tenant: str
     created_at: datetime = Field(default_factory=utcnow)

@@ -31,11 +31,11 @@ HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_len
 class Body(BaseModel):
     """Strict camelCase input: unknown fields are refused, types are not coerced."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, defer_build=True)
 
 
 class View(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 
 # --- tenants -------------------------------------------------------------------------------
