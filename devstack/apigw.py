@@ -85,7 +85,7 @@ class HttpApi:
     # --- template ----------------------------------------------------------------------
 
     def _read_template(self) -> None:
-        for properties in template.resources("AWS::Serverless::HttpApi").values():
+        for properties in template.resources("AWS::Serverless::HttpApi", self.functions.path).values():
             auth = properties.get("Auth") or {}
             self._default_authorizer = auth.get("DefaultAuthorizer")
             for name, definition in (auth.get("Authorizers") or {}).items():

@@ -4,50 +4,108 @@ moto's DynamoDB backend has no lock: concurrent TransactWriteItems deep-copy the
 over-admit, lose committed writes or answer 500 (measured, see DESIGN.md). Real DynamoDB
 serialises conditional writes per item; one lock around moto's WSGI app gives the same
 guarantee locally, at the cost of throughput the local stack does not need.
+
+A long-polling ReceiveMessage would hold that lock for its whole wait (moto sleeps inside the
+request), blocking the very SendMessage that should wake it. So a long poll is served as a
+series of short polls, each under the lock, with the lock released in between.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import BaseWSGIServer, make_server
+
+from devstack.serving import Server
 
 StartResponse = Callable[..., Any]
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+SHORT_POLL_INTERVAL = 0.05
+RECEIVE_TARGET = "AmazonSQS.ReceiveMessage"
+
+
+class _Captured:
+    """Records the status and headers of one call of a WSGI app, to answer them later."""
+
+    def __init__(self) -> None:
+        self.status = "500 Internal Server Error"
+        self.headers: list[tuple[str, str]] = []
+
+    def __call__(self, status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[[bytes], None]:
+        self.status, self.headers = status, list(headers)
+        return lambda _data: None
 
 
 class SerializedApp:
     """A WSGI app that runs `app` for one request at a time, body included."""
 
-    def __init__(self, app: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]) -> None:
+    def __init__(self, app: WsgiApp) -> None:
         self._app = app
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        if environ.get("HTTP_X_AMZ_TARGET") == RECEIVE_TARGET:
+            return self._receive(environ, start_response)
         with self._lock:
             return [b"".join(self._app(environ, start_response))]
 
+    def _receive(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        """ReceiveMessage (JSON protocol): long polling as short polls, the lock free in between."""
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        try:
+            request = json.loads(raw or b"{}")
+            wait = float(request.get("WaitTimeSeconds") or 0)
+        except (ValueError, TypeError, AttributeError):
+            request, wait = None, 0.0
+        if request is not None and wait > 0:
+            raw = json.dumps({**request, "WaitTimeSeconds": 0}).encode()
+        deadline = time.monotonic() + wait
+        while True:
+            captured = _Captured()
+            call = {**environ, "wsgi.input": io.BytesIO(raw), "CONTENT_LENGTH": str(len(raw))}
+            with self._lock:
+                body = b"".join(self._app(call, captured))
+            if not captured.status.startswith("200") or time.monotonic() >= deadline or _has_messages(body):
+                start_response(captured.status, captured.headers)
+                return [body]
+            time.sleep(SHORT_POLL_INTERVAL)
+
+
+def _has_messages(body: bytes) -> bool:
+    try:
+        return bool(json.loads(body or b"{}").get("Messages"))
+    except (ValueError, AttributeError):
+        return True
+
 
 class AwsEndpoint:
-    """moto server on 127.0.0.1:`port` (0 picks a free port), serialised, in a daemon thread."""
+    """moto server on 127.0.0.1:`port` (0 picks a free port), serialised, served by threads."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
         app = SerializedApp(DomainDispatcherApplication(create_backend_app))
-        self._server: BaseWSGIServer = make_server(host, port, app, threaded=True, request_handler=MotoRequestHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="aws-endpoint", daemon=True)
+        self._server = Server(app, name="aws-endpoint", host=host, port=port, handler=QuietMotoHandler)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._server.url
 
     def start(self) -> AwsEndpoint:
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._server.stop()
+
+
+class QuietMotoHandler(MotoRequestHandler):
+    """No access log line per request: the local stack's output stays readable."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        return

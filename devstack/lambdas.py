@@ -35,6 +35,14 @@ class FakeLambdaContext:
         return self.timeout_seconds * 1000
 
 
+def mount_layers(path: Path = template.TEMPLATE) -> None:
+    """Put each layer's content on the import path, as Lambda mounts it on /opt/python."""
+    for layer in template.resources("AWS::Serverless::LayerVersion", path).values():
+        content = str((path.parent / layer["ContentUri"]).resolve())
+        if content not in sys.path:
+            sys.path.insert(0, content)
+
+
 class Functions:
     """Loads and invokes the template's AWS::Serverless::Function resources by logical id."""
 
@@ -43,6 +51,11 @@ class Functions:
         self._definitions = template.resources("AWS::Serverless::Function", path)
         self._loaded: dict[str, Handler] = {}
         self._lock = threading.Lock()
+        mount_layers(path)
+
+    @property
+    def path(self) -> Path:
+        return self._path
 
     def names(self) -> list[str]:
         return list(self._definitions)

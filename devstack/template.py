@@ -6,6 +6,7 @@ resolved (logical ids of tables and queues become local names).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -15,6 +16,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
+
+
+class Unresolvable(ValueError):
+    """A template value the local stack cannot compute (e.g. `!If`, an unknown `${...}`)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,10 @@ def resources(kind: str, path: Path = TEMPLATE) -> dict[str, dict[str, Any]]:
     }
 
 
+def parameter_defaults(path: Path = TEMPLATE) -> dict[str, Any]:
+    return {name: spec.get("Default", "") for name, spec in (load(path).get("Parameters") or {}).items()}
+
+
 def table_create_kwargs(properties: dict[str, Any], table_name: str) -> dict[str, Any]:
     """`CreateTable` arguments from an AWS::DynamoDB::Table's own properties."""
     kwargs: dict[str, Any] = {
@@ -78,20 +87,158 @@ class LocalNames:
     def table(self, logical_id: str) -> str:
         return f"{self.prefix}-{logical_id}"
 
-    def queue(self, logical_id: str) -> str:
-        return f"{self.prefix}-{logical_id}"
+    def queue(self, logical_id: str, properties: dict[str, Any] | None = None) -> str:
+        fifo = bool((properties or {}).get("FifoQueue"))
+        return f"{self.prefix}-{logical_id}" + (".fifo" if fifo else "")
 
 
-def create_tables(dynamodb_client: Any, names: LocalNames, path: Path = TEMPLATE) -> dict[str, str]:
-    """Create every table of the template; returns logical id -> table name. TTL enabled too."""
+def _exists(error: Exception, *codes: str) -> bool:
+    response = getattr(error, "response", None) or {}
+    return response.get("Error", {}).get("Code") in codes
+
+
+def create_tables(
+    dynamodb_client: Any, names: LocalNames, path: Path = TEMPLATE, *, exist_ok: bool = False
+) -> dict[str, str]:
+    """Create every table of the template; returns logical id -> table name. TTL enabled too.
+
+    `exist_ok` keeps a table that is already there (an external endpoint the user pointed at).
+    """
     created = {}
     for logical_id, properties in resources("AWS::DynamoDB::Table", path).items():
         name = names.table(logical_id)
-        dynamodb_client.create_table(**table_create_kwargs(properties, name))
+        created[logical_id] = name
+        try:
+            dynamodb_client.create_table(**table_create_kwargs(properties, name))
+        except Exception as error:
+            if exist_ok and _exists(error, "ResourceInUseException"):
+                continue
+            raise
         ttl = properties.get("TimeToLiveSpecification")
         if ttl and ttl.get("Enabled"):
             dynamodb_client.update_time_to_live(
                 TableName=name, TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True}
             )
-        created[logical_id] = name
     return created
+
+
+QUEUE_ATTRIBUTES = (
+    "VisibilityTimeout",
+    "MessageRetentionPeriod",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "SqsManagedSseEnabled",
+)
+
+
+@dataclass(frozen=True)
+class Queue:
+    logical_id: str
+    url: str
+    arn: str
+    visibility_timeout: int
+
+
+def create_queues(
+    sqs_client: Any, names: LocalNames, path: Path = TEMPLATE, *, visibility_timeout: int | None = None
+) -> dict[str, Queue]:
+    """Create every queue of the template from its own properties, RedrivePolicy included.
+
+    Dead-letter targets are created first so `!GetAtt X.Arn` resolves to the local ARN.
+    `visibility_timeout` overrides every queue's (tests that watch a retry in seconds).
+    Creating a queue that exists with the same attributes is a no-op in SQS.
+    """
+    definitions = resources("AWS::SQS::Queue", path)
+    ordered = sorted(definitions, key=lambda logical_id: "RedrivePolicy" in definitions[logical_id])
+    queues: dict[str, Queue] = {}
+    for logical_id in ordered:
+        properties = definitions[logical_id]
+        attributes = {name: _attribute(properties[name]) for name in QUEUE_ATTRIBUTES if name in properties}
+        if visibility_timeout is not None:
+            attributes["VisibilityTimeout"] = str(visibility_timeout)
+        redrive = properties.get("RedrivePolicy")
+        if redrive:
+            target = ref_target(redrive["deadLetterTargetArn"])
+            attributes["RedrivePolicy"] = json.dumps(
+                {"deadLetterTargetArn": queues[target].arn, "maxReceiveCount": int(redrive["maxReceiveCount"])}
+            )
+        url = sqs_client.create_queue(QueueName=names.queue(logical_id, properties), Attributes=attributes)["QueueUrl"]
+        found = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn", "VisibilityTimeout"])
+        queues[logical_id] = Queue(
+            logical_id, url, found["Attributes"]["QueueArn"], int(found["Attributes"]["VisibilityTimeout"])
+        )
+    return queues
+
+
+def create_event_buses(events_client: Any, names: LocalNames, path: Path = TEMPLATE) -> dict[str, str]:
+    """Create every custom event bus; returns logical id -> bus name."""
+    buses = {}
+    for logical_id, properties in resources("AWS::Events::EventBus", path).items():
+        name = substitute(properties.get("Name") or f"{names.prefix}-{logical_id}", names)
+        try:
+            events_client.create_event_bus(Name=name)
+        except Exception as error:
+            if not _exists(error, "ResourceAlreadyExistsException"):
+                raise
+        buses[logical_id] = name
+    return buses
+
+
+def substitute(value: Any, names: LocalNames, region: str = "us-east-1", account: str = "000000000000") -> str:
+    """A string, or a `!Sub` of pseudo parameters only, as the local stack names it."""
+    text = value.value if isinstance(value, Intrinsic) and value.name == "Sub" else value
+    if not isinstance(text, str):
+        raise Unresolvable(f"cannot resolve {value!r} locally")
+    for pseudo, replacement in {
+        "${AWS::StackName}": names.prefix,
+        "${AWS::Region}": region,
+        "${AWS::AccountId}": account,
+        "${AWS::Partition}": "aws",
+        "${AWS::URLSuffix}": "amazonaws.com",
+    }.items():
+        text = text.replace(pseudo, replacement)
+    if "${" in text:
+        raise Unresolvable(f"cannot resolve {text!r} locally")
+    return text
+
+
+def function_environment(refs: dict[str, str], names: LocalNames, path: Path = TEMPLATE) -> dict[str, str]:
+    """The functions' environment variables (Globals, then each function's), resolved locally.
+
+    `refs` maps logical ids (tables, queues, buses) to their local names or URLs; parameters
+    take their defaults. A value that cannot be resolved locally (`!If`, `!GetAtt`) is left out
+    for the caller to set.
+    """
+    document = load(path)
+    values = {**parameter_defaults(path), **refs}
+    blocks = [((document.get("Globals") or {}).get("Function") or {}).get("Environment")]
+    blocks += [properties.get("Environment") for properties in resources("AWS::Serverless::Function", path).values()]
+    environment: dict[str, str] = {}
+    for block in blocks:
+        for name, value in ((block or {}).get("Variables") or {}).items():
+            if isinstance(value, Intrinsic) and value.name == "Ref" and value.value in values:
+                environment[name] = str(values[value.value])
+            elif isinstance(value, Intrinsic) and value.name != "Sub":
+                continue
+            else:
+                try:
+                    environment[name] = substitute(value, names)
+                except Unresolvable:
+                    continue
+    return environment
+
+
+def _attribute(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def ref_target(value: Any) -> str:
+    if isinstance(value, Intrinsic) and value.name == "GetAtt":
+        target = value.value if isinstance(value.value, str) else ".".join(value.value)
+        return target.split(".")[0]
+    if isinstance(value, Intrinsic) and value.name == "Ref":
+        return str(value.value)
+    raise Unresolvable(f"cannot resolve {value!r} locally")

@@ -1,0 +1,98 @@
+"""`python -m devstack` (what `make local` runs): the whole of switchboard on this machine.
+
+Ports: PORT (API, 3000), AWS_PORT (embedded AWS endpoint, 4566), SIM_PORT (provider
+simulator, 3100); 0 picks a free port. AWS_ENDPOINT_URL replaces the embedded endpoint.
+LOCAL_PLATFORM_KEY fixes the platform key; LOCAL_SCHEDULE_SECONDS every schedule's period.
+Ctrl-C (or SIGTERM) stops everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import sys
+import threading
+from typing import Any
+
+from devstack.stack import LocalStack
+
+
+def _number(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+def _banner(stack: LocalStack) -> str:
+    demo = stack.demo
+    lines = [
+        f"  API            {stack.api_url}   (OpenAPI: {stack.api_url}/api/openapi.json, docs: /api/docs)",
+        f"  AWS endpoint   {stack.aws_url}",
+        f"  simulator      {stack.sim_url}",
+        f"  platform key   {stack.platform_key}",
+    ]
+    if demo is not None:
+        body = '{"to": "5511988887777", "text": "hello from switchboard"}'
+        curl = shlex.join(
+            [
+                "curl",
+                "-sS",
+                "-X",
+                "POST",
+                f"{stack.api_url}/api/messages",
+                "-H",
+                f"Authorization: Bearer {demo.send_key}",
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+                body,
+            ]
+        )
+        lines += [
+            f"  tenant         {demo.owner_tag}",
+            f"  admin key      {demo.admin_key}",
+            f"  send key       {demo.send_key}   ({'pool of 3 numbers' if demo.pool_mode else 'default number'})",
+            f"  agent key      {demo.agent_key}   (attendant {demo.attendant_id})",
+            "  numbers        "
+            + ", ".join(f"{i.number} ({i.name}, {i.kind})" for i in demo.instances)
+            + (" connected" if demo.connected else ""),
+            *(f"  note           {note}" for note in demo.notes),
+            "",
+            "Send a message:",
+            f"  {curl}",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    schedule = os.environ.get("LOCAL_SCHEDULE_SECONDS")
+    stack = LocalStack(
+        port=_number("PORT", 3000),
+        aws_port=_number("AWS_PORT", 4566),
+        sim_port=_number("SIM_PORT", 3100),
+        aws_endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
+        platform_key=os.environ.get("LOCAL_PLATFORM_KEY") or None,
+        schedule_seconds=float(schedule) if schedule else None,
+    )
+    stopping = threading.Event()
+
+    def request_stop(signum: int, frame: Any) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        stack.start()
+        print(_banner(stack), flush=True)
+        print(f"switchboard local: ready on {stack.api_url}", flush=True)
+        stopping.wait()
+    finally:
+        print("switchboard local: stopping", file=sys.stderr, flush=True)
+        stack.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The local gateway: a real HTTP server in front of the `HttpApi` emulator.
+
+It hands the emulator what API Gateway itself sees: the path as sent (still percent-encoded),
+the raw query string, every header line as received (repeated ones kept, in order) and the
+raw body bytes. Building the event from those is the emulator's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from http import HTTPStatus
+from typing import Any
+
+from werkzeug.serving import WSGIRequestHandler
+
+from devstack.apigw import HttpApi
+from devstack.serving import Server
+
+RAW_HEADERS = "devstack.raw_headers"
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
+
+
+class RawHeadersHandler(WSGIRequestHandler):
+    """Keeps the header lines as received (WSGI folds repeats); no access log line per request."""
+
+    def make_environ(self) -> dict[str, Any]:
+        environ = super().make_environ()
+        environ[RAW_HEADERS] = list(self.headers.items())
+        return environ
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        return
+
+
+class GatewayApp:
+    """WSGI app: one HTTP request -> `HttpApi.handle` -> the proxy response."""
+
+    def __init__(self, api: HttpApi) -> None:
+        self.api = api
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        raw_uri = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
+        raw_path, _, query = raw_uri.partition("?")
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        answer = self.api.handle(
+            environ["REQUEST_METHOD"],
+            raw_path,
+            query=query,
+            headers=environ.get(RAW_HEADERS) or [],
+            body=body,
+            source_ip=environ.get("REMOTE_ADDR", "127.0.0.1"),
+        )
+        headers = [(name, value) for name, value in answer.headers.items() if name.lower() not in HOP_BY_HOP]
+        headers += [("set-cookie", cookie) for cookie in answer.cookies]
+        headers.append(("content-length", str(len(answer.body))))
+        start_response(f"{answer.status} {_reason(answer.status)}", headers)
+        return [answer.body]
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
+
+
+class Gateway:
+    """The local API on `host:port` (0 picks a free port), served by threads."""
+
+    def __init__(self, api: HttpApi, host: str = "127.0.0.1", port: int = 3000) -> None:
+        self._server = Server(GatewayApp(api), name="gateway", host=host, port=port, handler=RawHeadersHandler)
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start(self) -> Gateway:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()

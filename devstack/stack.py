@@ -1,0 +1,256 @@
+"""The whole of switchboard in one process: AWS endpoint, gateway, SQS poller, scheduler,
+provider simulator, and the seeded demo tenant.
+
+    stack = LocalStack(port=0, aws_port=0, sim_port=0).start()   # 0: a free port
+    ...  stack.api_url, stack.sim_url, stack.platform_key, stack.demo
+    stack.stop()                                                  # nothing left behind
+
+The functions run in this process (as warm Lambda containers would), so the stack sets the
+process environment they read (TABLE_NAME, queue URLs, AWS_ENDPOINT_URL, ...) while it runs
+and restores it on `stop()`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from devstack import template
+from devstack.apigw import HttpApi
+from devstack.aws_endpoint import AwsEndpoint
+from devstack.gateway import Gateway
+from devstack.lambdas import Functions, mount_layers
+from devstack.scheduler import Scheduler
+from devstack.seed import SeededTenant, seed_tenant
+from devstack.simulator import Simulator
+from devstack.sqs_poller import SqsPoller
+
+# The shared layer is importable as in Lambda (/opt/python), also under `python -m devstack`.
+mount_layers()
+from switchboard import bootstrap  # noqa: E402
+from switchboard.domain.catalog import PLATFORM_TENANT, Scope, looks_like_key  # noqa: E402
+
+REGION = "us-east-1"
+DEMO_TENANT = "demo"
+DEMO_DIGITS = "55119000000"
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+}
+
+
+class LocalStack:
+    """Starts everything with threads in this process; `start()` returns once all is up.
+
+    - `port`, `aws_port`, `sim_port`: 0 picks a free port.
+    - `aws_endpoint_url`: use that endpoint instead of the embedded one (resources are
+      created there if missing).
+    - `platform_key`: exactly this platform key (`sb_live_...`), else a random one.
+    - `schedule_seconds`: replaces every schedule's period.
+    - `sqs_wait_seconds`: each receive's long-poll wait (delivery is immediate either way).
+    - `visibility_timeout`: overrides every queue's, for tests that watch retries.
+    - `seed`: seed the `demo` tenant.
+    - `simulator_settings`: `SimulatorConfig` fields (e.g. a short `fault_delay_seconds`).
+    - `environment`: extra variables for the functions (e.g. PROVIDER_TIMEOUT_SECONDS).
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int = 3000,
+        aws_port: int = 4566,
+        sim_port: int = 3100,
+        aws_endpoint_url: str | None = None,
+        platform_key: str | None = None,
+        schedule_seconds: float | None = None,
+        sqs_wait_seconds: int = 1,
+        visibility_timeout: int | None = None,
+        seed: bool = True,
+        prefix: str = "switchboard",
+        template_path: Path = template.TEMPLATE,
+        simulator_settings: dict[str, Any] | None = None,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        self._port = port
+        self._aws_port = aws_port
+        self._sim_port = sim_port
+        self._external_endpoint = aws_endpoint_url
+        self._platform_key = platform_key
+        self._schedule_seconds = schedule_seconds
+        self._sqs_wait_seconds = sqs_wait_seconds
+        self._visibility_timeout = visibility_timeout
+        self._seed = seed
+        self.names = template.LocalNames(prefix=prefix)
+        self._template_path = template_path
+        self.sim_admin_token = secrets.token_urlsafe(24)
+        self._simulator_settings = simulator_settings or {}
+        self._extra_environment = environment or {}
+        self._saved_environment: dict[str, str | None] = {}
+        self._stops: list[Callable[[], None]] = []
+        self.aws_url = ""
+        self.api_url = ""
+        self.sim_url = ""
+        self.platform_key = ""
+        self.queues: dict[str, template.Queue] = {}
+        self.tables: dict[str, str] = {}
+        self.buses: dict[str, str] = {}
+        self.environment: dict[str, str] = {}
+        self.demo: SeededTenant | None = None
+        self.functions: Functions | None = None
+        self.http_api: HttpApi | None = None
+        self.poller: SqsPoller | None = None
+        self.scheduler: Scheduler | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> LocalStack:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        if self._external_endpoint:
+            self.aws_url = self._external_endpoint
+        else:
+            endpoint = AwsEndpoint(port=self._aws_port).start()
+            self._stops.append(endpoint.stop)
+            self.aws_url = endpoint.url
+        self.functions = Functions(self._template_path)
+        self.http_api = HttpApi(self.functions)
+        gateway = Gateway(self.http_api, port=self._port)
+        self.api_url = gateway.url
+        self._set_environment(self._provision())
+        gateway.start()
+        self._stops.append(gateway.stop)
+        simulator = Simulator(admin_token=self.sim_admin_token, **self._simulator_settings)
+        self.sim_url = simulator.start(port=self._sim_port)
+        self._stops.append(simulator.stop)
+        self.poller = SqsPoller(
+            self.functions, self.queues, region=REGION, endpoint_url=self.aws_url, wait_seconds=self._sqs_wait_seconds
+        ).start()
+        self._stops.append(self.poller.stop)
+        self.scheduler = Scheduler(self.functions, period_override=self._schedule_seconds, region=REGION).start()
+        self._stops.append(self.scheduler.stop)
+        self.platform_key = self._create_platform_key()
+        if self._seed:
+            self.demo = self.seed_tenant(DEMO_TENANT, DEMO_DIGITS)
+
+    def stop(self) -> None:
+        """Stop every part (last started, first stopped) and restore the environment."""
+        while self._stops:
+            self._stops.pop()()
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_environment = {}
+        _reset_components()
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # --- seeding -------------------------------------------------------------------------
+
+    def seed_tenant(self, owner_tag: str, digits_prefix: str) -> SeededTenant:
+        """A tenant with a simulator provider, three connected numbers/instances and keys."""
+        return seed_tenant(
+            self.api_url,
+            self.sim_url,
+            self.platform_key,
+            owner_tag=owner_tag,
+            digits_prefix=digits_prefix,
+            sim_admin_token=self.sim_admin_token,
+        )
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _provision(self) -> dict[str, str]:
+        """Tables, queues and buses of the template; returns the functions' environment."""
+        session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
+        clients = {
+            service: session.client(service, endpoint_url=self.aws_url) for service in ("dynamodb", "sqs", "events")
+        }
+        exist_ok = bool(self._external_endpoint)
+        self.tables = template.create_tables(clients["dynamodb"], self.names, self._template_path, exist_ok=exist_ok)
+        self.queues = template.create_queues(
+            clients["sqs"], self.names, self._template_path, visibility_timeout=self._visibility_timeout
+        )
+        self.buses = template.create_event_buses(clients["events"], self.names, self._template_path)
+        for client in clients.values():
+            client.close()
+        refs = {**self.tables, **{logical_id: queue.url for logical_id, queue in self.queues.items()}, **self.buses}
+        environment = template.function_environment(refs, self.names, self._template_path)
+        environment.update(
+            {
+                "LOCAL_MODE": "true",
+                "AWS_ENDPOINT_URL": self.aws_url,
+                "AWS_REGION": REGION,
+                "AWS_DEFAULT_REGION": REGION,
+                "PUBLIC_BASE_URL": self.api_url,
+                **_credentials(self._external_endpoint, environ_names=True),
+            }
+        )
+        for name in ("DOWNSTREAM_BASE_URL", "DOWNSTREAM_ACCOUNT_ID", "DOWNSTREAM_INBOX_ID"):
+            environment[name] = os.environ.get(name, "")
+        if os.environ.get("POWERTOOLS_LOG_LEVEL"):
+            environment["POWERTOOLS_LOG_LEVEL"] = os.environ["POWERTOOLS_LOG_LEVEL"]
+        return {**environment, **self._extra_environment}
+
+    def _set_environment(self, environment: dict[str, str]) -> None:
+        for name, value in environment.items():
+            self._saved_environment.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+        self.environment = environment
+        _reset_components()
+        token = os.environ.get("DOWNSTREAM_API_TOKEN")
+        parameter = environment.get("DOWNSTREAM_API_TOKEN_PARAMETER")
+        if token and parameter:
+            bootstrap.secrets().put(parameter, token)
+
+    def _create_platform_key(self) -> str:
+        service = bootstrap.catalog_service()
+        if self._platform_key:
+            if not looks_like_key(self._platform_key):
+                raise ValueError("the platform key must look like sb_live_<20+ characters of [A-Za-z0-9_-]>")
+            if service.authenticate(self._platform_key):
+                return self._platform_key
+        created = service.create_api_key(
+            None,
+            tenant=PLATFORM_TENANT,
+            name="local operator",
+            environment="LIVE",
+            scopes=[Scope.PLATFORM],
+            preset_key=self._platform_key,
+        )
+        return created.plaintext
+
+
+def _credentials(external_endpoint: str | None, *, environ_names: bool = False) -> dict[str, str]:
+    """Fake credentials for the embedded endpoint; an external one keeps the user's own, if any."""
+    if external_endpoint and os.environ.get("AWS_ACCESS_KEY_ID"):
+        return {}
+    if environ_names:
+        return dict(FAKE_CREDENTIALS)
+    return {
+        "aws_access_key_id": FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        "aws_session_token": FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+    }
+
+
+def _reset_components() -> None:
+    """Adapters built for the previous environment are forgotten (clients, settings)."""
+    bootstrap.reset()

@@ -1,0 +1,116 @@
+"""End-to-end fixtures: the whole local stack (the one `make local` runs), in this process.
+
+`stack` (started once for the tests under tests/e2e, stopped after the last of them) is a
+`Stack` with:
+
+- `stack.api_url`, `stack.sim_url`, `stack.aws_url`: base URLs of the gateway (the HTTP API),
+  the provider simulator and the embedded AWS endpoint (moto server, serialised);
+- `stack.platform_key`: a `platform`-scope key;
+- `stack.demo`: the seeded `demo` tenant, a `devstack.seed.SeededTenant`: `owner_tag`,
+  `admin_key`, `send_key`/`send_key_id` (scope `send`, pool mode over the three numbers when
+  the pool API exists: `demo.pool_mode`), `agent_key`/`agent_key_id` + `attendant_id`,
+  `provider_id` + `webhook_secret` (the simulator signs its webhooks with it), `numbers`
+  (the API's number views), `instances` (`SeededInstance`: `name` = simulator id,
+  `token`, `kind` (`messages`, `messages`, `calls`), `number_id`, `number`), `connected`;
+- `stack.api(method, path, key=..., json=..., headers=...)` -> `httpx.Response`, through the
+  real gateway;
+- `stack.sim`: a `SimulatorControl` for the `/_sim` control API (incoming messages and calls,
+  connection changes, faults, `sent()`, `events()`);
+- `stack.wait_for(probe, timeout=...)`: polls `probe()` until it returns a truthy value and
+  returns it (asynchronous effects: SQS workers, webhooks); fails the test on timeout;
+- `stack.local`: the `devstack.stack.LocalStack` itself (queues, tables, functions).
+
+Tests that change state others could see (connections, limits, pools, keys) should use
+`fresh_tenant`: a new tenant with its own provider, three connected numbers/instances
+(`<owner_tag>-1..3`, the third of kind `calls`) and keys, on the same stack.
+
+The stack runs in this process with test-friendly knobs: provider calls time out after 1 s and
+the simulator's `timeout` fault sleeps 2 s; webhook retries start at 50 ms. Queues keep the
+template's visibility timeouts. Its scope is this package, so the stack (and the environment it
+sets for the in-process functions) is gone before the tests of other packages run.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from devstack.seed import SeededTenant
+from devstack.simulator import SimulatorControl
+from devstack.stack import LocalStack
+
+T = TypeVar("T")
+
+
+class Stack:
+    def __init__(self, local: LocalStack) -> None:
+        self.local = local
+        self.api_url = local.api_url
+        self.sim_url = local.sim_url
+        self.aws_url = local.aws_url
+        self.platform_key = local.platform_key
+        assert local.demo is not None
+        self.demo: SeededTenant = local.demo
+        self.http = httpx.Client(base_url=local.api_url, timeout=30.0, trust_env=False)
+        self.sim = SimulatorControl(local.sim_url)
+
+    def api(
+        self,
+        method: str,
+        path: str,
+        *,
+        key: str | None = None,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        all_headers = dict(headers or {})
+        if key is not None:
+            all_headers["authorization"] = f"Bearer {key}"
+        return self.http.request(method, path, json=json, content=content, headers=all_headers)
+
+    def new_tenant(self) -> SeededTenant:
+        """A tenant of its own: tag `t<hex>`, phone numbers unique on the simulator."""
+        unique = uuid.uuid4()
+        digits = "55" + str(unique.int % 10**10).zfill(10)
+        return self.local.seed_tenant(f"t{unique.hex[:12]}", digits)
+
+    @staticmethod
+    def wait_for(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
+        deadline = time.monotonic() + timeout
+        while True:
+            value = probe()
+            if value:
+                return value
+            if time.monotonic() >= deadline:
+                pytest.fail(f"condition not met within {timeout} s (last value: {value!r})")
+            time.sleep(interval)
+
+    def close(self) -> None:
+        self.http.close()
+        self.sim.close()
+
+
+@pytest.fixture(scope="package")
+def stack() -> Iterator[Stack]:
+    local = LocalStack(
+        port=0,
+        aws_port=0,
+        sim_port=0,
+        simulator_settings={"fault_delay_seconds": 2.0, "webhook_retry_base_delay": 0.05},
+        environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
+    ).start()
+    shared = Stack(local)
+    yield shared
+    shared.close()
+    local.stop()
+
+
+@pytest.fixture
+def fresh_tenant(stack: Stack) -> SeededTenant:
+    return stack.new_tenant()
