@@ -119,3 +119,25 @@ class ProviderLineBusy(ProviderError):
     """The provider refused a dial with 409 line_busy: it is the final admission authority."""
 
     code = "line_busy"
+
+# --- provider webhooks and routing (issue 5) --------------------------------------------------
+
+
+class EventInFlight(Conflict):
+    """Another delivery of the same provider event is applying it right now: retry later."""
+
+    code = "event_in_flight"
+
+
+class EventNotApplied(SwitchboardError):
+    """An accepted event's effects did not all run: 5xx so the provider redelivers it."""
+
+    code = "event_not_applied"
+
+
+class DownstreamError(SwitchboardError):
+    """The tenant's downstream (Chatwoot-style API) failed; `retryable` says if a retry may help."""
+
+    code = "downstream_error"
+    retryable = True
+
