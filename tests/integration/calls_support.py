@@ -161,10 +161,15 @@ def provider_event(connection: Connection, envelope: dict[str, Any], instance: I
     )
 
 
-def deliver(connection: Connection, *envelopes: dict[str, Any], service: CallService | None = None) -> None:
+def deliver(
+    connection: Connection,
+    *envelopes: dict[str, Any],
+    service: CallService | None = None,
+    instance: Instance | None = None,
+) -> None:
     """Hand events to the `call` effect, as the webhook ingest does after its dedupe commit."""
     handler = service.on_call_event if service else bootstrap.call_service().on_call_event
-    instance = connection.instance()
+    instance = instance or connection.instance()
     for envelope in envelopes:
         handler(provider_event(connection, envelope, instance))
 
