@@ -8,16 +8,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 
 from switchboard.adapters.dynamo.audit import AuditLog
 from switchboard.adapters.dynamo.catalog import CatalogRepository
+from switchboard.adapters.dynamo.messages import MessageRepository
+from switchboard.adapters.dynamo.pool import PoolRepository
 from switchboard.adapters.secrets import SecretStore
-from switchboard.domain.events import EffectHandler
+from switchboard.adapters.sqs_queue import SqsQueue
+from switchboard.domain.events import EffectHandler, ProviderEvent
 from switchboard.services.catalog import CatalogService
+from switchboard.services.pool import PoolService, SendingConfigSource
+from switchboard.services.receipts import ReceiptEffect
+from switchboard.services.sending import SendingService, SendWorker
 from switchboard.settings import get_settings
+
+if TYPE_CHECKING:
+    from switchboard.domain.provider import ProviderClient
+    from switchboard.services.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
+    from switchboard.services.messages import MessageService
 
 T = TypeVar("T")
 _built: list[Any] = []
@@ -67,11 +78,123 @@ def catalog_service() -> CatalogService:
 
 
 @component
+def provider_client(kind: str) -> ProviderClient:
+    """One pooled client per provider kind, shared by every target of that kind.
+
+    Imported here so that functions that never reach a provider do not load httpx at cold start.
+    """
+    from switchboard.adapters.providers import provider_client_for  # noqa: PLC0415
+
+    settings = get_settings()
+    return provider_client_for(
+        kind,  # type: ignore[arg-type]
+        local_mode=settings.local_mode,
+        read_timeout=settings.provider_timeout_seconds,
+    )
+
+
+# --- number pool and sending (issue 4) ---------------------------------------------------------
+
+
+@component
+def message_repository() -> MessageRepository:
+    return MessageRepository(table())
+
+
+@component
+def pool_repository() -> PoolRepository:
+    return PoolRepository(table())
+
+
+@component
+def pool_service() -> PoolService:
+    return PoolService(catalog_repository(), pool_repository(), catalog_service(), audit_log())
+
+
+@component
+def sending_config_source() -> SendingConfigSource:
+    """A key's pool and numbers, cached per container for `POOL_CONFIG_CACHE_SECONDS`."""
+    ttl = get_settings().pool_config_cache_seconds
+    return SendingConfigSource(catalog_repository(), pool_repository(), ttl_seconds=ttl)
+
+
+@component
+def send_queue() -> SqsQueue:
+    return SqsQueue(client("sqs"), get_settings().send_queue_url)
+
+
+@component
+def client_webhook_queue() -> SqsQueue:
+    return SqsQueue(client("sqs"), get_settings().client_webhook_queue_url)
+
+
+@component
+def client_webhook_publisher() -> ClientWebhookPublisher:
+    from switchboard.services.client_webhooks import ClientWebhookPublisher  # noqa: PLC0415 - cold start
+
+    return ClientWebhookPublisher(client_webhook_queue())
+
+
+@component
+def message_service() -> MessageService:
+    """Its own idempotency persistence layer (Powertools keeps the first config a layer sees)."""
+    # Imported here: only the messages function pays for Powertools idempotency at cold start.
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer  # noqa: PLC0415
+
+    from switchboard.services.messages import MessageService, submission_idempotency_config  # noqa: PLC0415
+
+    persistence = DynamoDBPersistenceLayer(
+        table_name=get_settings().idempotency_table_name, boto3_client=client("dynamodb")
+    )
+    return MessageService(message_repository(), send_queue(), persistence, submission_idempotency_config())
+
+
+@component
+def send_worker() -> SendWorker:
+    service = SendingService(
+        message_repository(),
+        configs=sending_config_source(),
+        tickets=pool_repository(),
+        secrets=secrets(),
+        client_for=provider_client,
+        notifier=client_webhook_publisher(),
+        max_attempts=get_settings().send_max_attempts,
+    )
+    return SendWorker(service, send_queue())
+
+
+@component
+def client_webhook_deliverer() -> ClientWebhookDeliverer:
+    from switchboard.adapters.webhook_http import HttpxPoster  # noqa: PLC0415 - cold start
+    from switchboard.services.client_webhooks import ClientWebhookDeliverer  # noqa: PLC0415
+
+    local_mode = get_settings().local_mode
+    return ClientWebhookDeliverer(catalog_repository(), secrets(), HttpxPoster(), audit_log(), local_mode=local_mode)
+
+
+@component
+def client_webhook_worker() -> ClientWebhookWorker:
+    from switchboard.services.client_webhooks import ClientWebhookWorker  # noqa: PLC0415 - cold start
+
+    return ClientWebhookWorker(client_webhook_deliverer(), client_webhook_queue())
+
+
+@component
+def receipt_effect() -> ReceiptEffect:
+    return ReceiptEffect(message_repository(), sending_config_source(), client_webhook_publisher())
+
+
+def _apply_receipt(event: ProviderEvent) -> None:
+    receipt_effect()(event)
+
+
+@component
 def event_handlers() -> dict[str, list[EffectHandler]]:
     """The effects of each provider webhook event, in order; the ingest runs them all."""
     handlers: dict[str, list[EffectHandler]] = {
         name: [] for name in ("message", "receipt", "connection", "call", "call_settings")
     }
+    handlers["receipt"].append(_apply_receipt)  # status forward, then the client webhook
     return handlers
 
 

@@ -1,0 +1,24 @@
+"""Client webhooks: ClientWebhookQueue batches (partial batch responses), one delivery per record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard import bootstrap
+from switchboard.observability import logger
+
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+def record_handler(record: SQSRecord) -> None:
+    receive_count = int(record.attributes.approximate_receive_count or 1)
+    bootstrap.client_webhook_worker().handle(record.body, record.receipt_handle, receive_count)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

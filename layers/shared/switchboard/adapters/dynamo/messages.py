@@ -1,0 +1,298 @@
+"""Message persistence: the message, the recipient affinity and the provider-message index.
+
+Items (main table):
+- message: pk `MESSAGE#<id>`, sk `#META`, with its trace (a list, appended per attempt);
+- affinity: pk `AFFINITY#<tenant>#<recipient>`, sk `#META`: the number that last sent to the
+  recipient (an O(1) read, never a scan of messages);
+- receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id.
+
+The worker reads the message and the affinity in one `BatchGetItem`, and records SENT with the
+affinity and the index in one transaction, so resolve + record costs 2 requests (3 with a
+round-robin ticket). Every transition is conditional on the current status.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from switchboard.adapters.dynamo.table import (
+    META,
+    cancellation_codes,
+    entity_key,
+    from_item,
+    is_condition_failure,
+    owned_or_missing,
+    to_item,
+)
+from switchboard.domain.catalog import utcnow
+from switchboard.domain.errors import AlreadyExists, AlreadyFinal
+from switchboard.domain.messages import (
+    RECEIPT_TRANSITIONS,
+    Message,
+    MessageStatus,
+    PendingRoute,
+    TraceEvent,
+)
+from switchboard.domain.pool import Affinity
+
+NOT_EXISTS = "attribute_not_exists(pk)"
+_NAMES = {"#status": "status", "#trace": "trace"}
+
+
+def message_key(message_id: str) -> dict[str, str]:
+    return entity_key("MESSAGE", message_id)
+
+
+def affinity_key(tenant: str, recipient: str) -> dict[str, str]:
+    return {"pk": f"AFFINITY#{tenant}#{recipient}", "sk": META}
+
+
+def receipt_key(provider_id: str, provider_message_id: str) -> dict[str, str]:
+    return {"pk": f"PROVIDERMSG#{provider_id}#{provider_message_id}", "sk": META}
+
+
+class MessageRepository:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    # --- API side ----------------------------------------------------------------------------
+
+    def create(self, message: Message) -> None:
+        try:
+            self._table.put_item(Item=to_item(message, message_key(message.id)), ConditionExpression=NOT_EXISTS)
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise AlreadyExists("message already exists") from error
+            raise
+
+    def get(self, tenant: str, message_id: str) -> Message:
+        item = self._table.get_item(Key=message_key(message_id), ConsistentRead=True).get("Item")
+        return from_item(Message, owned_or_missing(item, tenant, "message"))
+
+    # --- worker side -------------------------------------------------------------------------
+
+    def load_for_send(self, message_id: str, tenant: str, recipient: str) -> tuple[Message | None, Affinity | None]:
+        """The message and the recipient's affinity, in one request (strongly consistent)."""
+        keys = [message_key(message_id), affinity_key(tenant, recipient)]
+        request: dict[str, Any] = {self._name: {"Keys": keys, "ConsistentRead": True}}
+        items: list[dict[str, Any]] = []
+        while request:
+            answer = self._client.batch_get_item(RequestItems=request)
+            items.extend(answer.get("Responses", {}).get(self._name, []))
+            request = answer.get("UnprocessedKeys") or {}
+        message = affinity = None
+        for item in items:
+            if item.get("tenant") != tenant:
+                continue
+            if item["pk"].startswith("MESSAGE#"):
+                message = from_item(Message, item)
+            else:
+                affinity = from_item(Affinity, item)
+        return message, affinity
+
+    def record_sent(
+        self,
+        message: Message,
+        *,
+        number_id: str,
+        source_number: str,
+        instance: str | None,
+        provider_id: str,
+        provider_message_id: str,
+        events: list[TraceEvent],
+        remember_affinity: bool,
+    ) -> Message:
+        """QUEUED -> SENT, the receipt index and (if `remember_affinity`) the affinity, in one transaction.
+
+        Raises AlreadyFinal when the message is no longer QUEUED (another delivery finished it).
+        """
+        now = utcnow()
+        sent = message.model_copy(
+            update={
+                "status": MessageStatus.SENT,
+                "number_id": number_id,
+                "source_number": source_number,
+                "instance": instance,
+                "provider_id": provider_id,
+                "provider_message_id": provider_message_id,
+                "attempts": message.attempts + 1,
+                "sent_at": now,
+                "updated_at": now,
+                "pending": None,
+                "trace": [*message.trace, *events],
+            }
+        )
+        update = self._transition(
+            message.id,
+            message.tenant,
+            sets={
+                "#status": MessageStatus.SENT.value,
+                "number_id": number_id,
+                "source_number": source_number,
+                "provider_id": provider_id,
+                "provider_message_id": provider_message_id,
+                "sent_at": now.isoformat(),
+                "updated_at": now.isoformat(),
+                "instance": instance,
+            },
+            events=events,
+            remove=["pending", "last_error"],
+        )
+        affinity = Affinity(number_id=number_id, number=source_number, sent_at=now)
+        writes: list[dict[str, Any]] = [
+            {"Update": {"TableName": self._name, **update}},
+            {
+                "Put": {
+                    "TableName": self._name,
+                    "Item": {
+                        **receipt_key(provider_id, provider_message_id),
+                        "tenant": message.tenant,
+                        "messageId": message.id,
+                    },
+                }
+            },
+        ]
+        if remember_affinity:
+            item = to_item(affinity, affinity_key(message.tenant, message.to), tenant=message.tenant)
+            writes.append({"Put": {"TableName": self._name, "Item": item}})
+        try:
+            self._client.transact_write_items(TransactItems=writes)
+        except ClientError as error:
+            if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
+                raise AlreadyFinal("the message is no longer queued") from error
+            raise
+        return sent
+
+    def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
+        """QUEUED -> FAILED with `reason`. Raises AlreadyFinal."""
+        now = utcnow()
+        self._update(
+            self._transition(
+                message.id,
+                message.tenant,
+                sets={"#status": MessageStatus.FAILED.value, "failure_reason": reason, "updated_at": now.isoformat()},
+                events=events,
+                remove=["pending"],
+            )
+        )
+        return message.model_copy(
+            update={
+                "status": MessageStatus.FAILED,
+                "failure_reason": reason,
+                "attempts": message.attempts + 1,
+                "updated_at": now,
+                "pending": None,
+                "trace": [*message.trace, *events],
+            }
+        )
+
+    def record_retry(
+        self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
+    ) -> None:
+        """Stays QUEUED: one more attempt, its trace, and the route to retry first after a timeout."""
+        sets: dict[str, Any] = {"last_error": error_code, "updated_at": utcnow().isoformat()}
+        if pending is not None:
+            sets["pending"] = pending.model_dump()
+        self._update(self._transition(message.id, message.tenant, sets=sets, events=events, remove=[]))
+
+    # --- receipts ----------------------------------------------------------------------------
+
+    def message_for_receipt(self, provider_id: str, provider_message_id: str, tenant: str) -> str | None:
+        item = self._table.get_item(Key=receipt_key(provider_id, provider_message_id)).get("Item")
+        if not item or item.get("tenant") != tenant:
+            return None
+        return str(item["messageId"])
+
+    def advance(self, tenant: str, message_id: str, status: MessageStatus, at: datetime, event: TraceEvent) -> Message:
+        """Move the message forward to `status` (delivered/read/failed receipts).
+
+        Raises AlreadyFinal when it is already there or beyond (a duplicate or late receipt).
+        """
+        allowed = RECEIPT_TRANSITIONS[status]
+        values: dict[str, Any] = {
+            ":new": status.value,
+            ":tenant": tenant,
+            ":at": at.isoformat(),
+            ":events": [_event_item(event)],
+            ":empty": [],
+        }
+        values.update({f":from{i}": previous.value for i, previous in enumerate(allowed)})
+        sources = ", ".join(f":from{i}" for i in range(len(allowed)))
+        if status is MessageStatus.FAILED:
+            stamp = "failure_reason = :reason"
+            values[":reason"] = "provider_receipt_failed"
+        else:
+            stamp = f"{'delivered_at' if status is MessageStatus.DELIVERED else 'read_at'} = :at"
+        try:
+            answer = self._table.update_item(
+                Key=message_key(message_id),
+                UpdateExpression=(
+                    f"SET #status = :new, {stamp}, updated_at = :at, "
+                    "#trace = list_append(if_not_exists(#trace, :empty), :events)"
+                ),
+                ConditionExpression=f"tenant = :tenant AND #status IN ({sources})",
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise AlreadyFinal(f"the message is already {status.value} or beyond") from error
+            raise
+        return from_item(Message, answer["Attributes"])
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _transition(
+        self, message_id: str, tenant: str, *, sets: dict[str, Any], events: list[TraceEvent], remove: list[str]
+    ) -> dict[str, Any]:
+        """An update of a QUEUED message: one more attempt, trace appended, `sets` applied."""
+        names = dict(_NAMES)
+        values: dict[str, Any] = {
+            ":queued": MessageStatus.QUEUED.value,
+            ":tenant": tenant,
+            ":one": 1,
+            ":events": [_event_item(event) for event in events],
+            ":empty": [],
+        }
+        assignments = ["attempts = attempts + :one", "#trace = list_append(if_not_exists(#trace, :empty), :events)"]
+        for i, (name, value) in enumerate(sets.items()):
+            if value is None:
+                remove = [*remove, name]
+                continue
+            attribute = name if name.startswith("#") else f"#a{i}"
+            if not name.startswith("#"):
+                names[attribute] = name
+            values[f":v{i}"] = value
+            assignments.append(f"{attribute} = :v{i}")
+        expression = "SET " + ", ".join(assignments)
+        if remove:
+            removed = [f"#r{i}" for i in range(len(remove))]
+            names.update(zip(removed, remove, strict=True))
+            expression += " REMOVE " + ", ".join(removed)
+        return {
+            "Key": message_key(message_id),
+            "UpdateExpression": expression,
+            "ConditionExpression": "tenant = :tenant AND #status = :queued",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+    def _update(self, update: dict[str, Any]) -> None:
+        try:
+            self._table.update_item(**update)
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise AlreadyFinal("the message is no longer queued") from error
+            raise
+
+
+def _event_item(event: TraceEvent) -> dict[str, Any]:
+    """A trace event as stored: JSON types, nulls kept (the trace shows `affinityNumber: null`)."""
+    item: dict[str, Any] = event.model_dump(mode="json")
+    return item

@@ -1,0 +1,181 @@
+"""Shared setup for the pool and messages integration tests (issue 4), on moto.
+
+`PoolWorld` builds a tenant's catalog through the API (numbers, a wuzapi provider, one
+instance per number), a send key, and lets tests flip an instance's connection state in the
+table as the `connection` webhook effect would. `drain_send_queue` runs the template's send
+worker function on what SendQueue holds, as Lambda's event source mapping would.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from devstack.lambdas import Functions
+from switchboard import bootstrap
+from switchboard.domain.errors import ProviderError
+from switchboard.domain.provider import ProviderTarget, SentMessage
+from tests.conftest import REGION, AwsResources, Client, TenantKeys
+
+NUMBERS = ("5511999990001", "5511999990002", "5511999990003")
+
+
+class FakeProviderClient:
+    """Stands in for every provider kind: records sends, raises scripted errors per instance."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, str]] = []
+        self.failures: dict[str, list[ProviderError]] = {}
+        self._lock = threading.Lock()
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        with self._lock:
+            pending = self.failures.get(target.provider_instance_id)
+            if pending:
+                raise pending.pop(0)
+            self.sent.append(
+                {
+                    "instance": target.provider_instance_id,
+                    "token": target.instance_token or "",
+                    "phone": phone,
+                    "body": body,
+                    "key": idempotency_key,
+                }
+            )
+            return SentMessage(provider_message_id=f"wamid-{len(self.sent)}")
+
+
+@dataclass
+class PoolWorld:
+    client: Client
+    tenant: TenantKeys
+    provider_id: str
+    numbers: dict[str, str] = field(default_factory=dict)  # digits -> number id
+    instances: dict[str, str] = field(default_factory=dict)  # digits -> instance name
+    send_key: str = ""
+    send_key_id: str = ""
+
+    def add_number(self, digits: str, *, connected: bool = True) -> str:
+        answer = self.client.post(
+            "/api/numbers", key=self.tenant.admin, json_body={"number": digits, "displayName": f"n{digits[-1]}"}
+        )
+        assert answer.status == 201, answer.body
+        number_id = answer.json()["id"]
+        name = f"{self.tenant.owner_tag}-{digits[-4:]}"
+        answer = self.client.put(
+            f"/api/instances/{name}",
+            key=self.tenant.admin,
+            json_body={
+                "providerId": self.provider_id,
+                "providerInstanceId": name,
+                "numberId": number_id,
+                "token": f"token-of-{name}-0123456789",
+            },
+        )
+        assert answer.status == 201, answer.body
+        self.numbers[digits], self.instances[digits] = number_id, name
+        self.set_connected(digits, connected)
+        return number_id
+
+    def set_connected(self, digits: str, connected: bool) -> None:
+        repository = bootstrap.catalog_repository()
+        instance = repository.find_instance(self.instances[digits])
+        assert instance is not None
+        changed = instance.model_copy(update={"state": "CONNECTED" if connected else "DISCONNECTED"})
+        repository.put_instance(changed, instance)
+
+    def create_send_key(self, *, default_number: str | None = None, webhook_url: str | None = None) -> None:
+        body: dict[str, Any] = {"name": "sender", "scopes": ["send"]}
+        if default_number:
+            body["defaultNumber"] = default_number
+        if webhook_url:
+            body["webhookUrl"] = webhook_url
+        answer = self.client.post("/api/api-keys", key=self.tenant.admin, json_body=body)
+        assert answer.status == 201, answer.body
+        self.send_key, self.send_key_id = answer.json()["key"], answer.json()["id"]
+
+    def use_pool(self, *digits: str) -> None:
+        mode = self.client.put(
+            f"/api/api-keys/{self.send_key_id}/selection-mode",
+            key=self.tenant.admin,
+            json_body={"numberSelectionMode": "pool"},
+        )
+        assert mode.status == 200, mode.body
+        for each in digits:
+            added = self.client.post(
+                f"/api/api-keys/{self.send_key_id}/pool",
+                key=self.tenant.admin,
+                json_body={"whatsappNumberId": self.numbers[each]},
+            )
+            assert added.status == 201, added.body
+
+    def send(self, to: str, text: str = "hello", headers: dict[str, str] | None = None) -> str:
+        answer = self.client.post(
+            "/api/messages", key=self.send_key, json_body={"to": to, "text": text}, headers=headers
+        )
+        assert answer.status == 202, answer.body
+        return str(answer.json()["id"])
+
+    def message(self, message_id: str) -> dict[str, Any]:
+        answer = self.client.get(f"/api/messages/{message_id}", key=self.send_key)
+        assert answer.status == 200, answer.body
+        return dict(answer.json())
+
+
+def build_world(client: Client, tenant: TenantKeys, *numbers: str) -> PoolWorld:
+    provider = client.post(
+        "/api/providers",
+        key=tenant.admin,
+        json_body={
+            "name": "zap",
+            "kind": "wuzapi",
+            "baseUrl": "http://127.0.0.1:3100",
+            "webhookSecret": "whsec-very-secret-value-1",
+        },
+    )
+    assert provider.status == 201, provider.body
+    world = PoolWorld(client=client, tenant=tenant, provider_id=provider.json()["id"])
+    for digits in numbers:
+        world.add_number(digits)
+    return world
+
+
+def sqs_record(message: dict[str, Any], queue_arn: str) -> dict[str, Any]:
+    """One record of Lambda's SQS event, from a ReceiveMessage result."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": dict(message.get("Attributes") or {}),
+        "messageAttributes": {},
+        "md5OfBody": message.get("MD5OfBody", ""),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": REGION,
+    }
+
+
+def drain_queue(aws: AwsResources, functions: Functions, queue: str, function: str) -> list[Any]:
+    """Invoke `function` with every visible message of `queue` (batches of 10); delete what succeeded.
+
+    Returns the function's responses.
+    """
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = aws.queues[queue]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    responses = []
+    while True:
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
+        if not batch:
+            return responses
+        response = functions.invoke(function, {"Records": [sqs_record(m, arn) for m in batch]})
+        responses.append(response)
+        kept = {failure["itemIdentifier"] for failure in (response or {}).get("batchItemFailures", [])}
+        for message in batch:
+            if message["MessageId"] not in kept:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        if kept:
+            return responses
