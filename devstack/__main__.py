@@ -66,7 +66,11 @@ def _banner(stack: LocalStack) -> str:
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.getLogger("devstack").addHandler(handler)
+    # One line per request from every embedded server would bury what matters.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     schedule = os.environ.get("LOCAL_SCHEDULE_SECONDS")
     stack = LocalStack(
         port=_number("PORT", 3000),

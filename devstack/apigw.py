@@ -233,7 +233,10 @@ class HttpApi:
         request = {
             "version": "2.0",
             "type": "REQUEST",
-            "routeArn": f"arn:aws:execute-api:us-east-1:000000000000:{self.api_id}/$default/{route.method}{route.path}",
+            "routeArn": (
+                f"arn:aws:execute-api:us-east-1:000000000000:{self.api_id}/$default/"
+                f"{event['requestContext']['http']['method']}{event['rawPath']}"
+            ),
             "identitySource": identity,
             **{name: value for name, value in event.items() if name not in ("body", "isBase64Encoded", "version")},
         }
