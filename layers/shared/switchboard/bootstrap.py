@@ -15,17 +15,25 @@ import boto3
 from switchboard.adapters.dynamo.audit import AuditLog
 from switchboard.adapters.dynamo.catalog import CatalogRepository
 from switchboard.adapters.dynamo.lines import LineRepository
+from switchboard.adapters.dynamo.messages import MessageRepository
+from switchboard.adapters.dynamo.pool import PoolRepository
 from switchboard.adapters.events import EventPublisher
 from switchboard.adapters.secrets import SecretStore
-from switchboard.domain.events import EffectHandler
+from switchboard.adapters.sqs_queue import SqsQueue
+from switchboard.domain.events import EffectHandler, ProviderEvent
 from switchboard.services.calls_config import CallsConfigService, CapabilitiesCache
 from switchboard.services.catalog import CatalogService
+from switchboard.services.pool import PoolService, SendingConfigSource
+from switchboard.services.receipts import ReceiptEffect
+from switchboard.services.sending import SendingService, SendWorker
 from switchboard.services.subscriptions import SubscriptionService
-from switchboard.services.targets import ProviderKind, TargetResolver
+from switchboard.services.targets import TargetResolver
 from switchboard.settings import get_settings
 
 if TYPE_CHECKING:
     from switchboard.domain.provider import ProviderClient
+    from switchboard.services.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
+    from switchboard.services.messages import MessageService
 
 T = TypeVar("T")
 _built: list[Any] = []
@@ -74,11 +82,8 @@ def catalog_service() -> CatalogService:
     return CatalogService(catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
 
 
-# --- calls (issue 6): the versioned limit ---------------------------------------------------
-
-
 @component
-def provider_client(kind: ProviderKind) -> ProviderClient:
+def provider_client(kind: str) -> ProviderClient:
     """One pooled client per provider kind, shared by every target of that kind.
 
     Imported here so that functions that never reach a provider do not load httpx at cold start.
@@ -86,7 +91,14 @@ def provider_client(kind: ProviderKind) -> ProviderClient:
     from switchboard.adapters.providers import provider_client_for  # noqa: PLC0415
 
     settings = get_settings()
-    return provider_client_for(kind, local_mode=settings.local_mode, read_timeout=settings.provider_timeout_seconds)
+    return provider_client_for(
+        kind,  # type: ignore[arg-type]
+        local_mode=settings.local_mode,
+        read_timeout=settings.provider_timeout_seconds,
+    )
+
+
+# --- calls (issue 6): the versioned limit ---------------------------------------------------
 
 
 @component
@@ -127,6 +139,101 @@ def subscription_service() -> SubscriptionService:
     return SubscriptionService(catalog_repository(), targets(), calls_config_service(), audit_log())
 
 
+# --- number pool and sending (issue 4) ---------------------------------------------------------
+
+
+@component
+def message_repository() -> MessageRepository:
+    return MessageRepository(table())
+
+
+@component
+def pool_repository() -> PoolRepository:
+    return PoolRepository(table())
+
+
+@component
+def pool_service() -> PoolService:
+    return PoolService(catalog_repository(), pool_repository(), catalog_service(), audit_log())
+
+
+@component
+def sending_config_source() -> SendingConfigSource:
+    """A key's pool and numbers, cached per container for `POOL_CONFIG_CACHE_SECONDS`."""
+    ttl = get_settings().pool_config_cache_seconds
+    return SendingConfigSource(catalog_repository(), pool_repository(), ttl_seconds=ttl)
+
+
+@component
+def send_queue() -> SqsQueue:
+    return SqsQueue(client("sqs"), get_settings().send_queue_url)
+
+
+@component
+def client_webhook_queue() -> SqsQueue:
+    return SqsQueue(client("sqs"), get_settings().client_webhook_queue_url)
+
+
+@component
+def client_webhook_publisher() -> ClientWebhookPublisher:
+    from switchboard.services.client_webhooks import ClientWebhookPublisher  # noqa: PLC0415 - cold start
+
+    return ClientWebhookPublisher(client_webhook_queue())
+
+
+@component
+def message_service() -> MessageService:
+    """Its own idempotency persistence layer (Powertools keeps the first config a layer sees)."""
+    # Imported here: only the messages function pays for Powertools idempotency at cold start.
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer  # noqa: PLC0415
+
+    from switchboard.services.messages import MessageService, submission_idempotency_config  # noqa: PLC0415
+
+    persistence = DynamoDBPersistenceLayer(
+        table_name=get_settings().idempotency_table_name, boto3_client=client("dynamodb")
+    )
+    return MessageService(message_repository(), send_queue(), persistence, submission_idempotency_config())
+
+
+@component
+def send_worker() -> SendWorker:
+    service = SendingService(
+        message_repository(),
+        configs=sending_config_source(),
+        tickets=pool_repository(),
+        secrets=secrets(),
+        client_for=provider_client,
+        notifier=client_webhook_publisher(),
+        max_attempts=get_settings().send_max_attempts,
+    )
+    return SendWorker(service, send_queue())
+
+
+@component
+def client_webhook_deliverer() -> ClientWebhookDeliverer:
+    from switchboard.adapters.webhook_http import HttpxPoster  # noqa: PLC0415 - cold start
+    from switchboard.services.client_webhooks import ClientWebhookDeliverer  # noqa: PLC0415
+
+    local_mode = get_settings().local_mode
+    return ClientWebhookDeliverer(catalog_repository(), secrets(), HttpxPoster(), audit_log(), local_mode=local_mode)
+
+
+@component
+def client_webhook_worker() -> ClientWebhookWorker:
+    from switchboard.services.client_webhooks import ClientWebhookWorker  # noqa: PLC0415 - cold start
+
+    return ClientWebhookWorker(client_webhook_deliverer(), client_webhook_queue())
+
+
+@component
+def receipt_effect() -> ReceiptEffect:
+    return ReceiptEffect(message_repository(), sending_config_source(), client_webhook_publisher())
+
+
+def _apply_receipt(event: ProviderEvent) -> None:
+    receipt_effect()(event)
+
+
 @component
 def event_handlers() -> dict[str, list[EffectHandler]]:
     """The effects of each provider webhook event, in order; the ingest runs them all."""
@@ -135,6 +242,7 @@ def event_handlers() -> dict[str, list[EffectHandler]]:
     }
     handlers["call_settings"].append(lambda event: calls_config_service().on_call_settings(event))
     handlers["connection"].append(lambda event: calls_config_service().on_connection(event))
+    handlers["receipt"].append(_apply_receipt)  # status forward, then the client webhook
     return handlers
 
 

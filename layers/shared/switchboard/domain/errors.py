@@ -142,6 +142,33 @@ class DownstreamError(SwitchboardError):
     retryable = True
 
 
+# --- number pool and sending (issue 4) -------------------------------------------------------
+
+
+class PoolChanged(Conflict):
+    """The pool changed between read and write (another admin edited it): read it again."""
+
+    code = "pool_changed"
+
+
+class AlreadyFinal(Conflict):
+    """The message already left QUEUED (a redelivered or concurrent job): nothing left to do."""
+
+    code = "already_final"
+
+
+class RetryLater(SwitchboardError):
+    """A transient send failure: the job goes back to its queue and is retried after a delay."""
+
+    code = "retry_later"
+
+
+class QueueUnavailable(SwitchboardError):
+    """The message is stored but could not be queued: 5xx, retry with the same Idempotency-Key."""
+
+    code = "queue_unavailable"
+
+
 # --- calls (issue 6) -------------------------------------------------------------------------
 
 
