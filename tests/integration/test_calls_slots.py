@@ -19,7 +19,7 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.adapters.dynamo.calls import CallRepository
 from switchboard.adapters.dynamo.lines import LineRepository
-from switchboard.domain.call_lifecycle import CallOwned
+from switchboard.domain.call_lifecycle import CallEnded, CallOwned
 from switchboard.domain.calls import Snapshot
 from switchboard.domain.catalog import Instance
 from switchboard.domain.errors import Forbidden, LineBusy
@@ -221,6 +221,9 @@ def test_given_a_socket_drop_then_nothing_ends_until_the_provider_says_so(
     record = calls.get(admin(), connection.name, call_id)
     assert (record.state, record.end_reason, record.owner) == ("ended", "hangup", "ana")
     assert connection.line().occupants == {}
+    assert calls.hangup(agent("ana"), connection.name, call_id).end_reason == "hangup"  # again: nothing changes
+    with pytest.raises(CallEnded):
+        calls.stop_video(agent("ana"), connection.name, call_id)
 
 
 # --- any order, any duplicates -------------------------------------------------------------

@@ -336,3 +336,23 @@ def test_given_a_disconnected_provider_when_dialing_then_the_reservation_is_rele
         bootstrap.dialing_service().dial(agent("ana"), connection.name, PEER, False, "k")
 
     assert connection.line().occupants == {}
+
+
+def test_given_two_lost_dials_to_the_same_peer_then_webhooks_wait_and_each_call_goes_to_its_own_dialer(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    """The `call` event carries no Idempotency-Key: with two pending dials to one peer, only the keys tell."""
+    connection = register(simulator, control, limit=2)
+    control.fault("/call/dial", "drop_response", times=2)
+    dialing = bootstrap.dialing_service()
+    assert dialing.dial(agent("ana"), connection.name, PEER, False, "a").call is None
+    assert dialing.dial(agent("bob"), connection.name, PEER, False, "b").call is None
+
+    deliver(connection, *call_events(control, connection))
+
+    assert connection.occupant_kinds() == ["reservation", "reservation"]  # still counted once each
+    report = bootstrap.reconciler().reconcile(connection.instance())
+    assert report.reservations_bound == 2
+    first, second = (call["callId"] for call in control.instance(connection.sim_id)["calls"])
+    owners = {occupant.call_id: occupant.owner for occupant in connection.line().occupants.values()}
+    assert owners == {first: "ana", second: "bob"}

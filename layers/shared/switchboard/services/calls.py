@@ -15,6 +15,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from switchboard.domain.call_lifecycle import (
+    CallEnded,
     CallEventData,
     CallRecord,
     DialAttempt,
@@ -172,6 +173,8 @@ class CallService:
     def hangup(self, principal: Principal, instance_name: str, call_id: str) -> CallRecord:
         """Ask the provider to end the call; the record ends only when the provider says it did."""
         instance, record = self._controlled(principal, instance_name, call_id)
+        if record.ended:
+            return record
         client, target = self._targets.target_for(instance)
         client.hangup(target, record.call_id)
         return self._after_control(instance, record, client, target)
@@ -179,6 +182,8 @@ class CallService:
     def stop_video(self, principal: Principal, instance_name: str, call_id: str) -> CallRecord:
         """Turn the camera off: the call keeps its slot."""
         instance, record = self._controlled(principal, instance_name, call_id)
+        if record.ended:
+            raise CallEnded("the call has ended")
         client, target = self._targets.target_for(instance)
         client.stop_video(target, record.call_id)
         return self._after_control(instance, record, client, target)
