@@ -19,10 +19,9 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.adapters.dynamo.calls import CallRepository
 from switchboard.adapters.dynamo.lines import LineRepository
-from switchboard.domain.call_lifecycle import CallEnded, CallOwned
 from switchboard.domain.calls import Snapshot
 from switchboard.domain.catalog import Instance
-from switchboard.domain.errors import Forbidden, LineBusy
+from switchboard.domain.errors import CallEnded, CallOwned, Forbidden, LineBusy
 from switchboard.domain.events import ProviderEvent
 from switchboard.services.calls import CallService
 from tests.conftest import AwsResources

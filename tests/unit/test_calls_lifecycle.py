@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from switchboard.domain.call_lifecycle import (
     CallEventData,
-    CallOwned,
     CallRecord,
     DialAttempt,
     apply_event,
@@ -20,7 +19,7 @@ from switchboard.domain.call_lifecycle import (
     new_record,
     reservation_id,
 )
-from switchboard.domain.errors import Forbidden
+from switchboard.domain.errors import CallOwned, Forbidden
 from switchboard.domain.provider import ProviderCall
 
 PEER = "5511988887777"

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from pydantic.alias_generators import to_camel
 
 from switchboard.domain.calls import Direction, Line, Occupant
-from switchboard.domain.errors import Conflict, Forbidden
+from switchboard.domain.errors import CallEnded, CallOwned, Forbidden
 from switchboard.domain.provider import CallState, ProviderCall
 
 LIVE_STATES = frozenset({"ringing", "connecting", "active"})
@@ -46,16 +46,6 @@ STATE_OF_TYPE: dict[str, CallState] = {
     "ended": "ended",
 }
 EndOrigin = Literal["event", "reconcile", "provider_answer"]
-
-
-class CallOwned(Conflict):
-    """Another attendant owns the call: only an explicit transfer by the owner or an admin moves it."""
-
-    code = "call_owned"
-
-
-class CallEnded(Conflict):
-    code = "call_ended"
 
 
 class LineNotReady(Exception):

@@ -15,7 +15,6 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from switchboard.domain.call_lifecycle import (
-    CallEnded,
     CallEventData,
     CallRecord,
     DialAttempt,
@@ -31,7 +30,7 @@ from switchboard.domain.call_lifecycle import (
     new_record,
 )
 from switchboard.domain.catalog import Instance, Principal, Scope
-from switchboard.domain.errors import Forbidden, NotFound, ProviderError
+from switchboard.domain.errors import CallEnded, Forbidden, NotFound, ProviderError
 from switchboard.domain.events import ProviderEvent
 from switchboard.domain.provider import ProviderCall, ProviderClient, ProviderTarget
 from switchboard.observability import logger
