@@ -8,10 +8,10 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard.api.app import create_api
-from switchboard.api.routes import calls
+from switchboard.api.routes import call_control, calls
 from switchboard.observability import logger
 
-app = create_api(calls.router)
+app = create_api(calls.router, call_control.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

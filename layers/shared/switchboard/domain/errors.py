@@ -120,6 +120,7 @@ class ProviderLineBusy(ProviderError):
 
     code = "line_busy"
 
+
 # --- provider webhooks and routing (issue 5) --------------------------------------------------
 
 
@@ -140,6 +141,15 @@ class DownstreamError(SwitchboardError):
 
     code = "downstream_error"
     retryable = True
+
+
+# --- calls (issue 6) -------------------------------------------------------------------------
+
+
+class NotCallsInstance(UnsupportedByProvider):
+    """A calls feature asked of a messages instance: refused (422) like any unsupported feature."""
+
+    code = "not_calls_instance"
 
 
 # --- number pool and sending (issue 4) -------------------------------------------------------
@@ -169,10 +179,16 @@ class QueueUnavailable(SwitchboardError):
     code = "queue_unavailable"
 
 
-# --- calls (issue 6) -------------------------------------------------------------------------
+# --- call slots and control (issue 7) --------------------------------------------------------
 
 
-class NotCallsInstance(UnsupportedByProvider):
-    """A calls feature asked of a messages instance: refused (422) like any unsupported feature."""
+class CallOwned(Conflict):
+    """Another attendant owns the call: only an explicit transfer by the owner or an admin moves it."""
 
-    code = "not_calls_instance"
+    code = "call_owned"
+
+
+class CallEnded(Conflict):
+    """The call has ended: there is nothing left to control."""
+
+    code = "call_ended"
