@@ -34,6 +34,7 @@ from switchboard.domain.errors import (
     ProviderTimeout,
     ProviderUnavailable,
 )
+from switchboard.domain.events import ProviderEvent
 from switchboard.domain.provider import ProviderCall, ProviderClient, ProviderTarget
 from switchboard.observability import logger
 from switchboard.services.calls import CallService, Targets
@@ -210,3 +211,22 @@ def fan_out(instances: Iterable[Instance], queue: Queue, *, with_outbox: bool) -
         sent += queue.send_batch(batch)
     logger.info("reconciliation fanned out", extra={"instances": sent})
     return sent
+
+
+class Requests(Protocol):
+    def request(self, instance: str, delay_seconds: int = 0) -> None: ...
+
+
+class ReconcileOnReconnect:
+    """`connection` effect: a calls instance that (re)connected is reconciled soon.
+
+    Calls may have started or ended while its session (or our receiver) was away; the provider's
+    reads tell, so the instance goes to the reconcile queue instead of waiting for the schedule.
+    """
+
+    def __init__(self, queue: Requests) -> None:
+        self._queue = queue
+
+    def __call__(self, event: ProviderEvent) -> None:
+        if event.instance.kind == "calls" and event.data.get("connected") is True:
+            self._queue.request(event.instance.name)
