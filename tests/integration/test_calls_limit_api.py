@@ -57,6 +57,7 @@ class Connection:
     tenant: TenantKeys
     name: str
     sim_id: str
+    sim_token: str
     provider_id: str
 
     @property
@@ -75,6 +76,7 @@ def register_connection(
     control: SimulatorControl,
     *,
     kind: str = "calls",
+    provider_kind: str = "wuzapi",
     **sim_fields: Any,
 ) -> Connection:
     """A simulator instance and the provider, number and instance records that point at it."""
@@ -85,7 +87,7 @@ def register_connection(
         key=tenant.admin,
         json_body={
             "name": "zap",
-            "kind": "wuzapi",
+            "kind": provider_kind,
             "baseUrl": simulator.base_url,
             "webhookSecret": "whsec-calls-test-secret",
             "adminToken": ADMIN_TOKEN,
@@ -108,7 +110,7 @@ def register_connection(
         },
     )
     assert instance.status == 201, instance.body
-    return Connection(tenant=tenant, name=name, sim_id=sim_id, provider_id=provider.json()["id"])
+    return Connection(tenant=tenant, name=name, sim_id=sim_id, sim_token=token, provider_id=provider.json()["id"])
 
 
 @pytest.fixture
