@@ -223,3 +223,34 @@ def test_dynamodb_reaches_the_same_state_as_the_rule_for_any_delivery_order(
     assert stored is not None
     assert (stored.limit, stored.version, stored.conflict) == fold(deliveries)
     assert notified.count(True) <= len(history)  # never a notice for a duplicate or an older snapshot
+
+
+def test_each_decision_costs_one_conditional_write_and_a_conflict_two(lines: LineRepository) -> None:
+    name = new_line()
+    requests: list[str] = []
+    client = bootstrap.table().meta.client
+    client.meta.events.register("before-call.dynamodb.*", lambda model, **_: requests.append(model.name))
+
+    costs = {}
+    for label, snapshot in [
+        ("first", snap(2, 0)),
+        ("newer", snap(3, 1)),
+        ("duplicate", snap(3, 1)),
+        ("older", snap(1, 0)),
+        ("conflict", snap(5, 1)),
+        ("resolve", snap(5, 1, "status")),
+    ]:
+        requests.clear()
+        lines.apply_snapshot(name, "acme", snapshot)
+        costs[label] = list(requests)
+
+    print("DynamoDB requests per snapshot:", {label: len(calls) for label, calls in costs.items()})
+    one = ["UpdateItem"]
+    assert costs == {
+        "first": one,
+        "newer": one,
+        "duplicate": one,
+        "older": one,
+        "conflict": one * 2,
+        "resolve": one * 2,
+    }
