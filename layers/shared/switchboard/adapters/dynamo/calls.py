@@ -4,7 +4,8 @@ Items, all in the partition of the instance's line (`pk = LINE#<instance name>`)
 
 - the line (`sk = #META`, shared with Calls I): `occupants.<id>` entries written only here;
 - a dial attempt (`sk = DIAL#<reservation id>`), kept two days;
-- a call record (`sk = CALL#<provider>#<provider instance id>#<callId>`), kept 30 days after its end.
+- a call record (`sk = CALL#<provider>#<provider instance id>#<callId>`), kept 30 days after its end;
+  while live it is also in GSI2 under `LINE#<name>#LIVECALL`, so reconciliation reads live calls only.
 
 Admission is one conditional UpdateItem on the line (`size(occupants) < limit AND the id is not
 there yet`): exact under concurrency, idempotent by reservation id, one request. Every other
@@ -17,14 +18,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.conditions import Key
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from switchboard.adapters.dynamo.lines import line_from_item, line_key
 from switchboard.adapters.dynamo.table import cancellation_codes, from_item, is_condition_failure, query_all, to_item
 from switchboard.domain.call_lifecycle import (
-    LIVE_STATES,
     CallRecord,
     DialAttempt,
     LineNotReady,
@@ -49,6 +49,10 @@ def _call_key(record: CallRecord) -> dict[str, str]:
 
 def call_key(instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> dict[str, str]:
     return {"pk": f"LINE#{instance}", "sk": f"CALL#{provider_id}#{provider_instance_id}#{call_id}"}
+
+
+def _live_index(instance: str) -> str:
+    return f"LINE#{instance}#LIVECALL"
 
 
 def _epoch(delta: timedelta) -> int:
@@ -145,13 +149,19 @@ class CallRepository:
         return from_item(DialAttempt, item) if item else None
 
     def pending_attempts(self, instance: str) -> list[DialAttempt]:
-        items = query_all(
-            self._table,
-            KeyConditionExpression=Key("pk").eq(f"LINE#{instance}") & Key("sk").begins_with("DIAL#"),
-            FilterExpression=Attr("state").eq("pending"),
-            ConsistentRead=True,
+        """The attempts whose reservation is on the line: at most `limit` items, read by key."""
+        line = self.line(instance)
+        ids = sorted(
+            key for key, occupant in (line.occupants.items() if line else []) if occupant.kind == "reservation"
         )
-        return [from_item(DialAttempt, item) for item in items]
+        if not ids:
+            return []
+        answer = self._client.batch_get_item(
+            RequestItems={self._name: {"Keys": [_attempt_key(instance, key) for key in ids], "ConsistentRead": True}}
+        )
+        items = answer.get("Responses", {}).get(self._name, [])
+        attempts = [from_item(DialAttempt, item) for item in items]
+        return sorted((attempt for attempt in attempts if attempt.state == "pending"), key=lambda a: a.created_at)
 
     def release(self, attempt: DialAttempt, reason: str) -> bool:
         """Free a pending attempt's slot (one transaction with its state); False if it was not pending."""
@@ -201,12 +211,8 @@ class CallRepository:
         return from_item(CallRecord, item) if item else None
 
     def live_calls(self, instance: str) -> list[CallRecord]:
-        items = query_all(
-            self._table,
-            KeyConditionExpression=Key("pk").eq(f"LINE#{instance}") & Key("sk").begins_with("CALL#"),
-            FilterExpression=Attr("state").is_in(sorted(LIVE_STATES)),
-            ConsistentRead=True,
-        )
+        """Live calls through the sparse index entry a record carries only while live (GSI2)."""
+        items = query_all(self._table, IndexName="GSI2", KeyConditionExpression=Key("gsi2pk").eq(_live_index(instance)))
         return [from_item(CallRecord, item) for item in items]
 
     def save(self, previous: CallRecord | None, record: CallRecord, attempt: DialAttempt | None = None) -> CallRecord:
@@ -218,7 +224,9 @@ class CallRepository:
         a condition failed (read again), LineNotReady when the line has no occupants map yet.
         """
         stored = record.model_copy(update={"rev": (previous.rev if previous else 0) + 1})
-        extra = {"expiresAt": _epoch(ENDED_CALL_TTL)} if stored.ended else {}
+        extra: dict[str, Any] = {"expiresAt": _epoch(ENDED_CALL_TTL)} if stored.ended else {}
+        if stored.live:  # a sparse index of live calls: reconciliation reads only those
+            extra |= {"gsi2pk": _live_index(stored.instance), "gsi2sk": stored.call_id}
         record_put: dict[str, Any] = {
             "TableName": self._name,
             "Item": to_item(stored, _call_key(stored), **extra),
