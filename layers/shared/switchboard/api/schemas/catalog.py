@@ -31,7 +31,9 @@ HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_len
 class Body(BaseModel):
     """Strict camelCase input: unknown fields are refused, types are not coerced."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, defer_build=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, defer_build=True
+    )
 
 
 class View(BaseModel):
