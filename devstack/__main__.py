@@ -31,6 +31,7 @@ def _banner(stack: LocalStack) -> str:
         f"  AWS endpoint   {stack.aws_url}",
         f"  simulator      {stack.sim_url}",
         f"  platform key   {stack.platform_key}",
+        *(f"  note           {note}" for note in stack.notes),
     ]
     if demo is not None:
         body = '{"to": "5511988887777", "text": "hello from switchboard"}'
@@ -88,7 +89,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
-        stack.start()
+        stack.start()  # a port in use: werkzeug says which, and the exit status is 1
         print(_banner(stack), flush=True)
         print(f"switchboard local: ready on {stack.api_url}", flush=True)
         stopping.wait()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from urllib.parse import parse_qsl, unquote
 from devstack import template
 from devstack.lambdas import Functions
 from devstack.template import Intrinsic
+
+log = logging.getLogger("devstack.apigw")
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class HttpApi:
         try:
             result = self.functions.invoke(route.function, event)
         except Exception:
+            log.exception("function failed", extra={"function": route.function, "route": route.key})
             return _message(500, "Internal Server Error")
         return _proxy_response(result)
 

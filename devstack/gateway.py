@@ -13,10 +13,12 @@ from typing import Any
 
 from werkzeug.serving import WSGIRequestHandler
 
-from devstack.apigw import HttpApi
+from devstack.apigw import HttpApi, HttpResponse
 from devstack.serving import Server
 
 RAW_HEADERS = "devstack.raw_headers"
+MAX_PAYLOAD = 10 * 1024 * 1024  # API Gateway's request payload limit
+TOO_LARGE = b'{"message":"Request Entity Too Large"}'
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
 
@@ -41,8 +43,9 @@ class GatewayApp:
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         raw_uri = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
         raw_path, _, query = raw_uri.partition("?")
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
+        body = _body(environ)
+        if body is None:
+            return self._answer(start_response, HttpResponse(413, {"content-type": "application/json"}, TOO_LARGE))
         answer = self.api.handle(
             environ["REQUEST_METHOD"],
             raw_path,
@@ -51,11 +54,27 @@ class GatewayApp:
             body=body,
             source_ip=environ.get("REMOTE_ADDR", "127.0.0.1"),
         )
+        return self._answer(start_response, answer)
+
+    @staticmethod
+    def _answer(start_response: Any, answer: HttpResponse) -> Iterable[bytes]:
         headers = [(name, value) for name, value in answer.headers.items() if name.lower() not in HOP_BY_HOP]
         headers += [("set-cookie", cookie) for cookie in answer.cookies]
         headers.append(("content-length", str(len(answer.body))))
         start_response(f"{answer.status} {_reason(answer.status)}", headers)
         return [answer.body]
+
+
+def _body(environ: dict[str, Any]) -> bytes | None:
+    """The raw body (Content-Length bytes, or a chunked body the server de-chunks), or None
+    when it is over API Gateway's payload limit."""
+    if environ.get("wsgi.input_terminated"):
+        body = bytes(environ["wsgi.input"].read(MAX_PAYLOAD + 1))
+        return body if len(body) <= MAX_PAYLOAD else None
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    if length > MAX_PAYLOAD:
+        return None
+    return bytes(environ["wsgi.input"].read(length)) if length else b""
 
 
 def _reason(status: int) -> str:

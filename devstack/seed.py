@@ -20,6 +20,10 @@ class SeedError(RuntimeError):
     """A seeding request the API refused: the message names the step and the answer."""
 
 
+class TenantExists(SeedError):
+    """The tenant is already there (an external endpoint seeded by an earlier run)."""
+
+
 @dataclass(frozen=True)
 class SeededInstance:
     name: str  # the instance's name in switchboard (also its id on the simulator)
@@ -93,7 +97,12 @@ def seed_tenant(
     api = ApiClient(api_url)
     sim = SimulatorControl(sim_url)
     try:
-        tenant = api.call("POST", "/api/tenants", platform_key, {"ownerTag": owner_tag, "name": owner_tag}).json()
+        created = api.call(
+            "POST", "/api/tenants", platform_key, {"ownerTag": owner_tag, "name": owner_tag}, expect=(201, 409)
+        )
+        if created.status_code == 409:
+            raise TenantExists(f"tenant {owner_tag} already exists: its keys were shown when it was seeded")
+        tenant = created.json()
         admin = tenant["adminKey"]["key"]
         webhook_secret = secrets.token_urlsafe(24)
         provider_body: dict[str, Any] = {

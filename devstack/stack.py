@@ -26,7 +26,7 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.gateway import Gateway
 from devstack.lambdas import Functions, mount_layers
 from devstack.scheduler import Scheduler
-from devstack.seed import SeededTenant, seed_tenant
+from devstack.seed import SeededTenant, TenantExists, seed_tenant
 from devstack.simulator import Simulator
 from devstack.sqs_poller import SqsPoller
 
@@ -102,6 +102,7 @@ class LocalStack:
         self.buses: dict[str, str] = {}
         self.environment: dict[str, str] = {}
         self.demo: SeededTenant | None = None
+        self.notes: list[str] = []
         self.functions: Functions | None = None
         self.http_api: HttpApi | None = None
         self.poller: SqsPoller | None = None
@@ -142,7 +143,10 @@ class LocalStack:
         self._stops.append(self.scheduler.stop)
         self.platform_key = self._create_platform_key()
         if self._seed:
-            self.demo = self.seed_tenant(DEMO_TENANT, DEMO_DIGITS)
+            try:
+                self.demo = self.seed_tenant(DEMO_TENANT, DEMO_DIGITS)
+            except TenantExists as exists:
+                self.notes.append(str(exists))
 
     def stop(self) -> None:
         """Stop every part (last started, first stopped) and restore the environment."""

@@ -135,3 +135,25 @@ def test_given_no_authorization_header_then_the_authorizer_is_not_called_and_the
 
     assert answer.status == 401
     assert functions.invocations == []
+
+
+def test_given_a_chunked_body_then_the_function_gets_it_whole(gateway) -> None:
+    server, functions = gateway
+    functions.invocations.clear()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("POST", "/webhooks/prv_01", body=iter([b'{"a":', b" 1}"]), encode_chunked=True)
+    connection.getresponse().read()
+    connection.close()
+
+    ((_function, event),) = functions.invocations
+    assert event["body"] == '{"a": 1}'
+
+
+def test_given_a_body_over_the_payload_limit_then_413_and_no_invocation(gateway) -> None:
+    server, functions = gateway
+    functions.invocations.clear()
+
+    answer = send(server, "POST", "/webhooks/prv_01", [("content-length", str(10 * 1024 * 1024 + 1))])
+
+    assert answer.status == 413
+    assert functions.invocations == []
