@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devstack.aws_endpoint import AwsEndpoint
 from devstack.stack import LocalStack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,3 +117,22 @@ def test_given_a_started_stack_with_open_connections_when_stopped_then_no_thread
     assert all(port_is_free(port) for port in ports)
     assert os.environ.get("TABLE_NAME") != stack.environment["TABLE_NAME"]
     keep_alive.close()
+
+
+def test_given_an_external_endpoint_then_resources_are_created_there_once_and_a_rerun_reuses_them() -> None:
+    endpoint = AwsEndpoint(port=0).start()
+    platform_key = f"sb_live_{secrets.token_urlsafe(24)}"
+    try:
+        with LocalStack(port=0, sim_port=0, aws_endpoint_url=endpoint.url, platform_key=platform_key) as first:
+            assert first.aws_url == endpoint.url
+            assert first.demo is not None
+        with LocalStack(port=0, sim_port=0, aws_endpoint_url=endpoint.url, platform_key=platform_key) as again:
+            tenants = httpx.get(
+                f"{again.api_url}/api/tenants", headers={"authorization": f"Bearer {platform_key}"}, trust_env=False
+            )
+
+            assert again.demo is None
+            assert again.notes == ["tenant demo already exists: its keys were shown when it was seeded"]
+            assert [tenant["ownerTag"] for tenant in tenants.json()] == ["demo"]
+    finally:
+        endpoint.stop()
