@@ -38,7 +38,7 @@ def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Intrins
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
     else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        value = loader.construct_mapping(node, deep=True)
     return Intrinsic(suffix, value)
 
 
