@@ -7,30 +7,44 @@ Handlers call these functions; tests reset them with `reset()` after changing th
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 
+from switchboard.adapters.downstream.queue import SqsForwardQueue
 from switchboard.adapters.dynamo.audit import AuditLog
 from switchboard.adapters.dynamo.catalog import CatalogRepository
+from switchboard.adapters.dynamo.events import EventStore
 from switchboard.adapters.dynamo.lines import LineRepository
 from switchboard.adapters.dynamo.messages import MessageRepository
+from switchboard.adapters.dynamo.outbox import OutboxRepository
 from switchboard.adapters.dynamo.pool import PoolRepository
+from switchboard.adapters.dynamo.routing import RoutingRepository
+from switchboard.adapters.dynamo.usage import UsageRepository
 from switchboard.adapters.events import EventPublisher
 from switchboard.adapters.secrets import SecretStore
 from switchboard.adapters.sqs_queue import SqsQueue
 from switchboard.domain.events import EffectHandler, ProviderEvent
 from switchboard.services.calls_config import CallsConfigService, CapabilitiesCache
 from switchboard.services.catalog import CatalogService
+from switchboard.services.downstream import DownstreamForwarder, IncomingForwardHandler
+from switchboard.services.ingest import IngestService
+from switchboard.services.outbox import REQUEST_BUDGET_SECONDS, OutboxService
 from switchboard.services.pool import PoolService, SendingConfigSource
 from switchboard.services.receipts import ReceiptEffect
+from switchboard.services.routing import ConnectionStateHandler, DownstreamResolver, GlobalDownstream, RoutingService
 from switchboard.services.sending import SendingService, SendWorker
 from switchboard.services.subscriptions import SubscriptionService
 from switchboard.services.targets import TargetResolver
+from switchboard.services.usage import IncomingUsageHandler, UsageRecorder
 from switchboard.settings import get_settings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+    from switchboard.domain.downstream import DownstreamClient
     from switchboard.domain.provider import ProviderClient
     from switchboard.services.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
     from switchboard.services.messages import MessageService
@@ -139,6 +153,112 @@ def subscription_service() -> SubscriptionService:
     return SubscriptionService(catalog_repository(), targets(), calls_config_service(), audit_log())
 
 
+# --- routing (issue 5): webhook ingest, downstreams, outbox, usage ---------------------------
+
+
+@component
+def ingest_service() -> IngestService:
+    """Also used by reconciliation: `reapply_pending()` applies events a crash left pending."""
+    return IngestService(catalog_repository(), secrets(), EventStore(table()), event_handlers())
+
+
+@component
+def routing_repository() -> RoutingRepository:
+    return RoutingRepository(table())
+
+
+@component
+def routing_service() -> RoutingService:
+    return RoutingService(routing_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
+
+
+@component
+def downstream_resolver() -> DownstreamResolver:
+    settings = get_settings()
+    fallback = GlobalDownstream(
+        base_url=settings.downstream_base_url,
+        account_id=settings.downstream_account_id,
+        inbox_id=settings.downstream_inbox_id,
+        token_parameter=settings.downstream_api_token_parameter,
+    )
+    return DownstreamResolver(routing_repository(), secrets(), fallback)
+
+
+@component
+def downstream_client() -> DownstreamClient:
+    # Imported here: only the functions that call a downstream pay for its HTTP client.
+    from switchboard.adapters.downstream.chatwoot import ChatwootClient  # noqa: PLC0415
+
+    settings = get_settings()
+    return ChatwootClient(local_mode=settings.local_mode, read_timeout=settings.provider_timeout_seconds)
+
+
+@component
+def usage_recorder() -> UsageRecorder:
+    """The pool's send worker calls `usage_recorder().record_outgoing(instance, when, message_id)`."""
+    return UsageRecorder(UsageRepository(table()))
+
+
+@component
+def outbox_service() -> OutboxService:
+    """Also used by reconciliation: `drain(instance_name)`, `drain_all()`."""
+    return OutboxService(
+        OutboxRepository(table()),
+        catalog_repository(),
+        targets(),
+        usage=usage_recorder(),
+        downstreams=downstream_resolver(),
+        downstream_client=downstream_client(),
+        audit=audit_log(),
+        validity=timedelta(seconds=get_settings().outbox_validity_seconds),
+    )
+
+
+@component
+def forward_idempotency_config() -> IdempotencyConfig:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig  # noqa: PLC0415 - cold start
+
+    return IdempotencyConfig(event_key_jmespath="event_id", expires_after_seconds=4 * 24 * 3600)
+
+
+@component
+def forward_once() -> Callable[..., int | None]:
+    """`forward_once()(message=IncomingMessage)`: posts it to its downstream once per provider event."""
+    # Imported here: only the forwarder function pays for Powertools idempotency at cold start.
+    from aws_lambda_powertools.utilities.idempotency import (  # noqa: PLC0415
+        DynamoDBPersistenceLayer,
+        idempotent_function,
+    )
+
+    forwarder = DownstreamForwarder(downstream_resolver(), downstream_client())
+    persistence = DynamoDBPersistenceLayer(
+        table_name=get_settings().idempotency_table_name, boto3_client=client("dynamodb")
+    )
+    forward: Callable[..., int | None] = idempotent_function(
+        forwarder.forward,
+        data_keyword_argument="message",
+        persistence_store=persistence,
+        config=forward_idempotency_config(),
+    )
+    return forward
+
+
+def _count_incoming(event: ProviderEvent) -> None:
+    IncomingUsageHandler(usage_recorder())(event)
+
+
+def _forward_incoming(event: ProviderEvent) -> None:
+    url = get_settings().forward_queue_url
+    if not url:
+        raise RuntimeError("FORWARD_QUEUE_URL is not set")
+    IncomingForwardHandler(SqsForwardQueue(client("sqs"), url))(event)
+
+
+def _connection_state(event: ProviderEvent) -> None:
+    drain = outbox_service().drain
+    ConnectionStateHandler(routing_repository(), lambda name: drain(name, REQUEST_BUDGET_SECONDS))(event)
+
+
 # --- number pool and sending (issue 4) ---------------------------------------------------------
 
 
@@ -242,6 +362,8 @@ def event_handlers() -> dict[str, list[EffectHandler]]:
     }
     handlers["call_settings"].append(lambda event: calls_config_service().on_call_settings(event))
     handlers["connection"].append(lambda event: calls_config_service().on_connection(event))
+    handlers["message"] += [_count_incoming, _forward_incoming]  # usage, then the downstream
+    handlers["connection"].append(_connection_state)  # state by seq, then the outbox
     handlers["receipt"].append(_apply_receipt)  # status forward, then the client webhook
     return handlers
 

@@ -35,6 +35,7 @@ class Settings(BaseModel):
     pool_config_cache_seconds: float = Field(default=5.0, ge=0, le=30, alias="POOL_CONFIG_CACHE_SECONDS")
     # Keep equal to the SendQueue's maxReceiveCount: the last attempt ends FAILED, not in the DLQ.
     send_max_attempts: int = Field(default=5, ge=1, le=20, alias="SEND_MAX_ATTEMPTS")
+    outbox_validity_seconds: int = Field(default=4 * 3600, ge=60, alias="OUTBOX_VALIDITY_SECONDS")
 
 
 @lru_cache(maxsize=1)

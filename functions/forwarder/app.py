@@ -1,0 +1,33 @@
+"""Forward queue consumer: posts incoming messages to their tenant's downstream.
+
+Partial batch responses: a failed record returns to the queue alone (retries, then the DLQ).
+Each message is forwarded at most once per provider event (Powertools idempotency keyed by the
+event id, built in bootstrap.forward_once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard import bootstrap
+from switchboard.domain.downstream import IncomingMessage
+from switchboard.observability import logger, metrics
+
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def record_handler(record: SQSRecord) -> None:
+    bootstrap.forward_once()(message=IncomingMessage.model_validate_json(record.body))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bootstrap.forward_idempotency_config().register_lambda_context(context)
+    metrics.add_metric(name="ForwardBatchRecords", unit=MetricUnit.Count, value=len(event.get("Records", [])))
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -1,0 +1,19 @@
+"""Usage summary and audit log: routes in switchboard.api.routes.ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard.api.app import create_api
+from switchboard.api.routes import ops
+from switchboard.observability import logger
+
+app = create_api(ops.router)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,265 @@
+"""Replies through `/api/instances/{name}/webhook`: instance secret, outbox, drain on reconnect, expiry."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from devstack.simulator import Simulator, SimulatorControl
+from switchboard import bootstrap
+from switchboard.adapters.downstream.chatwoot import ChatwootClient
+from switchboard.adapters.dynamo.outbox import OutboxRepository
+from switchboard.services.outbox import OutboxService
+from tests.conftest import SECRET_WATCH, AwsResources, Client
+from tests.fake_downstream import FakeDownstream
+from tests.routing_helpers import INSTANCE_TOKEN, Catalog, build_catalog, deliver, envelope
+
+PHONE = "5511988887777"
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[Simulator]:
+    sim = Simulator(admin_token="outbox-sim-admin-token", fault_delay_seconds=0.5)
+    sim.start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture
+def provider_instance(simulator: Simulator) -> Iterator[tuple[SimulatorControl, str]]:
+    control = SimulatorControl(simulator.base_url)
+    instance_id = f"out-{uuid.uuid4().hex[:8]}"
+    control.create_instance(
+        id=instance_id, token=f"{INSTANCE_TOKEN}-{instance_id}", kind="messages", number="5511900000001", connected=True
+    )
+    yield control, instance_id
+    control.close()
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, aws: AwsResources) -> FakeDownstream:
+    downstream = FakeDownstream()
+    client = ChatwootClient(local_mode=True, transport=downstream.transport())
+    monkeypatch.setattr(bootstrap, "downstream_client", lambda: client)
+    return downstream
+
+
+@pytest.fixture
+def catalog(
+    client: Client, make_tenant: Any, simulator: Simulator, provider_instance: tuple[SimulatorControl, str], fake: Any
+) -> Catalog:
+    _, instance_id = provider_instance
+    return build_catalog(
+        client,
+        make_tenant("acme"),
+        base_url=simulator.base_url,
+        provider_instance_id=instance_id,
+        token=f"{INSTANCE_TOKEN}-{instance_id}",
+    )
+
+
+@pytest.fixture
+def secret(client: Client, catalog: Catalog) -> str:
+    answer = client.post("/api/instances/acme-main/webhook-secret", key=catalog.tenant.admin)
+    assert answer.status == 201, answer.body
+    value: str = answer.json()["secret"]
+    SECRET_WATCH.secrets.add(value)
+    return value
+
+
+def reply(message_id: int, text: str, **overrides: Any) -> dict[str, Any]:
+    return {
+        "event": "message_created",
+        "id": message_id,
+        "content": text,
+        "message_type": "outgoing",
+        "private": False,
+        "conversation": {"id": 55, "meta": {"sender": {"phone_number": f"+{PHONE}"}}},
+        "account": {"id": 7},
+        **overrides,
+    }
+
+
+def post_reply(client: Client, secret: str | None, body: dict[str, Any], name: str = "acme-main") -> Any:
+    headers = {"X-Switchboard-Secret": secret} if secret is not None else {}
+    return client.post(f"/api/instances/{name}/webhook", json_body=body, headers=headers)
+
+
+def sent_to_provider(control: SimulatorControl, instance_id: str) -> list[str]:
+    return [message["body"] for message in control.sent() if message["instance"] == instance_id]
+
+
+def connect(client: Client, catalog: Catalog, seq: int, connected: bool = True) -> None:
+    body = envelope("connection", catalog.provider_instance_id, {"connected": connected}, seq=seq)
+    answer = deliver(client, catalog.provider_id, body)
+    assert answer.status == 200, answer.body
+
+
+# --- authentication ----------------------------------------------------------------------
+
+
+def test_given_no_or_a_wrong_secret_when_posting_a_reply_then_the_same_401(
+    client: Client, catalog: Catalog, secret: str, make_tenant: Any
+) -> None:
+    answers = [
+        post_reply(client, None, reply(1, "a")),
+        post_reply(client, "sbwh_wrong-secret-value", reply(1, "a")),
+        post_reply(client, secret, reply(1, "a"), name="no-such-instance"),
+        post_reply(client, secret + "x", reply(1, "a")),
+    ]
+
+    assert {(answer.status, answer.body) for answer in answers} == {(401, answers[0].body)}
+    assert answers[0].json()["error"] == "invalid_webhook_secret"
+
+
+def test_given_a_rotated_secret_when_the_old_one_is_used_then_401(
+    client: Client, catalog: Catalog, secret: str
+) -> None:
+    rotated = client.post("/api/instances/acme-main/webhook-secret", key=catalog.tenant.admin).json()["secret"]
+    SECRET_WATCH.secrets.add(rotated)
+
+    assert post_reply(client, secret, reply(1, "old")).status == 401
+    assert post_reply(client, rotated, reply(1, "new")).status == 200
+
+
+def test_given_another_tenant_when_it_asks_for_the_instance_secret_then_404(
+    client: Client, catalog: Catalog, make_tenant: Any
+) -> None:
+    globex = make_tenant("globex")
+
+    assert client.post("/api/instances/acme-main/webhook-secret", key=globex.admin).status == 404
+
+
+# --- sending and the outbox --------------------------------------------------------------
+
+
+def test_given_a_connected_instance_when_a_reply_arrives_then_it_is_sent_at_once_and_counted(
+    client: Client, aws: AwsResources, catalog: Catalog, secret: str, provider_instance: Any
+) -> None:
+    control, instance_id = provider_instance
+    connect(client, catalog, seq=1)
+
+    answer = post_reply(client, secret, reply(101, "Olá, como posso ajudar?"))
+
+    assert (answer.status, answer.json()["status"]) == (200, "SENT")
+    assert sent_to_provider(control, instance_id) == ["Olá, como posso ajudar?"]
+    month = datetime.now(UTC).strftime("%Y-%m")
+    usage = client.get(f"/api/usage/summary?month={month}", key=catalog.tenant.admin).json()
+    assert (usage[0]["messagesOut"], usage[0]["instances"][0]["messagesOut"]) == (1, 1)
+
+
+def test_given_a_disconnected_instance_when_replies_arrive_then_they_wait_and_go_out_in_order_on_reconnect(
+    client: Client, catalog: Catalog, secret: str, provider_instance: Any
+) -> None:
+    control, instance_id = provider_instance
+    connect(client, catalog, seq=1, connected=False)
+
+    answers = [post_reply(client, secret, reply(200 + n, f"reply {n}")) for n in range(3)]
+    waiting = sent_to_provider(control, instance_id)
+    connect(client, catalog, seq=2)
+
+    assert [answer.json()["status"] for answer in answers] == ["PENDING"] * 3
+    assert waiting == []
+    assert sent_to_provider(control, instance_id) == ["reply 0", "reply 1", "reply 2"]
+    assert post_reply(client, secret, reply(200, "reply 0")).json()["status"] == "SENT"  # a redelivery
+    assert sent_to_provider(control, instance_id) == ["reply 0", "reply 1", "reply 2"]
+
+
+def test_given_the_same_reply_delivered_twice_while_connected_then_it_is_sent_once(
+    client: Client, catalog: Catalog, secret: str, provider_instance: Any
+) -> None:
+    control, instance_id = provider_instance
+    connect(client, catalog, seq=1)
+
+    statuses = [post_reply(client, secret, reply(300, "only once")).json()["status"] for _ in range(2)]
+
+    assert statuses == ["SENT", "SENT"]
+    assert sent_to_provider(control, instance_id) == ["only once"]
+
+
+def test_given_the_provider_refuses_while_we_think_it_is_connected_then_the_reply_waits(
+    client: Client, catalog: Catalog, secret: str, provider_instance: Any
+) -> None:
+    control, instance_id = provider_instance
+    connect(client, catalog, seq=1)
+    control.set_connection(instance_id, False)
+
+    answer = post_reply(client, secret, reply(400, "later"))
+    control.set_connection(instance_id, True)
+    connect(client, catalog, seq=5)
+
+    assert answer.json()["status"] == "PENDING"
+    assert sent_to_provider(control, instance_id) == ["later"]
+
+
+def test_given_a_reply_older_than_its_validity_when_drained_then_failed_with_a_reason_reported_downstream(
+    client: Client, catalog: Catalog, secret: str, provider_instance: Any, fake: FakeDownstream
+) -> None:
+    control, instance_id = provider_instance
+    client.put(
+        "/api/tenants/acme",
+        key=catalog.tenant.admin,
+        json_body={
+            "downstreamBaseUrl": "http://127.0.0.1:9301",
+            "downstreamApiToken": "cw-token-outbox-very-secret",
+            "downstreamAccountId": 7,
+            "downstreamInboxId": 12,
+        },
+    )
+    connect(client, catalog, seq=1, connected=False)
+    post_reply(client, secret, reply(500, "too late"))
+    later = datetime.now(UTC) + timedelta(hours=4, minutes=1)
+    real = bootstrap.outbox_service()
+    expired_clock = OutboxService(
+        OutboxRepository(bootstrap.table()),
+        bootstrap.catalog_repository(),
+        bootstrap.targets(),
+        usage=bootstrap.usage_recorder(),
+        downstreams=bootstrap.downstream_resolver(),
+        downstream_client=bootstrap.downstream_client(),
+        audit=bootstrap.audit_log(),
+        clock=lambda: later,
+    )
+
+    swept = expired_clock.drain_all()
+    connect(client, catalog, seq=2)
+
+    assert swept["acme-main"].failed == 1
+    assert real.drain("acme-main").sent == 0
+    assert sent_to_provider(control, instance_id) == []
+    answer = post_reply(client, secret, reply(500, "too late")).json()
+    assert answer["status"] == "FAILED" and "expired" in answer["reason"]
+    [note] = fake.messages()
+    assert note.path == "/api/v1/accounts/7/conversations/55/messages"
+    assert note.body is not None and note.body["private"] is True and "500" in note.body["content"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        reply(600, "a note", private=True),
+        reply(601, "from the contact", message_type="incoming"),
+        {"event": "conversation_status_changed", "id": 5},
+        reply(602, "no phone", conversation={"id": 55, "meta": {"sender": {}}}),
+    ],
+)
+def test_given_something_other_than_a_public_outgoing_message_then_ignored(
+    client: Client, catalog: Catalog, secret: str, provider_instance: Any, body: dict[str, Any]
+) -> None:
+    control, instance_id = provider_instance
+    connect(client, catalog, seq=1)
+
+    answer = post_reply(client, secret, body)
+
+    assert (answer.status, answer.json()["status"]) == (200, "IGNORED")
+    assert sent_to_provider(control, instance_id) == []
+
+
+def test_given_a_body_that_is_not_json_then_400(client: Client, catalog: Catalog, secret: str) -> None:
+    answer = client.post("/api/instances/acme-main/webhook", body=b"nope", headers={"X-Switchboard-Secret": secret})
+
+    assert (answer.status, answer.json()["error"]) == (400, "invalid_webhook_body")

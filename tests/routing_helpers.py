@@ -1,0 +1,95 @@
+"""Helpers shared by the routing tests: a tenant's catalog and signed provider webhooks.
+
+Signatures are computed here from the raw bytes, independently of `switchboard.domain.signatures`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from tests.conftest import Client, TenantKeys
+
+WEBHOOK_SECRET = "whsec-routing-test-secret-1"
+INSTANCE_TOKEN = "instance-token-routing-test-1"
+
+
+@dataclass
+class Catalog:
+    tenant: TenantKeys
+    provider_id: str
+    instance: str
+    provider_instance_id: str
+    number_id: str
+
+
+def build_catalog(
+    client: Client,
+    tenant: TenantKeys,
+    *,
+    instance: str = "acme-main",
+    provider_instance_id: str = "inst-1",
+    base_url: str = "http://127.0.0.1:3100",
+    number: str = "5511999990001",
+    token: str = INSTANCE_TOKEN,
+) -> Catalog:
+    created_number = client.post("/api/numbers", key=tenant.admin, json_body={"number": number, "displayName": "Main"})
+    assert created_number.status == 201, created_number.body
+    provider = client.post(
+        "/api/providers",
+        key=tenant.admin,
+        json_body={"name": "zap", "kind": "wuzapi", "baseUrl": base_url, "webhookSecret": WEBHOOK_SECRET},
+    )
+    assert provider.status == 201, provider.body
+    put = client.put(
+        f"/api/instances/{instance}",
+        key=tenant.admin,
+        json_body={
+            "providerId": provider.json()["id"],
+            "providerInstanceId": provider_instance_id,
+            "numberId": created_number.json()["id"],
+            "token": token,
+            "kind": "messages",
+        },
+    )
+    assert put.status == 201, put.body
+    return Catalog(tenant, provider.json()["id"], instance, provider_instance_id, created_number.json()["id"])
+
+
+def envelope(
+    name: str, instance_id: str, data: dict[str, Any], *, seq: int | None = None, event_id: str | None = None
+) -> bytes:
+    body: dict[str, Any] = {
+        "EventType": name,
+        "event": name,
+        "eventId": event_id or str(uuid.uuid4()),
+        "instanceId": instance_id,
+        "data": data,
+    }
+    if seq is not None:
+        body["seq"] = seq
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def signed_headers(body: bytes, secret: str = WEBHOOK_SECRET, timestamp: str | None = None) -> dict[str, str]:
+    stamp = timestamp if timestamp is not None else str(int(time.time()))
+    digest = hmac.new(secret.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return {"X-Webhook-Timestamp": stamp, "X-Webhook-Signature": f"v1={digest}"}
+
+
+def deliver(client: Client, provider_id: str, body: bytes, headers: dict[str, str] | None = None) -> Any:
+    return client.post(f"/webhooks/{provider_id}", body=body, headers=headers or signed_headers(body))
+
+
+def message_data(text: str = "hello", sender: str = "5511988887777") -> dict[str, Any]:
+    return {
+        "id": f"3EB0{uuid.uuid4().hex[:12].upper()}",
+        "from": sender,
+        "text": text,
+        "timestamp": "2026-11-30T08:00:00Z",
+    }

@@ -1,0 +1,120 @@
+"""Downstream resolution: tenant mapping, global fallback, 30 s cache and cross-container version stamp."""
+
+from __future__ import annotations
+
+from switchboard.domain.downstream import DownstreamMapping
+from switchboard.services.routing import DownstreamResolver, GlobalDownstream
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.mappings: dict[str, DownstreamMapping] = {}
+        self.stamp = 0
+        self.mapping_reads = 0
+
+    def version(self) -> int:
+        return self.stamp
+
+    def get_mapping(self, owner_tag: str) -> DownstreamMapping | None:
+        self.mapping_reads += 1
+        return self.mappings.get(owner_tag)
+
+    def change(self, mapping: DownstreamMapping) -> None:
+        self.mappings[mapping.owner_tag] = mapping
+        self.stamp += 1
+
+    def list_mappings(self) -> list[DownstreamMapping]:
+        return list(self.mappings.values())
+
+    def put_mapping(self, mapping: DownstreamMapping, *, token_replaced: bool) -> None:
+        self.change(mapping)
+
+    def delete_mapping(self, owner_tag: str) -> None:
+        self.mappings.pop(owner_tag)
+        self.stamp += 1
+
+
+class FakeSecrets:
+    def __init__(self) -> None:
+        self.values = {"/sb/tenants/acme/downstream-token": "acme-token", "/sb/global": "global-token"}
+        self.fresh_reads = 0
+
+    def name(self, *parts: str) -> str:
+        return "/".join(["/sb", *parts])
+
+    def get(self, name: str, *, fresh: bool = False) -> str:
+        self.fresh_reads += fresh
+        return self.values[name]
+
+    def put(self, name: str, value: str) -> None:
+        self.values[name] = value
+
+    def delete(self, name: str) -> None:
+        self.values.pop(name, None)
+
+
+def mapping(inbox: int) -> DownstreamMapping:
+    return DownstreamMapping(
+        owner_tag="acme", base_url="https://acme.example", account_id=7, inbox_id=inbox, token_hint="…oken"
+    )
+
+
+GLOBAL = GlobalDownstream(base_url="https://global.example", account_id="1", inbox_id="3", token_parameter="/sb/global")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_given_a_tenant_mapping_then_it_wins_else_the_global_fallback() -> None:
+    store, secrets = FakeStore(), FakeSecrets()
+    store.change(mapping(12))
+    resolver = DownstreamResolver(store, secrets, GLOBAL)
+
+    tenant = resolver.target_for("acme")
+    unmapped = resolver.target_for("globex")
+    untagged = resolver.target_for(None)
+
+    assert tenant is not None and (tenant.source, tenant.inbox_id, tenant.api_token) == ("tenant", 12, "acme-token")
+    assert unmapped is not None and (unmapped.source, unmapped.inbox_id, unmapped.owner_tag) == ("global", 3, "globex")
+    assert untagged is not None and untagged.base_url == "https://global.example"
+
+
+def test_given_no_mapping_and_an_incomplete_fallback_then_nothing() -> None:
+    resolver = DownstreamResolver(FakeStore(), FakeSecrets(), GlobalDownstream(base_url="https://global.example"))
+
+    assert resolver.target_for("acme") is None
+
+
+def test_given_a_cached_mapping_then_it_is_reused_for_30_seconds_and_read_again_after() -> None:
+    store, clock = FakeStore(), Clock()
+    store.change(mapping(12))
+    resolver = DownstreamResolver(store, FakeSecrets(), GLOBAL, monotonic=clock)
+
+    for _ in range(5):
+        resolver.target_for("acme")
+    clock.now += 29.9
+    resolver.target_for("acme")
+    reads_within_ttl = store.mapping_reads
+    clock.now += 0.2
+    resolver.target_for("acme")
+
+    assert (reads_within_ttl, store.mapping_reads) == (1, 2)
+
+
+def test_given_a_change_made_by_another_container_then_the_next_resolution_sees_it_despite_the_cache() -> None:
+    store, secrets, clock = FakeStore(), FakeSecrets(), Clock()
+    store.change(mapping(12))
+    resolver = DownstreamResolver(store, secrets, GLOBAL, monotonic=clock)
+    assert resolver.target_for("acme").inbox_id == 12  # type: ignore[union-attr]
+
+    store.change(mapping(13))  # elsewhere: the version stamp moves
+    secrets.values["/sb/tenants/acme/downstream-token"] = "rotated-token"
+    seen = resolver.target_for("acme")
+
+    assert seen is not None and (seen.inbox_id, seen.api_token) == (13, "rotated-token")
+    assert secrets.fresh_reads >= 1  # the token is re-read past the secret store's own cache
