@@ -12,8 +12,9 @@
   `provider_id` + `webhook_secret` (the simulator signs its webhooks with it), `numbers`
   (the API's number views), `instances` (`SeededInstance`: `name` = simulator id,
   `token`, `kind` (`messages`, `messages`, `calls`), `number_id`, `number`), `connected`;
-- `stack.api(method, path, key=..., json=..., headers=...)` -> `httpx.Response`, through the
-  real gateway;
+- `stack.api(method, path, key=..., json=..., headers=..., content=...)` -> `httpx.Response`,
+  through the real gateway; like the in-process `client`, it fails the test if a secret (seeded
+  keys, tokens, webhook secrets, or one a test sent) comes back in a response;
 - `stack.sim`: a `SimulatorControl` for the `/_sim` control API (incoming messages and calls,
   connection changes, faults, `sent()`, `events()`);
 - `stack.wait_for(probe, timeout=...)`: polls `probe()` until it returns a truthy value and
@@ -32,6 +33,7 @@ sets for the in-process functions) is gone before the tests of other packages ru
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -43,6 +45,7 @@ import pytest
 from devstack.seed import SeededTenant
 from devstack.simulator import SimulatorControl
 from devstack.stack import LocalStack
+from tests.conftest import SECRET_WATCH
 
 T = TypeVar("T")
 
@@ -55,7 +58,8 @@ class Stack:
         self.aws_url = local.aws_url
         self.platform_key = local.platform_key
         assert local.demo is not None
-        self.demo: SeededTenant = local.demo
+        SECRET_WATCH.secrets.update({local.platform_key, local.sim_admin_token})
+        self.demo: SeededTenant = _watched(local.demo)
         self.http = httpx.Client(base_url=local.api_url, timeout=30.0, trust_env=False)
         self.sim = SimulatorControl(local.sim_url)
 
@@ -72,13 +76,18 @@ class Stack:
         all_headers = dict(headers or {})
         if key is not None:
             all_headers["authorization"] = f"Bearer {key}"
-        return self.http.request(method, path, json=json, content=content, headers=all_headers)
+        SECRET_WATCH.learn(json)
+        answer = self.http.request(method, path, json=json, content=content, headers=all_headers)
+        SECRET_WATCH.assert_absent(answer.text, f"the response to {method} {path}")
+        with contextlib.suppress(ValueError):
+            SECRET_WATCH.learn_created_keys(answer.json())
+        return answer
 
     def new_tenant(self) -> SeededTenant:
         """A tenant of its own: tag `t<hex>`, phone numbers unique on the simulator."""
         unique = uuid.uuid4()
         digits = "55" + str(unique.int % 10**10).zfill(10)
-        return self.local.seed_tenant(f"t{unique.hex[:12]}", digits)
+        return _watched(self.local.seed_tenant(f"t{unique.hex[:12]}", digits))
 
     @staticmethod
     def wait_for(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
@@ -94,6 +103,15 @@ class Stack:
     def close(self) -> None:
         self.http.close()
         self.sim.close()
+
+
+def _watched(tenant: SeededTenant) -> SeededTenant:
+    """Its keys, tokens and webhook secret must never appear in a response or a log line."""
+    SECRET_WATCH.secrets.update(
+        {tenant.admin_key, tenant.send_key, tenant.agent_key, tenant.webhook_secret}
+        | {instance.token for instance in tenant.instances}
+    )
+    return tenant
 
 
 @pytest.fixture(scope="package")
