@@ -17,6 +17,8 @@
   keys, tokens, webhook secrets, or one a test sent) comes back in a response;
 - `stack.sim`: a `SimulatorControl` for the `/_sim` control API (incoming messages and calls,
   connection changes, faults, `sent()`, `events()`);
+- `stack.in_queue("SendQueue")`: messages on a template queue, visible or in flight
+  (`stack.wait_for(lambda: stack.in_queue("SendQueue") == 0)` waits for the worker);
 - `stack.wait_for(probe, timeout=...)`: polls `probe()` until it returns a truthy value and
   returns it (asynchronous effects: SQS workers, webhooks); fails the test on timeout;
 - `stack.local`: the `devstack.stack.LocalStack` itself (queues, tables, functions).
@@ -39,6 +41,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+import boto3
 import httpx
 import pytest
 
@@ -62,6 +65,7 @@ class Stack:
         self.demo: SeededTenant = _watched(local.demo)
         self.http = httpx.Client(base_url=local.api_url, timeout=30.0, trust_env=False)
         self.sim = SimulatorControl(local.sim_url)
+        self._sqs = boto3.session.Session().client("sqs", endpoint_url=local.aws_url)
 
     def api(
         self,
@@ -89,6 +93,12 @@ class Stack:
         digits = "55" + str(unique.int % 10**10).zfill(10)
         return _watched(self.local.seed_tenant(f"t{unique.hex[:12]}", digits))
 
+    def in_queue(self, logical_id: str) -> int:
+        """Messages on a template queue (`SendQueue`, `SendDLQ`...), visible or in flight."""
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        attributes = self._sqs.get_queue_attributes(QueueUrl=self.local.queues[logical_id].url, AttributeNames=names)
+        return sum(int(attributes["Attributes"][name]) for name in names)
+
     @staticmethod
     def wait_for(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
         deadline = time.monotonic() + timeout
@@ -101,6 +111,7 @@ class Stack:
             time.sleep(interval)
 
     def close(self) -> None:
+        self._sqs.close()
         self.http.close()
         self.sim.close()
 
