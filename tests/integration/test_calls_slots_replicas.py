@@ -116,6 +116,7 @@ def test_given_concurrent_events_and_claims_then_one_owner_one_slot_and_the_firs
     control.call_action(connection.sim_id, call_id, "active")
     events = call_events(control, connection, call_id)
     instance = connection.instance()
+    deliver(connection, events[0], instance=instance)  # the offer is stored: the call can be claimed
 
     def work(index: int, replica: Replica) -> Any:
         if index < 2:
