@@ -66,10 +66,17 @@ def test_given_limit_one_when_two_replicas_reserve_at_once_then_exactly_one_is_a
 ) -> None:
     connection = register(simulator, control, limit=1, sim_limit=8)
 
-    results = race(2, lambda index, replica: replica.repository.reserve(attempt_for(connection, f"a{index}", "k")))
-
-    assert sorted(type(result).__name__ for result in results) == ["LineBusy", "bool"]
+    reserved = race(2, lambda index, replica: replica.repository.reserve(attempt_for(connection, f"a{index}", "k")))
+    assert sorted(type(result).__name__ for result in reserved) == ["LineBusy", "bool"]
     assert connection.occupant_kinds() == ["reservation"]
+
+    other = register(simulator, control, limit=1, sim_limit=8)
+    dialled = race(
+        2, lambda index, replica: replica.dialing.dial(agent(f"a{index}"), other.name, "5511977776666", False, "k")
+    )
+    assert sorted(type(result).__name__ for result in dialled) == ["DialOutcome", "LineBusy"]
+    assert len(control.instance(other.sim_id)["calls"]) == 1
+    assert other.occupant_kinds() == ["call"]
 
 
 def test_given_limit_two_when_three_replicas_dial_at_once_then_two_calls_and_one_line_busy(
