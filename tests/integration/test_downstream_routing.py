@@ -243,25 +243,23 @@ def test_given_no_mapping_yet_when_put_without_a_token_then_400(client: Client, 
     assert (answer.status, answer.json()["error"]) == (400, "token_required")
 
 
-@pytest.mark.parametrize(
-    "url",
-    [
-        "http://example.com",
-        "https://169.254.169.254",
-        "https://10.0.0.8",
-        "https://192.168.1.10:8443",
-        "https://metadata.google.internal",
-        "https://[fd00::1]",
-        "https://100.64.0.1",
-        "http://user:pass@127.0.0.1:9000",
-    ],
-)
-def test_given_an_unsafe_downstream_url_when_saved_then_400_and_nothing_saved(
-    client: Client, catalog: Catalog, url: str
-) -> None:
-    answer = put_mapping(client, catalog.tenant.admin, downstreamBaseUrl=url)
+UNSAFE_URLS = [
+    "http://example.com",
+    "https://169.254.169.254",
+    "https://10.0.0.8",
+    "https://192.168.1.10:8443",
+    "https://metadata.google.internal",
+    "https://[fd00::1]",
+    "https://100.64.0.1",
+    "http://user:pass@127.0.0.1:9000",
+]
 
-    assert answer.status in (400, 422), url
+
+def test_given_an_unsafe_downstream_url_when_saved_then_400_and_nothing_saved(client: Client, catalog: Catalog) -> None:
+    for url in UNSAFE_URLS:
+        answer = put_mapping(client, catalog.tenant.admin, downstreamBaseUrl=url)
+        assert answer.status in (400, 422), url
+
     assert client.get("/api/tenants/acme", key=catalog.tenant.admin).json()["downstream"] is None
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -238,24 +240,23 @@ def test_given_a_reply_older_than_its_validity_when_drained_then_failed_with_a_r
     assert note.body is not None and note.body["private"] is True and "500" in note.body["content"]
 
 
-@pytest.mark.parametrize(
-    "body",
-    [
-        reply(600, "a note", private=True),
-        reply(601, "from the contact", message_type="incoming"),
-        {"event": "conversation_status_changed", "id": 5},
-        reply(602, "no phone", conversation={"id": 55, "meta": {"sender": {}}}),
-    ],
-)
+IGNORED = [
+    reply(600, "a note", private=True),
+    reply(601, "from the contact", message_type="incoming"),
+    {"event": "conversation_status_changed", "id": 5},
+    reply(602, "no phone", conversation={"id": 55, "meta": {"sender": {}}}),
+]
+
+
 def test_given_something_other_than_a_public_outgoing_message_then_ignored(
-    client: Client, catalog: Catalog, secret: str, provider_instance: Any, body: dict[str, Any]
+    client: Client, catalog: Catalog, secret: str, provider_instance: Any
 ) -> None:
     control, instance_id = provider_instance
     connect(client, catalog, seq=1)
 
-    answer = post_reply(client, secret, body)
+    answers = [post_reply(client, secret, body) for body in IGNORED]
 
-    assert (answer.status, answer.json()["status"]) == (200, "IGNORED")
+    assert [(answer.status, answer.json()["status"]) for answer in answers] == [(200, "IGNORED")] * len(IGNORED)
     assert sent_to_provider(control, instance_id) == []
 
 
@@ -263,3 +264,19 @@ def test_given_a_body_that_is_not_json_then_400(client: Client, catalog: Catalog
     answer = client.post("/api/instances/acme-main/webhook", body=b"nope", headers={"X-Switchboard-Secret": secret})
 
     assert (answer.status, answer.json()["error"]) == (400, "invalid_webhook_body")
+
+
+def test_given_a_reply_left_in_the_outbox_of_a_connected_instance_when_the_schedule_runs_then_it_is_sent(
+    client: Client, catalog: Catalog, secret: str, provider_instance: Any
+) -> None:
+    control, instance_id = provider_instance
+    connect(client, catalog, seq=1, connected=False)
+    post_reply(client, secret, reply(700, "swept"))
+    # Connected by a path that does not drain (e.g. a reconciliation read), so only the schedule can.
+    bootstrap.routing_repository().apply_connection("acme-main", "CONNECTED", 2, datetime.now(UTC))
+    scheduled = json.loads((Path(__file__).resolve().parents[2] / "events" / "scheduled.json").read_text())
+
+    summary = client._api.functions.invoke("RoutingSweepFunction", scheduled)
+
+    assert summary["outboxes"]["acme-main"]["sent"] == 1
+    assert sent_to_provider(control, instance_id) == ["swept"]

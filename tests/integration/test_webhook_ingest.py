@@ -90,19 +90,18 @@ def test_given_one_byte_changed_after_signing_when_delivered_then_401_and_nothin
     assert stored(aws, "WH") == [] and forwarded(aws) == []
 
 
-@pytest.mark.parametrize("when", ["now-301", "now+301", "1700000000.0", "empty"])
 def test_given_a_timestamp_outside_the_window_when_delivered_then_401_with_the_same_body(
-    client: Client, aws: AwsResources, catalog: Catalog, when: str
+    client: Client, aws: AwsResources, catalog: Catalog
 ) -> None:
     now = int(time.time())
-    stamp = {"now-301": str(now - 301), "now+301": str(now + 301), "1700000000.0": "1700000000.0", "empty": ""}[when]
     body = envelope("message", catalog.provider_instance_id, message_data(), seq=1)
-
-    answer = deliver(client, catalog.provider_id, body, signed_headers(body, timestamp=stamp))
     wrong_secret = deliver(client, catalog.provider_id, body, signed_headers(body, secret="another-secret-value"))
 
-    assert answer.status == wrong_secret.status == 401
-    assert answer.body == wrong_secret.body
+    for stamp in (str(now - 301), str(now + 301), "1700000000.0", ""):
+        answer = deliver(client, catalog.provider_id, body, signed_headers(body, timestamp=stamp))
+        assert (answer.status, answer.body) == (401, wrong_secret.body), stamp
+
+    assert wrong_secret.status == 401
     assert stored(aws, "WH") == []
 
 
