@@ -58,6 +58,9 @@ class LocalStack:
     - `seed`: seed the `demo` tenant.
     - `simulator_settings`: `SimulatorConfig` fields (e.g. a short `fault_delay_seconds`).
     - `environment`: extra variables for the functions (e.g. PROVIDER_TIMEOUT_SECONDS).
+    - `prefix`: the local stack name, prefixed to every table, queue, bus and secret. Embedded
+      endpoints in one process share moto's state, so stacks that live in one process (tests)
+      need a prefix each.
     """
 
     def __init__(

@@ -13,12 +13,14 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.stack import LocalStack
+from tests.stack.conftest import unique_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = "switchboard local: ready on "
@@ -105,7 +107,7 @@ def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leav
 
 def test_given_a_started_stack_with_open_connections_when_stopped_then_no_thread_or_port_is_left() -> None:
     before = set(threading.enumerate())
-    stack = LocalStack(port=0, aws_port=0, sim_port=0).start()
+    stack = LocalStack(port=0, aws_port=0, sim_port=0, prefix=unique_prefix()).start()
     ports = [int(url.rsplit(":", 1)[1]) for url in (stack.api_url, stack.aws_url, stack.sim_url)]
     keep_alive = httpx.Client(trust_env=False)
     assert keep_alive.get(f"{stack.api_url}/api/openapi.json").status_code == 200
@@ -122,11 +124,18 @@ def test_given_a_started_stack_with_open_connections_when_stopped_then_no_thread
 def test_given_an_external_endpoint_then_resources_are_created_there_once_and_a_rerun_reuses_them() -> None:
     endpoint = AwsEndpoint(port=0).start()
     platform_key = f"sb_live_{secrets.token_urlsafe(24)}"
+    options: dict[str, Any] = {
+        "port": 0,
+        "sim_port": 0,
+        "aws_endpoint_url": endpoint.url,
+        "platform_key": platform_key,
+        "prefix": unique_prefix(),
+    }
     try:
-        with LocalStack(port=0, sim_port=0, aws_endpoint_url=endpoint.url, platform_key=platform_key) as first:
+        with LocalStack(**options) as first:
             assert first.aws_url == endpoint.url
             assert first.demo is not None
-        with LocalStack(port=0, sim_port=0, aws_endpoint_url=endpoint.url, platform_key=platform_key) as again:
+        with LocalStack(**options) as again:
             tenants = httpx.get(
                 f"{again.api_url}/api/tenants", headers={"authorization": f"Bearer {platform_key}"}, trust_env=False
             )
