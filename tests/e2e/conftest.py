@@ -30,7 +30,9 @@ Tests that change state others could see (connections, limits, pools, keys) shou
 The stack runs in this process with test-friendly knobs: provider calls time out after 1 s and
 the simulator's `timeout` fault sleeps 2 s; webhook retries start at 50 ms. Queues keep the
 template's visibility timeouts. Its scope is this package, so the stack (and the environment it
-sets for the in-process functions) is gone before the tests of other packages run.
+sets for the in-process functions) is gone before the tests of other packages run. Tests here
+must not use the `aws`/`served_aws` fixtures: they reset moto's state, which the embedded
+endpoint shares.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A local stack for the stack's own tests (separate from the e2e one: these tests poke at the
-API with generated requests, so they get a stack of their own)."""
+API with generated requests, so they get a stack of their own). Module scope: it is gone before
+the next module's tests change the process environment the in-process functions read."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def unique_prefix() -> str:
     return f"stack-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def local_stack() -> Iterator[LocalStack]:
     stack = LocalStack(
         port=0, aws_port=0, sim_port=0, prefix=unique_prefix(), environment={"PROVIDER_TIMEOUT_SECONDS": "1"}
