@@ -131,10 +131,10 @@ class LocalStack:
         self.functions = Functions(self._template_path)
         self.http_api = HttpApi(self.functions)
         gateway = Gateway(self.http_api, port=self._port)
+        self._stops.append(gateway.stop)
         self.api_url = gateway.url
         self._set_environment(self._provision())
         gateway.start()
-        self._stops.append(gateway.stop)
         simulator = Simulator(admin_token=self.sim_admin_token, **self._simulator_settings)
         self.sim_url = simulator.start(port=self._sim_port)
         self._stops.append(simulator.stop)
