@@ -195,10 +195,13 @@ class ConnectionStateHandler:
         )
         if not connected:
             return
-        # A redelivery finds its own state already written (same seq): drain again, idempotently.
-        current = self._states.instance_state(name)
-        if current is not None and current[0] == "CONNECTED":
-            self._drain(name)
+        if not written:
+            # A redelivery finds its own state already written (same seq), an older event a newer
+            # state: drain (idempotently) only if the instance is connected now.
+            current = self._states.instance_state(name)
+            if current is None or current[0] != "CONNECTED":
+                return
+        self._drain(name)
 
 
 class InstanceStates(Protocol):
