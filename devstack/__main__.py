@@ -14,6 +14,7 @@ import shlex
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from devstack.stack import LocalStack
@@ -24,9 +25,10 @@ def _number(name: str, default: int) -> int:
     return int(value) if value else default
 
 
-def _banner(stack: LocalStack) -> str:
+def _banner(stack: LocalStack, seconds: float) -> str:
     demo = stack.demo
     lines = [
+        f"  started in     {seconds:.1f} s",
         f"  API            {stack.api_url}   (OpenAPI: {stack.api_url}/api/openapi.json, docs: /api/docs)",
         f"  AWS endpoint   {stack.aws_url}",
         f"  simulator      {stack.sim_url}",
@@ -62,6 +64,8 @@ def _banner(stack: LocalStack) -> str:
             "",
             "Send a message:",
             f"  {curl}",
+            "Then see its status, source number and trace:",
+            f"  curl -sS {stack.api_url}/api/messages/<id> -H {shlex.quote(f'Authorization: Bearer {demo.send_key}')}",
         ]
     return "\n".join(lines)
 
@@ -89,8 +93,9 @@ def main() -> int:
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
+        started = time.monotonic()
         stack.start()  # a port in use: werkzeug says which, and the exit status is 1
-        print(_banner(stack), flush=True)
+        print(_banner(stack, time.monotonic() - started), flush=True)
         print(f"switchboard local: ready on {stack.api_url}", flush=True)
         stopping.wait()
     finally:
