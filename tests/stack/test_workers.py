@@ -1,5 +1,5 @@
 """The SQS poller and the scheduler behave as Lambda's event source mapping and EventBridge do,
-on a real (serialised) moto server, with a tiny template whose queues retry within a second."""
+on a real (serialised) moto server, with a tiny template whose queues retry within seconds."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_the_template_queues_are_created_with_their_own_visibility_and_redrive_p
     work = workers.queues["WorkQueue"]
     attributes = workers.sqs.get_queue_attributes(QueueUrl=work.url, AttributeNames=["All"])["Attributes"]
 
-    assert attributes["VisibilityTimeout"] == "1"
+    assert attributes["VisibilityTimeout"] == "2"
     assert json.loads(attributes["RedrivePolicy"]) == {
         "deadLetterTargetArn": workers.queues["WorkDLQ"].arn,
         "maxReceiveCount": 2,
