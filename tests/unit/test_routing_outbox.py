@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from switchboard.adapters.dynamo.outbox import FinalStatus, OutboxEntry, Outcome
 from switchboard.domain.catalog import Instance
 from switchboard.domain.downstream import DownstreamTarget
 from switchboard.domain.errors import ProviderRejected, ProviderUnavailable
 from switchboard.domain.provider import ProviderTarget, SentMessage
+from switchboard.domain.routing import FinalStatus, OutboxEntry, Outcome
 from switchboard.services.outbox import OutboxService, Reply
 from switchboard.services.usage import UsageRecorder
 

@@ -137,10 +137,9 @@ class EventNotApplied(SwitchboardError):
 
 
 class DownstreamError(SwitchboardError):
-    """The tenant's downstream (Chatwoot-style API) failed; `retryable` says if a retry may help."""
+    """The tenant's downstream (Chatwoot-style API) failed; the forward queue retries, then parks it."""
 
     code = "downstream_error"
-    retryable = True
 
 
 # --- calls (issue 6) -------------------------------------------------------------------------

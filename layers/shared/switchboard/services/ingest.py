@@ -21,11 +21,11 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from switchboard.adapters.dynamo.events import StoredEvent
 from switchboard.domain import signatures
 from switchboard.domain.catalog import Instance, Provider
 from switchboard.domain.errors import EventInFlight, EventNotApplied, InvalidInput, NotFound, SwitchboardError
 from switchboard.domain.events import EffectHandler, ProviderEvent
+from switchboard.domain.routing import StoredEvent
 from switchboard.observability import logger
 from switchboard.services.catalog import Secrets, provider_secret_name
 

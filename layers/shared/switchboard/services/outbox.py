@@ -22,11 +22,11 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from switchboard.adapters.dynamo.outbox import FinalStatus, OutboxEntry, Outcome
 from switchboard.domain.catalog import Instance, Principal, secret_hint
 from switchboard.domain.downstream import DownstreamClient, DownstreamTarget
 from switchboard.domain.errors import ProviderError, ProviderRejected, Unauthenticated
 from switchboard.domain.provider import ProviderClient, ProviderTarget
+from switchboard.domain.routing import FinalStatus, OutboxEntry, Outcome
 from switchboard.observability import logger
 from switchboard.services.catalog import Audit
 from switchboard.services.usage import UsageRecorder, count_metric

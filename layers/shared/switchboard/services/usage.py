@@ -9,9 +9,9 @@ from typing import Protocol
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pydantic import BaseModel
 
-from switchboard.adapters.dynamo.usage import DailyUsage, Direction
 from switchboard.domain.catalog import Instance, Principal, Scope
 from switchboard.domain.events import ProviderEvent
+from switchboard.domain.routing import DailyUsage, Direction
 from switchboard.observability import metrics
 
 

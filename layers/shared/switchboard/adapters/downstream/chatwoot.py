@@ -143,9 +143,7 @@ class ChatwootClient:
         except httpx.HTTPError as exc:
             raise DownstreamError(f"{label}: no answer ({type(exc).__name__})") from exc
         if not response.is_success:
-            error = DownstreamError(f"{label}: refused ({response.status_code})", status=response.status_code)
-            error.retryable = response.status_code >= 500 or response.status_code == 429
-            raise error
+            raise DownstreamError(f"{label}: refused ({response.status_code})", status=response.status_code)
         return response
 
     @staticmethod

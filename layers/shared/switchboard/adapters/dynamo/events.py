@@ -13,33 +13,17 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
-from pydantic import BaseModel
 
 from switchboard.adapters.dynamo.table import META, cancellation_codes, is_condition_failure, query_all
+from switchboard.domain.routing import EventStatus, StoredEvent
 
 DEDUPE_DAYS = 4
 RECORD_DAYS = 8
 PENDING_SHARDS = 4
-EventStatus = Literal["pending", "applied"]
-
-
-class StoredEvent(BaseModel):
-    """An accepted provider event, as the ingest stored it before running its effects."""
-
-    provider_id: str
-    provider_instance_id: str
-    instance_name: str
-    name: str
-    event_id: str
-    seq: int | None = None
-    data: dict[str, Any]
-    envelope_instance: dict[str, Any] | None = None
-    received_at: datetime
-    status: EventStatus = "pending"
 
 
 class EventStore:

@@ -11,11 +11,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
-from pydantic import BaseModel
 
 from switchboard.adapters.dynamo.table import (
     META,
@@ -25,26 +24,9 @@ from switchboard.adapters.dynamo.table import (
     query_all,
     to_item,
 )
+from switchboard.domain.routing import FinalStatus, OutboxEntry, Outcome
 
 OUTCOME_DAYS = 8
-FinalStatus = Literal["SENT", "FAILED"]
-OutboxStatus = Literal["PENDING", "SENDING", "SENT", "FAILED"]
-
-
-class OutboxEntry(BaseModel):
-    instance: str
-    message_id: str  # the downstream's message id: dedupe key
-    phone: str
-    text: str
-    conversation_id: int | None = None
-    owner_tag: str | None = None
-    enqueued_at: datetime
-
-
-class Outcome(BaseModel):
-    status: OutboxStatus
-    reason: str | None = None
-    provider_message_id: str | None = None
 
 
 class OutboxRepository:

@@ -9,26 +9,17 @@ together with a marker in one transaction, so a re-applied effect never counts t
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
-from pydantic import BaseModel
 
 from switchboard.adapters.dynamo.table import META, cancellation_codes, query_all
 from switchboard.domain.catalog import Instance
+from switchboard.domain.routing import DailyUsage, Direction
 
 UNTAGGED = "_untagged"  # cannot collide with an owner tag (they start with [a-z0-9])
 MARKER_DAYS = 8
-Direction = Literal["in", "out"]
-
-
-class DailyUsage(BaseModel):
-    instance: str
-    owner_tag: str | None
-    day: date
-    messages_in: int = 0
-    messages_out: int = 0
 
 
 class UsageRepository:
