@@ -209,7 +209,7 @@ def test_snapshot_writes_keep_the_occupants_calls_ii_wrote(lines: LineRepository
     assert (stored.limit, stored.occupancy, stored.available, stored.excess) == (4, 1, 3, 0)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=histories, data=st.data())
 def test_dynamodb_reaches_the_same_state_as_the_rule_for_any_delivery_order(
     lines: LineRepository, history: list[Snapshot], data: Any
