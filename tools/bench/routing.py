@@ -1,0 +1,216 @@
+"""Webhook ingest: AWS requests per event, latency in-process, and exactly-once under concurrent redelivery.
+
+1. In-process moto, the real composition root (`bootstrap`) and effects: N signed `message` events
+   (first deliveries), the same N again (duplicates) and N `connection` events, counting every
+   DynamoDB, SQS and SSM request with a botocore `before-call` hook.
+2. Contention: 10 threads (own session and service each, like 10 containers) deliver the same
+   event at once against the serialised local DynamoDB endpoint; 20 rounds; each must apply the
+   effect exactly once.
+
+It prints figures and asserts nothing. `PYTHONPATH=layers/shared .venv/bin/python -m tools.bench.routing`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from devstack import template
+from devstack.aws_endpoint import AwsEndpoint
+from switchboard import bootstrap
+from switchboard.adapters.dynamo.catalog import CatalogRepository
+from switchboard.adapters.dynamo.events import EventStore
+from switchboard.adapters.secrets import SecretStore
+from switchboard.domain.catalog import Principal, Scope
+from switchboard.domain.errors import SwitchboardError
+from switchboard.domain.events import ProviderEvent
+from switchboard.observability import logger
+from switchboard.services.ingest import IngestService
+
+REGION = "us-east-1"
+EVENTS = 200
+THREADS = 10
+ROUNDS = 20
+SECRET = secrets.token_urlsafe(24)  # a fresh one per run
+PREFIX = "/switchboard/bench"
+
+
+def _environment(endpoint: str | None) -> None:
+    names = template.LocalNames(prefix="bench")
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": REGION,
+            "TABLE_NAME": names.table("MainTable"),
+            "IDEMPOTENCY_TABLE_NAME": names.table("IdempotencyTable"),
+            "SECRETS_PREFIX": PREFIX,
+            "LOCAL_MODE": "true",
+        }
+    )
+    if endpoint:
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+    else:
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+    session = boto3.session.Session()
+    template.create_tables(session.client("dynamodb", region_name=REGION), names)
+    queues = template.create_queues(session.client("sqs", region_name=REGION), names)
+    os.environ["FORWARD_QUEUE_URL"] = queues["ForwardQueue"].url
+    bootstrap.reset()
+
+
+def _catalog() -> tuple[str, str]:
+    """A tenant with one provider and one instance; returns (provider id, provider instance id)."""
+    service = bootstrap.catalog_service()
+    platform = Principal(tenant="_platform", key_id="bench", scopes=frozenset({Scope.PLATFORM}))
+    service.create_tenant(platform, "bench", "bench")
+    admin = Principal(tenant="bench", key_id="bench-admin", scopes=frozenset({Scope.ADMIN}))
+    number = service.create_number(admin, "5511999990001", "bench", None)
+    provider = service.create_provider(
+        admin,
+        name="p",
+        kind="wuzapi",
+        base_url="http://127.0.0.1:9",
+        webhook_secret=SECRET,
+        admin_token=None,
+        priority=0,
+    )
+    service.put_instance(
+        admin,
+        name="bench-1",
+        provider_id=provider.id,
+        provider_instance_id="inst-1",
+        number_id=number.id,
+        token=secrets.token_urlsafe(24),
+        priority=0,
+        kind="messages",
+        owner_tag="bench",
+        owner_tag_given=True,
+    )
+    return provider.id, "inst-1"
+
+
+def _signed(name: str, data: dict[str, Any], seq: int, event_id: str | None = None) -> tuple[str, str, bytes]:
+    body = json.dumps(
+        {"event": name, "eventId": event_id or str(uuid.uuid4()), "instanceId": "inst-1", "seq": seq, "data": data},
+        separators=(",", ":"),
+    ).encode()
+    stamp = str(int(time.time()))
+    digest = hmac.new(SECRET.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return stamp, f"v1={digest}", body
+
+
+def in_process() -> None:
+    with mock_aws():
+        _environment(None)
+        provider_id, _ = _catalog()
+        ingest = bootstrap.ingest_service()
+        requests: Counter[str] = Counter()
+        clients = [bootstrap.table().meta.client, bootstrap.client("sqs"), bootstrap.client("ssm")]
+        for aws_client in clients:
+            aws_client.meta.events.register(
+                "before-call", lambda model, **_: requests.update([f"{model.service_model.service_name}.{model.name}"])
+            )
+        messages = [
+            _signed("message", {"id": f"m{n}", "from": "5511988887777", "text": "hi"}, n) for n in range(EVENTS)
+        ]
+        ingest.receive(provider_id, *messages[0])  # warm: first secret read, clients built
+        for label, batch in (
+            ("message, first delivery", messages[1:]),
+            ("message, duplicate", messages[1:]),
+            ("connection", [_signed("connection", {"connected": n % 2 == 0}, EVENTS + n) for n in range(EVENTS)]),
+        ):
+            requests.clear()
+            started = time.perf_counter()
+            outcomes = Counter(ingest.receive(provider_id, *event).outcome for event in batch)
+            seconds = time.perf_counter() - started
+            per_event = {name: round(count / len(batch), 2) for name, count in sorted(requests.items())}
+            print(f"  {label}: {len(batch)} events, {dict(outcomes)}, {1000 * seconds / len(batch):.1f} ms/event")
+            print(f"    AWS requests per event: {sum(requests.values()) / len(batch):.2f} {per_event}")
+
+
+def contention() -> None:
+    endpoint = AwsEndpoint(port=0).start()
+    try:
+        _environment(endpoint.url)
+        provider_id, _ = _catalog()
+        sessions = [boto3.session.Session() for _ in range(THREADS)]
+        services = []
+        effect_table = sessions[0].resource("dynamodb", region_name=REGION).Table(os.environ["TABLE_NAME"])
+        for session in sessions:
+            table = session.resource("dynamodb", region_name=REGION).Table(os.environ["TABLE_NAME"])
+
+            def effect(event: ProviderEvent, table: Any = table) -> None:
+                table.update_item(
+                    Key={"pk": "BENCH#EFFECT", "sk": event.event_id},
+                    UpdateExpression="ADD applied :one",
+                    ExpressionAttributeValues={":one": 1},
+                )
+
+            services.append(
+                IngestService(
+                    CatalogRepository(table),
+                    SecretStore(session.client("ssm", region_name=REGION), PREFIX, 60),
+                    EventStore(table),
+                    {"message": [effect]},
+                )
+            )
+        exact = 0
+        outcomes: Counter[str] = Counter()
+        started = time.perf_counter()
+        for seq in range(ROUNDS):
+            event_id = str(uuid.uuid4())
+            delivery = _signed("message", {"id": "m", "from": "5511988887777", "text": "hi"}, seq, event_id)
+            outcomes.update(_round(services, provider_id, delivery))
+            item = effect_table.get_item(Key={"pk": "BENCH#EFFECT", "sk": event_id}, ConsistentRead=True).get("Item")
+            exact += bool(item) and int(item["applied"]) == 1
+        seconds = time.perf_counter() - started
+    finally:
+        endpoint.stop()
+    print(f"contention: the same event from {THREADS} threads at once, {ROUNDS} rounds (serialised local endpoint)")
+    print(f"  rounds with the effect applied exactly once: {exact}/{ROUNDS}; answers: {dict(outcomes)}")
+    print(f"  {THREADS * ROUNDS} deliveries in {seconds:.2f} s")
+
+
+def _round(services: list[IngestService], provider_id: str, delivery: tuple[str, str, bytes]) -> list[str]:
+    barrier = threading.Barrier(len(services))
+    answers: list[str] = []
+    lock = threading.Lock()
+
+    def deliver(service: IngestService) -> None:
+        barrier.wait()
+        try:
+            answer = service.receive(provider_id, *delivery).outcome
+        except SwitchboardError as error:
+            answer = error.code
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=deliver, args=(service,)) for service in services]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
+
+
+def main() -> None:
+    logger.setLevel("WARNING")
+    print(f"in-process moto, the real handlers ({EVENTS} events each)")
+    in_process()
+    contention()
+
+
+if __name__ == "__main__":
+    main()
