@@ -328,6 +328,18 @@ def test_a_server_without_per_instance_limits_is_refused_not_faked(
     assert client.get(connection.calls_path, key=connection.tenant.admin).json()["limit"] is None
 
 
+def test_the_read_view_answers_without_capabilities_when_the_server_cannot_be_asked(
+    client: Client, connect: Any, control: SimulatorControl
+) -> None:
+    connection = connect()
+    control.fault("/v1/capabilities", "error500")
+
+    answer = client.get(connection.calls_path, key=connection.tenant.admin)
+
+    assert answer.status == 200, answer.body
+    assert answer.json()["capabilities"] is None
+
+
 # --- remote failures never look like success -------------------------------------------------
 
 
