@@ -57,9 +57,14 @@ class FakeDownstream:
                 return 404, {"error": "not_found"}
             rest = found.group("rest")
             if method == "GET" and rest == "/contacts/search":
+                # Like Chatwoot, a fuzzy search: every contact whose number contains the query.
                 phone = parse_qs(query).get("q", [""])[0]
-                contact = self.contacts.get((origin, phone))
-                return 200, {"payload": [{"id": contact}] if contact else []}
+                found = [
+                    {"id": contact, "phone_number": number}
+                    for (where, number), contact in self.contacts.items()
+                    if where == origin and phone.lstrip("+") in number
+                ]
+                return 200, {"payload": found}
             if method == "POST" and rest == "/contacts":
                 contact_id = self._next()
                 self.contacts[(origin, (body or {})["phone_number"])] = contact_id

@@ -315,3 +315,16 @@ def test_the_sample_forward_batch_for_sam_local_invoke_reaches_the_downstream(
 
     assert answer == {"batchItemFailures": []}
     assert [r.body["content"] for r in fake.messages() if r.body] == ["hello"]
+
+
+def test_given_a_contact_whose_number_only_contains_the_senders_then_a_new_contact_is_created(
+    client: Client, aws: AwsResources, catalog: Catalog, fake: FakeDownstream
+) -> None:
+    put_mapping(client, catalog.tenant.admin)
+    fake.contacts[(ACME_URL, "+155119888877770")] = 900  # a fuzzy search hit, not the sender
+
+    incoming(client, aws, catalog, "exact match only")
+
+    assert fake.contacts[(ACME_URL, "+5511988887777")] != 900
+    conversation = next(r for r in fake.requests if r.method == "POST" and r.path.endswith("/7/conversations"))
+    assert conversation.body is not None and conversation.body["contact_id"] != 900

@@ -25,8 +25,13 @@ class _Id(BaseModel):
     id: int
 
 
+class _Contact(BaseModel):
+    id: int
+    phone_number: str | None = None
+
+
 class _ContactSearch(BaseModel):
-    payload: list[_Id]
+    payload: list[_Contact]
 
 
 class _ContactCreated(BaseModel):
@@ -95,8 +100,10 @@ class ChatwootClient:
             _ContactSearch,
             "/contacts/search",
         )
-        if found.payload:
-            return found.payload[0].id
+        # The search is fuzzy (names, emails, partial numbers): only an exact phone match is ours.
+        for contact in found.payload:
+            if contact.phone_number == phone:
+                return contact.id
         created = self._call(
             target,
             "POST",
