@@ -25,7 +25,7 @@ from switchboard.domain import signatures
 from switchboard.domain.catalog import Instance, Provider
 from switchboard.domain.errors import EventInFlight, EventNotApplied, InvalidInput, NotFound, SwitchboardError
 from switchboard.domain.events import EffectHandler, ProviderEvent
-from switchboard.domain.routing import StoredEvent
+from switchboard.domain.routing import EventStatus, StoredEvent
 from switchboard.observability import logger
 from switchboard.services.catalog import Secrets, provider_secret_name
 
@@ -61,8 +61,7 @@ class CatalogReader(Protocol):
 
 class EventRepository(Protocol):
     def accept(self, event: StoredEvent, lease_seconds: int) -> bool: ...
-    def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | None: ...
-    def status(self, event: StoredEvent) -> str | None: ...
+    def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None: ...
     def mark_applied(self, event: StoredEvent, now: datetime) -> None: ...
     def release(self, event: StoredEvent) -> None: ...
     def pending(self, received_before: datetime, limit: int) -> list[StoredEvent]: ...
@@ -131,7 +130,7 @@ class IngestService:
         applied = 0
         for candidate in self._events.pending(now - older_than, limit):
             stored = self._events.claim(candidate, now, LEASE_SECONDS)
-            if stored is None:
+            if not isinstance(stored, StoredEvent):
                 continue
             instance = self._catalog.find_instance(stored.instance_name)
             if instance is None:
@@ -161,11 +160,11 @@ class IngestService:
 
     def _redelivered(self, stored: StoredEvent, instance: Instance, now: datetime) -> IngestResult:
         claimed = self._events.claim(stored, now, LEASE_SECONDS)
-        if claimed is not None:
+        if isinstance(claimed, StoredEvent):
             logger.info("pending event re-applied", extra={"instance": instance.name, "event_id": stored.event_id})
             self._apply(claimed, instance)
             return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
-        if self._events.status(stored) == "applied":
+        if claimed == "applied":
             return IngestResult(outcome="duplicate", instance=instance.name, event=stored.name)
         raise EventInFlight("this event is being applied by another delivery; retry later")
 

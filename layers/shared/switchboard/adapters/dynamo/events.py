@@ -86,8 +86,12 @@ class EventStore:
             raise
         return True
 
-    def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | None:
-        """Lease a pending record to re-apply it: the stored event, or None if it is applied or leased."""
+    def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None:
+        """Lease a pending record to (re-)apply it.
+
+        Returns the stored event when leased; otherwise what stands in the way, read from the
+        same request: "applied", "pending" (leased by another delivery), or None (no record).
+        """
         try:
             answer = self._table.update_item(
                 Key=_record_key(event),
@@ -100,16 +104,15 @@ class EventStore:
                     ":now": _epoch(now),
                 },
                 ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
             if is_condition_failure(error):
-                return None
+                # The old item comes back in the low-level format: {"status": {"S": "applied"}}.
+                status = (error.response.get("Item") or {}).get("status", {}).get("S")
+                return "applied" if status == "applied" else "pending" if status else None
             raise
         return _stored(answer["Attributes"])
-
-    def status(self, event: StoredEvent) -> EventStatus | None:
-        item = self._table.get_item(Key=_record_key(event), ConsistentRead=True).get("Item")
-        return item["status"] if item else None
 
     def mark_applied(self, event: StoredEvent, now: datetime) -> None:
         """Applied records leave the pending index; the marker keeps deduplicating."""
