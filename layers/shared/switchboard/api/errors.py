@@ -41,7 +41,7 @@ def status_for(error: errors.SwitchboardError) -> HTTPStatus:
     return HTTPStatus.INTERNAL_SERVER_ERROR
 
 
-def error_response(status: HTTPStatus, code: str, message: str, **extra: Any) -> Response:
+def error_response(status: HTTPStatus, code: str, message: str, /, **extra: Any) -> Response:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
