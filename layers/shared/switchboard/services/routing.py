@@ -143,14 +143,18 @@ class RoutingService:
         _check_access(principal, owner_tag)
         check_outbound_url(base_url, local_mode=self._local_mode)
         before = self._store.get_mapping(owner_tag)
-        if api_token is None and before is None:
+        if api_token:
+            hint = secret_hint(api_token)
+        elif before is not None:
+            hint = before.token_hint
+        else:
             raise InvalidInput("downstreamApiToken is required when creating a mapping", code="token_required")
         mapping = DownstreamMapping(
             owner_tag=owner_tag,
             base_url=base_url.rstrip("/"),
             account_id=account_id,
             inbox_id=inbox_id,
-            token_hint=secret_hint(api_token) if api_token else before.token_hint,  # type: ignore[union-attr]
+            token_hint=hint,
         )
         if api_token:
             self._secrets.put(downstream_token_name(self._secrets, owner_tag), api_token)
