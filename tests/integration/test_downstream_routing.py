@@ -252,6 +252,8 @@ UNSAFE_URLS = [
     "https://[fd00::1]",
     "https://100.64.0.1",
     "http://user:pass@127.0.0.1:9000",
+    "https://\u008b",
+    "https://exa mple.com",
 ]
 
 

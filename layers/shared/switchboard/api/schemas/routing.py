@@ -8,13 +8,15 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from switchboard.adapters.dynamo.audit import AuditEntry
-from switchboard.api.schemas.catalog import Body, HttpUrl, Secret, TenantView, View
+from switchboard.api.schemas.catalog import Body, Secret, TenantView, View
 from switchboard.domain.catalog import Tenant
 from switchboard.domain.downstream import DownstreamMapping
 from switchboard.services.outbox import Reply
 from switchboard.services.usage import TenantMonthUsage
 
 Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
+# Printable ASCII only: an internationalised host must come as punycode (xn--...).
+DownstreamUrl = Annotated[str, StringConstraints(pattern=r"^https?://[!-~]+$", max_length=2048)]
 SECRET_HEADER = "X-Switchboard-Secret"  # noqa: S105 - a header name, not a secret
 
 
@@ -24,7 +26,7 @@ SECRET_HEADER = "X-Switchboard-Secret"  # noqa: S105 - a header name, not a secr
 class PutDownstream(Body):
     """Upsert of a tenant's downstream. The token is write-only; omit it to keep the current one."""
 
-    downstream_base_url: HttpUrl
+    downstream_base_url: DownstreamUrl
     downstream_api_token: Secret | None = None
     downstream_account_id: int = Field(ge=1, lt=2**53)
     downstream_inbox_id: int = Field(ge=1, lt=2**53)
