@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -311,3 +312,10 @@ def test_sending_needs_the_send_scope_and_messages_stay_in_their_tenant(
     assert client.post("/api/messages", key=world.tenant.admin, json_body={"to": RECIPIENT, "text": "x"}).status == 403
     assert client.get(f"/api/messages/{message_id}", key=globex.admin).status == 404
     assert client.get(f"/api/messages/{message_id}", key=world.tenant.admin).status == 200
+
+
+def test_the_sample_sqs_event_runs_through_the_worker(http_api: HttpApi, aws: AwsResources) -> None:
+    """events/sqs_send.json (also for `sam local invoke`): a job whose message is unknown is acknowledged."""
+    event = json.loads((Path(__file__).parents[2] / "events" / "sqs_send.json").read_text())
+
+    assert http_api.functions.invoke("SendWorkerFunction", event) == {"batchItemFailures": []}

@@ -44,13 +44,21 @@ class FakeMessages:
         self.items: dict[str, Message] = {}
         self.affinities: dict[tuple[str, str], Affinity] = {}
 
-    def load_for_send(self, message_id: str, tenant: str, recipient: str) -> tuple[Message | None, Affinity | None]:
-        return self.items.get(message_id), self.affinities.get((tenant, recipient))
+    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None:
+        stored = self.items.get(message_id)
+        if stored is None or stored.status is not MessageStatus.QUEUED:
+            return None  # final, or SENDING under a live lease (fakes never let a lease expire)
+        claimed = stored.model_copy(update={"status": MessageStatus.SENDING, "lease_token": token})
+        self.items[message_id] = claimed
+        return claimed
+
+    def affinity(self, tenant: str, recipient: str) -> Affinity | None:
+        return self.affinities.get((tenant, recipient))
 
     def _queued(self, message: Message) -> Message:
         stored = self.items[message.id]
-        if stored.status is not MessageStatus.QUEUED:
-            raise AlreadyFinal("not queued")
+        if stored.status is not MessageStatus.SENDING or stored.lease_token != message.lease_token:
+            raise AlreadyFinal("not held")
         return stored
 
     def record_sent(self, message: Message, **fields: Any) -> Message:
@@ -61,6 +69,7 @@ class FakeMessages:
             update={
                 **fields,
                 "status": MessageStatus.SENT,
+                "lease_token": None,
                 "sent_at": utcnow(),
                 "attempts": stored.attempts + 1,
                 "pending": None,
@@ -79,6 +88,7 @@ class FakeMessages:
         failed = stored.model_copy(
             update={
                 "status": MessageStatus.FAILED,
+                "lease_token": None,
                 "failure_reason": reason,
                 "attempts": stored.attempts + 1,
                 "trace": [*stored.trace, *events],
@@ -93,6 +103,8 @@ class FakeMessages:
         stored = self._queued(message)
         self.items[message.id] = stored.model_copy(
             update={
+                "status": MessageStatus.QUEUED,
+                "lease_token": None,
                 "attempts": stored.attempts + 1,
                 "last_error": error_code,
                 "pending": pending or stored.pending,

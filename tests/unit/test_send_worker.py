@@ -192,3 +192,15 @@ def test_given_the_recipients_number_is_down_then_another_serves_it_and_it_comes
     back = world.process(world.queue_message(RECIPIENT))
 
     assert (away.source_number, back.source_number) == ("5511999990002", "5511999990001")
+
+
+def test_given_another_worker_holds_the_message_then_a_duplicate_job_sends_nothing() -> None:
+    world = World(pool(number("5511999990001")))
+    message = world.queue_message(RECIPIENT)
+    assert world.messages.claim(message.id, "acme", "lease_other", 60) is not None  # worker 1, still sending
+
+    duplicate = world.process(message)
+
+    assert duplicate.status == "SKIPPED"
+    assert world.provider.sent == []
+    assert world.stored(message).status is MessageStatus.SENDING

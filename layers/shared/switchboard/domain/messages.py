@@ -1,8 +1,10 @@
 """Outgoing messages: the stored record, its trace, the jobs on the queues, and status rules.
 
-A message is stored QUEUED before it is queued; the send worker moves it once to SENT or
-FAILED (a conditional transition, so a redelivered job never sends again); provider receipts
-then move it forward only: SENT -> DELIVERED -> READ. FAILED is terminal.
+A message is stored QUEUED before it is queued. A send worker claims it (QUEUED -> SENDING with
+a lease: a concurrent or redelivered job finds it taken), sends, and records SENT or FAILED, or
+gives it back QUEUED for a retry. The lease expires, so a crashed worker's message is claimed
+again by the redelivery. Provider receipts then move it forward only: SENT -> DELIVERED -> READ.
+FAILED is terminal.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ MAX_TEXT_LENGTH = 4096  # WhatsApp's limit for a text body
 
 class MessageStatus(StrEnum):
     QUEUED = "QUEUED"
+    SENDING = "SENDING"
     SENT = "SENT"
     DELIVERED = "DELIVERED"
     READ = "READ"
@@ -68,6 +71,7 @@ class Message(Record):
     failure_reason: str | None = None
     last_error: str | None = None
     pending: PendingRoute | None = None
+    lease_token: str | None = None
     sent_at: datetime | None = None
     delivered_at: datetime | None = None
     read_at: datetime | None = None

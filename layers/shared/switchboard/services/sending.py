@@ -1,8 +1,9 @@
 """The send worker's use case: pick the source number and instance, send, record the outcome.
 
-Per job: read the message and the recipient's affinity (one request); a message that is no
-longer QUEUED is skipped, so a redelivered job never sends again. The plan (affinity, else a
-round-robin ticket) orders the numbers; inside a number its routes are tried in order.
+Per job: claim the message (QUEUED -> SENDING under a lease, one conditional write that also
+reads it): a message already final, or held by another worker, is skipped, so neither a
+redelivered nor a concurrently delivered job sends twice. The plan (the recipient's affinity,
+else a round-robin ticket) orders the numbers; inside a number its routes are tried in order.
 
 - `ProviderDisconnected`, `ProviderRejected`, a misconfigured route: next instance, then next
   number, each skip in the trace;
@@ -22,6 +23,7 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
+from switchboard.domain.catalog import new_id
 from switchboard.domain.errors import (
     AlreadyFinal,
     InvalidInput,
@@ -47,10 +49,15 @@ from switchboard.observability import logger, metrics
 from switchboard.services.catalog import Secrets, instance_token_name, provider_secret_name
 
 NO_NUMBER = "no_number_available"
+# Longer than one invocation (30 s), shorter than SendQueue's visibility (180 s): a crashed
+# worker's message is claimable again by the time SQS redelivers it.
+LEASE_SECONDS = 60
 
 
 class Messages(Protocol):
-    def load_for_send(self, message_id: str, tenant: str, recipient: str) -> tuple[Message | None, Affinity | None]: ...
+    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None: ...
+
+    def affinity(self, tenant: str, recipient: str) -> Affinity | None: ...
 
     def record_sent(
         self,
@@ -114,14 +121,16 @@ class SendingService:
 
         Raises RetryLater (with `delay`) on a transient provider failure before the last attempt.
         """
-        message, affinity = self._messages.load_for_send(job.message_id, job.tenant, job.to)
-        if message is None or message.status is not MessageStatus.QUEUED:
-            logger.info("send skipped: message not queued", extra={"message_id": job.message_id})
+        message = self._messages.claim(job.message_id, job.tenant, new_id("lease"), LEASE_SECONDS)
+        if message is None:
+            logger.info("send skipped: message final or held by another worker", extra={"message_id": job.message_id})
+            metrics.add_metric(name="SendSkipped", unit="Count", value=1)
             return SendOutcome(message_id=job.message_id, status="SKIPPED")
         try:
             config = self._configs.get(job.tenant, job.api_key_id)
         except NotFound:
             return self._fail(message, None, "api_key_revoked", [])
+        affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
         events: list[TraceEvent] = []
         plan = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
         events.append(TraceEvent(stage="pool.number.resolved", data=plan.resolved))

@@ -6,13 +6,15 @@ Items (main table):
   recipient (an O(1) read, never a scan of messages);
 - receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id.
 
-The worker reads the message and the affinity in one `BatchGetItem`, and records SENT with the
-affinity and the index in one transaction, so resolve + record costs 2 requests (3 with a
-round-robin ticket). Every transition is conditional on the current status.
+Per message the worker makes: the claim (one conditional `UpdateItem` that also returns the
+message), the affinity read (pool mode), the round-robin ticket (affinity miss) and the
+outcome (SENT with affinity and index in one transaction). Every transition is conditional on
+the status and, while SENDING, on the claimant's lease token.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 
@@ -76,24 +78,39 @@ class MessageRepository:
 
     # --- worker side -------------------------------------------------------------------------
 
-    def load_for_send(self, message_id: str, tenant: str, recipient: str) -> tuple[Message | None, Affinity | None]:
-        """The message and the recipient's affinity, in one request (strongly consistent)."""
-        keys = [message_key(message_id), affinity_key(tenant, recipient)]
-        request: dict[str, Any] = {self._name: {"Keys": keys, "ConsistentRead": True}}
-        items: list[dict[str, Any]] = []
-        while request:
-            answer = self._client.batch_get_item(RequestItems=request)
-            items.extend(answer.get("Responses", {}).get(self._name, []))
-            request = answer.get("UnprocessedKeys") or {}
-        message = affinity = None
-        for item in items:
-            if item.get("tenant") != tenant:
-                continue
-            if item["pk"].startswith("MESSAGE#"):
-                message = from_item(Message, item)
-            else:
-                affinity = from_item(Affinity, item)
-        return message, affinity
+    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None:
+        """QUEUED (or SENDING with an expired lease) -> SENDING under `token`; the claimed message.
+
+        None when the message is gone, final, or leased to another worker right now.
+        """
+        now = int(time.time())
+        try:
+            answer = self._table.update_item(
+                Key=message_key(message_id),
+                UpdateExpression="SET #status = :sending, lease_token = :token, lease_until = :until",
+                ConditionExpression=(
+                    "tenant = :tenant AND (#status = :queued OR (#status = :sending AND lease_until < :now))"
+                ),
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":sending": MessageStatus.SENDING.value,
+                    ":queued": MessageStatus.QUEUED.value,
+                    ":token": token,
+                    ":until": now + lease_seconds,
+                    ":now": now,
+                    ":tenant": tenant,
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return None
+            raise
+        return from_item(Message, answer["Attributes"])
+
+    def affinity(self, tenant: str, recipient: str) -> Affinity | None:
+        item = self._table.get_item(Key=affinity_key(tenant, recipient), ConsistentRead=True).get("Item")
+        return from_item(Affinity, item) if item else None
 
     def record_sent(
         self,
@@ -124,12 +141,12 @@ class MessageRepository:
                 "sent_at": now,
                 "updated_at": now,
                 "pending": None,
+                "lease_token": None,
                 "trace": [*message.trace, *events],
             }
         )
         update = self._transition(
-            message.id,
-            message.tenant,
+            message,
             sets={
                 "#status": MessageStatus.SENT.value,
                 "number_id": number_id,
@@ -141,7 +158,7 @@ class MessageRepository:
                 "instance": instance,
             },
             events=events,
-            remove=["pending", "last_error"],
+            remove=["pending", "last_error", "lease_token", "lease_until"],
         )
         affinity = Affinity(number_id=number_id, number=source_number, sent_at=now)
         writes: list[dict[str, Any]] = [
@@ -164,20 +181,19 @@ class MessageRepository:
             self._client.transact_write_items(TransactItems=writes)
         except ClientError as error:
             if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
-                raise AlreadyFinal("the message is no longer queued") from error
+                raise AlreadyFinal("the message is no longer held by this worker") from error
             raise
         return sent
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
-        """QUEUED -> FAILED with `reason`. Raises AlreadyFinal."""
+        """QUEUED or claimed -> FAILED with `reason`. Raises AlreadyFinal."""
         now = utcnow()
         self._update(
             self._transition(
-                message.id,
-                message.tenant,
+                message,
                 sets={"#status": MessageStatus.FAILED.value, "failure_reason": reason, "updated_at": now.isoformat()},
                 events=events,
-                remove=["pending"],
+                remove=["pending", "lease_token", "lease_until"],
             )
         )
         return message.model_copy(
@@ -187,6 +203,7 @@ class MessageRepository:
                 "attempts": message.attempts + 1,
                 "updated_at": now,
                 "pending": None,
+                "lease_token": None,
                 "trace": [*message.trace, *events],
             }
         )
@@ -194,11 +211,16 @@ class MessageRepository:
     def record_retry(
         self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
     ) -> None:
-        """Stays QUEUED: one more attempt, its trace, and the route to retry first after a timeout."""
-        sets: dict[str, Any] = {"last_error": error_code, "updated_at": utcnow().isoformat()}
+        """Back to QUEUED (lease released): one more attempt, its trace, the route to retry first."""
+        sets: dict[str, Any] = {
+            "#status": MessageStatus.QUEUED.value,
+            "last_error": error_code,
+            "updated_at": utcnow().isoformat(),
+        }
         if pending is not None:
             sets["pending"] = pending.model_dump()
-        self._update(self._transition(message.id, message.tenant, sets=sets, events=events, remove=[]))
+        remove = ["lease_token", "lease_until"]
+        self._update(self._transition(message, sets=sets, events=events, remove=remove))
 
     # --- receipts ----------------------------------------------------------------------------
 
@@ -249,17 +271,25 @@ class MessageRepository:
     # --- helpers -----------------------------------------------------------------------------
 
     def _transition(
-        self, message_id: str, tenant: str, *, sets: dict[str, Any], events: list[TraceEvent], remove: list[str]
+        self, message: Message, *, sets: dict[str, Any], events: list[TraceEvent], remove: list[str]
     ) -> dict[str, Any]:
-        """An update of a QUEUED message: one more attempt, trace appended, `sets` applied."""
+        """An update of `message` as its claimant holds it (SENDING under its lease token, or still
+        QUEUED when it was never claimed): one more attempt, trace appended, `sets` applied."""
         names = dict(_NAMES)
-        values: dict[str, Any] = {
-            ":queued": MessageStatus.QUEUED.value,
-            ":tenant": tenant,
-            ":one": 1,
-            ":events": [_event_item(event) for event in events],
-            ":empty": [],
-        }
+        values: dict[str, Any] = {":tenant": message.tenant}
+        if message.lease_token is None:
+            held = "#status = :queued"
+            values[":queued"] = MessageStatus.QUEUED.value
+        else:
+            held = "#status = :sending AND lease_token = :token"
+            values.update({":sending": MessageStatus.SENDING.value, ":token": message.lease_token})
+        values.update(
+            {
+                ":one": 1,
+                ":events": [_event_item(event) for event in events],
+                ":empty": [],
+            }
+        )
         assignments = ["attempts = attempts + :one", "#trace = list_append(if_not_exists(#trace, :empty), :events)"]
         for i, (name, value) in enumerate(sets.items()):
             if value is None:
@@ -276,9 +306,9 @@ class MessageRepository:
             names.update(zip(removed, remove, strict=True))
             expression += " REMOVE " + ", ".join(removed)
         return {
-            "Key": message_key(message_id),
+            "Key": message_key(message.id),
             "UpdateExpression": expression,
-            "ConditionExpression": "tenant = :tenant AND #status = :queued",
+            "ConditionExpression": f"tenant = :tenant AND {held}",
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
@@ -288,7 +318,7 @@ class MessageRepository:
             self._table.update_item(**update)
         except ClientError as error:
             if is_condition_failure(error):
-                raise AlreadyFinal("the message is no longer queued") from error
+                raise AlreadyFinal("the message is no longer held by this worker") from error
             raise
 
 
