@@ -37,17 +37,22 @@ from switchboard.services.receipts import ReceiptEffect
 from switchboard.services.routing import ConnectionStateHandler, DownstreamResolver, GlobalDownstream, RoutingService
 from switchboard.services.sending import SendingService, SendWorker
 from switchboard.services.subscriptions import SubscriptionService
-from switchboard.services.targets import TargetResolver
+from switchboard.services.targets import ProviderKind, TargetResolver
 from switchboard.services.usage import IncomingUsageHandler, UsageRecorder
 from switchboard.settings import get_settings
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
+    from switchboard.adapters.dynamo.calls import CallRepository
+    from switchboard.adapters.reconcile_queue import ReconcileQueue
     from switchboard.domain.downstream import DownstreamClient
     from switchboard.domain.provider import ProviderClient
+    from switchboard.services.calls import CallService
     from switchboard.services.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
+    from switchboard.services.dialing import DialService
     from switchboard.services.messages import MessageService
+    from switchboard.services.reconcile import Reconciler
 
 T = TypeVar("T")
 _built: list[Any] = []
@@ -96,8 +101,11 @@ def catalog_service() -> CatalogService:
     return CatalogService(catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
 
 
+# --- calls (issue 6): the versioned limit ---------------------------------------------------
+
+
 @component
-def provider_client(kind: str) -> ProviderClient:
+def provider_client(kind: ProviderKind) -> ProviderClient:
     """One pooled client per provider kind, shared by every target of that kind.
 
     Imported here so that functions that never reach a provider do not load httpx at cold start.
@@ -105,14 +113,7 @@ def provider_client(kind: str) -> ProviderClient:
     from switchboard.adapters.providers import provider_client_for  # noqa: PLC0415
 
     settings = get_settings()
-    return provider_client_for(
-        kind,  # type: ignore[arg-type]
-        local_mode=settings.local_mode,
-        read_timeout=settings.provider_timeout_seconds,
-    )
-
-
-# --- calls (issue 6): the versioned limit ---------------------------------------------------
+    return provider_client_for(kind, local_mode=settings.local_mode, read_timeout=settings.provider_timeout_seconds)
 
 
 @component
@@ -325,6 +326,7 @@ def send_worker() -> SendWorker:
         client_for=provider_client,
         notifier=client_webhook_publisher(),
         max_attempts=get_settings().send_max_attempts,
+        usage=usage_recorder(),
     )
     return SendWorker(service, send_queue())
 
@@ -350,8 +352,68 @@ def receipt_effect() -> ReceiptEffect:
     return ReceiptEffect(message_repository(), sending_config_source(), client_webhook_publisher())
 
 
+# --- calls (issue 7): slots, dialing, call lifecycle, reconciliation -------------------------
+
+
+@component
+def call_repository() -> CallRepository:
+    from switchboard.adapters.dynamo.calls import CallRepository  # noqa: PLC0415
+
+    return CallRepository(table())
+
+
+@component
+def call_service() -> CallService:
+    from switchboard.services.calls import CallService  # noqa: PLC0415
+
+    return CallService(call_repository(), catalog_repository(), targets())
+
+
+@component
+def reconcile_queue() -> ReconcileQueue:
+    from switchboard.adapters.reconcile_queue import ReconcileQueue  # noqa: PLC0415
+
+    return ReconcileQueue(client("sqs"), get_settings().reconcile_queue_url)
+
+
+@component
+def dialing_service() -> DialService:
+    from switchboard.services.dialing import DialService  # noqa: PLC0415
+
+    return DialService(
+        catalog_repository(),
+        call_repository(),
+        call_service(),
+        targets(),
+        reconcile_queue(),
+        capabilities=lambda instance: calls_config_service().capabilities(instance),
+        refresh_limit=lambda instance: calls_config_service().refresh_from_status(instance),
+    )
+
+
+@component
+def reconciler() -> Reconciler:
+    """Calls instances: limit, live calls, reservations; messaging instances: their outbox."""
+    from switchboard.services.reconcile import Reconciler  # noqa: PLC0415
+
+    return Reconciler(
+        catalog_repository(),
+        call_repository(),
+        call_service(),
+        targets(),
+        refresh_limit=lambda instance: calls_config_service().refresh_from_status(instance),
+        drain_outbox=lambda name: outbox_service().drain(name),
+    )
+
+
 def _apply_receipt(event: ProviderEvent) -> None:
     receipt_effect()(event)
+
+
+def _reconcile_calls_on_reconnect(event: ProviderEvent) -> None:
+    from switchboard.services.reconcile import ReconcileOnReconnect  # noqa: PLC0415
+
+    ReconcileOnReconnect(reconcile_queue())(event)
 
 
 @component
@@ -365,6 +427,8 @@ def event_handlers() -> dict[str, list[EffectHandler]]:
     handlers["message"] += [_count_incoming, _forward_incoming]  # usage, then the downstream
     handlers["connection"].append(_connection_state)  # state by seq, then the outbox
     handlers["receipt"].append(_apply_receipt)  # status forward, then the client webhook
+    handlers["call"].append(lambda event: call_service().on_call_event(event))
+    handlers["connection"].append(_reconcile_calls_on_reconnect)  # calls may have moved while away
     return handlers
 
 

@@ -12,7 +12,7 @@ from switchboard.api.app import create_api
 TITLE = "switchboard"
 VERSION = "1.0.0"
 # Every module of switchboard.api.routes that defines a `router`, in documentation order.
-ROUTE_MODULES = ("tenants", "catalog", "calls", "webhooks", "outgoing", "ops", "pool", "messages")
+ROUTE_MODULES = ("tenants", "catalog", "calls", "call_control", "webhooks", "outgoing", "ops", "pool", "messages")
 SECURITY_SCHEMES = {"bearerAuth": HTTPBearer(description="An API key: `Authorization: Bearer sb_live_...`")}
 
 
