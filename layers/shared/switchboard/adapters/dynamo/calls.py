@@ -156,10 +156,12 @@ class CallRepository:
         )
         if not ids:
             return []
-        answer = self._client.batch_get_item(
-            RequestItems={self._name: {"Keys": [_attempt_key(instance, key) for key in ids], "ConsistentRead": True}}
-        )
-        items = answer.get("Responses", {}).get(self._name, [])
+        request = {self._name: {"Keys": [_attempt_key(instance, key) for key in ids], "ConsistentRead": True}}
+        items: list[dict[str, Any]] = []
+        while request:  # keys left unprocessed (throttling) are asked again
+            answer = self._client.batch_get_item(RequestItems=request)
+            items.extend(answer.get("Responses", {}).get(self._name, []))
+            request = answer.get("UnprocessedKeys") or {}
         attempts = [from_item(DialAttempt, item) for item in items]
         return sorted((attempt for attempt in attempts if attempt.state == "pending"), key=lambda a: a.created_at)
 
