@@ -154,7 +154,7 @@ class FakeNotifier:
 class World:
     """A send worker over fakes, for one API key's `SendingConfig`."""
 
-    def __init__(self, config: SendingConfig, *, max_attempts: int = 5) -> None:
+    def __init__(self, config: SendingConfig, *, max_attempts: int = 5, usage: Any = None) -> None:
         self.config = config
         self.messages = FakeMessages()
         self.provider = FakeProvider()
@@ -168,6 +168,7 @@ class World:
             client_for=lambda kind: self.provider,
             notifier=self.notifier,
             max_attempts=max_attempts,
+            usage=usage,
         )
 
     def get(self, tenant: str, api_key_id: str) -> SendingConfig:

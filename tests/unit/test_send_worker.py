@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
+from switchboard.domain.catalog import Instance
 from switchboard.domain.errors import (
     NotFound,
     ProviderDisconnected,
@@ -13,7 +16,7 @@ from switchboard.domain.errors import (
     RetryLater,
 )
 from switchboard.domain.messages import MessageStatus, SendJob
-from switchboard.domain.pool import SendingConfig
+from switchboard.domain.pool import NumberRoutes, Route, SendingConfig
 from switchboard.services.sending import SendWorker
 from tests.unit.pool_fakes import World, number
 
@@ -204,3 +207,36 @@ def test_given_another_worker_holds_the_message_then_a_duplicate_job_sends_nothi
     assert duplicate.status == "SKIPPED"
     assert world.provider.sent == []
     assert world.stored(message).status is MessageStatus.SENDING
+
+
+class UsageCounter:
+    def __init__(self) -> None:
+        self.counted: list[tuple[str, object]] = []
+
+    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool:
+        self.counted.append((instance.name, when))
+        return True
+
+
+def test_a_sent_message_counts_once_on_its_instances_usage() -> None:
+    instance = Instance(
+        tenant="acme", name="a1", provider_id="prv_1", provider_instance_id="a1", number_id="n", token_hint="…"
+    )
+    routes = (
+        Route(
+            provider_id="prv_1",
+            kind="wuzapi",
+            base_url="http://127.0.0.1:9",
+            provider_instance_id="a1",
+            instance="a1",
+            source=instance,
+        ),
+    )
+    usage = UsageCounter()
+    world = World(pool(NumberRoutes(number_id="n", digits="5511999990001", routes=routes)), usage=usage)
+    message = world.queue_message(RECIPIENT)
+
+    world.process(message)
+    world.process(message)  # redelivered: skipped, not counted again
+
+    assert [name for name, _ in usage.counted] == ["a1"]

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from switchboard.domain.catalog import MAX_POOL_SIZE, new_id, utcnow
+from switchboard.domain.catalog import MAX_POOL_SIZE, Instance, new_id, utcnow
 from switchboard.domain.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 
 SelectionMode = Literal["default", "pool"]
@@ -81,6 +81,7 @@ class Route(BaseModel):
     provider_instance_id: str
     instance: str | None = None  # None: the provider's admin token is the credential (Meta Cloud)
     meta_phone_id: str | None = None
+    source: Instance | None = Field(default=None, repr=False)  # the instance record, for usage counting
 
 
 class NumberRoutes(BaseModel):

@@ -72,6 +72,7 @@ def routes_of(number: Number, instances: list[Instance], providers: dict[str, Pr
             provider_instance_id=instance.provider_instance_id,
             instance=instance.name,
             meta_phone_id=number.meta_phone_id,
+            source=instance,
         )
         ranked.append((provider.priority, instance.priority, instance.name, route))
     if number.meta_phone_id and not ranked:

@@ -19,11 +19,12 @@ client webhook is queued, best effort: it never fails the send.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Protocol
 
 from pydantic import ValidationError
 
-from switchboard.domain.catalog import new_id
+from switchboard.domain.catalog import Instance, new_id
 from switchboard.domain.errors import (
     AlreadyFinal,
     InvalidInput,
@@ -87,6 +88,10 @@ class Tickets(Protocol):
     def next_ticket(self, api_key_id: str) -> int: ...
 
 
+class Usage(Protocol):
+    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool: ...
+
+
 class Notifier(Protocol):
     def message_changed(self, message: Message, webhook_url: str | None) -> None: ...
 
@@ -107,6 +112,7 @@ class SendingService:
         client_for: Callable[[str], ProviderClient],
         notifier: Notifier,
         max_attempts: int,
+        usage: Usage | None = None,
     ) -> None:
         self._messages = messages
         self._configs = configs
@@ -115,6 +121,7 @@ class SendingService:
         self._client_for = client_for
         self._notifier = notifier
         self._max_attempts = max_attempts
+        self._usage = usage
 
     def process(self, job: SendJob, attempt: int) -> SendOutcome:
         """Send one queued message. `attempt` is the SQS receive count (1 on first delivery).
@@ -215,6 +222,7 @@ class SendingService:
             extra={"message_id": message.id, "source_number": number.digits, "instance": route.instance},
         )
         metrics.add_metric(name="MessagesSent", unit="Count", value=1)
+        self._count_usage(route, sent)
         self._notify(sent, config)
         return SendOutcome(
             message_id=message.id, status=MessageStatus.SENT, source_number=number.digits, instance=route.instance
@@ -255,6 +263,16 @@ class SendingService:
             return SendOutcome(message_id=message.id, status="SKIPPED")
         logger.info("send will be retried", extra={"message_id": message.id, "reason": code, "delay": delay})
         raise RetryLater(f"transient provider failure: {code}", delay=delay, reason=code)
+
+    def _count_usage(self, route: Route, message: Message) -> None:
+        """One outgoing message on the instance's usage (seed 002). SENT happens once per message,
+        so no dedupe marker is needed; a failure is logged and never fails the send."""
+        if self._usage is None or route.source is None or message.sent_at is None:
+            return
+        try:
+            self._usage.record_outgoing(route.source, message.sent_at)
+        except Exception:
+            logger.exception("outgoing usage not counted", extra={"message_id": message.id})
 
     def _notify(self, message: Message, config: SendingConfig) -> None:
         try:
