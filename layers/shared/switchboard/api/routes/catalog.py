@@ -72,7 +72,7 @@ def update_api_key(key_id: ID, body: UpdateApiKey, principal: Admin) -> ApiKeyVi
     return ApiKeyView.of(bootstrap.catalog_service().update_api_key(principal, key_id, changes))
 
 
-@router.delete("/api/api-keys/<key_id>", tags=["api keys"], responses=ERRORS)
+@router.delete("/api/api-keys/<key_id>", status_code=204, tags=["api keys"], responses=ERRORS)
 def delete_api_key(key_id: ID, principal: Admin) -> Response[None]:
     """Revoke a key: it stops working at once."""
     bootstrap.catalog_service().delete_api_key(principal, key_id)
@@ -109,7 +109,7 @@ def update_number(number_id: ID, body: UpdateNumber, principal: Admin) -> Number
     return NumberView.of(number, service.number_connected(number))
 
 
-@router.delete("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
+@router.delete("/api/numbers/<number_id>", status_code=204, tags=["numbers"], responses=ERRORS)
 def delete_number(number_id: ID, principal: Admin) -> Response[None]:
     bootstrap.catalog_service().delete_number(principal, number_id)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
@@ -152,7 +152,7 @@ def update_provider(provider_id: ID, body: UpdateProvider, principal: Admin) -> 
     return ProviderView.of(provider)
 
 
-@router.delete("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
+@router.delete("/api/providers/<provider_id>", status_code=204, tags=["providers"], responses=ERRORS)
 def delete_provider(provider_id: ID, principal: Admin) -> Response[None]:
     bootstrap.catalog_service().delete_provider(principal, provider_id)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
@@ -193,7 +193,7 @@ def get_instance(name: ID, principal: Admin) -> InstanceView:
     return InstanceView.of(bootstrap.catalog_service().get_instance(principal, name))
 
 
-@router.delete("/api/instances/<name>", tags=["instances"], responses=ERRORS)
+@router.delete("/api/instances/<name>", status_code=204, tags=["instances"], responses=ERRORS)
 def delete_instance(name: ID, principal: Admin) -> Response[None]:
     bootstrap.catalog_service().delete_instance(principal, name)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
