@@ -154,7 +154,7 @@ class FakeNotifier:
 class World:
     """A send worker over fakes, for one API key's `SendingConfig`."""
 
-    def __init__(self, config: SendingConfig, *, max_attempts: int = 5, usage: Any = None) -> None:
+    def __init__(self, config: SendingConfig, *, max_attempts: int = 5, usage: Any = None, secrets: Any = None) -> None:
         self.config = config
         self.messages = FakeMessages()
         self.provider = FakeProvider()
@@ -164,7 +164,7 @@ class World:
             self.messages,
             configs=self,
             tickets=self,
-            secrets=FakeSecrets(),
+            secrets=secrets or FakeSecrets(),
             client_for=lambda kind: self.provider,
             notifier=self.notifier,
             max_attempts=max_attempts,

@@ -18,7 +18,7 @@ from switchboard.domain.errors import (
 from switchboard.domain.messages import MessageStatus, SendJob
 from switchboard.domain.pool import NumberRoutes, Route, SendingConfig
 from switchboard.services.sending import SendWorker
-from tests.unit.pool_fakes import World, number
+from tests.unit.pool_fakes import FakeSecrets, World, number
 
 RECIPIENT = "5511988880001"
 
@@ -240,3 +240,19 @@ def test_a_sent_message_counts_once_on_its_instances_usage() -> None:
     world.process(message)  # redelivered: skipped, not counted again
 
     assert [name for name, _ in usage.counted] == ["a1"]
+
+
+def test_given_the_instance_token_cannot_be_read_then_the_job_is_retried_and_finally_fails() -> None:
+    class Unavailable(FakeSecrets):
+        def get(self, name: str, *, fresh: bool = False) -> str:
+            raise RuntimeError("ssm throttled")
+
+    world = World(pool(number("5511999990001", instances=("a1",))), max_attempts=2, secrets=Unavailable())
+    message = world.queue_message(RECIPIENT)
+
+    with pytest.raises(RetryLater):
+        world.process(message, attempt=1)
+    final = world.process(message, attempt=2)
+
+    assert (final.status, final.failure_reason) == (MessageStatus.FAILED, "provider_unavailable")
+    assert world.provider.sent == []

@@ -37,7 +37,7 @@ from switchboard.services.pool import SendingConfigSource
 from switchboard.services.sending import SendingService
 
 REGION = "us-east-1"
-MESSAGES = 300
+MESSAGES = 100
 NUMBERS = ("5511999990001", "5511999990002", "5511999990003")
 
 

@@ -33,6 +33,7 @@ from switchboard.domain.errors import (
     ProviderError,
     ProviderRejected,
     ProviderTimeout,
+    ProviderUnavailable,
     RetryLater,
     UnsupportedByProvider,
 )
@@ -178,10 +179,15 @@ class SendingService:
     # --- steps -------------------------------------------------------------------------------
 
     def _send(self, route: Route, message: Message) -> str:
-        if route.instance is not None:
-            token = self._secrets.get(instance_token_name(self._secrets, route.instance))
-        else:
-            token = self._secrets.get(provider_secret_name(self._secrets, route.provider_id, "admin-token"))
+        name = (
+            instance_token_name(self._secrets, route.instance)
+            if route.instance is not None
+            else provider_secret_name(self._secrets, route.provider_id, "admin-token")
+        )
+        try:
+            token = self._secrets.get(name)
+        except Exception as exc:  # the secret store is down or the token is missing: retried, then FAILED
+            raise ProviderUnavailable(f"credentials of {route.instance or route.provider_id} unavailable") from exc
         target = ProviderTarget(
             kind=route.kind,
             base_url=route.base_url,
