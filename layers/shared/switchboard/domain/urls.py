@@ -22,7 +22,11 @@ def check_outbound_url(url: str, *, local_mode: bool, resolve: bool = True) -> s
     With `resolve`, every address the host resolves to is checked, so a public name that
     points at a private address is refused too.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # a malformed IPv6 literal or an out-of-range port
+        raise InvalidInput("URL is malformed") from error
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise InvalidInput("URL must be an absolute http(s) URL")
     if parts.username or parts.password:
@@ -30,7 +34,7 @@ def check_outbound_url(url: str, *, local_mode: bool, resolve: bool = True) -> s
     host = parts.hostname.lower()
     if host in _METADATA_HOSTS:
         raise InvalidInput("URL points at a metadata service")
-    addresses = _addresses(host, parts.port or (443 if parts.scheme == "https" else 80), resolve)
+    addresses = _addresses(host, port or (443 if parts.scheme == "https" else 80), resolve)
     loopback = bool(addresses) and all(address.is_loopback for address in addresses)
     if parts.scheme == "http" and not (local_mode and loopback):
         raise InvalidInput("URL must use https")
@@ -53,6 +57,6 @@ def _addresses(host: str, port: int, resolve: bool) -> list[ipaddress.IPv4Addres
         return []
     try:
         infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:
         raise InvalidInput("URL host does not resolve") from exc
     return [ipaddress.ip_address(info[4][0]) for info in infos]
