@@ -161,3 +161,15 @@ def test_agent_key_needs_an_attendant(client: Client, make_tenant: Any) -> None:
     answer = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "a", "scopes": ["agent"]})
     assert answer.status == 400
     assert answer.json()["error"] == "attendant_required"
+
+
+def test_patch_with_null_for_a_required_field_is_422_and_changes_nothing(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    key = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "s", "scopes": ["send"]}).json()
+
+    answer = client.patch(f"/api/api-keys/{key['id']}", key=tenant.admin, json_body={"scopes": None})
+
+    assert answer.status == 422
+    assert client.get(f"/api/api-keys/{key['id']}", key=tenant.admin).json()["scopes"] == ["send"]
+    cleared = client.patch(f"/api/api-keys/{key['id']}", key=tenant.admin, json_body={"webhookUrl": None})
+    assert cleared.status == 200

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 from switchboard.domain.catalog import (
@@ -34,6 +34,19 @@ class Body(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, defer_build=True
     )
+
+
+class PatchBody(Body):
+    """A partial update: an absent field is left alone; `null` clears it, where clearing makes sense."""
+
+    not_nullable: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _refuse_null_for_required_fields(self) -> Self:
+        for name in self.not_nullable:
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{to_camel(name)} cannot be null")
+        return self
 
 
 class View(BaseModel):
@@ -70,7 +83,9 @@ class CreateApiKey(Body):
     webhook_url: HttpUrl | None = None
 
 
-class UpdateApiKey(Body):
+class UpdateApiKey(PatchBody):
+    not_nullable = ("name", "scopes")
+
     name: Name | None = None
     scopes: list[Literal["admin", "agent", "send"]] | None = Field(default=None, min_length=1)
     attendant_id: Name | None = None
@@ -113,7 +128,9 @@ class CreateNumber(Body):
     meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
 
 
-class UpdateNumber(Body):
+class UpdateNumber(PatchBody):
+    not_nullable = ("display_name",)
+
     display_name: Name | None = None
     meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
 
@@ -143,7 +160,9 @@ class CreateProvider(Body):
     priority: Annotated[int, Field(ge=0, le=1000)] = 0
 
 
-class UpdateProvider(Body):
+class UpdateProvider(PatchBody):
+    not_nullable = ("name", "base_url", "admin_token", "webhook_secret", "priority")
+
     name: Name | None = None
     base_url: HttpUrl | None = None
     admin_token: Secret | None = None
