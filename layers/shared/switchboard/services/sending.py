@@ -172,8 +172,7 @@ class SendingService:
                     events=events,
                     remember_affinity=not plan.keeps_affinity_after(number),
                 )
-            if number.connected:
-                events.append(_skip("pool.number.skipped", number, None, "no_instance_could_send"))
+            events.append(_skip("pool.number.skipped", number, None, "no_instance_could_send"))
         return self._fail(message, config, refusal or NO_NUMBER, events)
 
     # --- steps -------------------------------------------------------------------------------
