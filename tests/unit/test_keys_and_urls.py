@@ -65,7 +65,9 @@ def test_local_mode_allows_loopback_http_only() -> None:
         check_outbound_url("http://10.0.0.1:3100", local_mode=True)
 
 
-@pytest.mark.parametrize("url", ["https://[::1/", "https://example.com:99999/", "https://\x8b.example/", "https://a..b/"])
+@pytest.mark.parametrize(
+    "url", ["https://[::1/", "https://example.com:99999/", "https://\x8b.example/", "https://a..b/"]
+)
 def test_malformed_urls_are_a_clear_refusal(url: str) -> None:
     with pytest.raises(InvalidInput):
         check_outbound_url(url, local_mode=False)
