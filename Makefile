@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m cfnlint template.yaml
+	$(VENV)/bin/cfn-lint template.yaml
 	$(PY) -m pytest
 
 ## `sam build` (no container), in its own environment: aws-sam-cli pins its own boto3.
