@@ -28,7 +28,15 @@ from switchboard.observability import logger
 
 # Request fields whose values are secrets: once seen, they must never come back in a response
 # body or a log line. Keys returned at creation (`key`) are learnt after that one response.
-SECRET_FIELDS = {"token", "webhookSecret", "adminToken", "downstream_api_token", "secret", "signingSecret"}
+SECRET_FIELDS = {
+    "token",
+    "webhookSecret",
+    "adminToken",
+    "downstream_api_token",
+    "downstreamApiToken",
+    "secret",
+    "signingSecret",
+}
 
 REGION = "us-east-1"
 PREFIX = "switchboard-test"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from switchboard import bootstrap
 from tests.conftest import Client, TenantKeys
 
 
@@ -173,3 +175,35 @@ def test_patch_with_null_for_a_required_field_is_422_and_changes_nothing(client:
     assert client.get(f"/api/api-keys/{key['id']}", key=tenant.admin).json()["scopes"] == ["send"]
     cleared = client.patch(f"/api/api-keys/{key['id']}", key=tenant.admin, json_body={"webhookUrl": None})
     assert cleared.status == 200
+
+
+def test_reconfiguring_an_instance_never_undoes_a_connection_event_that_raced_it(
+    client: Client, make_tenant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = make_tenant("acme")
+    created = setup_catalog(client, tenant)
+    repository = bootstrap.catalog_repository()
+    read_before_the_event = repository.find_instance
+
+    def read_then_event_arrives(name: str) -> Any:
+        stale = read_before_the_event(name)
+        bootstrap.routing_repository().apply_connection(name, "CONNECTED", 7, datetime.now(UTC))
+        return stale
+
+    monkeypatch.setattr(repository, "find_instance", read_then_event_arrives)
+
+    answer = client.put(
+        "/api/instances/acme-main",
+        key=tenant.admin,
+        json_body={
+            "providerId": created["provider"]["id"],
+            "providerInstanceId": "inst-1",
+            "numberId": created["number"]["id"],
+            "priority": 3,
+            "kind": "calls",
+        },
+    )
+
+    assert answer.status == 200
+    stored = client.get("/api/instances/acme-main", key=tenant.admin).json()
+    assert (stored["state"], stored["priority"]) == ("CONNECTED", 3)

@@ -175,37 +175,47 @@ class CatalogRepository:
     # --- instances -----------------------------------------------------------------------
 
     def put_instance(self, instance: Instance, previous: Instance | None) -> None:
-        """Create or replace an instance; its (provider, providerInstanceId) binding is unique.
+        """Create an instance, or replace its configuration; its provider binding is unique.
 
-        `previous` is the stored version (None to create): the write fails if it changed since.
+        A replacement updates the configuration attributes only: the connection state (written
+        by webhook events at any moment) and attributes owned by other areas are left as they are.
         """
         binding = _binding_key(instance.provider_id, instance.provider_instance_id)
-        item = to_item(
-            instance,
-            entity_key("INSTANCE", instance.name),
-            **self._listing(instance, "INSTANCE"),
-            gsi2pk=f"NUMBER#{instance.number_id}#INSTANCE",
-            gsi2sk=f"{instance.priority:06d}#{instance.name}",
-        )
-        if previous is None:
-            writes = [self._new(item)]
-        else:
-            writes = [
-                {
-                    "Put": {
-                        "TableName": self._name,
-                        "Item": item,
-                        "ConditionExpression": "tenant = :tenant",
-                        "ExpressionAttributeValues": {":tenant": instance.tenant},
-                    }
-                }
-            ]
+        item = to_item(instance, entity_key("INSTANCE", instance.name), **self._instance_indexes(instance))
+        writes = [self._new(item)] if previous is None else [self._update_instance_configuration(instance, item)]
         old_binding = previous and _binding_key(previous.provider_id, previous.provider_instance_id)
         if old_binding != binding:
             writes.append(self._new({**binding, "tenant": instance.tenant, "name": instance.name}))
             if old_binding:
                 writes.append({"Delete": {"TableName": self._name, "Key": old_binding}})
         self._transact(writes, AlreadyExists("instance name or provider binding already in use"))
+
+    def _instance_indexes(self, instance: Instance) -> dict[str, str]:
+        return {
+            **self._listing(instance, "INSTANCE"),
+            "gsi2pk": f"NUMBER#{instance.number_id}#INSTANCE",
+            "gsi2sk": f"{instance.priority:06d}#{instance.name}",
+        }
+
+    def _update_instance_configuration(self, instance: Instance, item: dict[str, Any]) -> dict[str, Any]:
+        configuration = [*_INSTANCE_CONFIGURATION, *self._instance_indexes(instance)]
+        names = {f"#{index}": attribute for index, attribute in enumerate(configuration)}
+        present = {f"#{index}": attribute for index, attribute in enumerate(configuration) if attribute in item}
+        absent = [placeholder for placeholder in names if placeholder not in present]
+        expression = "SET " + ", ".join(f"{placeholder} = :{placeholder[1:]}" for placeholder in present)
+        if absent:
+            expression += " REMOVE " + ", ".join(absent)
+        values = {f":{placeholder[1:]}": item[attribute] for placeholder, attribute in present.items()}
+        return {
+            "Update": {
+                "TableName": self._name,
+                "Key": entity_key("INSTANCE", instance.name),
+                "UpdateExpression": expression,
+                "ConditionExpression": "tenant = :tenant",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**values, ":tenant": instance.tenant},
+            }
+        }
 
     def find_instance(self, name: str) -> Instance | None:
         item = self._get(entity_key("INSTANCE", name))
@@ -298,6 +308,17 @@ class CatalogRepository:
             if "ConditionalCheckFailed" in cancellation_codes(error):
                 raise on_condition from error
             raise
+
+
+_INSTANCE_CONFIGURATION = (
+    "provider_id",
+    "provider_instance_id",
+    "number_id",
+    "priority",
+    "kind",
+    "owner_tag",
+    "token_hint",
+)
 
 
 def _digits_key(tenant: str, digits: str) -> dict[str, str]:
