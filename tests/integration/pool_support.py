@@ -8,8 +8,10 @@ worker function on what SendQueue holds, as Lambda's event source mapping would.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -48,6 +50,9 @@ class FakeProviderClient:
             return SentMessage(provider_message_id=f"wamid-{len(self.sent)}")
 
 
+_SEQ = itertools.count(1)
+
+
 @dataclass
 class PoolWorld:
     client: Client
@@ -81,11 +86,9 @@ class PoolWorld:
         return number_id
 
     def set_connected(self, digits: str, connected: bool) -> None:
-        repository = bootstrap.catalog_repository()
-        instance = repository.find_instance(self.instances[digits])
-        assert instance is not None
-        changed = instance.model_copy(update={"state": "CONNECTED" if connected else "DISCONNECTED"})
-        repository.put_instance(changed, instance)
+        """What a provider's `connection` event does: the state, ordered by its seq."""
+        state = "CONNECTED" if connected else "DISCONNECTED"
+        bootstrap.routing_repository().apply_connection(self.instances[digits], state, next(_SEQ), datetime.now(UTC))
 
     def create_send_key(self, *, default_number: str | None = None, webhook_url: str | None = None) -> None:
         body: dict[str, Any] = {"name": "sender", "scopes": ["send"]}

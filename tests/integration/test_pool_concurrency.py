@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -77,8 +78,7 @@ def pool_key() -> str:
             owner_tag=None,
             owner_tag_given=False,
         )
-        repository = bootstrap.catalog_repository()
-        repository.put_instance(instance.model_copy(update={"state": "CONNECTED"}), instance)
+        bootstrap.routing_repository().apply_connection(instance.name, "CONNECTED", 1, datetime.now(UTC))
         bootstrap.pool_service().add(admin, key.id, number.id)
     return key.id
 
