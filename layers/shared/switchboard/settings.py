@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from switchboard.model import Model
 
 
-class Settings(BaseModel):
+class Settings(Model):
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
     table_name: str = Field(default="switchboard", alias="TABLE_NAME")

@@ -9,9 +9,9 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel
 
 from switchboard.domain import errors
+from switchboard.model import Model
 from switchboard.observability import logger
 
 STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
@@ -29,7 +29,7 @@ STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
 ]
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Model):
     error: str
     message: str
 

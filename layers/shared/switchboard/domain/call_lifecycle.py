@@ -27,12 +27,13 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import ConfigDict, Field, StrictBool, StrictStr
 from pydantic.alias_generators import to_camel
 
 from switchboard.domain.calls import Direction, Line, Occupant
 from switchboard.domain.errors import CallEnded, CallOwned, Forbidden
 from switchboard.domain.provider import CallState, ProviderCall
+from switchboard.model import Model
 
 LIVE_STATES = frozenset({"ringing", "connecting", "active"})
 STATE_RANK: dict[str, int] = {"ringing": 0, "connecting": 1, "active": 2, "ended": 3}
@@ -86,14 +87,14 @@ def reservation_id(tenant: str, instance: str, attendant: str, idempotency_key: 
 # --- provider `call` events ------------------------------------------------------------------
 
 
-class Recording(BaseModel):
+class Recording(Model):
     model_config = ConfigDict(extra="ignore")
 
     status: StrictStr | None = None
     url: StrictStr | None = None
 
 
-class CallEventData(BaseModel):
+class CallEventData(Model):
     """`data` of a provider `call` event (the call object plus `type`, `timestamp`)."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -124,7 +125,7 @@ class CallEventData(BaseModel):
 # --- records ---------------------------------------------------------------------------------
 
 
-class CallRecord(BaseModel):
+class CallRecord(Model):
     """One call, keyed (provider, provider instance id, callId): the same callId elsewhere is another call.
 
     `holds_slot`: True when the call takes a slot while live (incoming calls, outgoing calls
@@ -306,7 +307,7 @@ def may_control(record: CallRecord, attendant: str, *, is_admin: bool) -> bool:
 AttemptState = Literal["pending", "connected", "released"]
 
 
-class DialAttempt(BaseModel):
+class DialAttempt(Model):
     """One dial, named by its reservation id; it holds a slot while `pending`.
 
     `connected`: the provider gave the callId and the reservation became that call.

@@ -13,8 +13,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
+
+from switchboard.model import Model
 
 MIN_LIMIT = 1
 MAX_LIMIT = 8
@@ -25,7 +27,7 @@ OccupantState = Literal["reserved", "ringing", "connecting", "active"]
 Direction = Literal["incoming", "outgoing"]
 
 
-class Occupant(BaseModel):
+class Occupant(Model):
     """One slot taker, stored under `occupants.<occupant id>` of the line (written by Calls II).
 
     The occupant id is `res_<...>` for a reservation, `call#<provider>#<instanceId>#<callId>` for a call.
@@ -43,7 +45,7 @@ class Occupant(BaseModel):
     since: str
 
 
-class Line(BaseModel):
+class Line(Model):
     """The line item of one instance. `version` is None until a snapshot with a version arrives."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -79,7 +81,7 @@ class Line(BaseModel):
 SnapshotSource = Literal["post", "status", "call_settings", "connection"]
 
 
-class Snapshot(BaseModel):
+class Snapshot(Model):
     """A (limit, version) pair the provider reported, and where it came from.
 
     Only a `status` read is authoritative at an equal version: it is the reconciliation read,
@@ -125,7 +127,7 @@ def judge(stored_limit: int | None, stored_version: int | None, conflict: bool, 
     return Verdict.RESOLVE if snapshot.authoritative else Verdict.CONFLICT
 
 
-class SnapshotResult(BaseModel):
+class SnapshotResult(Model):
     """What applying one snapshot did, and the line as stored afterwards.
 
     `changed` is True when the stored limit or version moved: the only case worth notifying
@@ -137,7 +139,7 @@ class SnapshotResult(BaseModel):
     changed: bool
 
 
-class CallSettingsData(BaseModel):
+class CallSettingsData(Model):
     """`data` of a `call_settings` event. It has no callId: it never creates a call."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -148,7 +150,7 @@ class CallSettingsData(BaseModel):
     updated_at: StrictStr | None = None
 
 
-class EnvelopeInstance(BaseModel):
+class EnvelopeInstance(Model):
     """The top-level `instance` object of a `connection` event; the calls fields are optional."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")

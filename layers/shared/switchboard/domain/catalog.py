@@ -13,7 +13,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from switchboard.model import Model
 
 PLATFORM_TENANT = "_platform"
 OWNER_TAG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
@@ -29,7 +31,7 @@ class Scope(StrEnum):
     SEND = "send"
 
 
-class Principal(BaseModel):
+class Principal(Model):
     """Who is calling, as the authorizer established it."""
 
     model_config = ConfigDict(frozen=True)
@@ -56,7 +58,7 @@ def secret_hint(secret: str) -> str:
     return f"…{secret[-4:]}" if len(secret) >= 16 else "…"
 
 
-class Record(BaseModel):
+class Record(Model):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
     tenant: str
@@ -80,7 +82,7 @@ class ApiKey(Record):
     prefix: str  # the first characters of the key, to recognise it in a list
 
 
-class NewKey(BaseModel):
+class NewKey(Model):
     """A freshly generated key: the plaintext exists only in this object and in one response."""
 
     plaintext: str

@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from switchboard.domain.catalog import utcnow
+from switchboard.model import Model
 
 
-class DownstreamMapping(BaseModel):
+class DownstreamMapping(Model):
     """The stored mapping of one owner_tag (no token: see `token_hint`)."""
 
     owner_tag: str
@@ -26,7 +27,7 @@ class DownstreamMapping(BaseModel):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-class DownstreamTarget(BaseModel):
+class DownstreamTarget(Model):
     """Everything needed to call one downstream inbox. Holds the token: never log it."""
 
     model_config = ConfigDict(frozen=True)
@@ -39,7 +40,7 @@ class DownstreamTarget(BaseModel):
     owner_tag: str | None = None
 
 
-class IncomingMessage(BaseModel):
+class IncomingMessage(Model):
     """One incoming WhatsApp message to post in the downstream inbox."""
 
     event_id: str  # provider event id: the idempotency key of the forward

@@ -12,12 +12,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from switchboard.domain.catalog import Instance
+from switchboard.model import Model
 
 
-class ProviderEvent(BaseModel):
+class ProviderEvent(Model):
     model_config = ConfigDict(frozen=True)
 
     provider_id: str

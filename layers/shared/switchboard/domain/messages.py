@@ -14,9 +14,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from switchboard.domain.catalog import Record, utcnow
+from switchboard.model import Model
 
 MAX_TEXT_LENGTH = 4096  # WhatsApp's limit for a text body
 
@@ -40,13 +41,13 @@ RECEIPT_TRANSITIONS: dict[MessageStatus, tuple[MessageStatus, ...]] = {
 }
 
 
-class TraceEvent(BaseModel):
+class TraceEvent(Model):
     stage: str
     at: datetime = Field(default_factory=utcnow)
     data: dict[str, Any] = Field(default_factory=dict)
 
 
-class PendingRoute(BaseModel):
+class PendingRoute(Model):
     """The instance whose send timed out: the outcome is unknown, so the retry goes there first."""
 
     number_id: str
@@ -79,7 +80,7 @@ class Message(Record):
     trace: list[TraceEvent] = Field(default_factory=list)
 
 
-class SendJob(BaseModel):
+class SendJob(Model):
     """The SendQueue body: enough to resolve the route; the text stays in the table."""
 
     model_config = ConfigDict(frozen=True)
@@ -90,7 +91,7 @@ class SendJob(BaseModel):
     to: str
 
 
-class SendOutcome(BaseModel):
+class SendOutcome(Model):
     """What the worker did with one job."""
 
     message_id: str
@@ -103,7 +104,7 @@ class SendOutcome(BaseModel):
 ClientEvent = Literal["message.sent", "message.failed", "message.delivered", "message.read"]
 
 
-class ClientWebhookJob(BaseModel):
+class ClientWebhookJob(Model):
     """The ClientWebhookQueue body: one event for one API key's webhook URL."""
 
     model_config = ConfigDict(frozen=True)

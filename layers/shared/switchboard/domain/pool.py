@@ -12,10 +12,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from switchboard.domain.catalog import MAX_POOL_SIZE, Instance, new_id, utcnow
 from switchboard.domain.errors import AlreadyExists, Conflict, InvalidInput, NotFound
+from switchboard.model import Model
 
 SelectionMode = Literal["default", "pool"]
 
@@ -23,13 +24,13 @@ SelectionMode = Literal["default", "pool"]
 # --- the stored pool -------------------------------------------------------------------------
 
 
-class PoolEntry(BaseModel):
+class PoolEntry(Model):
     id: str
     number_id: str
     added_at: datetime = Field(default_factory=utcnow)
 
 
-class Pool(BaseModel):
+class Pool(Model):
     """The pool of one API key. `version` is the optimistic-concurrency token of its one item."""
 
     model_config = ConfigDict(frozen=True)
@@ -70,7 +71,7 @@ class Pool(BaseModel):
 # --- what the send worker needs ----------------------------------------------------------------
 
 
-class Route(BaseModel):
+class Route(Model):
     """One way to send from a number: an instance, or (Meta Cloud number) the provider itself."""
 
     model_config = ConfigDict(frozen=True)
@@ -84,7 +85,7 @@ class Route(BaseModel):
     source: Instance | None = Field(default=None, repr=False)  # the instance record, for usage counting
 
 
-class NumberRoutes(BaseModel):
+class NumberRoutes(Model):
     """A number with its usable routes in the order to try them (provider, then instance priority)."""
 
     model_config = ConfigDict(frozen=True)
@@ -99,7 +100,7 @@ class NumberRoutes(BaseModel):
         return bool(self.routes)
 
 
-class SendingConfig(BaseModel):
+class SendingConfig(Model):
     model_config = ConfigDict(frozen=True)
 
     tenant: str
@@ -110,7 +111,7 @@ class SendingConfig(BaseModel):
     pool: tuple[NumberRoutes, ...] = ()
 
 
-class Affinity(BaseModel):
+class Affinity(Model):
     """The number that last sent to a recipient in a tenant (one item per tenant and recipient)."""
 
     number_id: str
@@ -118,7 +119,7 @@ class Affinity(BaseModel):
     sent_at: datetime
 
 
-class NumberPlan(BaseModel):
+class NumberPlan(Model):
     """The numbers to try, in order, and the `pool.number.resolved` trace data.
 
     `attached` is the pool number the recipient's affinity still points at, connected or not.

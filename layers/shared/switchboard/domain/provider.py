@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from switchboard.model import Model
 
 CallState = Literal["ringing", "connecting", "active", "ended"]
 
 
-class ProviderTarget(BaseModel):
+class ProviderTarget(Model):
     """Everything needed to reach one instance on one provider server. Holds secrets: never log it."""
 
     model_config = ConfigDict(frozen=True)
@@ -34,11 +36,11 @@ class ProviderTarget(BaseModel):
     meta_phone_id: str | None = None
 
 
-class SentMessage(BaseModel):
+class SentMessage(Model):
     provider_message_id: str
 
 
-class Capabilities(BaseModel):
+class Capabilities(Model):
     calls: bool = False
     calls_per_instance_limit: bool = False
     calls_settings_webhook: bool = False
@@ -48,7 +50,7 @@ class Capabilities(BaseModel):
     calls_max: int = 8
 
 
-class InstanceStatus(BaseModel):
+class InstanceStatus(Model):
     """A snapshot from `GET /instance/status` or the answer of a call-settings POST.
 
     `calls_config_version` is None when the server did not send it: absent is not 0.
@@ -61,7 +63,7 @@ class InstanceStatus(BaseModel):
     updated: str | None = None
 
 
-class WebhookSubscription(BaseModel):
+class WebhookSubscription(Model):
     """The provider's subscription for one instance. The secret is never read back."""
 
     url: str | None = None
@@ -72,7 +74,7 @@ class WebhookSubscription(BaseModel):
     exists: bool = False
 
 
-class ProviderCall(BaseModel):
+class ProviderCall(Model):
     call_id: str
     state: CallState
     direction: Literal["incoming", "outgoing"] | None = None
@@ -82,7 +84,7 @@ class ProviderCall(BaseModel):
     ended_by: str | None = None
 
 
-class DialResult(BaseModel):
+class DialResult(Model):
     call_id: str
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from switchboard.model import Model
 
 EventStatus = Literal["pending", "applied"]
 OutboxStatus = Literal["PENDING", "SENDING", "SENT", "FAILED"]
@@ -19,7 +19,7 @@ FinalStatus = Literal["SENT", "FAILED"]
 Direction = Literal["in", "out"]
 
 
-class StoredEvent(BaseModel):
+class StoredEvent(Model):
     provider_id: str
     provider_instance_id: str
     instance_name: str
@@ -32,7 +32,7 @@ class StoredEvent(BaseModel):
     status: EventStatus = "pending"
 
 
-class OutboxEntry(BaseModel):
+class OutboxEntry(Model):
     instance: str
     message_id: str  # the downstream's message id: the dedupe key
     phone: str
@@ -42,13 +42,13 @@ class OutboxEntry(BaseModel):
     enqueued_at: datetime
 
 
-class Outcome(BaseModel):
+class Outcome(Model):
     status: OutboxStatus
     reason: str | None = None
     provider_message_id: str | None = None
 
 
-class DailyUsage(BaseModel):
+class DailyUsage(Model):
     instance: str
     owner_tag: str | None
     day: date

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from switchboard.domain.calls import (
     CallSettingsData,
@@ -33,6 +33,7 @@ from switchboard.domain.catalog import Instance, Principal
 from switchboard.domain.errors import NotCallsInstance, ProviderError, ProviderTimeout, UnsupportedByProvider
 from switchboard.domain.events import ProviderEvent
 from switchboard.domain.provider import Capabilities, InstanceStatus, ProviderClient, ProviderTarget
+from switchboard.model import Model
 from switchboard.observability import logger
 
 CONFIG_CHANGED = "connection.calls.config.changed"
@@ -126,7 +127,7 @@ def _snapshot(limit: int, version: int | None, updated_at: str | None, source: S
         return None
 
 
-class CallsOverview(BaseModel):
+class CallsOverview(Model):
     """What the read view needs: the instance, its line (None before any snapshot) and capabilities."""
 
     instance: Instance

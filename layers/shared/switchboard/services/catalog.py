@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel
-
 from switchboard.adapters.dynamo.catalog import CatalogRepository
 from switchboard.domain.catalog import (
     ApiKey,
@@ -27,6 +25,7 @@ from switchboard.domain.catalog import (
 )
 from switchboard.domain.errors import AlreadyExists, InvalidInput, NotFound
 from switchboard.domain.urls import check_outbound_url
+from switchboard.model import Model
 
 
 class Secrets(Protocol):
@@ -42,7 +41,7 @@ class Audit(Protocol):
     ) -> None: ...
 
 
-class CreatedKey(BaseModel):
+class CreatedKey(Model):
     key: ApiKey
     plaintext: str
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from switchboard.domain.call_lifecycle import CallRecord, DialAttempt, LineNotReady, reservation_id
 from switchboard.domain.calls import Line
 from switchboard.domain.catalog import Instance, Principal
@@ -38,6 +36,7 @@ from switchboard.domain.errors import (
     UnsupportedByProvider,
 )
 from switchboard.domain.provider import Capabilities
+from switchboard.model import Model
 from switchboard.observability import logger
 from switchboard.services.calls import CallService, Instances, Targets, attendant_of
 
@@ -59,7 +58,7 @@ class ReconcileRequests(Protocol):
     def request(self, instance: str, delay_seconds: int = 0) -> None: ...
 
 
-class DialOutcome(BaseModel):
+class DialOutcome(Model):
     """A dial's answer: the call, or `call is None` while the provider's outcome is unknown."""
 
     reservation_id: str

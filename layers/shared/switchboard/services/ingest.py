@@ -19,13 +19,14 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from switchboard.domain import signatures
 from switchboard.domain.catalog import Instance, Provider
 from switchboard.domain.errors import EventInFlight, EventNotApplied, InvalidInput, NotFound, SwitchboardError
 from switchboard.domain.events import EffectHandler, ProviderEvent
 from switchboard.domain.routing import EventStatus, StoredEvent
+from switchboard.model import Model
 from switchboard.observability import logger
 from switchboard.services.catalog import Secrets, provider_secret_name
 
@@ -34,7 +35,7 @@ FRESH_SECRET_INTERVAL_SECONDS = 10.0
 Outcome = Literal["applied", "duplicate", "ignored"]
 
 
-class Envelope(BaseModel):
+class Envelope(Model):
     """The signed body. Identifiers used for dedupe and binding come from here only."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
@@ -47,7 +48,7 @@ class Envelope(BaseModel):
     instance: dict[str, Any] | None = None
 
 
-class IngestResult(BaseModel):
+class IngestResult(Model):
     outcome: Outcome
     instance: str | None = None
     event: str | None = None

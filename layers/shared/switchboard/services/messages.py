@@ -23,7 +23,6 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
-from pydantic import BaseModel
 
 from switchboard.domain.catalog import Principal, new_id
 from switchboard.domain.errors import (
@@ -40,6 +39,7 @@ from switchboard.domain.messages import (
     body_hash,
     keyed_message_id,
 )
+from switchboard.model import Model
 from switchboard.observability import logger
 
 IDEMPOTENCY_SECONDS = 24 * 3600
@@ -55,7 +55,7 @@ class SendQueue(Protocol):
     def send(self, body: str) -> None: ...
 
 
-class Submission(BaseModel):
+class Submission(Model):
     """What the idempotency record is keyed and validated on (no text: only its hash)."""
 
     tenant: str
@@ -65,7 +65,7 @@ class Submission(BaseModel):
     body_hash: str
 
 
-class Accepted(BaseModel):
+class Accepted(Model):
     id: str
     status: MessageStatus
 

@@ -20,13 +20,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from switchboard.domain.catalog import Instance, Principal, secret_hint
 from switchboard.domain.downstream import DownstreamClient, DownstreamTarget
 from switchboard.domain.errors import ProviderError, ProviderRejected, Unauthenticated
 from switchboard.domain.provider import ProviderClient, ProviderTarget
 from switchboard.domain.routing import FinalStatus, OutboxEntry, Outcome
+from switchboard.model import Model
 from switchboard.observability import logger
 from switchboard.services.catalog import Audit
 from switchboard.services.usage import UsageRecorder, count_metric
@@ -64,7 +63,7 @@ class Downstreams(Protocol):
     def target_for(self, owner_tag: str | None) -> DownstreamTarget | None: ...
 
 
-class Reply(BaseModel):
+class Reply(Model):
     """One outgoing message from the downstream."""
 
     message_id: str
@@ -73,13 +72,13 @@ class Reply(BaseModel):
     conversation_id: int | None = None
 
 
-class DrainResult(BaseModel):
+class DrainResult(Model):
     sent: int = 0
     failed: int = 0
     waiting: bool = False  # entries are left (instance disconnected or provider unavailable)
 
 
-class WebhookSecret(BaseModel):
+class WebhookSecret(Model):
     secret: str
     hint: str
 

@@ -13,11 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
 from switchboard.domain.catalog import ApiKey, Instance, Number, Principal, Provider
 from switchboard.domain.errors import NotFound, PoolChanged
 from switchboard.domain.pool import NumberRoutes, Pool, PoolEntry, Route, SelectionMode, SendingConfig
+from switchboard.model import Model
 from switchboard.services.catalog import Audit
 
 SAVE_ATTEMPTS = 3
@@ -40,7 +39,7 @@ class KeyEditor(Protocol):
     def update_api_key(self, principal: Principal, key_id: str, changes: dict[str, Any]) -> ApiKey: ...
 
 
-class PoolMember(BaseModel):
+class PoolMember(Model):
     """A pool entry as the API lists it: position, number, and whether it can send now."""
 
     entry: PoolEntry

@@ -11,11 +11,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError
+from pydantic import ConfigDict, StrictStr, ValidationError
 
 from switchboard.domain.errors import AlreadyFinal, NotFound
 from switchboard.domain.events import ProviderEvent
 from switchboard.domain.messages import Message, MessageStatus, ReceiptStatus, TraceEvent
+from switchboard.model import Model
 from switchboard.observability import logger
 from switchboard.services.sending import ConfigSource, Notifier
 
@@ -28,7 +29,7 @@ class Receipts(Protocol):
     ) -> Message: ...
 
 
-class ReceiptData(BaseModel):
+class ReceiptData(Model):
     model_config = ConfigDict(extra="ignore")
 
     id: StrictStr

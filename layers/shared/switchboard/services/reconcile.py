@@ -36,6 +36,7 @@ from switchboard.domain.errors import (
 )
 from switchboard.domain.events import ProviderEvent
 from switchboard.domain.provider import ProviderCall, ProviderClient, ProviderTarget
+from switchboard.model import Model
 from switchboard.observability import logger
 from switchboard.services.calls import CallService, Targets
 
@@ -54,7 +55,7 @@ class InstanceCatalog(Protocol):
     def get_instance(self, tenant: str, name: str) -> Instance: ...
 
 
-class ReconcileReport(BaseModel):
+class ReconcileReport(Model):
     instance: str
     limit: int | None = None
     active: int = 0

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from switchboard.domain.catalog import InstanceState, Principal, Scope, secret_hint
 from switchboard.domain.downstream import DownstreamMapping, DownstreamTarget
 from switchboard.domain.errors import InvalidInput, NotFound
 from switchboard.domain.events import ProviderEvent
 from switchboard.domain.urls import check_outbound_url
+from switchboard.model import Model
 from switchboard.observability import logger
 from switchboard.services.catalog import Audit, Secrets
 
@@ -35,7 +34,7 @@ class MappingStore(Protocol):
     def delete_mapping(self, owner_tag: str) -> None: ...
 
 
-class GlobalDownstream(BaseModel):
+class GlobalDownstream(Model):
     """The fallback from settings; incomplete settings mean there is no fallback."""
 
     base_url: str | None = None

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
-
 from switchboard.domain.calls import Line
 from switchboard.domain.catalog import Principal, Scope
 from switchboard.domain.errors import Forbidden, ProviderError, UnsupportedByProvider
 from switchboard.domain.provider import ProviderClient, ProviderTarget, WebhookSubscription
+from switchboard.model import Model
 from switchboard.observability import logger
 from switchboard.services.calls_config import (
     Audit,
@@ -38,7 +37,7 @@ OPTIONAL_EVENTS = ("limits",)
 SubscriptionState = Literal["ready", "updated", "inherited", "disabled", "missing"]
 
 
-class SubscriptionReport(BaseModel):
+class SubscriptionReport(Model):
     """What the subscription looks like now and whether call events will be delivered.
 
     `ready` is True only for an enabled subscription listing every required event. `missing`

@@ -7,11 +7,11 @@ from datetime import UTC, date, datetime
 from typing import Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from pydantic import BaseModel
 
 from switchboard.domain.catalog import Instance, Principal, Scope
 from switchboard.domain.events import ProviderEvent
 from switchboard.domain.routing import DailyUsage, Direction
+from switchboard.model import Model
 from switchboard.observability import metrics
 
 
@@ -20,13 +20,13 @@ class UsageStore(Protocol):
     def month(self, owner_tag: str | None, month: str) -> list[DailyUsage]: ...
 
 
-class InstanceUsage(BaseModel):
+class InstanceUsage(Model):
     instance: str
     messages_in: int
     messages_out: int
 
 
-class TenantMonthUsage(BaseModel):
+class TenantMonthUsage(Model):
     owner_tag: str | None  # None: instances without an owner tag (global downstream)
     month: str
     messages_in: int

@@ -11,43 +11,44 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from switchboard.domain.downstream import DownstreamTarget, IncomingMessage
 from switchboard.domain.errors import DownstreamError
 from switchboard.domain.urls import check_outbound_url
+from switchboard.model import Model
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
 
 
-class _Id(BaseModel):
+class _Id(Model):
     id: int
 
 
-class _Contact(BaseModel):
+class _Contact(Model):
     id: int
     phone_number: str | None = None
 
 
-class _ContactSearch(BaseModel):
+class _ContactSearch(Model):
     payload: list[_Contact]
 
 
-class _ContactCreated(BaseModel):
-    class _Payload(BaseModel):
+class _ContactCreated(Model):
+    class _Payload(Model):
         contact: _Id
 
     payload: _Payload
 
 
-class _Conversation(BaseModel):
+class _Conversation(Model):
     id: int
     inbox_id: int | None = None
     status: str | None = None
 
 
-class _Conversations(BaseModel):
+class _Conversations(Model):
     payload: list[_Conversation]
 
 

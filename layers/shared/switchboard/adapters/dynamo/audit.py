@@ -10,11 +10,12 @@ from pydantic import BaseModel
 
 from switchboard.adapters.dynamo.table import from_item, to_item
 from switchboard.domain.catalog import PLATFORM_TENANT, Principal, new_id
+from switchboard.model import Model
 
 _SECRET_FIELDS = {"token", "api_token", "downstream_api_token", "webhook_secret", "admin_token", "digest", "secret"}
 
 
-class AuditEntry(BaseModel):
+class AuditEntry(Model):
     tenant: str
     id: str
     at: datetime

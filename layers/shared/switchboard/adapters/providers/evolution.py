@@ -9,7 +9,7 @@ raise `UnsupportedByProvider`; `capabilities` announces none without a request.
 from __future__ import annotations
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import ConfigDict, Field, StrictStr
 
 from switchboard.adapters.providers._http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
 from switchboard.domain.errors import InvalidInput, UnsupportedByProvider
@@ -22,12 +22,13 @@ from switchboard.domain.provider import (
     SentMessage,
     WebhookSubscription,
 )
+from switchboard.model import Model
 
 SEND_ROUTE = "/message/sendText/{instance}"
 STATE_ROUTE = "/instance/connectionState/{instance}"
 
 
-class _Answer(BaseModel):
+class _Answer(Model):
     model_config = ConfigDict(extra="ignore")
 
 

@@ -11,7 +11,7 @@ webhook subscriptions raise `UnsupportedByProvider`.
 from __future__ import annotations
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import ConfigDict, Field, StrictStr
 
 from switchboard.adapters.providers._http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
 from switchboard.domain.errors import InvalidInput, UnsupportedByProvider
@@ -24,12 +24,13 @@ from switchboard.domain.provider import (
     SentMessage,
     WebhookSubscription,
 )
+from switchboard.model import Model
 
 DEFAULT_API_VERSION = "v21.0"
 SEND_ROUTE = "/{version}/{phone-number-id}/messages"
 
 
-class _Answer(BaseModel):
+class _Answer(Model):
     model_config = ConfigDict(extra="ignore")
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
 from switchboard.adapters.providers._http import (
@@ -36,11 +36,12 @@ from switchboard.domain.provider import (
     SentMessage,
     WebhookSubscription,
 )
+from switchboard.model import Model
 
 MAX_VERSION = 2**63 - 1
 
 
-class _Answer(BaseModel):
+class _Answer(Model):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
@@ -65,19 +66,19 @@ class _InstanceAnswer(_Answer):
     instance: _Instance
 
 
-class _CapabilityFlags(BaseModel):
+class _CapabilityFlags(Model):
     calls: StrictBool = False
     calls_per_instance_limit: StrictBool = False
     calls_settings_webhook: StrictBool = False
     calls_video: StrictBool = False
 
 
-class _Range(BaseModel):
+class _Range(Model):
     min: StrictInt
     max: StrictInt
 
 
-class _CapabilitiesAnswer(BaseModel):
+class _CapabilitiesAnswer(Model):
     capabilities: _CapabilityFlags = Field(default_factory=_CapabilityFlags)
     calls_max_concurrent: StrictInt | None = None
     calls_max_concurrent_range: _Range = Field(default_factory=lambda: _Range(min=1, max=8))

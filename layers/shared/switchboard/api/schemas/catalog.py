@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 from switchboard.domain.catalog import (
@@ -19,6 +19,7 @@ from switchboard.domain.catalog import (
     Scope,
     Tenant,
 )
+from switchboard.model import Model
 
 Phone = Annotated[str, StringConstraints(pattern=PHONE_PATTERN)]
 OwnerTag = Annotated[str, StringConstraints(pattern=OWNER_TAG_PATTERN)]
@@ -28,7 +29,7 @@ Secret = Annotated[str, StringConstraints(min_length=8, max_length=4096)]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_length=2048)]
 
 
-class Body(BaseModel):
+class Body(Model):
     """Strict camelCase input: unknown fields are refused, types are not coerced."""
 
     model_config = ConfigDict(
@@ -49,7 +50,7 @@ class PatchBody(Body):
         return self
 
 
-class View(BaseModel):
+class View(Model):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from switchboard.adapters.dynamo.audit import AuditEntry
 from switchboard.api.schemas.catalog import Body, Secret, TenantView, View
 from switchboard.domain.catalog import Tenant
 from switchboard.domain.downstream import DownstreamMapping
+from switchboard.model import Model
 from switchboard.services.outbox import Reply
 from switchboard.services.usage import TenantMonthUsage
 
@@ -67,7 +68,7 @@ class TenantRoutingView(TenantView):
 # --- outgoing replies ----------------------------------------------------------------------
 
 
-class _Lenient(BaseModel):
+class _Lenient(Model):
     model_config = ConfigDict(extra="ignore")
 
 
