@@ -12,15 +12,12 @@ import httpx
 from pydantic import ConfigDict, Field, StrictStr
 
 from switchboard.adapters.providers._http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
-from switchboard.domain.errors import InvalidInput, UnsupportedByProvider
+from switchboard.adapters.providers._messaging_only import MessagingOnly
+from switchboard.domain.errors import InvalidInput
 from switchboard.domain.provider import (
-    Capabilities,
-    DialResult,
     InstanceStatus,
-    ProviderCall,
     ProviderTarget,
     SentMessage,
-    WebhookSubscription,
 )
 from switchboard.model import Model
 
@@ -48,7 +45,10 @@ class _StateAnswer(_Answer):
     instance: _ConnectionState
 
 
-class EvolutionClient:
+class EvolutionClient(MessagingOnly):
+    provider_label = "Evolution API"
+    subscriptions_note = "Evolution API subscriptions are not managed through this client"
+
     def __init__(
         self,
         *,
@@ -74,41 +74,11 @@ class EvolutionClient:
         answer = self._http.answer(response, _SendAnswer, self._http.label("POST", SEND_ROUTE))
         return SentMessage(provider_message_id=answer.key.id)
 
-    def capabilities(self, target: ProviderTarget) -> Capabilities:
-        return Capabilities()
-
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
         path = f"/instance/connectionState/{path_segment(target.provider_instance_id)}"
         response = self._http.request("GET", target.base_url, path, route=STATE_ROUTE, headers=self._headers(target))
         answer = self._http.answer(response, _StateAnswer, self._http.label("GET", STATE_ROUTE))
         return InstanceStatus(connected=answer.instance.state == "open", kind="messages")
-
-    def set_call_settings(self, target: ProviderTarget, calls_max_concurrent: int) -> InstanceStatus:
-        raise _no_calls()
-
-    def get_webhook(self, target: ProviderTarget) -> WebhookSubscription:
-        raise UnsupportedByProvider("Evolution API subscriptions are not managed through this client")
-
-    def update_webhook_events(self, target: ProviderTarget, events: list[str]) -> WebhookSubscription:
-        raise UnsupportedByProvider("Evolution API subscriptions are not managed through this client")
-
-    def dial(self, target: ProviderTarget, phone: str, video: bool, idempotency_key: str) -> DialResult:
-        raise _no_calls()
-
-    def active_calls(self, target: ProviderTarget) -> list[ProviderCall]:
-        raise _no_calls()
-
-    def get_call(self, target: ProviderTarget, call_id: str) -> ProviderCall | None:
-        raise _no_calls()
-
-    def call_history(self, target: ProviderTarget) -> list[ProviderCall]:
-        raise _no_calls()
-
-    def hangup(self, target: ProviderTarget, call_id: str) -> None:
-        raise _no_calls()
-
-    def stop_video(self, target: ProviderTarget, call_id: str) -> None:
-        raise _no_calls()
 
     @staticmethod
     def _headers(target: ProviderTarget) -> dict[str, str]:
@@ -116,7 +86,3 @@ class EvolutionClient:
         if not key:
             raise InvalidInput("the target has no Evolution API key")
         return {"apikey": key}
-
-
-def _no_calls() -> UnsupportedByProvider:
-    return UnsupportedByProvider("Evolution API has no calls")

@@ -14,15 +14,12 @@ import httpx
 from pydantic import ConfigDict, Field, StrictStr
 
 from switchboard.adapters.providers._http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
-from switchboard.domain.errors import InvalidInput, UnsupportedByProvider
+from switchboard.adapters.providers._messaging_only import MessagingOnly
+from switchboard.domain.errors import InvalidInput
 from switchboard.domain.provider import (
-    Capabilities,
-    DialResult,
     InstanceStatus,
-    ProviderCall,
     ProviderTarget,
     SentMessage,
-    WebhookSubscription,
 )
 from switchboard.model import Model
 
@@ -42,7 +39,10 @@ class _SendAnswer(_Answer):
     messages: list[_MessageId] = Field(min_length=1)
 
 
-class MetaCloudClient:
+class MetaCloudClient(MessagingOnly):
+    provider_label = "the Meta Cloud API client"
+    subscriptions_note = "Cloud API webhooks are configured in the Meta app, not per number"
+
     def __init__(
         self,
         *,
@@ -73,39 +73,5 @@ class MetaCloudClient:
         answer = self._http.answer(response, _SendAnswer, self._http.label("POST", SEND_ROUTE))
         return SentMessage(provider_message_id=answer.messages[0].id)
 
-    def capabilities(self, target: ProviderTarget) -> Capabilities:
-        return Capabilities()
-
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
         return InstanceStatus(connected=True, kind="meta")
-
-    def set_call_settings(self, target: ProviderTarget, calls_max_concurrent: int) -> InstanceStatus:
-        raise _no_calls()
-
-    def get_webhook(self, target: ProviderTarget) -> WebhookSubscription:
-        raise UnsupportedByProvider("Cloud API webhooks are configured in the Meta app, not per number")
-
-    def update_webhook_events(self, target: ProviderTarget, events: list[str]) -> WebhookSubscription:
-        raise UnsupportedByProvider("Cloud API webhooks are configured in the Meta app, not per number")
-
-    def dial(self, target: ProviderTarget, phone: str, video: bool, idempotency_key: str) -> DialResult:
-        raise _no_calls()
-
-    def active_calls(self, target: ProviderTarget) -> list[ProviderCall]:
-        raise _no_calls()
-
-    def get_call(self, target: ProviderTarget, call_id: str) -> ProviderCall | None:
-        raise _no_calls()
-
-    def call_history(self, target: ProviderTarget) -> list[ProviderCall]:
-        raise _no_calls()
-
-    def hangup(self, target: ProviderTarget, call_id: str) -> None:
-        raise _no_calls()
-
-    def stop_video(self, target: ProviderTarget, call_id: str) -> None:
-        raise _no_calls()
-
-
-def _no_calls() -> UnsupportedByProvider:
-    return UnsupportedByProvider("the Meta Cloud API client has no calls")
