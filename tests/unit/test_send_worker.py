@@ -256,3 +256,17 @@ def test_given_the_instance_token_cannot_be_read_then_the_job_is_retried_and_fin
 
     assert (final.status, final.failure_reason) == (MessageStatus.FAILED, "provider_unavailable")
     assert world.provider.sent == []
+
+
+def test_given_an_unexpected_error_then_sqs_retries_and_the_last_attempt_ends_failed_not_stuck_sending() -> None:
+    world = World(pool(number("5511999990001", instances=("a1",))), max_attempts=3)
+    world.provider.failures["a1"] = [RuntimeError("a bug, not a provider answer")] * 3
+    message = world.queue_message(RECIPIENT)
+
+    with pytest.raises(RuntimeError):
+        world.process(message, attempt=2)
+    world.messages.items[message.id] = message  # the lease of attempt 2 has expired
+    outcome = world.process(message, attempt=3)
+
+    assert (outcome.status, outcome.failure_reason) == (MessageStatus.FAILED, "internal_error")
+    assert world.stored(message).status == MessageStatus.FAILED

@@ -53,6 +53,7 @@ from switchboard.services.catalog import Secrets, instance_token_name, provider_
 NO_NUMBER = "no_number_available"
 # Longer than one invocation (30 s), shorter than SendQueue's visibility (180 s): a crashed
 # worker's message is claimable again by the time SQS redelivers it.
+INTERNAL_ERROR = "internal_error"
 LEASE_SECONDS = 60
 
 
@@ -134,6 +135,19 @@ class SendingService:
             logger.info("send skipped: message final or held by another worker", extra={"message_id": job.message_id})
             metrics.add_metric(name="SendSkipped", unit="Count", value=1)
             return SendOutcome(message_id=job.message_id, status="SKIPPED")
+        try:
+            return self._send_claimed(job, message, attempt)
+        except RetryLater:
+            raise
+        except Exception:
+            # An unexpected error (not a provider's answer): SQS retries the job; on the last
+            # attempt the message ends FAILED rather than waiting in the DLQ as SENDING forever.
+            if attempt < self._max_attempts:
+                raise
+            logger.exception("send failed on its last attempt", extra={"message_id": message.id})
+            return self._fail(message, None, INTERNAL_ERROR, [])
+
+    def _send_claimed(self, job: SendJob, message: Message, attempt: int) -> SendOutcome:
         try:
             config = self._configs.get(job.tenant, job.api_key_id)
         except NotFound:
