@@ -22,6 +22,7 @@ from moto import mock_aws
 from devstack import template
 from devstack.apigw import HttpApi, HttpResponse
 from devstack.aws_endpoint import AwsEndpoint
+from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.domain.catalog import PLATFORM_TENANT, Scope
 from switchboard.observability import logger
@@ -186,6 +187,15 @@ def served_aws(monkeypatch: pytest.MonkeyPatch, aws_endpoint: AwsEndpoint) -> It
     bootstrap.reset()
     yield resources
     bootstrap.reset()
+
+
+@pytest.fixture
+def control(simulator: Simulator) -> Iterator[SimulatorControl]:
+    """The `/_sim` control API of whichever `simulator` fixture the test module uses; reset after."""
+    sim_control = SimulatorControl(simulator.base_url)
+    yield sim_control
+    sim_control.reset()
+    sim_control.close()
 
 
 @pytest.fixture(scope="session")

@@ -46,14 +46,6 @@ def simulator() -> Iterator[Simulator]:
     sim.stop()
 
 
-@pytest.fixture
-def control(simulator: Simulator) -> Iterator[SimulatorControl]:
-    sim_control = SimulatorControl(simulator.base_url)
-    yield sim_control
-    sim_control.reset()
-    sim_control.close()
-
-
 def admin(tenant: str = "acme") -> Principal:
     return Principal(tenant=tenant, key_id="key_admin", scopes=frozenset({Scope.ADMIN}))
 

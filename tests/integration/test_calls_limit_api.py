@@ -38,14 +38,6 @@ def simulator() -> Iterator[Simulator]:
 
 
 @pytest.fixture
-def control(simulator: Simulator) -> Iterator[SimulatorControl]:
-    sim_control = SimulatorControl(simulator.base_url)
-    yield sim_control
-    sim_control.reset()
-    sim_control.close()
-
-
-@pytest.fixture
 def impatient(monkeypatch: pytest.MonkeyPatch, aws: Any) -> None:
     """A provider read timeout shorter than the simulator's `timeout` fault (1 s)."""
     monkeypatch.setenv("PROVIDER_TIMEOUT_SECONDS", "0.3")

@@ -29,13 +29,12 @@ from tests.integration.calls_support import (
     admin,
     agent,
     call_events,
-    control,
     deliver,
     register,
     simulator,
 )
 
-__all__ = ["control", "simulator"]  # fixtures used by these tests
+__all__ = ["simulator"]  # the calls simulator fixture these tests use
 CALLER = "5511955554444"
 
 

@@ -21,13 +21,12 @@ from tests.integration.calls_support import (
     Replica,
     agent,
     call_events,
-    control,
     deliver,
     register,
     simulator,
 )
 
-__all__ = ["control", "simulator"]  # fixtures used by these tests
+__all__ = ["simulator"]  # the calls simulator fixture these tests use
 
 
 def race(count: int, work: Callable[[int, Replica], Any]) -> list[Any]:

@@ -19,14 +19,13 @@ from tests.integration.calls_support import (
     admin,
     agent,
     call_events,
-    control,
     deliver,
     register,
     set_connected,
     simulator,
 )
 
-__all__ = ["control", "simulator"]  # fixtures used by these tests
+__all__ = ["simulator"]  # the calls simulator fixture these tests use
 PEER = "5511988887777"
 
 

@@ -33,14 +33,6 @@ def simulator() -> Iterator[Simulator]:
 
 
 @pytest.fixture
-def control(simulator: Simulator) -> Iterator[SimulatorControl]:
-    sim_control = SimulatorControl(simulator.base_url)
-    yield sim_control
-    sim_control.reset()
-    sim_control.close()
-
-
-@pytest.fixture
 def acme(make_tenant: Any) -> TenantKeys:
     tenant: TenantKeys = make_tenant("acme")
     return tenant

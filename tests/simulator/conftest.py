@@ -114,14 +114,6 @@ def receiver() -> Iterator[WebhookReceiver]:
     server.stop()
 
 
-@pytest.fixture
-def control(simulator: Simulator) -> Iterator[SimulatorControl]:
-    client = SimulatorControl(simulator.base_url)
-    yield client
-    client.reset()
-    client.close()
-
-
 @pytest.fixture(scope="session")
 def wuzapi() -> Iterator[WuzapiClient]:
     client = WuzapiClient(local_mode=True, read_timeout=5.0)
