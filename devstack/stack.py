@@ -33,7 +33,7 @@ from devstack.sqs_poller import SqsPoller
 # The shared layer is importable as in Lambda (/opt/python), also under `python -m devstack`.
 mount_layers()
 from switchboard import bootstrap  # noqa: E402
-from switchboard.domain.catalog import PLATFORM_TENANT, Scope, looks_like_key  # noqa: E402
+from switchboard.catalog.domain import PLATFORM_TENANT, Scope, looks_like_key  # noqa: E402
 
 REGION = "us-east-1"
 DEMO_TENANT = "demo"

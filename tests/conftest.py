@@ -24,8 +24,8 @@ from devstack.apigw import HttpApi, HttpResponse
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.domain.catalog import PLATFORM_TENANT, Scope
-from switchboard.observability import logger
+from switchboard.catalog.domain import PLATFORM_TENANT, Scope
+from switchboard.core.observability import logger
 
 # Request fields whose values are secrets: once seen, they must never come back in a response
 # body or a log line. Keys returned at creation (`key`) are learnt after that one response.

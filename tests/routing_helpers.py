@@ -1,6 +1,6 @@
 """Helpers shared by the routing tests: a tenant's catalog and signed provider webhooks.
 
-Signatures are computed here from the raw bytes, independently of `switchboard.domain.signatures`.
+Signatures are computed here from the raw bytes, independently of `switchboard.webhooks.signatures`.
 """
 
 from __future__ import annotations

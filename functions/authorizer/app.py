@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
-from switchboard.observability import logger
+from switchboard.core.observability import logger
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -7,9 +7,10 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.api.app import create_api
-from switchboard.api.routes import call_control, calls
-from switchboard.observability import logger
+from switchboard.call_limit import routes as calls
+from switchboard.calls import routes as call_control
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger
 
 app = create_api(calls.router, call_control.router)
 

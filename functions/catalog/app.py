@@ -1,4 +1,4 @@
-"""The catalog API: routes in switchboard.api.routes.catalog."""
+"""The catalog API: routes in switchboard.catalog.routes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.api.app import create_api
-from switchboard.api.routes import catalog
-from switchboard.observability import logger
+from switchboard.catalog import routes as catalog
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger
 
 app = create_api(catalog.router)
 

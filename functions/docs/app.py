@@ -7,8 +7,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.api.openapi import build_documented_api, openapi_json
-from switchboard.observability import logger
+from switchboard.core.api.openapi import build_documented_api, openapi_json
+from switchboard.core.observability import logger
 
 app = build_documented_api()
 

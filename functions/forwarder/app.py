@@ -15,8 +15,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
-from switchboard.domain.downstream import IncomingMessage
-from switchboard.observability import logger, metrics
+from switchboard.core.observability import logger, metrics
+from switchboard.routing.domain import IncomingMessage
 
 processor = BatchProcessor(event_type=EventType.SQS)
 

@@ -1,4 +1,4 @@
-"""The send API: routes in switchboard.api.routes.messages."""
+"""The send API: routes in switchboard.messages.routes."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
-from switchboard.api.app import create_api
-from switchboard.api.routes import messages
-from switchboard.observability import logger
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger
+from switchboard.messages import routes as messages
 
 app = create_api(messages.router)
 

@@ -1,4 +1,4 @@
-"""Usage summary and audit log: routes in switchboard.api.routes.ops."""
+"""Usage summary and audit log: routes in switchboard.usage.routes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.api.app import create_api
-from switchboard.api.routes import ops
-from switchboard.observability import logger
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger
+from switchboard.usage import routes as ops
 
 app = create_api(ops.router)
 

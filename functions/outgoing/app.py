@@ -1,4 +1,4 @@
-"""Replies from the downstream through an instance (routes in switchboard.api.routes.outgoing),
+"""Replies from the downstream through an instance (routes in switchboard.routing.replies),
 and the scheduled sweep of the outbox and of provider events left pending (`sweep_handler`)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
-from switchboard.api.app import create_api
-from switchboard.api.routes import outgoing
-from switchboard.observability import logger, metrics
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger, metrics
+from switchboard.routing import replies as outgoing
 
 app = create_api(outgoing.router)
 

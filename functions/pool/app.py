@@ -1,4 +1,4 @@
-"""The pool API: routes in switchboard.api.routes.pool."""
+"""The pool API: routes in switchboard.pool.routes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.api.app import create_api
-from switchboard.api.routes import pool
-from switchboard.observability import logger
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger
+from switchboard.pool import routes as pool
 
 app = create_api(pool.router)
 

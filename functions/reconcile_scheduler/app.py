@@ -11,8 +11,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
-from switchboard.observability import logger
-from switchboard.services.reconcile import every_instance, fan_out
+from switchboard.calls.reconcile import every_instance, fan_out
+from switchboard.core.observability import logger
 
 
 @logger.inject_lambda_context(clear_state=True)

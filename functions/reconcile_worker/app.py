@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
-from switchboard.observability import logger
+from switchboard.core.observability import logger
 
 processor = BatchProcessor(event_type=EventType.SQS)
 

@@ -1,4 +1,4 @@
-"""The tenants API: routes in switchboard.api.routes.tenants."""
+"""The tenants API: routes in switchboard.routing.routes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.api.app import create_api
-from switchboard.api.routes import tenants
-from switchboard.observability import logger
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger
+from switchboard.routing import routes as tenants
 
 app = create_api(tenants.router)
 

@@ -1,4 +1,4 @@
-"""Provider webhook ingest: routes in switchboard.api.routes.webhooks."""
+"""Provider webhook ingest: routes in switchboard.webhooks.routes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.api.app import create_api
-from switchboard.api.routes import webhooks
-from switchboard.observability import logger, metrics
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger, metrics
+from switchboard.webhooks import routes as webhooks
 
 app = create_api(webhooks.router)
 

@@ -18,21 +18,21 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.adapters.dynamo.calls import CallRepository
-from switchboard.adapters.dynamo.catalog import CatalogRepository
-from switchboard.adapters.dynamo.lines import LineRepository
-from switchboard.adapters.dynamo.table import entity_key
-from switchboard.adapters.providers import provider_client_for
-from switchboard.adapters.reconcile_queue import ReconcileQueue
-from switchboard.adapters.secrets import SecretStore
-from switchboard.domain.calls import Line, Snapshot
-from switchboard.domain.catalog import Instance, Principal, Scope
-from switchboard.domain.events import ProviderEvent
-from switchboard.domain.provider import Capabilities
-from switchboard.services.calls import CallService
-from switchboard.services.dialing import DialService
-from switchboard.services.targets import TargetResolver
-from switchboard.settings import get_settings
+from switchboard.call_limit.domain import Line, Snapshot
+from switchboard.call_limit.dynamo import LineRepository
+from switchboard.calls.dialing import DialService
+from switchboard.calls.dynamo import CallRepository
+from switchboard.calls.reconcile_queue import ReconcileQueue
+from switchboard.calls.service import CallService
+from switchboard.catalog.domain import Instance, Principal, Scope
+from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core.dynamo import entity_key
+from switchboard.core.secrets import SecretStore
+from switchboard.core.settings import get_settings
+from switchboard.providers.base import Capabilities
+from switchboard.providers.registry import provider_client_for
+from switchboard.providers.targets import TargetResolver
+from switchboard.webhooks.events import ProviderEvent
 
 SIM_ADMIN_TOKEN = "sim-admin-token-calls-two"
 OWN_NUMBER = "5511900000000"

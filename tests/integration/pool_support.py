@@ -18,8 +18,8 @@ import boto3
 
 from devstack.lambdas import Functions
 from switchboard import bootstrap
-from switchboard.domain.errors import ProviderError
-from switchboard.domain.provider import ProviderTarget, SentMessage
+from switchboard.core.errors import ProviderError
+from switchboard.providers.base import ProviderTarget, SentMessage
 from tests.conftest import REGION, AwsResources, Client, TenantKeys
 
 NUMBERS = ("5511999990001", "5511999990002", "5511999990003")

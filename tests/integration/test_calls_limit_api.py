@@ -19,9 +19,9 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.adapters.dynamo.lines import line_key
-from switchboard.domain.events import ProviderEvent
-from switchboard.services.calls_config import snapshot_of_status
+from switchboard.call_limit.dynamo import line_key
+from switchboard.call_limit.service import snapshot_of_status
+from switchboard.webhooks.events import ProviderEvent
 from tests.conftest import Client, TenantKeys
 
 ADMIN_TOKEN = "sim-admin-token-for-calls"

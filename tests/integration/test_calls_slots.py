@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.adapters.dynamo.calls import CallRepository
-from switchboard.adapters.dynamo.lines import LineRepository
-from switchboard.domain.calls import Snapshot
-from switchboard.domain.catalog import Instance
-from switchboard.domain.errors import CallEnded, CallOwned, Forbidden, LineBusy
-from switchboard.domain.events import ProviderEvent
-from switchboard.services.calls import CallService
+from switchboard.call_limit.domain import Snapshot
+from switchboard.call_limit.dynamo import LineRepository
+from switchboard.calls.dynamo import CallRepository
+from switchboard.calls.service import CallService
+from switchboard.catalog.domain import Instance
+from switchboard.core.errors import CallEnded, CallOwned, Forbidden, LineBusy
+from switchboard.webhooks.events import ProviderEvent
 from tests.conftest import AwsResources
 from tests.integration.calls_support import (
     admin,

@@ -13,8 +13,8 @@ from typing import Any
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.domain.call_lifecycle import DialAttempt, reservation_id
-from switchboard.domain.errors import CallOwned, LineBusy
+from switchboard.calls.domain import DialAttempt, reservation_id
+from switchboard.core.errors import CallOwned, LineBusy
 from tests.conftest import AwsResources
 from tests.integration.calls_support import (
     QueueSpy,

@@ -12,8 +12,8 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.domain.catalog import Scope
-from switchboard.domain.errors import IdempotencyKeyReused, InstanceDisconnected, LineBusy
+from switchboard.catalog.domain import Scope
+from switchboard.core.errors import IdempotencyKeyReused, InstanceDisconnected, LineBusy
 from tests.conftest import AwsResources, Client
 from tests.integration.calls_support import (
     admin,

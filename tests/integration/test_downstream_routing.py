@@ -12,11 +12,11 @@ import httpx
 import pytest
 
 from switchboard import bootstrap
-from switchboard.adapters.downstream.chatwoot import ChatwootClient
-from switchboard.adapters.dynamo.routing import RoutingRepository
-from switchboard.adapters.secrets import SecretStore
-from switchboard.domain.catalog import Principal, Scope
-from switchboard.services.routing import DownstreamResolver, GlobalDownstream
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.core.secrets import SecretStore
+from switchboard.routing.chatwoot import ChatwootClient
+from switchboard.routing.dynamo import RoutingRepository
+from switchboard.routing.service import DownstreamResolver, GlobalDownstream
 from tests.conftest import SECRET_WATCH, AwsResources, Client
 from tests.fake_downstream import FakeDownstream
 from tests.routing_helpers import Catalog, build_catalog, deliver, envelope, message_data

@@ -16,8 +16,8 @@ import pytest
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
-from switchboard.domain.catalog import Principal, Scope
-from switchboard.domain.errors import ProviderTimeout
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.core.errors import ProviderTimeout
 from tests.conftest import AwsResources, Client
 from tests.integration.pool_support import NUMBERS, FakeProviderClient, PoolWorld, build_world, drain_queue
 

@@ -16,7 +16,7 @@ from standardwebhooks import Webhook
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
-from switchboard.domain.events import ProviderEvent
+from switchboard.webhooks.events import ProviderEvent
 from tests.conftest import REGION, AwsResources, Client
 from tests.integration.pool_support import NUMBERS, FakeProviderClient, PoolWorld, build_world, drain_queue
 

@@ -13,9 +13,9 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.adapters.downstream.chatwoot import ChatwootClient
-from switchboard.adapters.dynamo.outbox import OutboxRepository
-from switchboard.services.outbox import OutboxService
+from switchboard.routing.chatwoot import ChatwootClient
+from switchboard.routing.outbox import OutboxService
+from switchboard.routing.outbox_dynamo import OutboxRepository
 from tests.conftest import SECRET_WATCH, AwsResources, Client
 from tests.fake_downstream import FakeDownstream
 from tests.routing_helpers import INSTANCE_TOKEN, Catalog, build_catalog, deliver, envelope

@@ -14,15 +14,15 @@ import boto3
 import pytest
 
 from switchboard import bootstrap
-from switchboard.adapters.dynamo.catalog import CatalogRepository
-from switchboard.adapters.dynamo.messages import MessageRepository, message_key
-from switchboard.adapters.dynamo.pool import PoolRepository
-from switchboard.adapters.dynamo.table import to_item
-from switchboard.domain.catalog import Principal, Scope
-from switchboard.domain.messages import Message, SendJob, body_hash
-from switchboard.services.pool import SendingConfigSource
-from switchboard.services.sending import SendingService
-from switchboard.settings import get_settings
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core.dynamo import to_item
+from switchboard.core.settings import get_settings
+from switchboard.messages.domain import Message, SendJob, body_hash
+from switchboard.messages.dynamo import MessageRepository, message_key
+from switchboard.messages.sending import SendingService
+from switchboard.pool.dynamo import PoolRepository
+from switchboard.pool.service import SendingConfigSource
 from tests.conftest import REGION, AwsResources
 from tests.integration.pool_support import FakeProviderClient
 

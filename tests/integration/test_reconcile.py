@@ -16,10 +16,10 @@ import pytest
 from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.adapters.reconcile_queue import ReconcileQueue
-from switchboard.domain.call_lifecycle import DialAttempt, reservation_id
-from switchboard.domain.catalog import Instance, Scope, Tenant
-from switchboard.domain.provider import ProviderCall
+from switchboard.calls.domain import DialAttempt, reservation_id
+from switchboard.calls.reconcile_queue import ReconcileQueue
+from switchboard.catalog.domain import Instance, Scope, Tenant
+from switchboard.providers.base import ProviderCall
 from tests.conftest import AwsResources, Client
 from tests.integration.calls_support import (
     admin,

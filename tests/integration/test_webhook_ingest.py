@@ -14,13 +14,13 @@ import pytest
 from botocore.exceptions import ClientError
 
 from switchboard import bootstrap
-from switchboard.adapters.dynamo.catalog import CatalogRepository
-from switchboard.adapters.dynamo.events import EventStore
-from switchboard.adapters.secrets import SecretStore
-from switchboard.domain.catalog import PLATFORM_TENANT, Scope
-from switchboard.domain.errors import SwitchboardError
-from switchboard.domain.events import ProviderEvent
-from switchboard.services.ingest import IngestService
+from switchboard.catalog.domain import PLATFORM_TENANT, Scope
+from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core.errors import SwitchboardError
+from switchboard.core.secrets import SecretStore
+from switchboard.webhooks.dynamo import EventStore
+from switchboard.webhooks.events import ProviderEvent
+from switchboard.webhooks.service import IngestService
 from tests.conftest import REGION, AwsResources, Client, TenantKeys
 from tests.routing_helpers import (
     WEBHOOK_SECRET,

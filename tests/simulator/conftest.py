@@ -19,8 +19,8 @@ from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import Simulator, SimulatorControl
-from switchboard.adapters.providers.wuzapi import WuzapiClient
-from switchboard.domain.provider import ProviderTarget
+from switchboard.providers.base import ProviderTarget
+from switchboard.providers.wuzapi import WuzapiClient
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
-from switchboard.adapters.providers.wuzapi import WuzapiClient
-from switchboard.domain.errors import ProviderRejected
+from switchboard.core.errors import ProviderRejected
+from switchboard.providers.wuzapi import WuzapiClient
 from tests.simulator.conftest import InstanceFactory, WebhookReceiver
 
 MAX_VERSION = 2**63 - 1

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from devstack.simulator import SimulatorControl
-from switchboard.adapters.providers.wuzapi import WuzapiClient
-from switchboard.domain.errors import ProviderDisconnected, ProviderLineBusy, ProviderRejected
-from switchboard.domain.provider import ProviderTarget
+from switchboard.core.errors import ProviderDisconnected, ProviderLineBusy, ProviderRejected
+from switchboard.providers.base import ProviderTarget
+from switchboard.providers.wuzapi import WuzapiClient
 from tests.simulator.conftest import InstanceFactory, WebhookReceiver
 
 PEER = "5511988887777"

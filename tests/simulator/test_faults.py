@@ -7,14 +7,14 @@ import socket
 import pytest
 
 from devstack.simulator import SimulatorControl
-from switchboard.adapters.providers.wuzapi import WuzapiClient
-from switchboard.domain.errors import (
+from switchboard.core.errors import (
     ProviderDisconnected,
     ProviderRejected,
     ProviderTimeout,
     ProviderUnavailable,
 )
-from switchboard.domain.provider import ProviderTarget
+from switchboard.providers.base import ProviderTarget
+from switchboard.providers.wuzapi import WuzapiClient
 from tests.simulator.conftest import InstanceFactory
 
 PEER = "5511988887777"

@@ -8,18 +8,18 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from switchboard.adapters.providers import provider_client_for
-from switchboard.adapters.providers.evolution import EvolutionClient
-from switchboard.adapters.providers.meta import MetaCloudClient
-from switchboard.adapters.providers.wuzapi import WuzapiClient
-from switchboard.domain.errors import (
+from switchboard.core.errors import (
     InvalidInput,
     ProviderRejected,
     ProviderTimeout,
     ProviderUnavailable,
     UnsupportedByProvider,
 )
-from switchboard.domain.provider import ProviderTarget
+from switchboard.providers.base import ProviderTarget
+from switchboard.providers.evolution import EvolutionClient
+from switchboard.providers.meta import MetaCloudClient
+from switchboard.providers.registry import provider_client_for
+from switchboard.providers.wuzapi import WuzapiClient
 
 TOKEN = "secret-provider-token"
 Responder = Callable[[httpx.Request], httpx.Response]

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
-from switchboard.adapters.providers.wuzapi import WuzapiClient
-from switchboard.domain.errors import Conflict
-from switchboard.domain.provider import ProviderTarget
+from switchboard.core.errors import Conflict
+from switchboard.providers.base import ProviderTarget
+from switchboard.providers.wuzapi import WuzapiClient
 from tests.simulator.conftest import SECRET, InstanceFactory, Received, WebhookReceiver
 
 PEER = "5511988887777"

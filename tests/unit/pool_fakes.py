@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from switchboard.domain.catalog import utcnow
-from switchboard.domain.errors import AlreadyFinal, ProviderError
-from switchboard.domain.messages import (
+from switchboard.catalog.domain import utcnow
+from switchboard.core.errors import AlreadyFinal, ProviderError
+from switchboard.messages.domain import (
     Message,
     MessageStatus,
     PendingRoute,
@@ -16,9 +16,9 @@ from switchboard.domain.messages import (
     TraceEvent,
     body_hash,
 )
-from switchboard.domain.pool import Affinity, NumberRoutes, Route, SendingConfig
-from switchboard.domain.provider import ProviderTarget, SentMessage
-from switchboard.services.sending import SendingService
+from switchboard.messages.sending import SendingService
+from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
+from switchboard.providers.base import ProviderTarget, SentMessage
 
 
 def number(

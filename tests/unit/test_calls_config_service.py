@@ -9,19 +9,19 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from switchboard.adapters.events import EventPublisher
-from switchboard.domain.calls import Line, Snapshot, SnapshotResult, Verdict, judge
-from switchboard.domain.catalog import Instance, Principal, Scope
-from switchboard.domain.errors import (
+from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
+from switchboard.call_limit.service import CONFIG_CHANGED, CallsConfigService, CapabilitiesCache
+from switchboard.catalog.domain import Instance, Principal, Scope
+from switchboard.core.bus import EventPublisher
+from switchboard.core.errors import (
     NotCallsInstance,
     ProviderError,
     ProviderTimeout,
     ProviderUnavailable,
     UnsupportedByProvider,
 )
-from switchboard.domain.events import ProviderEvent
-from switchboard.domain.provider import Capabilities, InstanceStatus, ProviderTarget
-from switchboard.services.calls_config import CONFIG_CHANGED, CallsConfigService, CapabilitiesCache
+from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget
+from switchboard.webhooks.events import ProviderEvent
 
 ADMIN = Principal(tenant="acme", key_id="key_1", scopes=frozenset({Scope.ADMIN}))
 ALL_CALLS = Capabilities(calls=True, calls_per_instance_limit=True, calls_settings_webhook=True, calls_video=True)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.domain.call_lifecycle import (
+from switchboard.calls.domain import (
     CallEventData,
     CallRecord,
     DialAttempt,
@@ -19,8 +19,8 @@ from switchboard.domain.call_lifecycle import (
     new_record,
     reservation_id,
 )
-from switchboard.domain.errors import CallOwned, Forbidden
-from switchboard.domain.provider import ProviderCall
+from switchboard.core.errors import CallOwned, Forbidden
+from switchboard.providers.base import ProviderCall
 
 PEER = "5511988887777"
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from switchboard.domain.catalog import Instance, Tenant
-from switchboard.domain.events import ProviderEvent
-from switchboard.services.reconcile import ReconcileOnReconnect, Reconciler, every_instance, fan_out
+from switchboard.calls.reconcile import ReconcileOnReconnect, Reconciler, every_instance, fan_out
+from switchboard.catalog.domain import Instance, Tenant
+from switchboard.webhooks.events import ProviderEvent
 
 
 def instance(name: str, kind: str = "calls", tenant: str = "acme") -> Instance:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.domain.catalog import generate_key, hash_key, looks_like_key, secret_hint
-from switchboard.domain.errors import InvalidInput
-from switchboard.domain.urls import check_outbound_url
+from switchboard.catalog.domain import generate_key, hash_key, looks_like_key, secret_hint
+from switchboard.core.errors import InvalidInput
+from switchboard.core.urls import check_outbound_url
 
 
 def test_generated_keys_are_high_entropy_and_stored_only_as_a_hash() -> None:

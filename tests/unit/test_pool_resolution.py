@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from datetime import timedelta
 
-from switchboard.domain.catalog import utcnow
-from switchboard.domain.pool import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers
+from switchboard.catalog.domain import utcnow
+from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers
 from tests.unit.pool_fakes import World, number
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from switchboard.domain.catalog import Instance, InstanceState
-from switchboard.domain.events import ProviderEvent
-from switchboard.services.routing import ConnectionStateHandler
+from switchboard.catalog.domain import Instance, InstanceState
+from switchboard.routing.service import ConnectionStateHandler
+from switchboard.webhooks.events import ProviderEvent
 
 INSTANCE = Instance(
     tenant="acme", name="acme-main", provider_id="prv", provider_instance_id="i-1", number_id="num", token_hint="…"

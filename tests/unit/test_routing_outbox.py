@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from switchboard.domain.catalog import Instance
-from switchboard.domain.downstream import DownstreamTarget
-from switchboard.domain.errors import ProviderRejected, ProviderUnavailable
-from switchboard.domain.provider import ProviderTarget, SentMessage
-from switchboard.domain.routing import FinalStatus, OutboxEntry, Outcome
-from switchboard.services.outbox import OutboxService, Reply
-from switchboard.services.usage import UsageRecorder
+from switchboard.catalog.domain import Instance
+from switchboard.core.errors import ProviderRejected, ProviderUnavailable
+from switchboard.providers.base import ProviderTarget, SentMessage
+from switchboard.routing.domain import DownstreamTarget
+from switchboard.routing.outbox import OutboxService, Reply
+from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
+from switchboard.usage.service import UsageRecorder
 
 NOW = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 

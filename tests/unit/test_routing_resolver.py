@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from switchboard.domain.downstream import DownstreamMapping
-from switchboard.services.routing import DownstreamResolver, GlobalDownstream
+from switchboard.routing.domain import DownstreamMapping
+from switchboard.routing.service import DownstreamResolver, GlobalDownstream
 
 
 class FakeStore:

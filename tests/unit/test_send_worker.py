@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from switchboard.domain.catalog import Instance
-from switchboard.domain.errors import (
+from switchboard.catalog.domain import Instance
+from switchboard.core.errors import (
     NotFound,
     ProviderDisconnected,
     ProviderRejected,
@@ -15,9 +15,9 @@ from switchboard.domain.errors import (
     ProviderUnavailable,
     RetryLater,
 )
-from switchboard.domain.messages import MessageStatus, SendJob
-from switchboard.domain.pool import NumberRoutes, Route, SendingConfig
-from switchboard.services.sending import SendWorker
+from switchboard.messages.domain import MessageStatus, SendJob
+from switchboard.messages.sending import SendWorker
+from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.unit.pool_fakes import FakeSecrets, World, number
 
 RECIPIENT = "5511988880001"

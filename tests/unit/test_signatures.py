@@ -7,8 +7,8 @@ import hmac
 
 import pytest
 
-from switchboard.domain import signatures
-from switchboard.domain.errors import PayloadTooLarge, Unauthenticated
+from switchboard.core.errors import PayloadTooLarge, Unauthenticated
+from switchboard.webhooks import signatures
 
 SECRET = "whsec-unit-test-secret"
 NOW = 1_800_000_000

@@ -24,12 +24,12 @@ from moto import mock_aws
 
 from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
-from switchboard.adapters.dynamo.calls import CallRepository
-from switchboard.adapters.dynamo.lines import LineRepository
-from switchboard.domain.call_lifecycle import DialAttempt
-from switchboard.domain.calls import Snapshot
-from switchboard.domain.errors import LineBusy
-from switchboard.observability import logger
+from switchboard.call_limit.domain import Snapshot
+from switchboard.call_limit.dynamo import LineRepository
+from switchboard.calls.domain import DialAttempt
+from switchboard.calls.dynamo import CallRepository
+from switchboard.core.errors import LineBusy
+from switchboard.core.observability import logger
 
 REGION = "us-east-1"
 IN_PROCESS_LINES = 125

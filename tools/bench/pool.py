@@ -25,16 +25,16 @@ import boto3
 from moto import mock_aws
 
 from devstack import template
-from switchboard.adapters.dynamo.catalog import CatalogRepository
-from switchboard.adapters.dynamo.messages import MessageRepository
-from switchboard.adapters.dynamo.pool import PoolRepository
-from switchboard.domain.catalog import ApiKey, Instance, Number, Provider, secret_hint
-from switchboard.domain.messages import Message, SendJob, body_hash
-from switchboard.domain.pool import Pool, PoolEntry
-from switchboard.domain.provider import ProviderTarget, SentMessage
-from switchboard.observability import logger
-from switchboard.services.pool import SendingConfigSource
-from switchboard.services.sending import SendingService
+from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, secret_hint
+from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core.observability import logger
+from switchboard.messages.domain import Message, SendJob, body_hash
+from switchboard.messages.dynamo import MessageRepository
+from switchboard.messages.sending import SendingService
+from switchboard.pool.domain import Pool, PoolEntry
+from switchboard.pool.dynamo import PoolRepository
+from switchboard.pool.service import SendingConfigSource
+from switchboard.providers.base import ProviderTarget, SentMessage
 
 REGION = "us-east-1"
 MESSAGES = 100

@@ -29,14 +29,14 @@ from moto import mock_aws
 from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
 from switchboard import bootstrap
-from switchboard.adapters.dynamo.catalog import CatalogRepository
-from switchboard.adapters.dynamo.events import EventStore
-from switchboard.adapters.secrets import SecretStore
-from switchboard.domain.catalog import Principal, Scope
-from switchboard.domain.errors import SwitchboardError
-from switchboard.domain.events import ProviderEvent
-from switchboard.observability import logger
-from switchboard.services.ingest import IngestService
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core.errors import SwitchboardError
+from switchboard.core.observability import logger
+from switchboard.core.secrets import SecretStore
+from switchboard.webhooks.dynamo import EventStore
+from switchboard.webhooks.events import ProviderEvent
+from switchboard.webhooks.service import IngestService
 
 REGION = "us-east-1"
 EVENTS = 200

@@ -14,7 +14,7 @@ import json
 import sys
 
 from switchboard import bootstrap
-from switchboard.domain.catalog import PLATFORM_TENANT, Scope, hash_key, looks_like_key
+from switchboard.catalog.domain import PLATFORM_TENANT, Scope, hash_key, looks_like_key
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,41 +13,41 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import boto3
 
-from switchboard.domain.events import EffectHandler, ProviderEvent
-from switchboard.settings import get_settings
+from switchboard.core.settings import get_settings
+from switchboard.webhooks.events import EffectHandler, ProviderEvent
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
-    from switchboard.adapters.dynamo.audit import AuditLog
-    from switchboard.adapters.dynamo.calls import CallRepository
-    from switchboard.adapters.dynamo.catalog import CatalogRepository
-    from switchboard.adapters.dynamo.lines import LineRepository
-    from switchboard.adapters.dynamo.messages import MessageRepository
-    from switchboard.adapters.dynamo.pool import PoolRepository
-    from switchboard.adapters.dynamo.routing import RoutingRepository
-    from switchboard.adapters.events import EventPublisher
-    from switchboard.adapters.reconcile_queue import ReconcileQueue
-    from switchboard.adapters.secrets import SecretStore
-    from switchboard.adapters.sqs_queue import SqsQueue
-    from switchboard.domain.downstream import DownstreamClient
-    from switchboard.domain.provider import ProviderClient
-    from switchboard.services.calls import CallService
-    from switchboard.services.calls_config import CallsConfigService, CapabilitiesCache
-    from switchboard.services.catalog import CatalogService
-    from switchboard.services.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
-    from switchboard.services.dialing import DialService
-    from switchboard.services.ingest import IngestService
-    from switchboard.services.messages import MessageService
-    from switchboard.services.outbox import OutboxService
-    from switchboard.services.pool import PoolService, SendingConfigSource
-    from switchboard.services.receipts import ReceiptEffect
-    from switchboard.services.reconcile import Reconciler
-    from switchboard.services.routing import DownstreamResolver, RoutingService
-    from switchboard.services.sending import SendWorker
-    from switchboard.services.subscriptions import SubscriptionService
-    from switchboard.services.targets import ProviderKind, TargetResolver
-    from switchboard.services.usage import UsageRecorder
+    from switchboard.audit.dynamo import AuditLog
+    from switchboard.call_limit.dynamo import LineRepository
+    from switchboard.call_limit.service import CallsConfigService, CapabilitiesCache
+    from switchboard.call_limit.subscriptions import SubscriptionService
+    from switchboard.calls.dialing import DialService
+    from switchboard.calls.dynamo import CallRepository
+    from switchboard.calls.reconcile import Reconciler
+    from switchboard.calls.reconcile_queue import ReconcileQueue
+    from switchboard.calls.service import CallService
+    from switchboard.catalog.dynamo import CatalogRepository
+    from switchboard.catalog.service import CatalogService
+    from switchboard.core.bus import EventPublisher
+    from switchboard.core.queue import SqsQueue
+    from switchboard.core.secrets import SecretStore
+    from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
+    from switchboard.messages.dynamo import MessageRepository
+    from switchboard.messages.receipts import ReceiptEffect
+    from switchboard.messages.sending import SendWorker
+    from switchboard.messages.service import MessageService
+    from switchboard.pool.dynamo import PoolRepository
+    from switchboard.pool.service import PoolService, SendingConfigSource
+    from switchboard.providers.base import ProviderClient
+    from switchboard.providers.targets import ProviderKind, TargetResolver
+    from switchboard.routing.domain import DownstreamClient
+    from switchboard.routing.dynamo import RoutingRepository
+    from switchboard.routing.outbox import OutboxService
+    from switchboard.routing.service import DownstreamResolver, RoutingService
+    from switchboard.usage.service import UsageRecorder
+    from switchboard.webhooks.service import IngestService
 
 T = TypeVar("T")
 _built: list[Any] = []
@@ -77,7 +77,7 @@ def client(service: str) -> Any:
 
 @component
 def secrets() -> SecretStore:
-    from switchboard.adapters.secrets import SecretStore
+    from switchboard.core.secrets import SecretStore
 
     settings = get_settings()
     return SecretStore(client("ssm"), settings.secrets_prefix, settings.secret_cache_seconds)
@@ -85,21 +85,21 @@ def secrets() -> SecretStore:
 
 @component
 def audit_log() -> AuditLog:
-    from switchboard.adapters.dynamo.audit import AuditLog
+    from switchboard.audit.dynamo import AuditLog
 
     return AuditLog(table())
 
 
 @component
 def catalog_repository() -> CatalogRepository:
-    from switchboard.adapters.dynamo.catalog import CatalogRepository
+    from switchboard.catalog.dynamo import CatalogRepository
 
     return CatalogRepository(table())
 
 
 @component
 def catalog_service() -> CatalogService:
-    from switchboard.services.catalog import CatalogService
+    from switchboard.catalog.service import CatalogService
 
     return CatalogService(catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
 
@@ -113,7 +113,7 @@ def provider_client(kind: ProviderKind) -> ProviderClient:
 
     Imported here so that functions that never reach a provider do not load httpx at cold start.
     """
-    from switchboard.adapters.providers import provider_client_for
+    from switchboard.providers.registry import provider_client_for
 
     settings = get_settings()
     return provider_client_for(kind, local_mode=settings.local_mode, read_timeout=settings.provider_timeout_seconds)
@@ -121,28 +121,28 @@ def provider_client(kind: ProviderKind) -> ProviderClient:
 
 @component
 def targets() -> TargetResolver:
-    from switchboard.services.targets import TargetResolver
+    from switchboard.providers.targets import TargetResolver
 
     return TargetResolver(catalog_repository(), secrets(), provider_client)
 
 
 @component
 def line_repository() -> LineRepository:
-    from switchboard.adapters.dynamo.lines import LineRepository
+    from switchboard.call_limit.dynamo import LineRepository
 
     return LineRepository(table())
 
 
 @component
 def event_publisher() -> EventPublisher:
-    from switchboard.adapters.events import EventPublisher
+    from switchboard.core.bus import EventPublisher
 
     return EventPublisher(client("events"), get_settings().event_bus_name)
 
 
 @component
 def capabilities_cache() -> CapabilitiesCache:
-    from switchboard.services.calls_config import CapabilitiesCache
+    from switchboard.call_limit.service import CapabilitiesCache
 
     return CapabilitiesCache()
 
@@ -150,7 +150,7 @@ def capabilities_cache() -> CapabilitiesCache:
 @component
 def calls_config_service() -> CallsConfigService:
     """Also used by reconciliation: `refresh_from_status(instance) -> Line`."""
-    from switchboard.services.calls_config import CallsConfigService
+    from switchboard.call_limit.service import CallsConfigService
 
     return CallsConfigService(
         catalog_repository(),
@@ -164,7 +164,7 @@ def calls_config_service() -> CallsConfigService:
 
 @component
 def subscription_service() -> SubscriptionService:
-    from switchboard.services.subscriptions import SubscriptionService
+    from switchboard.call_limit.subscriptions import SubscriptionService
 
     return SubscriptionService(catalog_repository(), targets(), calls_config_service(), audit_log())
 
@@ -175,29 +175,29 @@ def subscription_service() -> SubscriptionService:
 @component
 def ingest_service() -> IngestService:
     """Also used by reconciliation: `reapply_pending()` applies events a crash left pending."""
-    from switchboard.adapters.dynamo.events import EventStore
-    from switchboard.services.ingest import IngestService
+    from switchboard.webhooks.dynamo import EventStore
+    from switchboard.webhooks.service import IngestService
 
     return IngestService(catalog_repository(), secrets(), EventStore(table()), event_handlers())
 
 
 @component
 def routing_repository() -> RoutingRepository:
-    from switchboard.adapters.dynamo.routing import RoutingRepository
+    from switchboard.routing.dynamo import RoutingRepository
 
     return RoutingRepository(table())
 
 
 @component
 def routing_service() -> RoutingService:
-    from switchboard.services.routing import RoutingService
+    from switchboard.routing.service import RoutingService
 
     return RoutingService(routing_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
 
 
 @component
 def downstream_resolver() -> DownstreamResolver:
-    from switchboard.services.routing import DownstreamResolver, GlobalDownstream
+    from switchboard.routing.service import DownstreamResolver, GlobalDownstream
 
     settings = get_settings()
     fallback = GlobalDownstream(
@@ -212,7 +212,7 @@ def downstream_resolver() -> DownstreamResolver:
 @component
 def downstream_client() -> DownstreamClient:
     # Imported here: only the functions that call a downstream pay for its HTTP client.
-    from switchboard.adapters.downstream.chatwoot import ChatwootClient
+    from switchboard.routing.chatwoot import ChatwootClient
 
     settings = get_settings()
     return ChatwootClient(local_mode=settings.local_mode, read_timeout=settings.provider_timeout_seconds)
@@ -221,8 +221,8 @@ def downstream_client() -> DownstreamClient:
 @component
 def usage_recorder() -> UsageRecorder:
     """The pool's send worker calls `usage_recorder().record_outgoing(instance, when, message_id)`."""
-    from switchboard.adapters.dynamo.usage import UsageRepository
-    from switchboard.services.usage import UsageRecorder
+    from switchboard.usage.dynamo import UsageRepository
+    from switchboard.usage.service import UsageRecorder
 
     return UsageRecorder(UsageRepository(table()))
 
@@ -230,8 +230,8 @@ def usage_recorder() -> UsageRecorder:
 @component
 def outbox_service() -> OutboxService:
     """Also used by reconciliation: `drain(instance_name)`, `drain_all()`."""
-    from switchboard.adapters.dynamo.outbox import OutboxRepository
-    from switchboard.services.outbox import OutboxService
+    from switchboard.routing.outbox import OutboxService
+    from switchboard.routing.outbox_dynamo import OutboxRepository
 
     return OutboxService(
         OutboxRepository(table()),
@@ -261,7 +261,7 @@ def forward_once() -> Callable[..., int | None]:
         idempotent_function,
     )
 
-    from switchboard.services.downstream import DownstreamForwarder
+    from switchboard.routing.forwarder import DownstreamForwarder
 
     forwarder = DownstreamForwarder(downstream_resolver(), downstream_client())
     persistence = DynamoDBPersistenceLayer(
@@ -277,14 +277,14 @@ def forward_once() -> Callable[..., int | None]:
 
 
 def _count_incoming(event: ProviderEvent) -> None:
-    from switchboard.services.usage import IncomingUsageHandler
+    from switchboard.usage.service import IncomingUsageHandler
 
     IncomingUsageHandler(usage_recorder())(event)
 
 
 def _forward_incoming(event: ProviderEvent) -> None:
-    from switchboard.adapters.downstream.queue import SqsForwardQueue
-    from switchboard.services.downstream import IncomingForwardHandler
+    from switchboard.routing.forward_queue import SqsForwardQueue
+    from switchboard.routing.forwarder import IncomingForwardHandler
 
     url = get_settings().forward_queue_url
     if not url:
@@ -293,8 +293,8 @@ def _forward_incoming(event: ProviderEvent) -> None:
 
 
 def _connection_state(event: ProviderEvent) -> None:
-    from switchboard.services.outbox import REQUEST_BUDGET_SECONDS
-    from switchboard.services.routing import ConnectionStateHandler
+    from switchboard.routing.outbox import REQUEST_BUDGET_SECONDS
+    from switchboard.routing.service import ConnectionStateHandler
 
     drain = outbox_service().drain
     ConnectionStateHandler(routing_repository(), lambda name: drain(name, REQUEST_BUDGET_SECONDS))(event)
@@ -305,21 +305,21 @@ def _connection_state(event: ProviderEvent) -> None:
 
 @component
 def message_repository() -> MessageRepository:
-    from switchboard.adapters.dynamo.messages import MessageRepository
+    from switchboard.messages.dynamo import MessageRepository
 
     return MessageRepository(table())
 
 
 @component
 def pool_repository() -> PoolRepository:
-    from switchboard.adapters.dynamo.pool import PoolRepository
+    from switchboard.pool.dynamo import PoolRepository
 
     return PoolRepository(table())
 
 
 @component
 def pool_service() -> PoolService:
-    from switchboard.services.pool import PoolService
+    from switchboard.pool.service import PoolService
 
     return PoolService(catalog_repository(), pool_repository(), catalog_service(), audit_log())
 
@@ -327,7 +327,7 @@ def pool_service() -> PoolService:
 @component
 def sending_config_source() -> SendingConfigSource:
     """A key's pool and numbers, cached per container for `POOL_CONFIG_CACHE_SECONDS`."""
-    from switchboard.services.pool import SendingConfigSource
+    from switchboard.pool.service import SendingConfigSource
 
     ttl = get_settings().pool_config_cache_seconds
     return SendingConfigSource(catalog_repository(), pool_repository(), ttl_seconds=ttl)
@@ -335,21 +335,21 @@ def sending_config_source() -> SendingConfigSource:
 
 @component
 def send_queue() -> SqsQueue:
-    from switchboard.adapters.sqs_queue import SqsQueue
+    from switchboard.core.queue import SqsQueue
 
     return SqsQueue(client("sqs"), get_settings().send_queue_url)
 
 
 @component
 def client_webhook_queue() -> SqsQueue:
-    from switchboard.adapters.sqs_queue import SqsQueue
+    from switchboard.core.queue import SqsQueue
 
     return SqsQueue(client("sqs"), get_settings().client_webhook_queue_url)
 
 
 @component
 def client_webhook_publisher() -> ClientWebhookPublisher:
-    from switchboard.services.client_webhooks import ClientWebhookPublisher
+    from switchboard.messages.client_webhooks import ClientWebhookPublisher
 
     return ClientWebhookPublisher(client_webhook_queue())
 
@@ -360,7 +360,7 @@ def message_service() -> MessageService:
     # Imported here: only the messages function pays for Powertools idempotency at cold start.
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    from switchboard.services.messages import MessageService, submission_idempotency_config
+    from switchboard.messages.service import MessageService, submission_idempotency_config
 
     persistence = DynamoDBPersistenceLayer(
         table_name=get_settings().idempotency_table_name, boto3_client=client("dynamodb")
@@ -370,7 +370,7 @@ def message_service() -> MessageService:
 
 @component
 def send_worker() -> SendWorker:
-    from switchboard.services.sending import SendingService, SendWorker
+    from switchboard.messages.sending import SendingService, SendWorker
 
     service = SendingService(
         message_repository(),
@@ -387,8 +387,8 @@ def send_worker() -> SendWorker:
 
 @component
 def client_webhook_deliverer() -> ClientWebhookDeliverer:
-    from switchboard.adapters.webhook_http import HttpxPoster
-    from switchboard.services.client_webhooks import ClientWebhookDeliverer
+    from switchboard.messages.client_webhooks import ClientWebhookDeliverer
+    from switchboard.messages.webhook_http import HttpxPoster
 
     local_mode = get_settings().local_mode
     return ClientWebhookDeliverer(catalog_repository(), secrets(), HttpxPoster(), audit_log(), local_mode=local_mode)
@@ -396,14 +396,14 @@ def client_webhook_deliverer() -> ClientWebhookDeliverer:
 
 @component
 def client_webhook_worker() -> ClientWebhookWorker:
-    from switchboard.services.client_webhooks import ClientWebhookWorker
+    from switchboard.messages.client_webhooks import ClientWebhookWorker
 
     return ClientWebhookWorker(client_webhook_deliverer(), client_webhook_queue())
 
 
 @component
 def receipt_effect() -> ReceiptEffect:
-    from switchboard.services.receipts import ReceiptEffect
+    from switchboard.messages.receipts import ReceiptEffect
 
     return ReceiptEffect(message_repository(), sending_config_source(), client_webhook_publisher())
 
@@ -413,28 +413,28 @@ def receipt_effect() -> ReceiptEffect:
 
 @component
 def call_repository() -> CallRepository:
-    from switchboard.adapters.dynamo.calls import CallRepository
+    from switchboard.calls.dynamo import CallRepository
 
     return CallRepository(table())
 
 
 @component
 def call_service() -> CallService:
-    from switchboard.services.calls import CallService
+    from switchboard.calls.service import CallService
 
     return CallService(call_repository(), catalog_repository(), targets())
 
 
 @component
 def reconcile_queue() -> ReconcileQueue:
-    from switchboard.adapters.reconcile_queue import ReconcileQueue
+    from switchboard.calls.reconcile_queue import ReconcileQueue
 
     return ReconcileQueue(client("sqs"), get_settings().reconcile_queue_url)
 
 
 @component
 def dialing_service() -> DialService:
-    from switchboard.services.dialing import DialService
+    from switchboard.calls.dialing import DialService
 
     return DialService(
         catalog_repository(),
@@ -450,7 +450,7 @@ def dialing_service() -> DialService:
 @component
 def reconciler() -> Reconciler:
     """Calls instances: limit, live calls, reservations; messaging instances: their outbox."""
-    from switchboard.services.reconcile import Reconciler
+    from switchboard.calls.reconcile import Reconciler
 
     return Reconciler(
         catalog_repository(),
@@ -467,7 +467,7 @@ def _apply_receipt(event: ProviderEvent) -> None:
 
 
 def _reconcile_calls_on_reconnect(event: ProviderEvent) -> None:
-    from switchboard.services.reconcile import ReconcileOnReconnect
+    from switchboard.calls.reconcile import ReconcileOnReconnect
 
     ReconcileOnReconnect(reconcile_queue())(event)
 

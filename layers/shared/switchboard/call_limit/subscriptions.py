@@ -1,0 +1,149 @@
+"""Preparing a calls instance's webhook subscription at its provider (seed 003, "Inscrição").
+
+The subscription must list `call`, `call_settings` and `connection` (and `limits` if asked). We
+merge those names into the events already saved and change nothing else: URL, secret (never
+sent: omitting it keeps it), filters and the enabled state stay as they are. Only an instance's
+own subscription is edited. One inherited from the server's global subscription is reported,
+never turned into an instance override; a disabled or missing one is reported, never enabled
+or created. Changing the global subscription is a platform decision that no provider client
+offers, so it is refused rather than approximated.
+
+Registering a webhook produces no snapshot, so the status is read afterwards: it gives the
+current config and settles any race with events that arrived during the preparation.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from switchboard.call_limit.domain import Line
+from switchboard.call_limit.service import (
+    Audit,
+    CallsConfigService,
+    Instances,
+    Targets,
+    for_caller,
+    require_calls_instance,
+)
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.core.errors import Forbidden, ProviderError, UnsupportedByProvider
+from switchboard.core.model import Model
+from switchboard.core.observability import logger
+from switchboard.providers.base import ProviderClient, ProviderTarget, WebhookSubscription
+
+REQUIRED_EVENTS = ("call", "call_settings", "connection")
+OPTIONAL_EVENTS = ("limits",)
+
+SubscriptionState = Literal["ready", "updated", "inherited", "disabled", "missing"]
+
+
+class SubscriptionReport(Model):
+    """What the subscription looks like now and whether call events will be delivered.
+
+    `ready` is True only for an enabled subscription listing every required event. `missing`
+    names the events it still lacks (nothing was changed for `inherited` and `missing` states).
+    """
+
+    instance: str
+    state: SubscriptionState
+    ready: bool
+    changed: bool
+    inherited: bool
+    enabled: bool
+    url: str | None
+    events: list[str]
+    filters: dict[str, object]
+    missing: list[str]
+    line: Line
+
+
+class SubscriptionService:
+    def __init__(self, instances: Instances, targets: Targets, calls_config: CallsConfigService, audit: Audit) -> None:
+        self._instances = instances
+        self._targets = targets
+        self._calls_config = calls_config
+        self._audit = audit
+
+    def prepare(
+        self,
+        principal: Principal,
+        instance_name: str,
+        *,
+        scope: Literal["instance", "global"] = "instance",
+        include_limits: bool = False,
+    ) -> SubscriptionReport:
+        """Raises Forbidden, NotFound, UnsupportedByProvider and the provider's failures (502/504)."""
+        try:
+            return self._prepare(principal, instance_name, scope=scope, include_limits=include_limits)
+        except ProviderError as failed:
+            raise for_caller(failed) from failed
+
+    def _prepare(
+        self,
+        principal: Principal,
+        instance_name: str,
+        *,
+        scope: Literal["instance", "global"] = "instance",
+        include_limits: bool = False,
+    ) -> SubscriptionReport:
+        if scope == "global":
+            if not principal.has(Scope.PLATFORM):
+                raise Forbidden("changing a provider server's global subscription needs the platform scope")
+            raise UnsupportedByProvider(
+                "the provider API offers no way to change the server's global subscription; "
+                "change it at the provider, then prepare each instance again"
+            )
+        if not principal.has(Scope.ADMIN):
+            raise Forbidden("preparing an instance's subscription needs the admin scope")
+        instance = self._instances.get_instance(principal.tenant, instance_name)
+        require_calls_instance(instance)
+        client, target = self._targets.target_for(instance)
+        capabilities = self._calls_config.capabilities(instance)
+        if not capabilities.calls:
+            raise UnsupportedByProvider("the provider server does not announce calls", missing=["calls"])
+        wanted = [*REQUIRED_EVENTS, *(OPTIONAL_EVENTS if include_limits else ())]
+        current = client.get_webhook(target)
+        missing = [name for name in wanted if name not in current.events]
+        state, after = self._merge(client, target, current, missing)
+        if after is not current:
+            self._audit.record(
+                principal,
+                "calls_subscription.updated",
+                instance.name,
+                before={"tenant": instance.tenant, "events": current.events},
+                after={"tenant": instance.tenant, "events": after.events},
+            )
+        line = self._calls_config.refresh_from_status(instance)
+        still_missing = [name for name in wanted if name not in after.events]
+        report = SubscriptionReport(
+            instance=instance.name,
+            state=state,
+            ready=after.exists and after.enabled and not still_missing,
+            changed=after is not current,
+            inherited=after.inherited,
+            enabled=after.enabled,
+            url=after.url,
+            events=after.events,
+            filters=after.filters,
+            missing=still_missing,
+            line=line,
+        )
+        logger.info(
+            "calls subscription prepared",
+            extra={"instance": instance.name, "state": state, "ready": report.ready, "missing": still_missing},
+        )
+        return report
+
+    @staticmethod
+    def _merge(
+        client: ProviderClient, target: ProviderTarget, current: WebhookSubscription, missing: list[str]
+    ) -> tuple[SubscriptionState, WebhookSubscription]:
+        """Add the missing names to the instance's own subscription; report every other case as is."""
+        if not current.exists:
+            return "missing", current
+        if current.inherited:
+            return ("inherited" if missing or not current.enabled else "ready"), current
+        if not missing:
+            return ("ready" if current.enabled else "disabled"), current
+        updated = client.update_webhook_events(target, [*current.events, *missing])
+        return ("updated" if updated.enabled else "disabled"), updated

@@ -1,0 +1,323 @@
+"""Slots, call records and dial attempts in MainTable (Calls II owns the line's `occupants`).
+
+Items, all in the partition of the instance's line (`pk = LINE#<instance name>`):
+
+- the line (`sk = #META`, shared with Calls I): `occupants.<id>` entries written only here;
+- a dial attempt (`sk = DIAL#<reservation id>`), kept two days;
+- a call record (`sk = CALL#<provider>#<provider instance id>#<callId>`), kept 30 days after its end;
+  while live it is also in GSI2 under `LINE#<name>#LIVECALL`, so reconciliation reads live calls only.
+
+Admission is one conditional UpdateItem on the line (`size(occupants) < limit AND the id is not
+there yet`): exact under concurrency, idempotent by reservation id, one request. Every other
+change of a record and of its line entry is one transaction conditioned on the record's
+revision, so the entry is always the projection of the record.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from boto3.dynamodb.types import TypeDeserializer
+from botocore.exceptions import ClientError
+
+from switchboard.call_limit.domain import Line
+from switchboard.call_limit.dynamo import line_from_item, line_key
+from switchboard.calls.domain import (
+    CallRecord,
+    DialAttempt,
+    LineNotReady,
+    StaleRecord,
+    occupant_value,
+)
+from switchboard.core.dynamo import cancellation_codes, from_item, is_condition_failure, query_all, to_item
+from switchboard.core.errors import LineBusy
+
+ATTEMPT_TTL = timedelta(days=2)
+ENDED_CALL_TTL = timedelta(days=30)
+_deserializer = TypeDeserializer()
+
+
+def _attempt_key(instance: str, attempt_id: str) -> dict[str, str]:
+    return {"pk": f"LINE#{instance}", "sk": f"DIAL#{attempt_id}"}
+
+
+def _call_key(record: CallRecord) -> dict[str, str]:
+    return call_key(record.instance, record.provider_id, record.provider_instance_id, record.call_id)
+
+
+def call_key(instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> dict[str, str]:
+    return {"pk": f"LINE#{instance}", "sk": f"CALL#{provider_id}#{provider_instance_id}#{call_id}"}
+
+
+def _live_index(instance: str) -> str:
+    return f"LINE#{instance}#LIVECALL"
+
+
+def _epoch(delta: timedelta) -> int:
+    return int((datetime.now(UTC) + delta).timestamp())
+
+
+class CallRepository:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    # --- the line --------------------------------------------------------------------------
+
+    def line(self, instance: str) -> Line | None:
+        item = self._table.get_item(Key=line_key(instance), ConsistentRead=True).get("Item")
+        return line_from_item(instance, item) if item else None
+
+    def reserve(self, attempt: DialAttempt) -> bool:
+        """Admit the attempt's reservation if a slot is free: True if admitted now, False if it already was.
+
+        One conditional UpdateItem. Raises LineBusy (with the limit and the occupants) when the
+        line is full, LineNotReady when it has no limit or no occupants map yet.
+        """
+        try:
+            self._table.update_item(
+                Key=line_key(attempt.instance),
+                UpdateExpression="SET occupants.#id = :occupant",
+                ConditionExpression="size(occupants) < #limit AND attribute_not_exists(occupants.#id)",
+                ExpressionAttributeNames={"#id": attempt.id, "#limit": "limit"},
+                ExpressionAttributeValues={":occupant": occupant_value(attempt.occupant())},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            old = {name: _deserializer.deserialize(value) for name, value in error.response.get("Item", {}).items()}
+            line = line_from_item(attempt.instance, {"tenant": attempt.tenant, **old}) if old else None
+            if line is None or line.limit is None or "occupants" not in old:
+                raise LineNotReady(line) from error
+            if attempt.id in line.occupants:
+                return False
+            raise LineBusy(
+                "no free call slot on this connection",
+                limit=line.limit,
+                occupants=[occupant.model_dump(by_alias=True) for occupant in line.occupants.values()],
+            ) from error
+        return True
+
+    def ensure_line(self, instance: str, tenant: str) -> None:
+        """Create the line item or its `occupants` map if missing; never touches Calls I's attributes."""
+        self._table.update_item(
+            Key=line_key(instance),
+            UpdateExpression="SET occupants = if_not_exists(occupants, :empty), tenant = if_not_exists(tenant, :t)",
+            ExpressionAttributeValues={":empty": {}, ":t": tenant},
+        )
+
+    # --- dial attempts ---------------------------------------------------------------------
+
+    def create_attempt(self, attempt: DialAttempt) -> DialAttempt | None:
+        """Store a new attempt; if its id exists already (a retry), return the stored one instead."""
+        item = to_item(attempt, _attempt_key(attempt.instance, attempt.id), expiresAt=_epoch(ATTEMPT_TTL))
+        try:
+            self._table.put_item(
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            old = {name: _deserializer.deserialize(value) for name, value in error.response.get("Item", {}).items()}
+            return from_item(DialAttempt, old) if old else self.get_attempt(attempt.instance, attempt.id)
+        return None
+
+    def reopen_attempt(self, attempt: DialAttempt) -> bool:
+        """A retry of a released attempt tries again: released -> pending, once."""
+        try:
+            self._table.update_item(
+                Key=_attempt_key(attempt.instance, attempt.id),
+                UpdateExpression="SET #state = :pending REMOVE release_reason",
+                ConditionExpression="#state = :released",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":pending": "pending", ":released": "released"},
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def get_attempt(self, instance: str, attempt_id: str) -> DialAttempt | None:
+        item = self._table.get_item(Key=_attempt_key(instance, attempt_id), ConsistentRead=True).get("Item")
+        return from_item(DialAttempt, item) if item else None
+
+    def pending_attempts(self, instance: str) -> list[DialAttempt]:
+        """The attempts whose reservation is on the line: at most `limit` items, read by key."""
+        line = self.line(instance)
+        ids = sorted(
+            key for key, occupant in (line.occupants.items() if line else []) if occupant.kind == "reservation"
+        )
+        if not ids:
+            return []
+        request = {self._name: {"Keys": [_attempt_key(instance, key) for key in ids], "ConsistentRead": True}}
+        items: list[dict[str, Any]] = []
+        while request:  # keys left unprocessed (throttling) are asked again
+            answer = self._client.batch_get_item(RequestItems=request)
+            items.extend(answer.get("Responses", {}).get(self._name, []))
+            request = answer.get("UnprocessedKeys") or {}
+        attempts = [from_item(DialAttempt, item) for item in items]
+        return sorted((attempt for attempt in attempts if attempt.state == "pending"), key=lambda a: a.created_at)
+
+    def release(self, attempt: DialAttempt, reason: str) -> bool:
+        """Free a pending attempt's slot (one transaction with its state); False if it was not pending."""
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self._name,
+                            "Key": _attempt_key(attempt.instance, attempt.id),
+                            "UpdateExpression": "SET #state = :released, release_reason = :reason",
+                            "ConditionExpression": "#state = :pending",
+                            "ExpressionAttributeNames": {"#state": "state"},
+                            "ExpressionAttributeValues": {
+                                ":released": "released",
+                                ":pending": "pending",
+                                ":reason": reason,
+                            },
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._name,
+                            "Key": line_key(attempt.instance),
+                            "UpdateExpression": "REMOVE occupants.#id",
+                            "ConditionExpression": "attribute_exists(occupants)",
+                            "ExpressionAttributeNames": {"#id": attempt.id},
+                        }
+                    },
+                ]
+            )
+        except ClientError as error:
+            codes = cancellation_codes(error)
+            if codes[:1] == ["ConditionalCheckFailed"]:
+                return False
+            if codes[1:2] == ["ConditionalCheckFailed"]:  # no occupants map yet: nothing can be reserved there
+                self.ensure_line(attempt.instance, attempt.tenant)
+                return self.release(attempt, reason)
+            raise
+        return True
+
+    # --- call records ----------------------------------------------------------------------
+
+    def get_call(self, instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> CallRecord | None:
+        key = call_key(instance, provider_id, provider_instance_id, call_id)
+        item = self._table.get_item(Key=key, ConsistentRead=True).get("Item")
+        return from_item(CallRecord, item) if item else None
+
+    def live_calls(self, instance: str) -> list[CallRecord]:
+        """Live calls through the sparse index entry a record carries only while live (GSI2)."""
+        items = query_all(self._table, IndexName="GSI2", KeyConditionExpression=Key("gsi2pk").eq(_live_index(instance)))
+        return [from_item(CallRecord, item) for item in items]
+
+    def save(self, previous: CallRecord | None, record: CallRecord, attempt: DialAttempt | None = None) -> CallRecord:
+        """Write `record` (read as `previous`) and its line entry; bind `attempt` to it if given.
+
+        One transaction: the record conditioned on the revision read, the line entry set or
+        removed to match the record's projection, the attempt's reservation removed and the
+        attempt marked connected (conditioned on it still being pending). Raises StaleRecord when
+        a condition failed (read again), LineNotReady when the line has no occupants map yet.
+        """
+        stored = record.model_copy(update={"rev": (previous.rev if previous else 0) + 1})
+        extra: dict[str, Any] = {"expiresAt": _epoch(ENDED_CALL_TTL)} if stored.ended else {}
+        if stored.live:  # a sparse index of live calls: reconciliation reads only those
+            extra |= {"gsi2pk": _live_index(stored.instance), "gsi2sk": stored.call_id}
+        record_put: dict[str, Any] = {
+            "TableName": self._name,
+            "Item": to_item(stored, _call_key(stored), **extra),
+        }
+        if previous is None:
+            record_put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            record_put["ConditionExpression"] = "rev = :rev"
+            record_put["ExpressionAttributeValues"] = {":rev": previous.rev}
+        writes: list[tuple[str, dict[str, Any]]] = [("record", {"Put": record_put})]
+        line_update = self._line_change(previous, stored, attempt)
+        if line_update is not None:
+            writes.append(("line", {"Update": line_update}))
+        if attempt is not None:
+            writes.append(
+                (
+                    "attempt",
+                    {
+                        "Update": {
+                            "TableName": self._name,
+                            "Key": _attempt_key(attempt.instance, attempt.id),
+                            "UpdateExpression": "SET #state = :connected, call_id = :call",
+                            "ConditionExpression": "#state = :pending",
+                            "ExpressionAttributeNames": {"#state": "state"},
+                            "ExpressionAttributeValues": {
+                                ":connected": "connected",
+                                ":pending": "pending",
+                                ":call": stored.call_id,
+                            },
+                        }
+                    },
+                )
+            )
+        self._write(writes, stored)
+        return stored
+
+    def _line_change(
+        self, previous: CallRecord | None, record: CallRecord, attempt: DialAttempt | None
+    ) -> dict[str, Any] | None:
+        before = previous.occupant() if previous else None
+        after = record.occupant()
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        sets: list[str] = []
+        removes: list[str] = []
+        if after is not None and after != before:
+            names["#call"] = record.occupant_id
+            values[":occupant"] = occupant_value(after)
+            sets.append("occupants.#call = :occupant")
+        elif after is None and before is not None:
+            names["#call"] = record.occupant_id
+            removes.append("occupants.#call")
+        if attempt is not None:
+            names["#res"] = attempt.id
+            removes.append("occupants.#res")
+        if not sets and not removes:
+            return None
+        expression = " ".join(
+            part
+            for part in ("SET " + ", ".join(sets) if sets else "", "REMOVE " + ", ".join(removes) if removes else "")
+            if part
+        )
+        update: dict[str, Any] = {
+            "TableName": self._name,
+            "Key": line_key(record.instance),
+            "UpdateExpression": expression,
+            "ExpressionAttributeNames": names,
+        }
+        update["ConditionExpression"] = "attribute_exists(occupants)"  # a nested path needs the map
+        if values:
+            update["ExpressionAttributeValues"] = values
+        return update
+
+    def _write(self, writes: list[tuple[str, dict[str, Any]]], record: CallRecord) -> None:
+        if len(writes) == 1:
+            try:
+                self._client.put_item(**writes[0][1]["Put"])
+            except ClientError as error:
+                if is_condition_failure(error):
+                    raise StaleRecord(record.occupant_id) from error
+                raise
+            return
+        try:
+            self._client.transact_write_items(TransactItems=[write for _, write in writes])
+        except ClientError as error:
+            codes = cancellation_codes(error)
+            failed = {kind for (kind, _), code in zip(writes, codes, strict=False) if code == "ConditionalCheckFailed"}
+            if failed & {"record", "attempt"}:
+                raise StaleRecord(record.occupant_id) from error
+            if "line" in failed:
+                raise LineNotReady(None) from error
+            raise

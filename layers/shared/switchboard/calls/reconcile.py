@@ -1,0 +1,233 @@
+"""Reconciliation: recover what lost or late events did not tell us, from the provider's own reads.
+
+Per instance (manual route, queue worker after a schedule fan-out or an admission error):
+
+1. the limit: `GET /instance/status` through Calls I's snapshot rule;
+2. `GET /call/active`: every live call applied with the same forward-only guards as events
+   (unknown calls are adopted; a newer state stored meanwhile is never undone);
+3. local live calls missing from that list: `GET /call/{id}` (then history) for their real end;
+   a call the provider does not know at all is left as it is, never ended on a guess;
+4. pending reservations: a young one is re-dialled with its own key (the provider returns the
+   same call if the first dial was applied); a refusal releases it; an unknown outcome keeps it;
+   one older than `REDIAL_WINDOW` is never re-dialled (that would place a call nobody waits
+   for): it is released, and a call it did produce was adopted in step 2 if still live;
+5. outgoing calls that waited for a dial answer that will never come take their own slot.
+
+The scheduled fan-out sends one queue message per instance, so a period covers any number of
+instances with bounded work per invocation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from switchboard.calls.domain import CallRecord, DialAttempt, digits, utcnow
+from switchboard.calls.service import CallService, Targets
+from switchboard.catalog.domain import Instance, Tenant
+from switchboard.core.errors import (
+    ProviderDisconnected,
+    ProviderLineBusy,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+from switchboard.core.model import Model
+from switchboard.core.observability import logger
+from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
+from switchboard.webhooks.events import ProviderEvent
+
+REDIAL_WINDOW = timedelta(minutes=2)
+BATCH_SIZE = 10  # SendMessageBatch's maximum
+
+
+class Records(Protocol):
+    def live_calls(self, instance: str) -> list[CallRecord]: ...
+    def pending_attempts(self, instance: str) -> list[DialAttempt]: ...
+    def release(self, attempt: DialAttempt, reason: str) -> bool: ...
+
+
+class InstanceCatalog(Protocol):
+    def find_instance(self, name: str) -> Instance | None: ...
+    def get_instance(self, tenant: str, name: str) -> Instance: ...
+
+
+class ReconcileReport(Model):
+    instance: str
+    limit: int | None = None
+    active: int = 0
+    ended: int = 0
+    unknown_to_provider: int = 0
+    reservations_bound: int = 0
+    reservations_released: int = 0
+    reservations_kept: int = 0
+    adopted: int = 0
+    outbox: dict[str, Any] | None = None  # the outbox drain's result (messaging instances)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        instances: InstanceCatalog,
+        records: Records,
+        calls: CallService,
+        targets: Targets,
+        *,
+        refresh_limit: Callable[[Instance], Any],
+        drain_outbox: Callable[[str], BaseModel] | None = None,
+    ) -> None:
+        self._instances = instances
+        self._records = records
+        self._calls = calls
+        self._targets = targets
+        self._refresh_limit = refresh_limit
+        self._drain_outbox = drain_outbox
+
+    def reconcile_named(self, name: str) -> ReconcileReport | None:
+        """The queue worker's entry: an instance deleted since the fan-out is skipped."""
+        instance = self._instances.find_instance(name)
+        if instance is None:
+            logger.info("reconcile skipped: instance gone", extra={"instance": name})
+            return None
+        return self.reconcile(instance)
+
+    def reconcile_for(self, tenant: str, name: str) -> ReconcileReport:
+        return self.reconcile(self._instances.get_instance(tenant, name))
+
+    def reconcile(self, instance: Instance) -> ReconcileReport:
+        """Raises ProviderError when the provider cannot be read (the queue retries the message)."""
+        report = ReconcileReport(instance=instance.name)
+        if instance.kind != "calls":
+            if self._drain_outbox is not None:
+                report.outbox = self._drain_outbox(instance.name).model_dump()
+            return report
+        line = self._refresh_limit(instance)
+        report.limit = getattr(line, "limit", None)
+        client, target = self._targets.target_for(instance)
+        active = client.active_calls(target)
+        report.active = len(active)
+        for call in active:
+            self._calls.apply_provider_call(instance, call, "reconcile")
+        self._settle_missing(instance, client, target, {call.call_id for call in active}, report)
+        for attempt in self._records.pending_attempts(instance.name):
+            self._resolve(instance, client, target, attempt, report)
+        self._adopt_orphans(instance, report)
+        logger.info("instance reconciled", extra=report.model_dump())
+        return report
+
+    def _settle_missing(
+        self,
+        instance: Instance,
+        client: ProviderClient,
+        target: ProviderTarget,
+        active_ids: set[str],
+        report: ReconcileReport,
+    ) -> None:
+        missing = [record for record in self._records.live_calls(instance.name) if record.call_id not in active_ids]
+        history: list[ProviderCall] | None = None
+        for record in missing:
+            call = client.get_call(target, record.call_id)
+            if call is None:
+                history = client.call_history(target) if history is None else history
+                call = next((item for item in history if item.call_id == record.call_id), None)
+            if call is None:
+                report.unknown_to_provider += 1
+                logger.warning(
+                    "live call unknown to the provider: left as is",
+                    extra={"instance": instance.name, "call_id": record.call_id},
+                )
+                continue
+            if self._calls.apply_provider_call(instance, call, "reconcile").ended:
+                report.ended += 1
+
+    def _resolve(
+        self,
+        instance: Instance,
+        client: ProviderClient,
+        target: ProviderTarget,
+        attempt: DialAttempt,
+        report: ReconcileReport,
+    ) -> None:
+        if attempt.age_seconds(utcnow()) > REDIAL_WINDOW.total_seconds():
+            if self._records.release(attempt, "unresolved"):
+                report.reservations_released += 1
+                logger.warning(
+                    "old unresolved reservation released",
+                    extra={"instance": instance.name, "reservation": attempt.id},
+                )
+            return
+        try:
+            answer = client.dial(target, attempt.to, attempt.video, attempt.id)
+        except ProviderTimeout:
+            report.reservations_kept += 1
+            return
+        except (ProviderLineBusy, ProviderDisconnected, ProviderRejected, ProviderUnavailable) as refused:
+            if self._records.release(attempt, refused.code):
+                report.reservations_released += 1
+            return
+        self._calls.bind_dial(instance, attempt, answer.call_id)
+        report.reservations_bound += 1
+
+    def _adopt_orphans(self, instance: Instance, report: ReconcileReport) -> None:
+        pending_peers = {digits(attempt.to) for attempt in self._records.pending_attempts(instance.name)}
+        for record in self._records.live_calls(instance.name):
+            if record.holds_slot is False and digits(record.peer) not in pending_peers:
+                self._calls.adopt(instance, record)
+                report.adopted += 1
+
+
+# --- the scheduled fan-out -----------------------------------------------------------------
+
+
+class TenantCatalog(Protocol):
+    def list_tenants(self) -> list[Tenant]: ...
+    def list_instances(self, tenant: str) -> list[Instance]: ...
+
+
+class Queue(Protocol):
+    def send_batch(self, instance_names: list[str]) -> int: ...
+
+
+def every_instance(catalog: TenantCatalog) -> Iterator[Instance]:
+    """Every instance of every tenant, through the tenant listing and each tenant's instance index."""
+    for tenant in catalog.list_tenants():
+        yield from catalog.list_instances(tenant.owner_tag)
+
+
+def fan_out(instances: Iterable[Instance], queue: Queue, *, with_outbox: bool) -> int:
+    """One reconcile message per instance (calls instances; messaging ones too when an outbox exists)."""
+    sent = 0
+    batch: list[str] = []
+    for instance in instances:
+        if instance.kind != "calls" and not with_outbox:
+            continue
+        batch.append(instance.name)
+        if len(batch) == BATCH_SIZE:
+            sent += queue.send_batch(batch)
+            batch = []
+    if batch:
+        sent += queue.send_batch(batch)
+    logger.info("reconciliation fanned out", extra={"instances": sent})
+    return sent
+
+
+class Requests(Protocol):
+    def request(self, instance: str, delay_seconds: int = 0) -> None: ...
+
+
+class ReconcileOnReconnect:
+    """`connection` effect: a calls instance that (re)connected is reconciled soon.
+
+    Calls may have started or ended while its session (or our receiver) was away; the provider's
+    reads tell, so the instance goes to the reconcile queue instead of waiting for the schedule.
+    """
+
+    def __init__(self, queue: Requests) -> None:
+        self._queue = queue
+
+    def __call__(self, event: ProviderEvent) -> None:
+        if event.instance.kind == "calls" and event.data.get("connected") is True:
+            self._queue.request(event.instance.name)

@@ -1,0 +1,128 @@
+"""Call control routes: dial (atomic slot reservation), claim/transfer, hangup, video stop, reconcile."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from switchboard import bootstrap
+from switchboard.calls.schemas import (
+    IDEMPOTENCY_KEY_PATTERN,
+    CallView,
+    ClaimCall,
+    DialCall,
+    DialView,
+    ReconcileView,
+    VideoAction,
+)
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.catalog.schemas import InstanceName
+from switchboard.core.api.auth import requires
+from switchboard.core.api.errors import documented
+from switchboard.core.errors import InvalidInput
+
+router = APIGatewayHttpRouter()
+Agent = Annotated[Principal, Depends(requires(router, Scope.AGENT))]
+AgentOrAdmin = Annotated[Principal, Depends(requires(router, Scope.AGENT, Scope.ADMIN))]
+Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
+InstancePath = Annotated[InstanceName, Path()]
+CallIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
+DIAL_ERRORS = documented(400, 401, 403, 404, 409, 422, 502, 504)
+CONTROL_ERRORS = documented(400, 401, 403, 404, 409, 422, 502, 504)
+# Passing `responses` replaces Powertools' generated success entry, so it is listed here too.
+CALL_ANSWER: dict[int, OpenAPIResponse] = {
+    200: {"description": "The call", "content": {"application/json": {"model": CallView}}}
+}
+RECONCILE_ANSWER: dict[int, OpenAPIResponse] = {
+    200: {"description": "What was applied", "content": {"application/json": {"model": ReconcileView}}}
+}
+DIAL_ANSWERS: dict[int, OpenAPIResponse] = {
+    201: {"description": "The call", "content": {"application/json": {"model": DialView}}},
+    202: {
+        "description": "Outcome unknown: the slot stays reserved; retry with the same key",
+        "content": {"application/json": {"model": DialView}},
+    },
+}
+
+
+def _idempotency_key() -> str:
+    key = router.current_event.headers.get("idempotency-key")
+    if not key:
+        raise InvalidInput("the Idempotency-Key header is required to dial", code="idempotency_key_required")
+    if not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key):
+        raise InvalidInput("the Idempotency-Key must be 1..128 printable ASCII characters")
+    return key
+
+
+@router.post(
+    "/api/connections/<instance>/calls",
+    status_code=201,
+    tags=["call control"],
+    responses={**DIAL_ANSWERS, **DIAL_ERRORS},
+)
+def dial(instance: InstancePath, body: DialCall, principal: Agent) -> Response[DialView]:
+    """Dial `to` from this connection (header `Idempotency-Key` required: a retry with it is the same dial).
+
+    201 with the call; 202 `pending` when the provider's answer was lost (the slot stays reserved;
+    retry with the same key); 409 `line_busy` with the limit and the occupants; 409
+    `instance_disconnected`.
+    """
+    outcome = bootstrap.dialing_service().dial(principal, instance, body.to, body.video, _idempotency_key())
+    view = DialView.of(outcome)
+    return Response(
+        status_code=202 if outcome.call is None else 201,
+        content_type=content_types.APPLICATION_JSON,
+        body=view,
+    )
+
+
+@router.get("/api/calls/<instance>/<call_id>", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS})
+def get_call(instance: InstancePath, call_id: CallIdPath, principal: AgentOrAdmin) -> CallView:
+    return CallView.of(bootstrap.call_service().get(principal, instance, call_id))
+
+
+@router.post(
+    "/api/calls/<instance>/<call_id>/claim", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS}
+)
+def claim_call(
+    instance: InstancePath,
+    call_id: CallIdPath,
+    principal: AgentOrAdmin,
+    body: Annotated[ClaimCall | None, BodyParam()] = None,
+) -> CallView:
+    """Take the call (409 `call_owned` if another attendant has it); `transferTo` hands it over (owner or admin)."""
+    transfer_to = body.transfer_to if body else None
+    return CallView.of(bootstrap.call_service().claim(principal, instance, call_id, transfer_to))
+
+
+@router.post(
+    "/api/calls/<instance>/<call_id>/hangup", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS}
+)
+def hangup_call(instance: InstancePath, call_id: CallIdPath, principal: AgentOrAdmin) -> CallView:
+    """End the call at the provider (owner or admin); the slot frees when the provider confirms the end."""
+    return CallView.of(bootstrap.call_service().hangup(principal, instance, call_id))
+
+
+@router.post(
+    "/api/calls/<instance>/<call_id>/video", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS}
+)
+def call_video(instance: InstancePath, call_id: CallIdPath, body: VideoAction, principal: AgentOrAdmin) -> CallView:
+    """`{"action": "stop"}` turns the camera off (owner or admin); the call keeps its slot."""
+    return CallView.of(bootstrap.call_service().stop_video(principal, instance, call_id))
+
+
+@router.post(
+    "/api/connections/<instance>/reconcile",
+    tags=["call control"],
+    responses={**RECONCILE_ANSWER, **CONTROL_ERRORS},
+)
+def reconcile(instance: InstancePath, principal: Admin) -> ReconcileView:
+    """Read the provider now (status, active calls, ends, pending reservations) and apply it with the usual guards."""
+    return ReconcileView.of(bootstrap.reconciler().reconcile_for(principal.tenant, instance))

@@ -1,0 +1,143 @@
+"""Catalog records: tenants, API keys, numbers, provider servers and instances.
+
+These are the stored shapes (no secrets in them: secrets live in the secret store and only a
+short hint is kept here). Every record carries its tenant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from switchboard.core.model import Model
+
+PLATFORM_TENANT = "_platform"
+OWNER_TAG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
+INSTANCE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+PHONE_PATTERN = r"^[1-9][0-9]{7,14}$"  # E.164 digits, no "+"
+MAX_POOL_SIZE = 10
+
+
+class Scope(StrEnum):
+    PLATFORM = "platform"
+    ADMIN = "admin"
+    AGENT = "agent"
+    SEND = "send"
+
+
+class Principal(Model):
+    """Who is calling, as the authorizer established it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    key_id: str
+    scopes: frozenset[Scope]
+    attendant_id: str | None = None
+
+    def has(self, scope: Scope) -> bool:
+        return scope in self.scopes
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def secret_hint(secret: str) -> str:
+    """A hint that identifies which secret is set without revealing it."""
+    return f"…{secret[-4:]}" if len(secret) >= 16 else "…"
+
+
+class Record(Model):
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    tenant: str
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Tenant(Record):
+    owner_tag: str
+    name: str
+
+
+class ApiKey(Record):
+    id: str
+    name: str
+    environment: Literal["LIVE", "TEST"]
+    scopes: list[Scope]
+    attendant_id: str | None = None
+    default_number: str | None = None
+    webhook_url: str | None = None
+    number_selection_mode: Literal["default", "pool"] = "default"
+    prefix: str  # the first characters of the key, to recognise it in a list
+
+
+class NewKey(Model):
+    """A freshly generated key: the plaintext exists only in this object and in one response."""
+
+    plaintext: str
+    digest: str
+    prefix: str
+
+
+def generate_key(environment: Literal["LIVE", "TEST"], preset: str | None = None) -> NewKey:
+    """A new random key, or `preset` (operator bootstrap of a known key, e.g. for scripts)."""
+    plaintext = preset or f"sb_{environment.lower()}_{secrets.token_urlsafe(32)}"
+    return NewKey(plaintext=plaintext, digest=hash_key(plaintext), prefix=plaintext[:12])
+
+
+def hash_key(plaintext: str) -> str:
+    """Keys carry 256 bits of entropy, so a fast hash is enough (no salt or KDF needed)."""
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def looks_like_key(value: str) -> bool:
+    return bool(re.fullmatch(r"sb_(live|test)_[A-Za-z0-9_-]{20,100}", value))
+
+
+class Number(Record):
+    id: str
+    number: str
+    display_name: str
+    meta_phone_id: str | None = None
+
+
+class Provider(Record):
+    id: str
+    name: str
+    kind: Literal["wuzapi", "evolution", "meta"]
+    base_url: str
+    priority: int = 0
+    admin_token_hint: str | None = None
+    webhook_secret_hint: str
+
+
+InstanceState = Literal["CONNECTED", "DISCONNECTED"]
+
+
+class Instance(Record):
+    name: str
+    provider_id: str
+    provider_instance_id: str
+    number_id: str
+    priority: int = 0
+    kind: Literal["messages", "calls"] = "messages"
+    owner_tag: str | None = None
+    token_hint: str
+    state: InstanceState = "DISCONNECTED"
+    state_seq: int | None = None  # the provider `seq` of the event that set `state`
+    state_changed_at: datetime | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self.state == "CONNECTED"

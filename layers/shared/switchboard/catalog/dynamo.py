@@ -1,0 +1,336 @@
+"""Catalog persistence: tenants, API keys (and their hash index), numbers, providers, instances."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from switchboard.catalog.domain import ApiKey, Instance, Number, Principal, Provider, Record, Scope, Tenant
+from switchboard.core.dynamo import (
+    META,
+    cancellation_codes,
+    entity_key,
+    from_item,
+    is_condition_failure,
+    owned_or_missing,
+    query_all,
+    tenant_index,
+    to_item,
+)
+from switchboard.core.errors import AlreadyExists, Conflict, NotFound
+
+NOT_EXISTS = "attribute_not_exists(pk)"
+
+
+class CatalogRepository:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    # --- tenants -------------------------------------------------------------------------
+
+    def create_tenant(self, tenant: Tenant) -> None:
+        item = to_item(tenant, entity_key("TENANT", tenant.owner_tag), gsi1pk="TENANTS", gsi1sk=tenant.owner_tag)
+        self._put_new(item, AlreadyExists(f"tenant {tenant.owner_tag} already exists"))
+
+    def get_tenant(self, owner_tag: str) -> Tenant:
+        item = self._get(entity_key("TENANT", owner_tag))
+        if not item:
+            raise NotFound("tenant not found")
+        return from_item(Tenant, item)
+
+    def list_tenants(self) -> list[Tenant]:
+        return [from_item(Tenant, item) for item in self._by_index("GSI1", "gsi1pk", "TENANTS")]
+
+    # --- API keys ------------------------------------------------------------------------
+
+    def create_api_key(self, key: ApiKey, digest: str) -> None:
+        """The key record and its hash index are written together, or neither is."""
+        self._client.transact_write_items(
+            TransactItems=[
+                self._new(to_item(key, entity_key("APIKEY", key.id), digest=digest, **self._listing(key, "APIKEY"))),
+                self._new({**entity_key("KEYHASH", digest), **_grant(key)}),
+            ]
+        )
+
+    def principal_for_digest(self, digest: str) -> Principal | None:
+        item = self._get(entity_key("KEYHASH", digest))
+        if not item:
+            return None
+        return Principal(
+            tenant=item["tenant"],
+            key_id=item["keyId"],
+            scopes=frozenset(Scope(scope) for scope in item["scopes"]),
+            attendant_id=item.get("attendantId"),
+        )
+
+    def get_api_key(self, tenant: str, key_id: str) -> ApiKey:
+        return from_item(ApiKey, self._owned(entity_key("APIKEY", key_id), tenant, "API key"))
+
+    def list_api_keys(self, tenant: str) -> list[ApiKey]:
+        return [from_item(ApiKey, item) for item in self._by_index("GSI1", "gsi1pk", tenant_index(tenant, "APIKEY"))]
+
+    def save_api_key(self, key: ApiKey) -> None:
+        """Rewrite an existing key (same tenant), keeping its hash index in step with its grants."""
+        current = self._owned(entity_key("APIKEY", key.id), key.tenant, "API key")
+        digest = current["digest"]
+        same_tenant = {"ConditionExpression": "tenant = :tenant", "ExpressionAttributeValues": {":tenant": key.tenant}}
+        self._transact(
+            [
+                {
+                    "Put": {
+                        "TableName": self._name,
+                        "Item": to_item(
+                            key, entity_key("APIKEY", key.id), digest=digest, **self._listing(key, "APIKEY")
+                        ),
+                        **same_tenant,
+                    }
+                },
+                {"Put": {"TableName": self._name, "Item": {**entity_key("KEYHASH", digest), **_grant(key)}}},
+            ],
+            NotFound("API key not found"),
+        )
+
+    def delete_api_key(self, tenant: str, key_id: str) -> None:
+        current = self._owned(entity_key("APIKEY", key_id), tenant, "API key")
+        self._transact(
+            [
+                self._delete_owned(entity_key("APIKEY", key_id), tenant),
+                {"Delete": {"TableName": self._name, "Key": entity_key("KEYHASH", current["digest"])}},
+            ],
+            NotFound("API key not found"),
+        )
+
+    # --- numbers -------------------------------------------------------------------------
+
+    def create_number(self, number: Number) -> None:
+        unique = {**_digits_key(number.tenant, number.number), "tenant": number.tenant, "numberId": number.id}
+        self._transact(
+            [
+                self._new(to_item(number, entity_key("NUMBER", number.id), **self._listing(number, "NUMBER"))),
+                self._new(unique),
+            ],
+            AlreadyExists(f"number {number.number} already exists"),
+        )
+
+    def get_number(self, tenant: str, number_id: str) -> Number:
+        return from_item(Number, self._owned(entity_key("NUMBER", number_id), tenant, "number"))
+
+    def number_by_digits(self, tenant: str, digits: str) -> Number | None:
+        unique = self._get(_digits_key(tenant, digits))
+        return self.get_number(tenant, unique["numberId"]) if unique else None
+
+    def list_numbers(self, tenant: str) -> list[Number]:
+        return [from_item(Number, item) for item in self._by_index("GSI1", "gsi1pk", tenant_index(tenant, "NUMBER"))]
+
+    def save_number(self, number: Number) -> None:
+        self._put_owned(to_item(number, entity_key("NUMBER", number.id), **self._listing(number, "NUMBER")), "number")
+
+    def delete_number(self, tenant: str, number_id: str) -> None:
+        number = self.get_number(tenant, number_id)
+        if self.instances_of_number(number_id):
+            raise Conflict("number still has instances: delete them first", code="number_in_use")
+        self._transact(
+            [
+                self._delete_owned(entity_key("NUMBER", number_id), tenant),
+                {"Delete": {"TableName": self._name, "Key": _digits_key(tenant, number.number)}},
+            ],
+            NotFound("number not found"),
+        )
+
+    # --- providers -----------------------------------------------------------------------
+
+    def create_provider(self, provider: Provider) -> None:
+        item = to_item(provider, entity_key("PROVIDER", provider.id), **self._listing(provider, "PROVIDER"))
+        self._put_new(item, AlreadyExists("provider already exists"))
+
+    def get_provider(self, tenant: str, provider_id: str) -> Provider:
+        return from_item(Provider, self._owned(entity_key("PROVIDER", provider_id), tenant, "provider"))
+
+    def find_provider(self, provider_id: str) -> Provider | None:
+        """Tenant-free lookup, for webhook ingest where the provider id is the only handle."""
+        item = self._get(entity_key("PROVIDER", provider_id))
+        return from_item(Provider, item) if item else None
+
+    def list_providers(self, tenant: str) -> list[Provider]:
+        index = tenant_index(tenant, "PROVIDER")
+        return [from_item(Provider, item) for item in self._by_index("GSI1", "gsi1pk", index)]
+
+    def save_provider(self, provider: Provider) -> None:
+        item = to_item(provider, entity_key("PROVIDER", provider.id), **self._listing(provider, "PROVIDER"))
+        self._put_owned(item, "provider")
+
+    def delete_provider(self, tenant: str, provider_id: str) -> None:
+        self.get_provider(tenant, provider_id)
+        index = tenant_index(tenant, "INSTANCE")
+        if any(item.get("provider_id") == provider_id for item in self._by_index("GSI1", "gsi1pk", index)):
+            raise Conflict("provider still has instances: delete them first", code="provider_in_use")
+        self._transact(
+            [self._delete_owned(entity_key("PROVIDER", provider_id), tenant)], NotFound("provider not found")
+        )
+
+    # --- instances -----------------------------------------------------------------------
+
+    def put_instance(self, instance: Instance, previous: Instance | None) -> None:
+        """Create an instance, or replace its configuration; its provider binding is unique.
+
+        A replacement updates the configuration attributes only: the connection state (written
+        by webhook events at any moment) and attributes owned by other areas are left as they are.
+        """
+        binding = _binding_key(instance.provider_id, instance.provider_instance_id)
+        item = to_item(instance, entity_key("INSTANCE", instance.name), **self._instance_indexes(instance))
+        writes = [self._new(item)] if previous is None else [self._update_instance_configuration(instance, item)]
+        old_binding = previous and _binding_key(previous.provider_id, previous.provider_instance_id)
+        if old_binding != binding:
+            writes.append(self._new({**binding, "tenant": instance.tenant, "name": instance.name}))
+            if old_binding:
+                writes.append({"Delete": {"TableName": self._name, "Key": old_binding}})
+        self._transact(writes, AlreadyExists("instance name or provider binding already in use"))
+
+    def _instance_indexes(self, instance: Instance) -> dict[str, str]:
+        return {
+            **self._listing(instance, "INSTANCE"),
+            "gsi2pk": f"NUMBER#{instance.number_id}#INSTANCE",
+            "gsi2sk": f"{instance.priority:06d}#{instance.name}",
+        }
+
+    def _update_instance_configuration(self, instance: Instance, item: dict[str, Any]) -> dict[str, Any]:
+        configuration = [*_INSTANCE_CONFIGURATION, *self._instance_indexes(instance)]
+        names = {f"#{index}": attribute for index, attribute in enumerate(configuration)}
+        present = {f"#{index}": attribute for index, attribute in enumerate(configuration) if attribute in item}
+        absent = [placeholder for placeholder in names if placeholder not in present]
+        expression = "SET " + ", ".join(f"{placeholder} = :{placeholder[1:]}" for placeholder in present)
+        if absent:
+            expression += " REMOVE " + ", ".join(absent)
+        values = {f":{placeholder[1:]}": item[attribute] for placeholder, attribute in present.items()}
+        return {
+            "Update": {
+                "TableName": self._name,
+                "Key": entity_key("INSTANCE", instance.name),
+                "UpdateExpression": expression,
+                "ConditionExpression": "tenant = :tenant",
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {**values, ":tenant": instance.tenant},
+            }
+        }
+
+    def find_instance(self, name: str) -> Instance | None:
+        item = self._get(entity_key("INSTANCE", name))
+        return from_item(Instance, item) if item else None
+
+    def get_instance(self, tenant: str, name: str) -> Instance:
+        return from_item(Instance, self._owned(entity_key("INSTANCE", name), tenant, "instance"))
+
+    def instance_for_binding(self, provider_id: str, provider_instance_id: str) -> Instance | None:
+        binding = self._get(_binding_key(provider_id, provider_instance_id))
+        return self.find_instance(binding["name"]) if binding else None
+
+    def list_instances(self, tenant: str) -> list[Instance]:
+        index = tenant_index(tenant, "INSTANCE")
+        return [from_item(Instance, item) for item in self._by_index("GSI1", "gsi1pk", index)]
+
+    def instances_of_number(self, number_id: str) -> list[Instance]:
+        index = f"NUMBER#{number_id}#INSTANCE"
+        return [from_item(Instance, item) for item in self._by_index("GSI2", "gsi2pk", index)]
+
+    def delete_instance(self, tenant: str, name: str) -> None:
+        instance = self.get_instance(tenant, name)
+        self._transact(
+            [
+                self._delete_owned(entity_key("INSTANCE", name), tenant),
+                {
+                    "Delete": {
+                        "TableName": self._name,
+                        "Key": _binding_key(instance.provider_id, instance.provider_instance_id),
+                    }
+                },
+            ],
+            NotFound("instance not found"),
+        )
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = self._table.get_item(Key=key, ConsistentRead=True).get("Item")
+        return item
+
+    def _owned(self, key: dict[str, str], tenant: str, what: str) -> dict[str, Any]:
+        return dict(owned_or_missing(self._get(key), tenant, what))
+
+    def _by_index(self, index: str, attribute: str, value: str) -> list[dict[str, Any]]:
+        return list(query_all(self._table, IndexName=index, KeyConditionExpression=Key(attribute).eq(value)))
+
+    @staticmethod
+    def _listing(record: Record, kind: str) -> dict[str, str]:
+        created = record.created_at.isoformat()
+        return {"gsi1pk": tenant_index(record.tenant, kind), "gsi1sk": created}
+
+    def _new(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {"Put": {"TableName": self._name, "Item": item, "ConditionExpression": NOT_EXISTS}}
+
+    def _delete_owned(self, key: dict[str, str], tenant: str) -> dict[str, Any]:
+        return {
+            "Delete": {
+                "TableName": self._name,
+                "Key": key,
+                "ConditionExpression": "tenant = :tenant",
+                "ExpressionAttributeValues": {":tenant": tenant},
+            }
+        }
+
+    def _put_new(self, item: dict[str, Any], exists: Exception) -> None:
+        try:
+            self._table.put_item(Item=item, ConditionExpression=NOT_EXISTS)
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise exists from error
+            raise
+
+    def _put_owned(self, item: dict[str, Any], what: str) -> None:
+        try:
+            self._table.put_item(
+                Item=item,
+                ConditionExpression="tenant = :tenant",
+                ExpressionAttributeValues={":tenant": item["tenant"]},
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise NotFound(f"{what} not found") from error
+            raise
+
+    def _transact(self, writes: list[dict[str, Any]], on_condition: Exception) -> None:
+        try:
+            self._client.transact_write_items(TransactItems=writes)
+        except ClientError as error:
+            if "ConditionalCheckFailed" in cancellation_codes(error):
+                raise on_condition from error
+            raise
+
+
+_INSTANCE_CONFIGURATION = (
+    "provider_id",
+    "provider_instance_id",
+    "number_id",
+    "priority",
+    "kind",
+    "owner_tag",
+    "token_hint",
+)
+
+
+def _digits_key(tenant: str, digits: str) -> dict[str, str]:
+    return {"pk": f"TENANT#{tenant}", "sk": f"NUMBER#{digits}"}
+
+
+def _binding_key(provider_id: str, provider_instance_id: str) -> dict[str, str]:
+    return {"pk": f"BINDING#{provider_id}#{provider_instance_id}", "sk": META}
+
+
+def _grant(key: ApiKey) -> dict[str, Any]:
+    grant: dict[str, Any] = {"tenant": key.tenant, "keyId": key.id, "scopes": sorted(key.scopes)}
+    if key.attendant_id:
+        grant["attendantId"] = key.attendant_id
+    return grant

@@ -1,0 +1,199 @@
+"""Catalog routes: API keys, numbers, provider servers, instances (scope `admin`, own tenant)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from switchboard import bootstrap
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.catalog.schemas import (
+    ApiKeyView,
+    CreateApiKey,
+    CreatedApiKeyView,
+    CreateNumber,
+    CreateProvider,
+    InstanceName,
+    InstanceView,
+    NumberView,
+    ProviderView,
+    PutInstance,
+    UpdateApiKey,
+    UpdateNumber,
+    UpdateProvider,
+)
+from switchboard.core.api.auth import requires
+from switchboard.core.api.errors import documented
+
+router = APIGatewayHttpRouter()
+Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
+ERRORS = documented(400, 401, 403, 404, 409, 422)
+ID = Annotated[str, Path(max_length=64)]
+
+
+# --- API keys ------------------------------------------------------------------------------
+
+
+@router.post("/api/api-keys", status_code=201, tags=["api keys"], responses=ERRORS)
+def create_api_key(body: CreateApiKey, principal: Admin) -> CreatedApiKeyView:
+    """Create a key for this tenant. The key itself is in this response only."""
+    created = bootstrap.catalog_service().create_api_key(
+        principal,
+        tenant=principal.tenant,
+        name=body.name,
+        environment=body.environment,
+        scopes=[Scope(scope) for scope in body.scopes],
+        attendant_id=body.attendant_id,
+        default_number=body.default_number,
+        webhook_url=body.webhook_url,
+    )
+    return CreatedApiKeyView.model_validate({**ApiKeyView.of(created.key).model_dump(), "key": created.plaintext})
+
+
+@router.get("/api/api-keys", tags=["api keys"], responses=ERRORS)
+def list_api_keys(principal: Admin) -> list[ApiKeyView]:
+    return [ApiKeyView.of(key) for key in bootstrap.catalog_service().list_api_keys(principal)]
+
+
+@router.get("/api/api-keys/<key_id>", tags=["api keys"], responses=ERRORS)
+def get_api_key(key_id: ID, principal: Admin) -> ApiKeyView:
+    return ApiKeyView.of(bootstrap.catalog_service().get_api_key(principal, key_id))
+
+
+@router.patch("/api/api-keys/<key_id>", tags=["api keys"], responses=ERRORS)
+def update_api_key(key_id: ID, body: UpdateApiKey, principal: Admin) -> ApiKeyView:
+    changes = body.model_dump(exclude_unset=True)
+    if "scopes" in changes:
+        changes["scopes"] = sorted({Scope(scope) for scope in changes["scopes"]})
+    return ApiKeyView.of(bootstrap.catalog_service().update_api_key(principal, key_id, changes))
+
+
+@router.delete("/api/api-keys/<key_id>", status_code=204, tags=["api keys"], responses=ERRORS)
+def delete_api_key(key_id: ID, principal: Admin) -> Response[None]:
+    """Revoke a key: it stops working at once."""
+    bootstrap.catalog_service().delete_api_key(principal, key_id)
+    return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+
+@router.post("/api/numbers", status_code=201, tags=["numbers"], responses=ERRORS)
+def create_number(body: CreateNumber, principal: Admin) -> NumberView:
+    service = bootstrap.catalog_service()
+    number = service.create_number(principal, body.number, body.display_name, body.meta_phone_id)
+    return NumberView.of(number, service.number_connected(number))
+
+
+@router.get("/api/numbers", tags=["numbers"], responses=ERRORS)
+def list_numbers(principal: Admin) -> list[NumberView]:
+    service = bootstrap.catalog_service()
+    return [NumberView.of(number, service.number_connected(number)) for number in service.list_numbers(principal)]
+
+
+@router.get("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
+def get_number(number_id: ID, principal: Admin) -> NumberView:
+    service = bootstrap.catalog_service()
+    number = service.get_number(principal, number_id)
+    return NumberView.of(number, service.number_connected(number))
+
+
+@router.patch("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
+def update_number(number_id: ID, body: UpdateNumber, principal: Admin) -> NumberView:
+    service = bootstrap.catalog_service()
+    number = service.update_number(principal, number_id, body.model_dump(exclude_unset=True))
+    return NumberView.of(number, service.number_connected(number))
+
+
+@router.delete("/api/numbers/<number_id>", status_code=204, tags=["numbers"], responses=ERRORS)
+def delete_number(number_id: ID, principal: Admin) -> Response[None]:
+    bootstrap.catalog_service().delete_number(principal, number_id)
+    return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
+
+
+# --- provider servers ----------------------------------------------------------------------
+
+
+@router.post("/api/providers", status_code=201, tags=["providers"], responses=ERRORS)
+def create_provider(body: CreateProvider, principal: Admin) -> ProviderView:
+    """Register a provider server. Its tokens and webhook secret are write-only."""
+    provider = bootstrap.catalog_service().create_provider(
+        principal,
+        name=body.name,
+        kind=body.kind,
+        base_url=body.base_url,
+        webhook_secret=body.webhook_secret,
+        admin_token=body.admin_token,
+        priority=body.priority,
+    )
+    return ProviderView.of(provider)
+
+
+@router.get("/api/providers", tags=["providers"], responses=ERRORS)
+def list_providers(principal: Admin) -> list[ProviderView]:
+    return [ProviderView.of(provider) for provider in bootstrap.catalog_service().list_providers(principal)]
+
+
+@router.get("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
+def get_provider(provider_id: ID, principal: Admin) -> ProviderView:
+    return ProviderView.of(bootstrap.catalog_service().get_provider(principal, provider_id))
+
+
+@router.patch("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
+def update_provider(provider_id: ID, body: UpdateProvider, principal: Admin) -> ProviderView:
+    changes = body.model_dump(exclude_unset=True, exclude={"webhook_secret", "admin_token"})
+    provider = bootstrap.catalog_service().update_provider(
+        principal, provider_id, changes, webhook_secret=body.webhook_secret, admin_token=body.admin_token
+    )
+    return ProviderView.of(provider)
+
+
+@router.delete("/api/providers/<provider_id>", status_code=204, tags=["providers"], responses=ERRORS)
+def delete_provider(provider_id: ID, principal: Admin) -> Response[None]:
+    bootstrap.catalog_service().delete_provider(principal, provider_id)
+    return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
+
+
+# --- instances -----------------------------------------------------------------------------
+
+
+@router.put("/api/instances/<name>", tags=["instances"], responses=ERRORS)
+def put_instance(name: Annotated[InstanceName, Path()], body: PutInstance, principal: Admin) -> Response[InstanceView]:
+    """Create (201) or replace (200) an instance. The name is unique in the deployment."""
+    instance, created = bootstrap.catalog_service().put_instance(
+        principal,
+        name=name,
+        provider_id=body.provider_id,
+        provider_instance_id=body.provider_instance_id,
+        number_id=body.number_id,
+        token=body.token,
+        priority=body.priority,
+        kind=body.kind,
+        owner_tag=body.owner_tag,
+        owner_tag_given="owner_tag" in body.model_fields_set,
+    )
+    return Response(
+        status_code=201 if created else 200,
+        content_type=content_types.APPLICATION_JSON,
+        body=InstanceView.of(instance),
+    )
+
+
+@router.get("/api/instances", tags=["instances"], responses=ERRORS)
+def list_instances(principal: Admin) -> list[InstanceView]:
+    return [InstanceView.of(instance) for instance in bootstrap.catalog_service().list_instances(principal)]
+
+
+@router.get("/api/instances/<name>", tags=["instances"], responses=ERRORS)
+def get_instance(name: ID, principal: Admin) -> InstanceView:
+    return InstanceView.of(bootstrap.catalog_service().get_instance(principal, name))
+
+
+@router.delete("/api/instances/<name>", status_code=204, tags=["instances"], responses=ERRORS)
+def delete_instance(name: ID, principal: Admin) -> Response[None]:
+    bootstrap.catalog_service().delete_instance(principal, name)
+    return Response(status_code=204, content_type=content_types.APPLICATION_JSON)

@@ -1,0 +1,220 @@
+"""Request and response bodies of the catalog API (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, ClassVar, Literal, Self
+
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic.alias_generators import to_camel
+
+from switchboard.catalog.domain import (
+    INSTANCE_NAME_PATTERN,
+    OWNER_TAG_PATTERN,
+    PHONE_PATTERN,
+    ApiKey,
+    Instance,
+    Number,
+    Provider,
+    Scope,
+    Tenant,
+)
+from switchboard.core.model import Model
+
+Phone = Annotated[str, StringConstraints(pattern=PHONE_PATTERN)]
+OwnerTag = Annotated[str, StringConstraints(pattern=OWNER_TAG_PATTERN)]
+InstanceName = Annotated[str, StringConstraints(pattern=INSTANCE_NAME_PATTERN)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
+Secret = Annotated[str, StringConstraints(min_length=8, max_length=4096)]
+HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_length=2048)]
+
+
+class Body(Model):
+    """Strict camelCase input: unknown fields are refused, types are not coerced."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, defer_build=True
+    )
+
+
+class PatchBody(Body):
+    """A partial update: an absent field is left alone; `null` clears it, where clearing makes sense."""
+
+    not_nullable: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _refuse_null_for_required_fields(self) -> Self:
+        for name in self.not_nullable:
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{to_camel(name)} cannot be null")
+        return self
+
+
+class View(Model):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
+
+
+# --- tenants -------------------------------------------------------------------------------
+
+
+class CreateTenant(Body):
+    owner_tag: OwnerTag
+    name: Name
+
+
+class TenantView(View):
+    owner_tag: str
+    name: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, tenant: Tenant) -> TenantView:
+        return cls(owner_tag=tenant.owner_tag, name=tenant.name, created_at=tenant.created_at)
+
+
+# --- API keys ------------------------------------------------------------------------------
+
+
+class CreateApiKey(Body):
+    name: Name
+    environment: Literal["LIVE", "TEST"] = "LIVE"
+    scopes: list[Literal["admin", "agent", "send"]] = Field(min_length=1)
+    attendant_id: Name | None = None
+    default_number: Phone | None = None
+    webhook_url: HttpUrl | None = None
+
+
+class UpdateApiKey(PatchBody):
+    not_nullable = ("name", "scopes")
+
+    name: Name | None = None
+    scopes: list[Literal["admin", "agent", "send"]] | None = Field(default=None, min_length=1)
+    attendant_id: Name | None = None
+    default_number: Phone | None = None
+    webhook_url: HttpUrl | None = None
+
+
+class ApiKeyView(View):
+    id: str
+    name: str
+    environment: str
+    scopes: list[Scope]
+    attendant_id: str | None
+    default_number: str | None
+    webhook_url: str | None
+    number_selection_mode: str
+    prefix: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, key: ApiKey) -> ApiKeyView:
+        return cls.model_validate(key.model_dump(exclude={"tenant"}))
+
+
+class CreatedApiKeyView(ApiKeyView):
+    key: str = Field(description="The API key. Shown only in this response: store it now.")
+
+
+class CreatedTenantView(View):
+    tenant: TenantView
+    admin_key: CreatedApiKeyView
+
+
+# --- numbers -------------------------------------------------------------------------------
+
+
+class CreateNumber(Body):
+    number: Phone
+    display_name: Name
+    meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
+
+
+class UpdateNumber(PatchBody):
+    not_nullable = ("display_name",)
+
+    display_name: Name | None = None
+    meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
+
+
+class NumberView(View):
+    id: str
+    number: str
+    display_name: str
+    meta_phone_id: str | None
+    connected: bool
+    created_at: datetime
+
+    @classmethod
+    def of(cls, number: Number, connected: bool) -> NumberView:
+        return cls.model_validate({**number.model_dump(exclude={"tenant"}), "connected": connected})
+
+
+# --- providers -----------------------------------------------------------------------------
+
+
+class CreateProvider(Body):
+    name: Name
+    kind: Literal["wuzapi", "evolution", "meta"]
+    base_url: HttpUrl
+    admin_token: Secret | None = None
+    webhook_secret: Secret
+    priority: Annotated[int, Field(ge=0, le=1000)] = 0
+
+
+class UpdateProvider(PatchBody):
+    not_nullable = ("name", "base_url", "admin_token", "webhook_secret", "priority")
+
+    name: Name | None = None
+    base_url: HttpUrl | None = None
+    admin_token: Secret | None = None
+    webhook_secret: Secret | None = None
+    priority: Annotated[int, Field(ge=0, le=1000)] | None = None
+
+
+class ProviderView(View):
+    id: str
+    name: str
+    kind: str
+    base_url: str
+    priority: int
+    admin_token_hint: str | None
+    webhook_secret_hint: str
+    webhook_path: str = Field(description="Configure this path (under the API's base URL) at the provider.")
+    created_at: datetime
+
+    @classmethod
+    def of(cls, provider: Provider) -> ProviderView:
+        return cls.model_validate(
+            {**provider.model_dump(exclude={"tenant"}), "webhook_path": f"/webhooks/{provider.id}"}
+        )
+
+
+# --- instances -----------------------------------------------------------------------------
+
+
+class PutInstance(Body):
+    provider_id: Name
+    provider_instance_id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    number_id: Name
+    token: Secret | None = Field(default=None, description="Write-only. Required when creating.")
+    priority: Annotated[int, Field(ge=0, le=1000)] = 0
+    kind: Literal["messages", "calls"] = "messages"
+    owner_tag: OwnerTag | None = None
+
+
+class InstanceView(View):
+    name: str
+    provider_id: str
+    provider_instance_id: str
+    number_id: str
+    priority: int
+    kind: str
+    owner_tag: str | None
+    token_hint: str
+    state: str
+    state_changed_at: datetime | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, instance: Instance) -> InstanceView:
+        return cls.model_validate(instance.model_dump(exclude={"tenant", "state_seq"}))

@@ -1,0 +1,316 @@
+"""Catalog use cases: tenants, API keys, numbers, provider servers, instances.
+
+Authorisation by scope happens in the API layer; tenant isolation happens here and in the
+repository (every read is by the caller's tenant, and another tenant's object is NotFound).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from switchboard.catalog.domain import (
+    ApiKey,
+    Instance,
+    Number,
+    Principal,
+    Provider,
+    Scope,
+    Tenant,
+    generate_key,
+    hash_key,
+    looks_like_key,
+    new_id,
+    secret_hint,
+)
+from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core.errors import AlreadyExists, InvalidInput, NotFound
+from switchboard.core.model import Model
+from switchboard.core.urls import check_outbound_url
+
+
+class Secrets(Protocol):
+    def name(self, *parts: str) -> str: ...
+    def put(self, name: str, value: str) -> None: ...
+    def get(self, name: str, *, fresh: bool = False) -> str: ...
+    def delete(self, name: str) -> None: ...
+
+
+class Audit(Protocol):
+    def record(
+        self, principal: Principal | None, action: str, target: str, before: Any = None, after: Any = None
+    ) -> None: ...
+
+
+class CreatedKey(Model):
+    key: ApiKey
+    plaintext: str
+
+
+def provider_secret_name(secrets: Secrets, provider_id: str, which: Literal["admin-token", "webhook-secret"]) -> str:
+    return secrets.name("providers", provider_id, which)
+
+
+def instance_token_name(secrets: Secrets, instance_name: str) -> str:
+    return secrets.name("instances", instance_name, "token")
+
+
+class CatalogService:
+    def __init__(self, repository: CatalogRepository, secrets: Secrets, audit: Audit, *, local_mode: bool) -> None:
+        self._repository = repository
+        self._secrets = secrets
+        self._audit = audit
+        self._local_mode = local_mode
+
+    # --- authentication ------------------------------------------------------------------
+
+    def authenticate(self, bearer: str) -> Principal | None:
+        """The principal a presented key stands for, or None. Only the key's hash is looked up."""
+        if not looks_like_key(bearer):
+            return None
+        return self._repository.principal_for_digest(hash_key(bearer))
+
+    # --- tenants -------------------------------------------------------------------------
+
+    def create_tenant(self, principal: Principal | None, owner_tag: str, name: str) -> tuple[Tenant, CreatedKey]:
+        tenant = Tenant(tenant=owner_tag, owner_tag=owner_tag, name=name)
+        self._repository.create_tenant(tenant)
+        admin = self.create_api_key(
+            principal, tenant=owner_tag, name=f"{name} admin", environment="LIVE", scopes=[Scope.ADMIN]
+        )
+        self._audit.record(principal, "tenant.created", owner_tag, after=tenant)
+        return tenant, admin
+
+    def get_tenant(self, principal: Principal, owner_tag: str) -> Tenant:
+        if not principal.has(Scope.PLATFORM) and principal.tenant != owner_tag:
+            raise NotFound("tenant not found")
+        return self._repository.get_tenant(owner_tag)
+
+    def list_tenants(self) -> list[Tenant]:
+        return self._repository.list_tenants()
+
+    # --- API keys ------------------------------------------------------------------------
+
+    def create_api_key(
+        self,
+        principal: Principal | None,
+        *,
+        tenant: str,
+        name: str,
+        environment: Literal["LIVE", "TEST"],
+        scopes: list[Scope],
+        attendant_id: str | None = None,
+        default_number: str | None = None,
+        webhook_url: str | None = None,
+        preset_key: str | None = None,
+    ) -> CreatedKey:
+        if Scope.AGENT in scopes and not attendant_id:
+            raise InvalidInput("an agent key needs an attendantId", code="attendant_required")
+        if webhook_url:
+            check_outbound_url(webhook_url, local_mode=self._local_mode)
+        generated = generate_key(environment, preset_key)
+        key = ApiKey(
+            tenant=tenant,
+            id=new_id("key"),
+            name=name,
+            environment=environment,
+            scopes=sorted(set(scopes)),
+            attendant_id=attendant_id,
+            default_number=default_number,
+            webhook_url=webhook_url,
+            prefix=generated.prefix,
+        )
+        self._repository.create_api_key(key, generated.digest)
+        self._audit.record(principal, "api_key.created", key.id, after=key)
+        return CreatedKey(key=key, plaintext=generated.plaintext)
+
+    def get_api_key(self, principal: Principal, key_id: str) -> ApiKey:
+        return self._repository.get_api_key(principal.tenant, key_id)
+
+    def list_api_keys(self, principal: Principal) -> list[ApiKey]:
+        return self._repository.list_api_keys(principal.tenant)
+
+    def update_api_key(self, principal: Principal, key_id: str, changes: dict[str, Any]) -> ApiKey:
+        current = self._repository.get_api_key(principal.tenant, key_id)
+        if changes.get("webhook_url"):
+            check_outbound_url(changes["webhook_url"], local_mode=self._local_mode)
+        updated = current.model_copy(update=changes)
+        if Scope.AGENT in updated.scopes and not updated.attendant_id:
+            raise InvalidInput("an agent key needs an attendantId", code="attendant_required")
+        self._repository.save_api_key(updated)
+        self._audit.record(principal, "api_key.updated", key_id, before=current, after=updated)
+        return updated
+
+    def delete_api_key(self, principal: Principal, key_id: str) -> None:
+        current = self._repository.get_api_key(principal.tenant, key_id)
+        self._repository.delete_api_key(principal.tenant, key_id)
+        self._audit.record(principal, "api_key.deleted", key_id, before=current)
+
+    # --- numbers -------------------------------------------------------------------------
+
+    def create_number(self, principal: Principal, number: str, display_name: str, meta_phone_id: str | None) -> Number:
+        record = Number(
+            tenant=principal.tenant,
+            id=new_id("num"),
+            number=number,
+            display_name=display_name,
+            meta_phone_id=meta_phone_id,
+        )
+        self._repository.create_number(record)
+        self._audit.record(principal, "number.created", record.id, after=record)
+        return record
+
+    def get_number(self, principal: Principal, number_id: str) -> Number:
+        return self._repository.get_number(principal.tenant, number_id)
+
+    def list_numbers(self, principal: Principal) -> list[Number]:
+        return self._repository.list_numbers(principal.tenant)
+
+    def number_connected(self, number: Number) -> bool:
+        """A number is connected when any of its instances is; a Meta Cloud number always is."""
+        if number.meta_phone_id:
+            return True
+        return any(instance.connected for instance in self._repository.instances_of_number(number.id))
+
+    def update_number(self, principal: Principal, number_id: str, changes: dict[str, Any]) -> Number:
+        current = self._repository.get_number(principal.tenant, number_id)
+        updated = current.model_copy(update=changes)
+        self._repository.save_number(updated)
+        self._audit.record(principal, "number.updated", number_id, before=current, after=updated)
+        return updated
+
+    def delete_number(self, principal: Principal, number_id: str) -> None:
+        current = self._repository.get_number(principal.tenant, number_id)
+        self._repository.delete_number(principal.tenant, number_id)
+        self._audit.record(principal, "number.deleted", number_id, before=current)
+
+    # --- providers -----------------------------------------------------------------------
+
+    def create_provider(
+        self,
+        principal: Principal,
+        *,
+        name: str,
+        kind: Literal["wuzapi", "evolution", "meta"],
+        base_url: str,
+        webhook_secret: str,
+        admin_token: str | None,
+        priority: int,
+    ) -> Provider:
+        check_outbound_url(base_url, local_mode=self._local_mode)
+        provider = Provider(
+            tenant=principal.tenant,
+            id=new_id("prv"),
+            name=name,
+            kind=kind,
+            base_url=base_url.rstrip("/"),
+            priority=priority,
+            webhook_secret_hint=secret_hint(webhook_secret),
+            admin_token_hint=secret_hint(admin_token) if admin_token else None,
+        )
+        self._secrets.put(provider_secret_name(self._secrets, provider.id, "webhook-secret"), webhook_secret)
+        if admin_token:
+            self._secrets.put(provider_secret_name(self._secrets, provider.id, "admin-token"), admin_token)
+        self._repository.create_provider(provider)
+        self._audit.record(principal, "provider.created", provider.id, after=provider)
+        return provider
+
+    def get_provider(self, principal: Principal, provider_id: str) -> Provider:
+        return self._repository.get_provider(principal.tenant, provider_id)
+
+    def list_providers(self, principal: Principal) -> list[Provider]:
+        return self._repository.list_providers(principal.tenant)
+
+    def update_provider(
+        self,
+        principal: Principal,
+        provider_id: str,
+        changes: dict[str, Any],
+        *,
+        webhook_secret: str | None = None,
+        admin_token: str | None = None,
+    ) -> Provider:
+        current = self._repository.get_provider(principal.tenant, provider_id)
+        if "base_url" in changes:
+            changes["base_url"] = check_outbound_url(changes["base_url"], local_mode=self._local_mode).rstrip("/")
+        if webhook_secret:
+            self._secrets.put(provider_secret_name(self._secrets, provider_id, "webhook-secret"), webhook_secret)
+            changes["webhook_secret_hint"] = secret_hint(webhook_secret)
+        if admin_token:
+            self._secrets.put(provider_secret_name(self._secrets, provider_id, "admin-token"), admin_token)
+            changes["admin_token_hint"] = secret_hint(admin_token)
+        updated = current.model_copy(update=changes)
+        self._repository.save_provider(updated)
+        self._audit.record(principal, "provider.updated", provider_id, before=current, after=updated)
+        return updated
+
+    def delete_provider(self, principal: Principal, provider_id: str) -> None:
+        current = self._repository.get_provider(principal.tenant, provider_id)
+        self._repository.delete_provider(principal.tenant, provider_id)
+        for which in ("webhook-secret", "admin-token"):
+            self._secrets.delete(provider_secret_name(self._secrets, provider_id, which))
+        self._audit.record(principal, "provider.deleted", provider_id, before=current)
+
+    # --- instances -----------------------------------------------------------------------
+
+    def put_instance(
+        self,
+        principal: Principal,
+        *,
+        name: str,
+        provider_id: str,
+        provider_instance_id: str,
+        number_id: str,
+        token: str | None,
+        priority: int,
+        kind: Literal["messages", "calls"],
+        owner_tag: str | None,
+        owner_tag_given: bool,
+    ) -> tuple[Instance, bool]:
+        """Create or replace an instance. Returns it and whether it was created."""
+        self._repository.get_provider(principal.tenant, provider_id)
+        self._repository.get_number(principal.tenant, number_id)
+        if owner_tag not in (None, principal.tenant):
+            raise InvalidInput("ownerTag must be your own tenant's tag, or null for the global downstream")
+        previous = self._repository.find_instance(name)
+        if previous is not None and previous.tenant != principal.tenant:
+            raise AlreadyExists("instance name already in use")
+        if previous is None and not token:
+            raise InvalidInput("token is required when creating an instance", code="token_required")
+        instance = Instance(
+            tenant=principal.tenant,
+            name=name,
+            provider_id=provider_id,
+            provider_instance_id=provider_instance_id,
+            number_id=number_id,
+            priority=priority,
+            kind=kind,
+            owner_tag=owner_tag if owner_tag_given else (previous.owner_tag if previous else principal.tenant),
+            token_hint=secret_hint(token) if token else previous.token_hint,  # type: ignore[union-attr]
+            state=previous.state if previous else "DISCONNECTED",
+            state_seq=previous.state_seq if previous else None,
+            state_changed_at=previous.state_changed_at if previous else None,
+            **({"created_at": previous.created_at} if previous else {}),
+        )
+        if token:
+            self._secrets.put(instance_token_name(self._secrets, name), token)
+        self._repository.put_instance(instance, previous)
+        self._audit.record(
+            principal,
+            "instance.created" if previous is None else "instance.updated",
+            name,
+            before=previous,
+            after=instance,
+        )
+        return instance, previous is None
+
+    def get_instance(self, principal: Principal, name: str) -> Instance:
+        return self._repository.get_instance(principal.tenant, name)
+
+    def list_instances(self, principal: Principal) -> list[Instance]:
+        return self._repository.list_instances(principal.tenant)
+
+    def delete_instance(self, principal: Principal, name: str) -> None:
+        current = self._repository.get_instance(principal.tenant, name)
+        self._repository.delete_instance(principal.tenant, name)
+        self._secrets.delete(instance_token_name(self._secrets, name))
+        self._audit.record(principal, "instance.deleted", name, before=current)

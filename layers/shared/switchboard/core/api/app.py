@@ -1,0 +1,29 @@
+"""Builds the Powertools resolver every API function uses: validation on, one error format."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from switchboard.core.api.errors import install_error_handlers
+
+
+def create_api(*routers: APIGatewayHttpRouter) -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver(enable_validation=True)
+    install_error_handlers(app)
+    for router in routers:
+        app.include_router(router)
+    _document_success(app)
+    return app
+
+
+def _document_success(app: APIGatewayHttpResolver) -> None:
+    """Keep each route's success answer in the OpenAPI document next to its error answers.
+
+    Powertools documents the return type only for routes without `responses=`; a response
+    entry without `content` gets the return type's schema, so one is added per route.
+    """
+    for route in app._static_routes + app._dynamic_routes:  # Powertools has no public accessor
+        if route.responses and route.status_code not in route.responses:
+            success = {"description": "Success"}
+            route.responses = {route.status_code: success, **route.responses}  # type: ignore[dict-item]

@@ -1,0 +1,89 @@
+"""The one place where errors become HTTP answers: `{"error": "<code>", "message": "..."}`."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from switchboard.core import errors
+from switchboard.core.model import Model
+from switchboard.core.observability import logger
+
+STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
+    (errors.InvalidInput, HTTPStatus.BAD_REQUEST),
+    (errors.Unauthenticated, HTTPStatus.UNAUTHORIZED),
+    (errors.Forbidden, HTTPStatus.FORBIDDEN),
+    (errors.NotFound, HTTPStatus.NOT_FOUND),
+    (errors.Conflict, HTTPStatus.CONFLICT),
+    (errors.IdempotencyKeyReused, HTTPStatus.UNPROCESSABLE_ENTITY),
+    (errors.PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (errors.UnsupportedByProvider, HTTPStatus.UNPROCESSABLE_ENTITY),
+    (errors.ProviderLineBusy, HTTPStatus.CONFLICT),
+    (errors.ProviderTimeout, HTTPStatus.GATEWAY_TIMEOUT),
+    (errors.ProviderError, HTTPStatus.BAD_GATEWAY),
+]
+
+
+class ErrorBody(Model):
+    error: str
+    message: str
+
+
+def status_for(error: errors.SwitchboardError) -> HTTPStatus:
+    for error_class, status in STATUS_BY_ERROR:
+        if isinstance(error, error_class):
+            return status
+    return HTTPStatus.INTERNAL_SERVER_ERROR
+
+
+def error_response(status: HTTPStatus, code: str, message: str, /, **extra: Any) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body={"error": code, "message": message, **extra},
+    )
+
+
+def install_error_handlers(app: ApiGatewayResolver) -> None:
+    """Map domain errors, validation errors and unknown routes to our error body."""
+
+    @app.exception_handler(errors.SwitchboardError)
+    def domain_error(error: errors.SwitchboardError) -> Response:
+        status = status_for(error)
+        logger.info("request refused", extra={"error": error.code, "status": int(status)})
+        return error_response(status, error.code, error.message, **error.details)
+
+    @app.exception_handler(RequestValidationError)
+    def validation_error(error: RequestValidationError) -> Response:
+        problems = error.errors()
+        if any(problem.get("type") == "json_invalid" for problem in problems):
+            return error_response(HTTPStatus.BAD_REQUEST, "invalid_json", "the body is not valid JSON")
+        # Messages come from pydantic and describe the field; they never include Python internals.
+        detail = "; ".join(_describe(problem) for problem in problems) or "invalid request"
+        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", detail)
+
+    @app.not_found
+    def route_not_found(_: Exception) -> Response:
+        return error_response(HTTPStatus.NOT_FOUND, "not_found", "no such route")
+
+
+def _describe(problem: dict[str, Any]) -> str:
+    location = ".".join(str(part) for part in problem.get("loc", ()) if part not in ("body",))
+    message = problem.get("msg") or problem.get("type", "invalid")
+    return f"{location}: {message}" if location else str(message)
+
+
+def documented(*statuses: int) -> dict[int, OpenAPIResponse]:
+    """OpenAPI `responses` for the error statuses a route can answer."""
+    return {
+        status: {
+            "description": HTTPStatus(status).phrase,
+            "content": {"application/json": {"model": ErrorBody}},
+        }
+        for status in statuses
+    }

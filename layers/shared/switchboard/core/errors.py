@@ -1,0 +1,193 @@
+"""Domain errors. The HTTP mapping lives in `switchboard.core.api.errors`; nobody matches on text.
+
+Each error carries a stable machine `code` (the `error` field clients see) and a message that
+must never contain a secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SwitchboardError(Exception):
+    """Base of every error the domain raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str = "", *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message or code or self.code)
+        if code:
+            self.code = code
+        self.message = message or self.code
+        self.details = details
+
+
+# --- client mistakes -------------------------------------------------------------------------
+
+
+class InvalidInput(SwitchboardError):
+    code = "invalid_input"
+
+
+class Unauthenticated(SwitchboardError):
+    code = "unauthorized"
+
+
+class Forbidden(SwitchboardError):
+    code = "forbidden"
+
+
+class NotFound(SwitchboardError):
+    """Also raised for another tenant's object: its existence is never revealed."""
+
+    code = "not_found"
+
+
+class Conflict(SwitchboardError):
+    code = "conflict"
+
+
+class AlreadyExists(Conflict):
+    code = "already_exists"
+
+
+class IdempotencyKeyInFlight(Conflict):
+    code = "idempotency_key_in_flight"
+
+
+class IdempotencyKeyReused(SwitchboardError):
+    """Same Idempotency-Key, different body."""
+
+    code = "idempotency_key_reused"
+
+
+class LineBusy(Conflict):
+    code = "line_busy"
+
+
+class PayloadTooLarge(SwitchboardError):
+    code = "payload_too_large"
+
+
+class UnsupportedByProvider(SwitchboardError):
+    """The provider server does not announce the capability the request needs."""
+
+    code = "unsupported_by_provider"
+
+
+class InstanceDisconnected(Conflict):
+    code = "instance_disconnected"
+
+
+# --- provider failures -----------------------------------------------------------------------
+
+
+class ProviderError(SwitchboardError):
+    """A provider call failed. Subclasses say whether a retry may help."""
+
+    code = "provider_error"
+    retryable = False
+
+
+class ProviderTimeout(ProviderError):
+    """No answer in time: the outcome is unknown (the request may have been applied)."""
+
+    code = "provider_timeout"
+    retryable = True
+
+
+class ProviderUnavailable(ProviderError):
+    """5xx or connection refused: the request was not applied, a retry may help."""
+
+    code = "provider_unavailable"
+    retryable = True
+
+
+class ProviderRejected(ProviderError):
+    """4xx: the provider refused this request; the same request will fail again."""
+
+    code = "provider_rejected"
+
+
+class ProviderDisconnected(ProviderError):
+    """The instance has no live WhatsApp session: try another instance or wait."""
+
+    code = "provider_disconnected"
+
+
+class ProviderLineBusy(ProviderError):
+    """The provider refused a dial with 409 line_busy: it is the final admission authority."""
+
+    code = "line_busy"
+
+
+# --- provider webhooks and routing (issue 5) --------------------------------------------------
+
+
+class EventInFlight(Conflict):
+    """Another delivery of the same provider event is applying it right now: retry later."""
+
+    code = "event_in_flight"
+
+
+class EventNotApplied(SwitchboardError):
+    """An accepted event's effects did not all run: 5xx so the provider redelivers it."""
+
+    code = "event_not_applied"
+
+
+class DownstreamError(SwitchboardError):
+    """The tenant's downstream (Chatwoot-style API) failed; the forward queue retries, then parks it."""
+
+    code = "downstream_error"
+
+
+# --- calls (issue 6) -------------------------------------------------------------------------
+
+
+class NotCallsInstance(UnsupportedByProvider):
+    """A calls feature asked of a messages instance: refused (422) like any unsupported feature."""
+
+    code = "not_calls_instance"
+
+
+# --- number pool and sending (issue 4) -------------------------------------------------------
+
+
+class PoolChanged(Conflict):
+    """The pool changed between read and write (another admin edited it): read it again."""
+
+    code = "pool_changed"
+
+
+class AlreadyFinal(Conflict):
+    """The message already left QUEUED (a redelivered or concurrent job): nothing left to do."""
+
+    code = "already_final"
+
+
+class RetryLater(SwitchboardError):
+    """A transient send failure: the job goes back to its queue and is retried after a delay."""
+
+    code = "retry_later"
+
+
+class QueueUnavailable(SwitchboardError):
+    """The message is stored but could not be queued: 5xx, retry with the same Idempotency-Key."""
+
+    code = "queue_unavailable"
+
+
+# --- call slots and control (issue 7) --------------------------------------------------------
+
+
+class CallOwned(Conflict):
+    """Another attendant owns the call: only an explicit transfer by the owner or an admin moves it."""
+
+    code = "call_owned"
+
+
+class CallEnded(Conflict):
+    """The call has ended: there is nothing left to control."""
+
+    code = "call_ended"

@@ -1,0 +1,169 @@
+"""Client webhooks: `message.sent|failed|delivered|read` to the API key's `webhookUrl`.
+
+The send worker and the receipt effect only queue a job (`ClientWebhookPublisher`); the
+client-webhooks function delivers it (`ClientWebhookDeliverer`), signed with Standard Webhooks
+headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) by the `standardwebhooks`
+package, with the key's signing secret from the secret store. A failed delivery raises, so SQS
+retries it with backoff and finally parks it in the DLQ; the send is never blocked by it.
+
+The signing secret (`whsec_...`) is per API key: created on first use, rotated and shown once
+by `POST /api/api-keys/{key_id}/webhook-secret`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets as random
+from typing import Protocol
+
+from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+from pydantic import ValidationError
+from standardwebhooks import Webhook
+
+from switchboard.catalog.domain import ApiKey, Principal, new_id, utcnow
+from switchboard.catalog.service import Audit, Secrets
+from switchboard.core.errors import InvalidInput, NotFound, RetryLater
+from switchboard.core.observability import logger
+from switchboard.core.urls import check_outbound_url
+from switchboard.messages.domain import ClientEvent, ClientWebhookJob, Message, MessageStatus, client_event_data
+
+EVENT_FOR_STATUS: dict[MessageStatus, ClientEvent] = {
+    MessageStatus.SENT: "message.sent",
+    MessageStatus.FAILED: "message.failed",
+    MessageStatus.DELIVERED: "message.delivered",
+    MessageStatus.READ: "message.read",
+}
+
+
+class JobQueue(Protocol):
+    def send(self, body: str) -> None: ...
+
+
+class HttpPoster(Protocol):
+    def post(self, url: str, body: bytes, headers: dict[str, str]) -> int:
+        """POST and answer the status code; raises on a transport error."""
+        ...
+
+
+class Keys(Protocol):
+    def get_api_key(self, tenant: str, key_id: str) -> ApiKey: ...
+
+
+def signing_secret_name(store: Secrets, api_key_id: str) -> str:
+    return store.name("api-keys", api_key_id, "webhook-secret")
+
+
+def new_signing_secret() -> str:
+    return "whsec_" + base64.b64encode(random.token_bytes(32)).decode()
+
+
+def retry_delay_seconds(attempt: int) -> int:
+    """30 s, 60 s, 120 s, ... capped at 15 minutes (SQS's maximum delay)."""
+    return int(min(900, 30 * 2 ** max(0, attempt - 1)))
+
+
+class ClientWebhookPublisher:
+    """Queues one job per status change of a message whose key has a webhook URL."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self._queue = queue
+
+    def message_changed(self, message: Message, webhook_url: str | None) -> None:
+        event = EVENT_FOR_STATUS.get(message.status)
+        if not webhook_url or event is None:
+            return
+        job = ClientWebhookJob(
+            id=new_id("whk"),
+            tenant=message.tenant,
+            api_key_id=message.api_key_id,
+            event=event,
+            timestamp=utcnow(),
+            data=client_event_data(message),
+        )
+        self._queue.send(job.model_dump_json())
+
+
+class ClientWebhookDeliverer:
+    def __init__(self, keys: Keys, store: Secrets, poster: HttpPoster, audit: Audit, *, local_mode: bool) -> None:
+        self._keys = keys
+        self._store = store
+        self._poster = poster
+        self._audit = audit
+        self._local_mode = local_mode
+
+    def deliver(self, job: ClientWebhookJob, attempt: int) -> bool:
+        """POST the job to the key's current URL. False when there is nothing to deliver to.
+
+        Raises RetryLater (with `delay`) on a non-2xx answer or a transport error. The URL is
+        checked against the outbound policy (SSRF) at call time; a refused URL drops the job.
+        """
+        try:
+            key = self._keys.get_api_key(job.tenant, job.api_key_id)
+        except NotFound:
+            logger.info("client webhook dropped: key revoked", extra={"webhook_id": job.id})
+            return False
+        if not key.webhook_url:
+            return False
+        try:
+            url = check_outbound_url(key.webhook_url, local_mode=self._local_mode)
+        except InvalidInput as exc:
+            logger.warning("client webhook dropped: URL refused", extra={"webhook_id": job.id, "reason": exc.message})
+            return False
+        body = json.dumps(job.payload(), separators=(",", ":"))
+        now = utcnow()
+        signature = Webhook(self._secret(key.id)).sign(job.id, now, body)
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": job.id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": signature,
+        }
+        try:
+            status = self._poster.post(url, body.encode(), headers)
+        except Exception as exc:
+            raise RetryLater("client webhook unreachable", delay=retry_delay_seconds(attempt)) from exc
+        if not 200 <= status < 300:
+            raise RetryLater(f"client webhook answered {status}", delay=retry_delay_seconds(attempt), status=status)
+        logger.info("client webhook delivered", extra={"webhook_id": job.id, "event": job.event})
+        return True
+
+    def rotate_secret(self, principal: Principal, key_id: str) -> str:
+        """A new signing secret for the key, returned once; the previous one stops at once."""
+        self._keys.get_api_key(principal.tenant, key_id)
+        secret = new_signing_secret()
+        self._store.put(signing_secret_name(self._store, key_id), secret)
+        self._audit.record(principal, "api_key.webhook_secret_rotated", key_id)
+        return secret
+
+    def _secret(self, key_id: str) -> str:
+        name = signing_secret_name(self._store, key_id)
+        try:
+            return self._store.get(name)
+        except GetParameterError:
+            self._store.put(name, new_signing_secret())
+            return self._store.get(name, fresh=True)
+
+
+class Backoff(Protocol):
+    def delay(self, receipt_handle: str, seconds: int) -> None: ...
+
+
+class ClientWebhookWorker:
+    """One ClientWebhookQueue record: deliver, and on RetryLater set its backoff before failing it."""
+
+    def __init__(self, deliverer: ClientWebhookDeliverer, backoff: Backoff) -> None:
+        self._deliverer = deliverer
+        self._backoff = backoff
+
+    def handle(self, body: str, receipt_handle: str, receive_count: int) -> bool:
+        try:
+            job = ClientWebhookJob.model_validate_json(body)
+        except ValidationError:
+            logger.error("malformed client webhook job dropped")
+            return False
+        try:
+            return self._deliverer.deliver(job, receive_count)
+        except RetryLater as exc:
+            self._backoff.delay(receipt_handle, int(exc.details.get("delay", 0)))
+            raise

@@ -1,0 +1,328 @@
+"""Message persistence: the message, the recipient affinity and the provider-message index.
+
+Items (main table):
+- message: pk `MESSAGE#<id>`, sk `#META`, with its trace (a list, appended per attempt);
+- affinity: pk `AFFINITY#<tenant>#<recipient>`, sk `#META`: the number that last sent to the
+  recipient (an O(1) read, never a scan of messages);
+- receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id.
+
+Per message the worker makes: the claim (one conditional `UpdateItem` that also returns the
+message), the affinity read (pool mode), the round-robin ticket (affinity miss) and the
+outcome (SENT with affinity and index in one transaction). Every transition is conditional on
+the status and, while SENDING, on the claimant's lease token.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from switchboard.catalog.domain import utcnow
+from switchboard.core.dynamo import (
+    META,
+    cancellation_codes,
+    entity_key,
+    from_item,
+    is_condition_failure,
+    owned_or_missing,
+    to_item,
+)
+from switchboard.core.errors import AlreadyExists, AlreadyFinal
+from switchboard.messages.domain import (
+    RECEIPT_TRANSITIONS,
+    Message,
+    MessageStatus,
+    PendingRoute,
+    TraceEvent,
+)
+from switchboard.pool.domain import Affinity
+
+NOT_EXISTS = "attribute_not_exists(pk)"
+_NAMES = {"#status": "status", "#trace": "trace"}
+
+
+def message_key(message_id: str) -> dict[str, str]:
+    return entity_key("MESSAGE", message_id)
+
+
+def affinity_key(tenant: str, recipient: str) -> dict[str, str]:
+    return {"pk": f"AFFINITY#{tenant}#{recipient}", "sk": META}
+
+
+def receipt_key(provider_id: str, provider_message_id: str) -> dict[str, str]:
+    return {"pk": f"PROVIDERMSG#{provider_id}#{provider_message_id}", "sk": META}
+
+
+class MessageRepository:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    # --- API side ----------------------------------------------------------------------------
+
+    def create(self, message: Message) -> None:
+        try:
+            self._table.put_item(Item=to_item(message, message_key(message.id)), ConditionExpression=NOT_EXISTS)
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise AlreadyExists("message already exists") from error
+            raise
+
+    def get(self, tenant: str, message_id: str) -> Message:
+        item = self._table.get_item(Key=message_key(message_id), ConsistentRead=True).get("Item")
+        return from_item(Message, owned_or_missing(item, tenant, "message"))
+
+    # --- worker side -------------------------------------------------------------------------
+
+    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None:
+        """QUEUED (or SENDING with an expired lease) -> SENDING under `token`; the claimed message.
+
+        None when the message is gone, final, or leased to another worker right now.
+        """
+        now = int(time.time())
+        try:
+            answer = self._table.update_item(
+                Key=message_key(message_id),
+                UpdateExpression="SET #status = :sending, lease_token = :token, lease_until = :until",
+                ConditionExpression=(
+                    "tenant = :tenant AND (#status = :queued OR (#status = :sending AND lease_until < :now))"
+                ),
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":sending": MessageStatus.SENDING.value,
+                    ":queued": MessageStatus.QUEUED.value,
+                    ":token": token,
+                    ":until": now + lease_seconds,
+                    ":now": now,
+                    ":tenant": tenant,
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return None
+            raise
+        return from_item(Message, answer["Attributes"])
+
+    def affinity(self, tenant: str, recipient: str) -> Affinity | None:
+        item = self._table.get_item(Key=affinity_key(tenant, recipient), ConsistentRead=True).get("Item")
+        return from_item(Affinity, item) if item else None
+
+    def record_sent(
+        self,
+        message: Message,
+        *,
+        number_id: str,
+        source_number: str,
+        instance: str | None,
+        provider_id: str,
+        provider_message_id: str,
+        events: list[TraceEvent],
+        remember_affinity: bool,
+    ) -> Message:
+        """QUEUED -> SENT, the receipt index and (if `remember_affinity`) the affinity, in one transaction.
+
+        Raises AlreadyFinal when the message is no longer QUEUED (another delivery finished it).
+        """
+        now = utcnow()
+        sent = message.model_copy(
+            update={
+                "status": MessageStatus.SENT,
+                "number_id": number_id,
+                "source_number": source_number,
+                "instance": instance,
+                "provider_id": provider_id,
+                "provider_message_id": provider_message_id,
+                "attempts": message.attempts + 1,
+                "sent_at": now,
+                "updated_at": now,
+                "pending": None,
+                "lease_token": None,
+                "trace": [*message.trace, *events],
+            }
+        )
+        update = self._transition(
+            message,
+            sets={
+                "#status": MessageStatus.SENT.value,
+                "number_id": number_id,
+                "source_number": source_number,
+                "provider_id": provider_id,
+                "provider_message_id": provider_message_id,
+                "sent_at": now.isoformat(),
+                "updated_at": now.isoformat(),
+                "instance": instance,
+            },
+            events=events,
+            remove=["pending", "last_error", "lease_token", "lease_until"],
+        )
+        affinity = Affinity(number_id=number_id, number=source_number, sent_at=now)
+        writes: list[dict[str, Any]] = [
+            {"Update": {"TableName": self._name, **update}},
+            {
+                "Put": {
+                    "TableName": self._name,
+                    "Item": {
+                        **receipt_key(provider_id, provider_message_id),
+                        "tenant": message.tenant,
+                        "messageId": message.id,
+                    },
+                }
+            },
+        ]
+        if remember_affinity:
+            item = to_item(affinity, affinity_key(message.tenant, message.to), tenant=message.tenant)
+            writes.append({"Put": {"TableName": self._name, "Item": item}})
+        try:
+            self._client.transact_write_items(TransactItems=writes)
+        except ClientError as error:
+            if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
+                raise AlreadyFinal("the message is no longer held by this worker") from error
+            raise
+        return sent
+
+    def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
+        """QUEUED or claimed -> FAILED with `reason`. Raises AlreadyFinal."""
+        now = utcnow()
+        self._update(
+            self._transition(
+                message,
+                sets={"#status": MessageStatus.FAILED.value, "failure_reason": reason, "updated_at": now.isoformat()},
+                events=events,
+                remove=["pending", "lease_token", "lease_until"],
+            )
+        )
+        return message.model_copy(
+            update={
+                "status": MessageStatus.FAILED,
+                "failure_reason": reason,
+                "attempts": message.attempts + 1,
+                "updated_at": now,
+                "pending": None,
+                "lease_token": None,
+                "trace": [*message.trace, *events],
+            }
+        )
+
+    def record_retry(
+        self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
+    ) -> None:
+        """Back to QUEUED (lease released): one more attempt, its trace, the route to retry first."""
+        sets: dict[str, Any] = {
+            "#status": MessageStatus.QUEUED.value,
+            "last_error": error_code,
+            "updated_at": utcnow().isoformat(),
+        }
+        if pending is not None:
+            sets["pending"] = pending.model_dump()
+        remove = ["lease_token", "lease_until"]
+        self._update(self._transition(message, sets=sets, events=events, remove=remove))
+
+    # --- receipts ----------------------------------------------------------------------------
+
+    def message_for_receipt(self, provider_id: str, provider_message_id: str, tenant: str) -> str | None:
+        item = self._table.get_item(Key=receipt_key(provider_id, provider_message_id)).get("Item")
+        if not item or item.get("tenant") != tenant:
+            return None
+        return str(item["messageId"])
+
+    def advance(self, tenant: str, message_id: str, status: MessageStatus, at: datetime, event: TraceEvent) -> Message:
+        """Move the message forward to `status` (delivered/read/failed receipts).
+
+        Raises AlreadyFinal when it is already there or beyond (a duplicate or late receipt).
+        """
+        allowed = RECEIPT_TRANSITIONS[status]
+        values: dict[str, Any] = {
+            ":new": status.value,
+            ":tenant": tenant,
+            ":at": at.isoformat(),
+            ":events": [_event_item(event)],
+            ":empty": [],
+        }
+        values.update({f":from{i}": previous.value for i, previous in enumerate(allowed)})
+        sources = ", ".join(f":from{i}" for i in range(len(allowed)))
+        if status is MessageStatus.FAILED:
+            stamp = "failure_reason = :reason"
+            values[":reason"] = "provider_receipt_failed"
+        else:
+            stamp = f"{'delivered_at' if status is MessageStatus.DELIVERED else 'read_at'} = :at"
+        try:
+            answer = self._table.update_item(
+                Key=message_key(message_id),
+                UpdateExpression=(
+                    f"SET #status = :new, {stamp}, updated_at = :at, "
+                    "#trace = list_append(if_not_exists(#trace, :empty), :events)"
+                ),
+                ConditionExpression=f"tenant = :tenant AND #status IN ({sources})",
+                ExpressionAttributeNames=_NAMES,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise AlreadyFinal(f"the message is already {status.value} or beyond") from error
+            raise
+        return from_item(Message, answer["Attributes"])
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _transition(
+        self, message: Message, *, sets: dict[str, Any], events: list[TraceEvent], remove: list[str]
+    ) -> dict[str, Any]:
+        """An update of `message` as its claimant holds it (SENDING under its lease token, or still
+        QUEUED when it was never claimed): one more attempt, trace appended, `sets` applied."""
+        names = dict(_NAMES)
+        values: dict[str, Any] = {":tenant": message.tenant}
+        if message.lease_token is None:
+            held = "#status = :queued"
+            values[":queued"] = MessageStatus.QUEUED.value
+        else:
+            held = "#status = :sending AND lease_token = :token"
+            values.update({":sending": MessageStatus.SENDING.value, ":token": message.lease_token})
+        values.update(
+            {
+                ":one": 1,
+                ":events": [_event_item(event) for event in events],
+                ":empty": [],
+            }
+        )
+        assignments = ["attempts = attempts + :one", "#trace = list_append(if_not_exists(#trace, :empty), :events)"]
+        for i, (name, value) in enumerate(sets.items()):
+            if value is None:
+                remove = [*remove, name]
+                continue
+            attribute = name if name.startswith("#") else f"#a{i}"
+            if not name.startswith("#"):
+                names[attribute] = name
+            values[f":v{i}"] = value
+            assignments.append(f"{attribute} = :v{i}")
+        expression = "SET " + ", ".join(assignments)
+        if remove:
+            removed = [f"#r{i}" for i in range(len(remove))]
+            names.update(zip(removed, remove, strict=True))
+            expression += " REMOVE " + ", ".join(removed)
+        return {
+            "Key": message_key(message.id),
+            "UpdateExpression": expression,
+            "ConditionExpression": f"tenant = :tenant AND {held}",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+    def _update(self, update: dict[str, Any]) -> None:
+        try:
+            self._table.update_item(**update)
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise AlreadyFinal("the message is no longer held by this worker") from error
+            raise
+
+
+def _event_item(event: TraceEvent) -> dict[str, Any]:
+    """A trace event as stored: JSON types, nulls kept (the trace shows `affinityNumber: null`)."""
+    item: dict[str, Any] = event.model_dump(mode="json")
+    return item

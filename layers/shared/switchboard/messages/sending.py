@@ -1,0 +1,366 @@
+"""The send worker's use case: pick the source number and instance, send, record the outcome.
+
+Per job: claim the message (QUEUED -> SENDING under a lease, one conditional write that also
+reads it): a message already final, or held by another worker, is skipped, so neither a
+redelivered nor a concurrently delivered job sends twice. The plan (the recipient's affinity,
+else a round-robin ticket) orders the numbers; inside a number its routes are tried in order.
+
+- `ProviderDisconnected`, `ProviderRejected`, a misconfigured route: next instance, then next
+  number, each skip in the trace;
+- `ProviderTimeout`, `ProviderUnavailable`: `RetryLater` (the job goes back to SQS with backoff).
+  A timeout is ambiguous, so the retry goes to the same instance first with the same
+  idempotency key (the message id); on the last attempt the message ends FAILED;
+- nothing could send: FAILED `no_number_available` (or the provider's refusal code).
+
+The outcome is one conditional write (SENT with affinity and receipt index, or FAILED); then a
+client webhook is queued, best effort: it never fails the send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from switchboard.catalog.domain import Instance, new_id
+from switchboard.catalog.service import Secrets, instance_token_name, provider_secret_name
+from switchboard.core.errors import (
+    AlreadyFinal,
+    InvalidInput,
+    NotFound,
+    ProviderDisconnected,
+    ProviderError,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RetryLater,
+    UnsupportedByProvider,
+)
+from switchboard.core.observability import logger, metrics
+from switchboard.messages.domain import (
+    Message,
+    MessageStatus,
+    PendingRoute,
+    SendJob,
+    SendOutcome,
+    TraceEvent,
+)
+from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers
+from switchboard.providers.base import ProviderClient, ProviderTarget
+
+NO_NUMBER = "no_number_available"
+# Longer than one invocation (30 s), shorter than SendQueue's visibility (180 s): a crashed
+# worker's message is claimable again by the time SQS redelivers it.
+INTERNAL_ERROR = "internal_error"
+LEASE_SECONDS = 60
+
+
+class Messages(Protocol):
+    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None: ...
+
+    def affinity(self, tenant: str, recipient: str) -> Affinity | None: ...
+
+    def record_sent(
+        self,
+        message: Message,
+        *,
+        number_id: str,
+        source_number: str,
+        instance: str | None,
+        provider_id: str,
+        provider_message_id: str,
+        events: list[TraceEvent],
+        remember_affinity: bool,
+    ) -> Message: ...
+
+    def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message: ...
+
+    def record_retry(
+        self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
+    ) -> None: ...
+
+
+class ConfigSource(Protocol):
+    def get(self, tenant: str, api_key_id: str) -> SendingConfig: ...
+
+
+class Tickets(Protocol):
+    def next_ticket(self, api_key_id: str) -> int: ...
+
+
+class Usage(Protocol):
+    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool: ...
+
+
+class Notifier(Protocol):
+    def message_changed(self, message: Message, webhook_url: str | None) -> None: ...
+
+
+def retry_delay_seconds(attempt: int) -> int:
+    """Backoff before attempt `attempt + 1`: 10 s, 20 s, 40 s, ... capped at 5 minutes."""
+    return int(min(300, 10 * 2 ** max(0, attempt - 1)))
+
+
+class SendingService:
+    def __init__(
+        self,
+        messages: Messages,
+        *,
+        configs: ConfigSource,
+        tickets: Tickets,
+        secrets: Secrets,
+        client_for: Callable[[str], ProviderClient],
+        notifier: Notifier,
+        max_attempts: int,
+        usage: Usage | None = None,
+    ) -> None:
+        self._messages = messages
+        self._configs = configs
+        self._tickets = tickets
+        self._secrets = secrets
+        self._client_for = client_for
+        self._notifier = notifier
+        self._max_attempts = max_attempts
+        self._usage = usage
+
+    def process(self, job: SendJob, attempt: int) -> SendOutcome:
+        """Send one queued message. `attempt` is the SQS receive count (1 on first delivery).
+
+        Raises RetryLater (with `delay`) on a transient provider failure before the last attempt.
+        """
+        message = self._messages.claim(job.message_id, job.tenant, new_id("lease"), LEASE_SECONDS)
+        if message is None:
+            logger.info("send skipped: message final or held by another worker", extra={"message_id": job.message_id})
+            metrics.add_metric(name="SendSkipped", unit="Count", value=1)
+            return SendOutcome(message_id=job.message_id, status="SKIPPED")
+        try:
+            return self._send_claimed(job, message, attempt)
+        except RetryLater:
+            raise
+        except Exception:
+            # An unexpected error (not a provider's answer): SQS retries the job; on the last
+            # attempt the message ends FAILED rather than waiting in the DLQ as SENDING forever.
+            if attempt < self._max_attempts:
+                raise
+            logger.exception("send failed on its last attempt", extra={"message_id": message.id})
+            return self._fail(message, None, INTERNAL_ERROR, [])
+
+    def _send_claimed(self, job: SendJob, message: Message, attempt: int) -> SendOutcome:
+        try:
+            config = self._configs.get(job.tenant, job.api_key_id)
+        except NotFound:
+            return self._fail(message, None, "api_key_revoked", [])
+        affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
+        events: list[TraceEvent] = []
+        plan = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
+        events.append(TraceEvent(stage="pool.number.resolved", data=plan.resolved))
+        numbers = _pending_first(plan.numbers, message, events)
+        refusal: str | None = None
+        for number in numbers:
+            if not number.connected:
+                events.append(_skip("pool.number.skipped", number, None, "disconnected"))
+                continue
+            for route in _routes_in_order(number, message.pending):
+                try:
+                    sent = self._send(route, message)
+                except (ProviderDisconnected, ProviderRejected, InvalidInput, UnsupportedByProvider) as exc:
+                    events.append(_skip("pool.instance.skipped", number, route, exc.code))
+                    if not isinstance(exc, ProviderDisconnected):
+                        refusal = exc.code
+                    continue
+                except ProviderError as exc:  # timeout or unavailable: transient
+                    events.append(_skip("send.attempt.failed", number, route, exc.code))
+                    pending = _pending(number, route) if isinstance(exc, ProviderTimeout) else message.pending
+                    return self._retry(
+                        message, config=config, code=exc.code, events=events, pending=pending, attempt=attempt
+                    )
+                events.append(_at("message.sent", number, route, providerMessageId=sent))
+                return self._sent(
+                    message,
+                    config=config,
+                    number=number,
+                    route=route,
+                    provider_message_id=sent,
+                    events=events,
+                    remember_affinity=not plan.keeps_affinity_after(number),
+                )
+            events.append(_skip("pool.number.skipped", number, None, "no_instance_could_send"))
+        return self._fail(message, config, refusal or NO_NUMBER, events)
+
+    # --- steps -------------------------------------------------------------------------------
+
+    def _send(self, route: Route, message: Message) -> str:
+        name = (
+            instance_token_name(self._secrets, route.instance)
+            if route.instance is not None
+            else provider_secret_name(self._secrets, route.provider_id, "admin-token")
+        )
+        try:
+            token = self._secrets.get(name)
+        except Exception as exc:  # the secret store is down or the token is missing: retried, then FAILED
+            raise ProviderUnavailable(f"credentials of {route.instance or route.provider_id} unavailable") from exc
+        target = ProviderTarget(
+            kind=route.kind,
+            base_url=route.base_url,
+            provider_instance_id=route.provider_instance_id,
+            instance_token=token,
+            meta_phone_id=route.meta_phone_id,
+        )
+        client = self._client_for(route.kind)
+        return client.send_text(target, message.to, message.text, idempotency_key=message.id).provider_message_id
+
+    def _sent(
+        self,
+        message: Message,
+        *,
+        config: SendingConfig,
+        number: NumberRoutes,
+        route: Route,
+        provider_message_id: str,
+        events: list[TraceEvent],
+        remember_affinity: bool,
+    ) -> SendOutcome:
+        try:
+            sent = self._messages.record_sent(
+                message,
+                number_id=number.number_id,
+                source_number=number.digits,
+                instance=route.instance,
+                provider_id=route.provider_id,
+                provider_message_id=provider_message_id,
+                events=events,
+                remember_affinity=remember_affinity,
+            )
+        except AlreadyFinal:
+            logger.warning("message finished by another delivery meanwhile", extra={"message_id": message.id})
+            return SendOutcome(message_id=message.id, status="SKIPPED")
+        logger.info(
+            "message sent",
+            extra={"message_id": message.id, "source_number": number.digits, "instance": route.instance},
+        )
+        metrics.add_metric(name="MessagesSent", unit="Count", value=1)
+        self._count_usage(route, sent)
+        self._notify(sent, config)
+        return SendOutcome(
+            message_id=message.id, status=MessageStatus.SENT, source_number=number.digits, instance=route.instance
+        )
+
+    def _fail(
+        self, message: Message, config: SendingConfig | None, reason: str, events: list[TraceEvent]
+    ) -> SendOutcome:
+        events.append(TraceEvent(stage="message.failed", data={"reason": reason}))
+        try:
+            failed = self._messages.record_failed(message, reason, events)
+        except AlreadyFinal:
+            return SendOutcome(message_id=message.id, status="SKIPPED")
+        logger.info("message failed", extra={"message_id": message.id, "reason": reason})
+        metrics.add_metric(name="MessagesFailed", unit="Count", value=1)
+        if config is not None:
+            self._notify(failed, config)
+        return SendOutcome(message_id=message.id, status=MessageStatus.FAILED, failure_reason=reason)
+
+    def _retry(
+        self,
+        message: Message,
+        *,
+        config: SendingConfig,
+        code: str,
+        events: list[TraceEvent],
+        pending: PendingRoute | None,
+        attempt: int,
+    ) -> SendOutcome:
+        if attempt >= self._max_attempts:
+            return self._fail(message, config, code, events)
+        delay = retry_delay_seconds(attempt)
+        metrics.add_metric(name="SendRetries", unit="Count", value=1)
+        events.append(TraceEvent(stage="send.retry.scheduled", data={"reason": code, "delaySeconds": delay}))
+        try:
+            self._messages.record_retry(message, code, events, pending)
+        except AlreadyFinal:
+            return SendOutcome(message_id=message.id, status="SKIPPED")
+        logger.info("send will be retried", extra={"message_id": message.id, "reason": code, "delay": delay})
+        raise RetryLater(f"transient provider failure: {code}", delay=delay, reason=code)
+
+    def _count_usage(self, route: Route, message: Message) -> None:
+        """One outgoing message on the instance's usage (seed 002). SENT happens once per message,
+        so no dedupe marker is needed; a failure is logged and never fails the send."""
+        if self._usage is None or route.source is None or message.sent_at is None:
+            return
+        try:
+            self._usage.record_outgoing(route.source, message.sent_at)
+        except Exception:
+            logger.exception("outgoing usage not counted", extra={"message_id": message.id})
+
+    def _notify(self, message: Message, config: SendingConfig) -> None:
+        try:
+            self._notifier.message_changed(message, config.webhook_url)
+        except Exception:  # the client webhook must never fail or block the send
+            logger.exception("client webhook not queued", extra={"message_id": message.id})
+
+
+def _pending_first(numbers: list[NumberRoutes], message: Message, events: list[TraceEvent]) -> list[NumberRoutes]:
+    """After an ambiguous timeout the same route goes first, with the same idempotency key."""
+    if message.pending is None:
+        return numbers
+    first = [number for number in numbers if number.number_id == message.pending.number_id]
+    events.append(
+        TraceEvent(
+            stage="send.retry.pending_route",
+            data={"numberId": message.pending.number_id, "instance": message.pending.instance},
+        )
+    )
+    return first + [number for number in numbers if number not in first]
+
+
+def _routes_in_order(number: NumberRoutes, pending: PendingRoute | None) -> list[Route]:
+    routes = list(number.routes)
+    if pending is not None and pending.number_id == number.number_id:
+        routes.sort(key=lambda route: (route.instance, route.provider_id) != (pending.instance, pending.provider_id))
+    return routes
+
+
+def _pending(number: NumberRoutes, route: Route) -> PendingRoute:
+    return PendingRoute(number_id=number.number_id, instance=route.instance, provider_id=route.provider_id)
+
+
+def _skip(stage: str, number: NumberRoutes, route: Route | None, reason: str) -> TraceEvent:
+    return _at(stage, number, route, reason=reason)
+
+
+def _at(stage: str, number: NumberRoutes, route: Route | None, **data: object) -> TraceEvent:
+    return TraceEvent(
+        stage=stage,
+        data={
+            "number": number.digits,
+            "instance": route.instance if route else None,
+            "providerId": route.provider_id if route else None,
+            **data,
+        },
+    )
+
+
+class Backoff(Protocol):
+    def delay(self, receipt_handle: str, seconds: int) -> None: ...
+
+
+class SendWorker:
+    """One SendQueue record: parse, process, and on RetryLater set its backoff before failing it."""
+
+    def __init__(self, service: SendingService, backoff: Backoff) -> None:
+        self._service = service
+        self._backoff = backoff
+
+    def handle(self, body: str, receipt_handle: str, receive_count: int) -> SendOutcome | None:
+        """None for a malformed job (dropped: it can never succeed). Raises RetryLater."""
+        try:
+            job = SendJob.model_validate_json(body)
+        except ValidationError:
+            logger.error("malformed send job dropped")
+            return None
+        try:
+            return self._service.process(job, receive_count)
+        except RetryLater as exc:
+            self._backoff.delay(receipt_handle, int(exc.details.get("delay", 0)))
+            raise

@@ -1,0 +1,163 @@
+"""Send API use cases: accept a message (store, then queue, then 202) and read it back.
+
+Idempotency-Key: Powertools idempotency keyed by (tenant, API key, Idempotency-Key), with the
+body hash as payload validation, kept 24 h: same key and body -> the same answer; other body
+-> `IdempotencyKeyReused` (422); still in flight -> `IdempotencyKeyInFlight` (409). Its
+exceptions become our domain errors here and nowhere else.
+
+Durability: the message is stored before it is queued. With an Idempotency-Key its id is
+derived from (API key, Idempotency-Key), so when queuing fails the client's retry (5xx
+`queue_unavailable`) finds the stored message and queues it again; a redelivered job is harmless
+(the worker sends only QUEUED messages). Without a key the stored message is marked FAILED
+`not_queued` and the client gets the 5xx: nothing stays silently stuck.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
+from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
+
+from switchboard.catalog.domain import Principal, new_id
+from switchboard.core.errors import (
+    AlreadyExists,
+    IdempotencyKeyInFlight,
+    IdempotencyKeyReused,
+    QueueUnavailable,
+)
+from switchboard.core.model import Model
+from switchboard.core.observability import logger
+from switchboard.messages.domain import (
+    Message,
+    MessageStatus,
+    SendJob,
+    TraceEvent,
+    body_hash,
+    keyed_message_id,
+)
+
+IDEMPOTENCY_SECONDS = 24 * 3600
+
+
+class Messages(Protocol):
+    def create(self, message: Message) -> None: ...
+    def get(self, tenant: str, message_id: str) -> Message: ...
+    def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message: ...
+
+
+class SendQueue(Protocol):
+    def send(self, body: str) -> None: ...
+
+
+class Submission(Model):
+    """What the idempotency record is keyed and validated on (no text: only its hash)."""
+
+    tenant: str
+    api_key_id: str
+    idempotency_key: str | None
+    to: str
+    body_hash: str
+
+
+class Accepted(Model):
+    id: str
+    status: MessageStatus
+
+
+def submission_idempotency_config() -> IdempotencyConfig:
+    return IdempotencyConfig(
+        event_key_jmespath="[tenant, api_key_id, idempotency_key]",
+        payload_validation_jmespath="body_hash",
+        expires_after_seconds=IDEMPOTENCY_SECONDS,
+        raise_on_no_idempotency_key=True,
+    )
+
+
+class MessageService:
+    def __init__(
+        self,
+        messages: Messages,
+        queue: SendQueue,
+        persistence: BasePersistenceLayer,
+        config: IdempotencyConfig,
+    ) -> None:
+        self._messages = messages
+        self._queue = queue
+        self._idempotency = config
+        self._accept_once: Any = idempotent_function(
+            self._accept,
+            data_keyword_argument="submission",
+            persistence_store=persistence,
+            config=config,
+            output_serializer=PydanticSerializer(Accepted),
+            key_prefix="messages.submit",
+        )
+
+    def bind_invocation(self, lambda_context: Any) -> None:
+        """Lets an in-flight record expire with the invocation (a crashed request does not block 24 h)."""
+        self._idempotency.register_lambda_context(lambda_context)
+
+    def submit(self, principal: Principal, to: str, text: str, idempotency_key: str | None) -> Accepted:
+        submission = Submission(
+            tenant=principal.tenant,
+            api_key_id=principal.key_id,
+            idempotency_key=idempotency_key,
+            to=to,
+            body_hash=body_hash(to, text),
+        )
+        if idempotency_key is None:
+            return self._accept(submission=submission, text=text)
+        try:
+            accepted: Accepted = self._accept_once(submission=submission, text=text)
+        except IdempotencyAlreadyInProgressError as exc:
+            raise IdempotencyKeyInFlight("a request with this Idempotency-Key is still in progress") from exc
+        except IdempotencyValidationError as exc:
+            raise IdempotencyKeyReused("this Idempotency-Key was used with a different body") from exc
+        return accepted
+
+    def get(self, principal: Principal, message_id: str) -> Message:
+        return self._messages.get(principal.tenant, message_id)
+
+    def _accept(self, *, submission: Submission, text: str) -> Accepted:
+        key = submission.idempotency_key
+        message = Message(
+            tenant=submission.tenant,
+            id=keyed_message_id(submission.api_key_id, key) if key else new_id("msg"),
+            api_key_id=submission.api_key_id,
+            to=submission.to,
+            text=text,
+            body_hash=submission.body_hash,
+            idempotency_key=key,
+            trace=[TraceEvent(stage="message.accepted")],
+        )
+        try:
+            self._messages.create(message)
+        except AlreadyExists:
+            # A retry after a failed enqueue, or the same key after the idempotency window.
+            message = self._messages.get(submission.tenant, message.id)
+            if message.body_hash != submission.body_hash:
+                raise IdempotencyKeyReused("this Idempotency-Key was used with a different body") from None
+            if message.status is not MessageStatus.QUEUED:
+                return Accepted(id=message.id, status=message.status)
+        job = SendJob(message_id=message.id, tenant=message.tenant, api_key_id=message.api_key_id, to=message.to)
+        try:
+            self._queue.send(job.model_dump_json())
+        except Exception as exc:
+            logger.exception("message stored but not queued", extra={"message_id": message.id})
+            if key is None:
+                self._give_up(message)
+            raise QueueUnavailable("the message could not be queued; retry later") from exc
+        logger.info("message queued", extra={"message_id": message.id, "api_key_id": message.api_key_id})
+        return Accepted(id=message.id, status=MessageStatus.QUEUED)
+
+    def _give_up(self, message: Message) -> None:
+        try:
+            self._messages.record_failed(message, "not_queued", [TraceEvent(stage="message.not_queued")])
+        except Exception:
+            logger.exception("could not mark the unqueued message", extra={"message_id": message.id})

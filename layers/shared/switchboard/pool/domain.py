@@ -1,0 +1,191 @@
+"""Number pool: the numbers one API key sends through, and how a message picks one (seed 000).
+
+Pure rules, no I/O. The stored `Pool` is one ordered list per key (position = priority) edited
+with optimistic concurrency. For sending, the service loads a `SendingConfig` (the key, its pool
+and each number's usable routes, cached a few seconds per container), reads the recipient's
+`Affinity` and calls `plan_numbers`, which asks for a round-robin ticket only on an affinity miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from switchboard.catalog.domain import MAX_POOL_SIZE, Instance, new_id, utcnow
+from switchboard.core.errors import AlreadyExists, Conflict, InvalidInput, NotFound
+from switchboard.core.model import Model
+
+SelectionMode = Literal["default", "pool"]
+
+
+# --- the stored pool -------------------------------------------------------------------------
+
+
+class PoolEntry(Model):
+    id: str
+    number_id: str
+    added_at: datetime = Field(default_factory=utcnow)
+
+
+class Pool(Model):
+    """The pool of one API key. `version` is the optimistic-concurrency token of its one item."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    api_key_id: str
+    entries: tuple[PoolEntry, ...] = ()
+    version: int = 0
+
+    def number_ids(self) -> list[str]:
+        return [entry.number_id for entry in self.entries]
+
+    def entry_for(self, number_id: str) -> PoolEntry | None:
+        return next((entry for entry in self.entries if entry.number_id == number_id), None)
+
+    def added(self, number_id: str) -> tuple[Pool, PoolEntry]:
+        """The pool with `number_id` appended (lowest priority). Raises AlreadyExists, Conflict."""
+        if self.entry_for(number_id):
+            raise AlreadyExists("the number is already in this pool", code="number_already_in_pool")
+        if len(self.entries) >= MAX_POOL_SIZE:
+            raise Conflict(f"a pool holds at most {MAX_POOL_SIZE} numbers", code="pool_full", limit=MAX_POOL_SIZE)
+        entry = PoolEntry(id=new_id("pool"), number_id=number_id)
+        return self.model_copy(update={"entries": (*self.entries, entry)}), entry
+
+    def removed(self, number_id: str) -> Pool:
+        if not self.entry_for(number_id):
+            raise NotFound("the number is not in this pool", code="number_not_in_pool")
+        return self.model_copy(update={"entries": tuple(e for e in self.entries if e.number_id != number_id)})
+
+    def reordered(self, number_ids: list[str]) -> Pool:
+        """The same entries in the order of `number_ids`, which must be a permutation of the pool."""
+        if len(number_ids) != len(self.entries) or set(number_ids) != set(self.number_ids()):
+            raise InvalidInput("numberIds must list every number of the pool exactly once", code="not_a_permutation")
+        by_id = {entry.number_id: entry for entry in self.entries}
+        return self.model_copy(update={"entries": tuple(by_id[number_id] for number_id in number_ids)})
+
+
+# --- what the send worker needs ----------------------------------------------------------------
+
+
+class Route(Model):
+    """One way to send from a number: an instance, or (Meta Cloud number) the provider itself."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider_id: str
+    kind: Literal["wuzapi", "evolution", "meta"]
+    base_url: str
+    provider_instance_id: str
+    instance: str | None = None  # None: the provider's admin token is the credential (Meta Cloud)
+    meta_phone_id: str | None = None
+    source: Instance | None = Field(default=None, repr=False)  # the instance record, for usage counting
+
+
+class NumberRoutes(Model):
+    """A number with its usable routes in the order to try them (provider, then instance priority)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number_id: str
+    digits: str
+    added_at: datetime | None = None  # when it joined the pool; None for the default number
+    routes: tuple[Route, ...] = ()
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.routes)
+
+
+class SendingConfig(Model):
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    api_key_id: str
+    mode: SelectionMode
+    webhook_url: str | None = None
+    default: NumberRoutes | None = None
+    pool: tuple[NumberRoutes, ...] = ()
+
+
+class Affinity(Model):
+    """The number that last sent to a recipient in a tenant (one item per tenant and recipient)."""
+
+    number_id: str
+    number: str
+    sent_at: datetime
+
+
+class NumberPlan(Model):
+    """The numbers to try, in order, and the `pool.number.resolved` trace data.
+
+    `attached` is the pool number the recipient's affinity still points at, connected or not.
+    """
+
+    numbers: list[NumberRoutes]
+    resolved: dict[str, Any]
+    attached: NumberRoutes | None = None
+
+    def keeps_affinity_after(self, sent_from: NumberRoutes) -> bool:
+        """True when a send from `sent_from` must not move the recipient's affinity.
+
+        Served by another number while its own is down, the recipient goes back to its number
+        once it reconnects: the affinity only moves when no pool number holds it.
+        """
+        return self.attached is not None and self.attached.number_id != sent_from.number_id
+
+
+def usable_affinity(config: SendingConfig, affinity: Affinity | None) -> NumberRoutes | None:
+    """The pool number the recipient is attached to, if it is still in the pool.
+
+    An affinity older than the number's (re)entry in the pool is void: leaving the pool drops it.
+    """
+    if affinity is None:
+        return None
+    for number in config.pool:
+        if number.number_id == affinity.number_id:
+            return number if number.added_at is None or affinity.sent_at >= number.added_at else None
+    return None
+
+
+def plan_numbers(config: SendingConfig, affinity: Affinity | None, take_ticket: Callable[[], int]) -> NumberPlan:
+    """Affinity first, else the round-robin ticket; then every other pool number in rotation.
+
+    Default mode, or an empty pool, uses the default number only. `take_ticket` (an atomic
+    counter, 1-based) is called only when affinity does not decide. Disconnected numbers stay
+    in the list: the worker records each one it passes over.
+    """
+    if config.mode != "pool" or not config.pool:
+        default = config.default
+        return NumberPlan(
+            numbers=[default] if default else [],
+            resolved=_resolved("default", affinity, default, None, len(config.pool)),
+        )
+    pool = list(config.pool)
+    attached = usable_affinity(config, affinity)
+    ticket_index: int | None = None
+    if attached is not None and attached.connected:
+        start = pool.index(attached)
+    else:
+        ticket_index = (take_ticket() - 1) % len(pool)
+        start = ticket_index
+    ordered = pool[start:] + pool[:start]
+    first = next((number for number in ordered if number.connected), None)
+    return NumberPlan(
+        numbers=ordered, resolved=_resolved("pool", affinity, first, ticket_index, len(pool)), attached=attached
+    )
+
+
+def _resolved(
+    mode: SelectionMode, affinity: Affinity | None, number: NumberRoutes | None, index: int | None, size: int
+) -> dict[str, Any]:
+    return {
+        "selectionMode": mode,
+        "affinityNumber": affinity.number if affinity else None,
+        "resolvedNumber": number.digits if number and number.connected else None,
+        "roundRobinIndex": index,
+        "poolSize": size,
+    }

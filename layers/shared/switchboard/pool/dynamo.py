@@ -1,0 +1,98 @@
+"""Pool persistence: one item per API key's pool, and its round-robin counter.
+
+- pool: pk `APIKEY#<id>`, sk `POOL`: the ordered entries and a `version` (optimistic lock); a
+  write also checks that the key still exists in the caller's tenant, in one transaction;
+- counter: pk `POOLRR#<id>`, sk `#META`: `ADD ticket 1` (atomic, one request), with
+  `expiresAt` pushed 24 h ahead on every use so an idle key's counter expires.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from switchboard.core.dynamo import META, cancellation_codes, entity_key, from_item, to_item
+from switchboard.core.errors import NotFound, PoolChanged
+from switchboard.pool.domain import Pool
+
+POOL_SK = "POOL"
+COUNTER_IDLE_SECONDS = 24 * 3600
+
+
+def pool_key(api_key_id: str) -> dict[str, str]:
+    return {"pk": f"APIKEY#{api_key_id}", "sk": POOL_SK}
+
+
+def counter_key(api_key_id: str) -> dict[str, str]:
+    return {"pk": f"POOLRR#{api_key_id}", "sk": META}
+
+
+class PoolRepository:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    def get(self, tenant: str, api_key_id: str) -> Pool:
+        """The key's pool (empty, version 0, when none was saved). Another tenant's: NotFound."""
+        item = self._table.get_item(Key=pool_key(api_key_id), ConsistentRead=True).get("Item")
+        if item is None:
+            return Pool(tenant=tenant, api_key_id=api_key_id)
+        if item.get("tenant") != tenant:
+            raise NotFound("API key not found")
+        return from_item(Pool, item)
+
+    def save(self, pool: Pool, expected_version: int) -> Pool:
+        """Write `pool` if the stored one still has `expected_version` and the key still exists.
+
+        Raises NotFound (the key is gone or not the tenant's) or PoolChanged (lost the race).
+        """
+        saved = pool.model_copy(update={"version": expected_version + 1})
+        same_version = (
+            {"ConditionExpression": "attribute_not_exists(pk)"}
+            if expected_version == 0
+            else {
+                "ConditionExpression": "version = :version",
+                "ExpressionAttributeValues": {":version": expected_version},
+            }
+        )
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": self._name,
+                            "Key": entity_key("APIKEY", pool.api_key_id),
+                            "ConditionExpression": "tenant = :tenant",
+                            "ExpressionAttributeValues": {":tenant": pool.tenant},
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._name,
+                            "Item": to_item(saved, pool_key(pool.api_key_id)),
+                            **same_version,
+                        }
+                    },
+                ]
+            )
+        except ClientError as error:
+            codes = cancellation_codes(error)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise NotFound("API key not found") from error
+            if "ConditionalCheckFailed" in codes:
+                raise PoolChanged("the pool changed meanwhile; read it again") from error
+            raise
+        return saved
+
+    def next_ticket(self, api_key_id: str) -> int:
+        """The next round-robin ticket of the key (1, 2, 3, ...): one atomic `ADD`."""
+        answer = self._table.update_item(
+            Key=counter_key(api_key_id),
+            UpdateExpression="ADD ticket :one SET expiresAt = :expires",
+            ExpressionAttributeValues={":one": 1, ":expires": int(time.time()) + COUNTER_IDLE_SECONDS},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(answer["Attributes"]["ticket"])

@@ -1,0 +1,223 @@
+"""Pool use cases: the admin API of an API key's pool, and the sending configuration the worker reads.
+
+The admin side edits the pool item with optimistic concurrency (read, change, conditional write,
+re-read on a lost race). The worker side (`SendingConfigSource`) builds a `SendingConfig` from
+the catalog and caches it per container for a few seconds: a number's connection state is at
+most that stale, and a stale "connected" only costs a skipped instance at send time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from switchboard.catalog.domain import ApiKey, Instance, Number, Principal, Provider
+from switchboard.catalog.service import Audit
+from switchboard.core.errors import NotFound, PoolChanged
+from switchboard.core.model import Model
+from switchboard.pool.domain import NumberRoutes, Pool, PoolEntry, Route, SelectionMode, SendingConfig
+
+SAVE_ATTEMPTS = 3
+
+
+class Catalog(Protocol):
+    def get_api_key(self, tenant: str, key_id: str) -> ApiKey: ...
+    def get_number(self, tenant: str, number_id: str) -> Number: ...
+    def number_by_digits(self, tenant: str, digits: str) -> Number | None: ...
+    def instances_of_number(self, number_id: str) -> list[Instance]: ...
+    def list_providers(self, tenant: str) -> list[Provider]: ...
+
+
+class Pools(Protocol):
+    def get(self, tenant: str, api_key_id: str) -> Pool: ...
+    def save(self, pool: Pool, expected_version: int) -> Pool: ...
+
+
+class KeyEditor(Protocol):
+    def update_api_key(self, principal: Principal, key_id: str, changes: dict[str, Any]) -> ApiKey: ...
+
+
+class PoolMember(Model):
+    """A pool entry as the API lists it: position, number, and whether it can send now."""
+
+    entry: PoolEntry
+    api_key_id: str
+    priority: int
+    number: Number
+    connected: bool
+
+
+def routes_of(number: Number, instances: list[Instance], providers: dict[str, Provider]) -> tuple[Route, ...]:
+    """How `number` can send now, in order: provider priority, then instance priority, then name.
+
+    A Meta Cloud number needs no session: its Meta instances (any state) are its routes, else
+    the tenant's Meta providers with their admin token. Other numbers use their connected
+    `messages` instances.
+    """
+    ranked: list[tuple[int, int, str, Route]] = []
+    for instance in instances:
+        provider = providers.get(instance.provider_id)
+        if provider is None or instance.kind != "messages":
+            continue
+        is_meta = provider.kind == "meta"
+        if (number.meta_phone_id is not None) != is_meta or not (is_meta or instance.connected):
+            continue
+        route = Route(
+            provider_id=provider.id,
+            kind=provider.kind,
+            base_url=provider.base_url,
+            provider_instance_id=instance.provider_instance_id,
+            instance=instance.name,
+            meta_phone_id=number.meta_phone_id,
+            source=instance,
+        )
+        ranked.append((provider.priority, instance.priority, instance.name, route))
+    if number.meta_phone_id and not ranked:
+        for provider in providers.values():
+            if provider.kind == "meta" and provider.admin_token_hint:
+                route = Route(
+                    provider_id=provider.id,
+                    kind="meta",
+                    base_url=provider.base_url,
+                    provider_instance_id=number.meta_phone_id,
+                    meta_phone_id=number.meta_phone_id,
+                )
+                ranked.append((provider.priority, 0, provider.id, route))
+    return tuple(route for *_, route in sorted(ranked, key=lambda ranked_route: ranked_route[:3]))
+
+
+class PoolService:
+    def __init__(self, catalog: Catalog, pools: Pools, keys: KeyEditor, audit: Audit) -> None:
+        self._catalog = catalog
+        self._pools = pools
+        self._keys = keys
+        self._audit = audit
+
+    def set_mode(self, principal: Principal, key_id: str, mode: SelectionMode) -> ApiKey:
+        return self._keys.update_api_key(principal, key_id, {"number_selection_mode": mode})
+
+    def members(self, principal: Principal, key_id: str) -> list[PoolMember]:
+        self._catalog.get_api_key(principal.tenant, key_id)
+        pool = self._pools.get(principal.tenant, key_id)
+        return [self._member(pool, entry) for entry in pool.entries]
+
+    def add(self, principal: Principal, key_id: str, number_id: str) -> PoolMember:
+        """Append a number of the caller's tenant. Raises NotFound, AlreadyExists, Conflict."""
+        self._catalog.get_api_key(principal.tenant, key_id)
+        try:
+            self._catalog.get_number(principal.tenant, number_id)
+        except NotFound as exc:
+            raise NotFound("number not found", code="number_not_found") from exc
+        added: list[PoolEntry] = []
+
+        def change(pool: Pool) -> Pool:
+            changed, entry = pool.added(number_id)
+            added[:] = [entry]
+            return changed
+
+        pool = self._edit(principal, key_id, "pool.number_added", change)
+        return self._member(pool, added[0])
+
+    def remove(self, principal: Principal, key_id: str, number_id: str) -> None:
+        """Take a number out; the recipients attached to it lose that affinity (see `usable_affinity`)."""
+        self._catalog.get_api_key(principal.tenant, key_id)
+        self._edit(principal, key_id, "pool.number_removed", lambda pool: pool.removed(number_id))
+
+    def reorder(self, principal: Principal, key_id: str, number_ids: list[str]) -> list[PoolMember]:
+        self._catalog.get_api_key(principal.tenant, key_id)
+        pool = self._edit(principal, key_id, "pool.reordered", lambda pool: pool.reordered(number_ids))
+        return [self._member(pool, entry) for entry in pool.entries]
+
+    def _edit(self, principal: Principal, key_id: str, action: str, change: Callable[[Pool], Pool]) -> Pool:
+        """Apply `change` to the current pool with a conditional write; a lost race re-reads."""
+        for attempt in range(SAVE_ATTEMPTS):
+            current = self._pools.get(principal.tenant, key_id)
+            try:
+                saved = self._pools.save(change(current), current.version)
+            except PoolChanged:
+                if attempt == SAVE_ATTEMPTS - 1:
+                    raise
+                continue
+            self._audit.record(principal, action, key_id, before=_audited(current), after=_audited(saved))
+            return saved
+        raise PoolChanged("the pool changed meanwhile; read it again")
+
+    def _member(self, pool: Pool, entry: PoolEntry) -> PoolMember:
+        number = self._catalog.get_number(pool.tenant, entry.number_id)
+        connected = bool(number.meta_phone_id) or any(
+            instance.connected and instance.kind == "messages"
+            for instance in self._catalog.instances_of_number(number.id)
+        )
+        return PoolMember(
+            entry=entry,
+            api_key_id=pool.api_key_id,
+            priority=pool.entries.index(entry),
+            number=number,
+            connected=connected,
+        )
+
+
+def _audited(pool: Pool) -> dict[str, Any]:
+    return {"tenant": pool.tenant, "api_key_id": pool.api_key_id, "number_ids": pool.number_ids()}
+
+
+class SendingConfigSource:
+    """`SendingConfig` per API key, cached per container for `ttl_seconds` (0: no cache)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        pools: Pools,
+        *,
+        ttl_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._catalog = catalog
+        self._pools = pools
+        self._ttl = ttl_seconds
+        self._clock = clock
+        self._cache: dict[tuple[str, str], tuple[float, SendingConfig]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, tenant: str, api_key_id: str) -> SendingConfig:
+        """Raises NotFound when the key no longer exists (revoked after the message was queued)."""
+        now = self._clock()
+        with self._lock:
+            cached = self._cache.get((tenant, api_key_id))
+        if cached and now - cached[0] < self._ttl:
+            return cached[1]
+        config = self._load(tenant, api_key_id)
+        with self._lock:
+            self._cache[(tenant, api_key_id)] = (now, config)
+        return config
+
+    def _load(self, tenant: str, api_key_id: str) -> SendingConfig:
+        key = self._catalog.get_api_key(tenant, api_key_id)
+        pool = self._pools.get(tenant, api_key_id) if key.number_selection_mode == "pool" else None
+        providers = {provider.id: provider for provider in self._catalog.list_providers(tenant)}
+        members: list[NumberRoutes] = []
+        for entry in pool.entries if pool else ():
+            try:
+                number = self._catalog.get_number(tenant, entry.number_id)
+            except NotFound:
+                continue  # deleted from the catalog: it cannot send
+            members.append(self._routes(number, providers, entry))
+        default = self._catalog.number_by_digits(tenant, key.default_number) if key.default_number else None
+        return SendingConfig(
+            tenant=tenant,
+            api_key_id=api_key_id,
+            mode=key.number_selection_mode,
+            webhook_url=key.webhook_url,
+            default=self._routes(default, providers, None) if default else None,
+            pool=tuple(members),
+        )
+
+    def _routes(self, number: Number, providers: dict[str, Provider], entry: PoolEntry | None) -> NumberRoutes:
+        return NumberRoutes(
+            number_id=number.id,
+            digits=number.number,
+            added_at=entry.added_at if entry else None,
+            routes=routes_of(number, self._catalog.instances_of_number(number.id), providers),
+        )

@@ -1,0 +1,125 @@
+"""The HTTP plumbing every provider adapter shares: outbound URL policy, timeouts, error mapping.
+
+Errors name the provider, the method and the route template (`wuzapi POST /call/dial`), never
+the host, the query or a token. The mapping:
+
+- connection refused, connect timeout, no pooled connection: `ProviderUnavailable` (not sent);
+- read/write timeout, connection dropped after sending: `ProviderTimeout` (outcome unknown);
+- 2xx whose body cannot be read: `ProviderTimeout` (it may have been applied);
+- 5xx and 429: `ProviderUnavailable`; any other non-2xx: `ProviderRejected`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
+from switchboard.core.urls import check_outbound_url
+
+CONNECT_TIMEOUT_SECONDS = 3.0
+DEFAULT_READ_TIMEOUT_SECONDS = 10.0
+
+Answer = TypeVar("Answer", bound=BaseModel)
+_ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+
+
+def path_segment(value: str) -> str:
+    """Quote a value placed in a URL path so it cannot add segments or a query."""
+    return quote(value, safe="")
+
+
+class ProviderHttp:
+    """One pooled httpx client for one provider kind; no redirects, no proxy from the environment."""
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        local_mode: bool,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._provider = provider
+        self._local_mode = local_mode
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
+            follow_redirects=False,
+            trust_env=False,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def request(
+        self,
+        method: str,
+        base_url: str,
+        path: str,
+        *,
+        route: str,
+        headers: dict[str, str],
+        body: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        """Send one request to `base_url + path`; `route` is the path template used in errors.
+
+        Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
+        above; the caller decides what a non-2xx answer means.
+        """
+        url = check_outbound_url(base_url.rstrip("/") + path, local_mode=self._local_mode)
+        label = self.label(method, route)
+        try:
+            return self._client.request(method, url, headers=headers, json=body)
+        except _NOT_SENT as exc:
+            raise ProviderUnavailable(f"{label}: could not connect") from exc
+        except httpx.TransportError as exc:
+            raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
+
+    def label(self, method: str, route: str) -> str:
+        return f"{self._provider} {method} {route}"
+
+    def answer(self, response: httpx.Response, model: type[Answer], label: str) -> Answer:
+        """Validate a 2xx body; any other status becomes the mapped error."""
+        if not response.is_success:
+            raise self.error_for(response, label)
+        try:
+            return model.model_validate(response.json())
+        except (ValueError, ValidationError) as exc:
+            raise ProviderTimeout(f"{label}: unreadable answer, the outcome is unknown") from exc
+
+    def expect_success(self, response: httpx.Response, label: str) -> None:
+        if not response.is_success:
+            raise self.error_for(response, label)
+
+    @staticmethod
+    def error_for(response: httpx.Response, label: str) -> ProviderError:
+        status = response.status_code
+        code = error_code(response)
+        suffix = f" ({status} {code})" if code else f" ({status})"
+        if status >= 500 or status == 429:
+            return ProviderUnavailable(f"{label}: provider unavailable{suffix}", status=status, provider_code=code)
+        if status in (401, 403):
+            return ProviderRejected(f"{label}: credentials refused{suffix}", status=status, provider_code=code)
+        return ProviderRejected(f"{label}: request refused{suffix}", status=status, provider_code=code)
+
+
+def error_code(response: httpx.Response) -> str | None:
+    """The provider's short machine code (`{"error": "line_busy"}` or Meta's `{"error": {"code": 131}}`).
+
+    Only a short identifier is kept, so no free text from the provider reaches our messages.
+    """
+    try:
+        payload = response.json()
+    except ValueError:
+        return None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict):
+        error = error.get("code")
+    code = str(error) if isinstance(error, str | int) and not isinstance(error, bool) else None
+    return code if code is not None and _ERROR_CODE.match(code) else None

@@ -1,0 +1,231 @@
+"""Replies from the downstream, sent through a named instance; an outbox while it is disconnected.
+
+Every reply goes through the instance's outbox (one code path keeps the order): it is stored,
+then, if the instance is connected, the outbox is drained at once. `drain` sends entries in order
+and stops at the first one the provider cannot take now; it runs again when a `connection` event
+says connected and on the reconciliation schedule. An entry older than the validity ends FAILED
+with a reason, and a private note tells the downstream conversation.
+
+The outgoing webhook is authenticated by a per-instance secret (256 random bits, shown once,
+stored as its SHA-256), presented in the `X-Switchboard-Secret` header and compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets as random_secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from switchboard.catalog.domain import Instance, Principal, secret_hint
+from switchboard.catalog.service import Audit
+from switchboard.core.errors import ProviderError, ProviderRejected, Unauthenticated
+from switchboard.core.model import Model
+from switchboard.core.observability import logger
+from switchboard.providers.base import ProviderClient, ProviderTarget
+from switchboard.routing.domain import DownstreamClient, DownstreamTarget
+from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
+from switchboard.usage.service import UsageRecorder, count_metric
+
+LEASE_SECONDS = 60
+DRAIN_BATCH = 50
+DEFAULT_VALIDITY = timedelta(hours=4)
+REQUEST_BUDGET_SECONDS = 3.0  # drains run inside HTTP requests (webhooks, replies): bounded
+
+
+class OutboxStore(Protocol):
+    def enqueue(self, entry: OutboxEntry) -> bool: ...
+    def waiting(self, instance: str, limit: int) -> list[OutboxEntry]: ...
+    def instances_waiting(self) -> list[str]: ...
+    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> bool: ...
+    def release(self, entry: OutboxEntry) -> None: ...
+    def finish(
+        self, entry: OutboxEntry, status: FinalStatus, reason: str | None, provider_message_id: str | None
+    ) -> bool: ...
+    def outcome(self, instance: str, message_id: str) -> Outcome | None: ...
+    def set_webhook_digest(self, tenant: str, instance: str, digest: str, hint: str, at: datetime) -> None: ...
+    def webhook_digest(self, tenant: str, instance: str) -> str | None: ...
+
+
+class Instances(Protocol):
+    def find_instance(self, name: str) -> Instance | None: ...
+    def get_instance(self, tenant: str, name: str) -> Instance: ...
+
+
+class Targets(Protocol):
+    def target_for(self, instance: Instance) -> tuple[ProviderClient, ProviderTarget]: ...
+
+
+class Downstreams(Protocol):
+    def target_for(self, owner_tag: str | None) -> DownstreamTarget | None: ...
+
+
+class Reply(Model):
+    """One outgoing message from the downstream."""
+
+    message_id: str
+    phone: str
+    text: str
+    conversation_id: int | None = None
+
+
+class DrainResult(Model):
+    sent: int = 0
+    failed: int = 0
+    waiting: bool = False  # entries are left (instance disconnected or provider unavailable)
+
+
+class WebhookSecret(Model):
+    secret: str
+    hint: str
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class OutboxService:
+    def __init__(
+        self,
+        store: OutboxStore,
+        instances: Instances,
+        targets: Targets,
+        *,
+        usage: UsageRecorder,
+        downstreams: Downstreams,
+        downstream_client: DownstreamClient,
+        audit: Audit,
+        validity: timedelta = DEFAULT_VALIDITY,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._store = store
+        self._instances = instances
+        self._targets = targets
+        self._usage = usage
+        self._downstreams = downstreams
+        self._downstream_client = downstream_client
+        self._audit = audit
+        self._validity = validity
+        self._clock = clock
+
+    # --- the outgoing webhook secret -------------------------------------------------------
+
+    def new_webhook_secret(self, principal: Principal, name: str) -> WebhookSecret:
+        """Generate (or rotate) the instance's outgoing webhook secret; the plaintext is returned once."""
+        instance = self._instances.get_instance(principal.tenant, name)
+        secret = f"sbwh_{random_secrets.token_urlsafe(32)}"
+        hint = secret_hint(secret)
+        self._store.set_webhook_digest(instance.tenant, name, _digest(secret), hint, self._clock())
+        self._audit.record(
+            principal, "instance.webhook_secret_rotated", name, after={"tenant": instance.tenant, "hint": hint}
+        )
+        return WebhookSecret(secret=secret, hint=hint)
+
+    def authenticate(self, name: str, presented: str | None) -> Instance:
+        """The instance if `presented` is its secret; one Unauthenticated for every failure."""
+        instance = self._instances.find_instance(name)
+        expected = self._store.webhook_digest(instance.tenant, name) if instance else None
+        candidate = _digest(presented or "")
+        if instance is None or expected is None or not presented or not hmac.compare_digest(candidate, expected):
+            raise Unauthenticated("invalid instance webhook secret", code="invalid_webhook_secret")
+        return instance
+
+    # --- replies ---------------------------------------------------------------------------
+
+    def submit(self, instance: Instance, reply: Reply) -> Outcome:
+        """Store the reply in the instance's outbox (once per message id), then drain if connected."""
+        entry = OutboxEntry(
+            instance=instance.name,
+            message_id=reply.message_id,
+            phone=reply.phone,
+            text=reply.text,
+            conversation_id=reply.conversation_id,
+            owner_tag=instance.owner_tag,
+            enqueued_at=self._clock(),
+        )
+        if self._store.enqueue(entry):
+            logger.info("reply queued", extra={"instance": instance.name, "message_id": reply.message_id})
+        if instance.connected:
+            self.drain(instance.name, budget_seconds=REQUEST_BUDGET_SECONDS)
+        return self._store.outcome(instance.name, reply.message_id) or Outcome(status="PENDING")
+
+    def drain(self, name: str, budget_seconds: float | None = None) -> DrainResult:
+        """Send the instance's waiting replies in order; expire the too old. Safe to run concurrently.
+
+        With `budget_seconds` (a webhook that must answer in time) no new send starts once it is
+        spent; what is left waits for the next drain (the schedule at the latest).
+        """
+        instance = self._instances.find_instance(name)
+        result = DrainResult()
+        if instance is None:
+            return result
+        deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+        entries = self._store.waiting(name, DRAIN_BATCH)
+        sender: tuple[ProviderClient, ProviderTarget] | None = None
+        for entry in entries:
+            if deadline is not None and time.monotonic() >= deadline:
+                result.waiting = True
+                break
+            now = self._clock()
+            if now - entry.enqueued_at > self._validity:
+                result.failed += self._fail(instance, entry, "expired: not sent within its validity")
+                continue
+            if not instance.connected:
+                result.waiting = True
+                break
+            if not self._store.claim(entry, now, LEASE_SECONDS):
+                result.waiting = True  # another drain holds it; it keeps the order
+                break
+            sender = sender or self._targets.target_for(instance)
+            client, target = sender
+            try:
+                sent = client.send_text(target, entry.phone, entry.text, f"outbox-{name}-{entry.message_id}")
+            except ProviderRejected as exc:
+                self._store.release(entry)
+                result.failed += self._fail(instance, entry, f"refused by the provider ({exc.code})")
+                continue
+            except ProviderError as exc:
+                self._store.release(entry)
+                count_metric("SendFailures", name)
+                logger.info("outbox paused", extra={"instance": name, "error": exc.code})
+                result.waiting = True
+                break
+            if self._store.finish(entry, "SENT", None, sent.provider_message_id):
+                self._usage.record_outgoing(instance, now, f"outbox#{name}#{entry.message_id}")
+                result.sent += 1
+        if len(entries) == DRAIN_BATCH and not result.waiting:
+            result.waiting = True
+        if result.sent or result.failed:
+            logger.info("outbox drained", extra={"instance": name, **result.model_dump()})
+        return result
+
+    def drain_all(self) -> dict[str, DrainResult]:
+        """The scheduled pass: every instance with waiting replies (sends the connected, expires the old)."""
+        return {name: self.drain(name) for name in self._store.instances_waiting()}
+
+    def _fail(self, instance: Instance, entry: OutboxEntry, reason: str) -> int:
+        if not self._store.finish(entry, "FAILED", reason, None):
+            return 0
+        count_metric("SendFailures", instance.name)
+        logger.info("reply failed", extra={"instance": instance.name, "message_id": entry.message_id, "reason": reason})
+        self._report(instance, entry, reason)
+        return 1
+
+    def _report(self, instance: Instance, entry: OutboxEntry, reason: str) -> None:
+        """Tell the downstream conversation; a failure to tell it is logged, never raised."""
+        if entry.conversation_id is None:
+            return
+        try:
+            target = self._downstreams.target_for(instance.owner_tag)
+            if target is None:
+                return
+            note = f"Message {entry.message_id} was not delivered through {instance.name}: {reason}."
+            self._downstream_client.post_note(target, entry.conversation_id, note)
+        except Exception as exc:
+            logger.warning(
+                "failure not reported to the downstream",
+                extra={"instance": instance.name, "message_id": entry.message_id, "error": type(exc).__name__},
+            )

@@ -1,0 +1,66 @@
+"""Replies from the downstream through a named instance, and that instance's webhook secret."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.depends import Depends
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import ValidationError
+
+from switchboard import bootstrap
+from switchboard.catalog.domain import Principal, Scope
+from switchboard.catalog.schemas import InstanceName
+from switchboard.core.api.auth import requires
+from switchboard.core.api.errors import documented
+from switchboard.core.errors import InvalidInput, Unauthenticated
+from switchboard.core.observability import metrics
+from switchboard.routing.schemas import SECRET_HEADER, OutgoingView, OutgoingWebhook, WebhookSecretView
+
+router = APIGatewayHttpRouter()
+Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
+
+
+@router.post(
+    "/api/instances/<name>/webhook",
+    tags=["outgoing"],
+    responses=documented(400, 401, 422),
+    security=[],
+)
+def outgoing_webhook(name: Annotated[InstanceName, Path()]) -> OutgoingView:
+    """The downstream's outgoing-message webhook (`message_created`), authenticated by the instance's
+    secret in the `X-Switchboard-Secret` header. Sent at once when the instance is connected, else
+    kept in its outbox (in order) until it reconnects or the validity runs out."""
+    outbox = bootstrap.outbox_service()
+    try:
+        instance = outbox.authenticate(name, router.current_event.headers.get(SECRET_HEADER.lower()))
+    except Unauthenticated:
+        metrics.add_metric(name="RepliesRejected", unit=MetricUnit.Count, value=1)
+        raise
+    try:
+        payload = OutgoingWebhook.model_validate(json.loads(router.current_event.decoded_body or ""))
+    except (ValueError, ValidationError) as exc:
+        raise InvalidInput("the body is not a message webhook", code="invalid_webhook_body") from exc
+    reply = payload.reply()
+    metrics.add_dimension(name="instance", value=instance.name)
+    metrics.add_metric(name="RepliesReceived", unit=MetricUnit.Count, value=0 if reply is None else 1)
+    if reply is None:
+        return OutgoingView(status="IGNORED")
+    outcome = outbox.submit(instance, reply)
+    return OutgoingView(status=outcome.status, reason=outcome.reason)
+
+
+@router.post(
+    "/api/instances/<name>/webhook-secret",
+    status_code=201,
+    tags=["outgoing"],
+    responses=documented(401, 403, 404),
+)
+def rotate_webhook_secret(name: Annotated[InstanceName, Path()], principal: Admin) -> WebhookSecretView:
+    """Generate the instance's outgoing webhook secret (the previous one stops working). Shown once."""
+    created = bootstrap.outbox_service().new_webhook_secret(principal, name)
+    metrics.add_metric(name="ReplySecretsRotated", unit=MetricUnit.Count, value=1)
+    return WebhookSecretView(secret=created.secret, hint=created.hint)

@@ -1,0 +1,97 @@
+"""Usage per (instance, day), summed per (owner_tag, month) for billing, and per-instance metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, date, datetime
+from typing import Protocol
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from switchboard.catalog.domain import Instance, Principal, Scope
+from switchboard.core.model import Model
+from switchboard.core.observability import metrics
+from switchboard.routing.records import DailyUsage, Direction
+from switchboard.webhooks.events import ProviderEvent
+
+
+class UsageStore(Protocol):
+    def add(self, instance: Instance, day: date, direction: Direction, count_id: str | None, now: datetime) -> bool: ...
+    def month(self, owner_tag: str | None, month: str) -> list[DailyUsage]: ...
+
+
+class InstanceUsage(Model):
+    instance: str
+    messages_in: int
+    messages_out: int
+
+
+class TenantMonthUsage(Model):
+    owner_tag: str | None  # None: instances without an owner tag (global downstream)
+    month: str
+    messages_in: int
+    messages_out: int
+    instances: list[InstanceUsage]
+
+
+def count_metric(name: str, instance: str, value: float = 1) -> None:
+    """One EMF metric with the instance as its only dimension (bounded: instances are catalog rows)."""
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=value, namespace=metrics.namespace, default_dimensions={}
+    ) as metric:
+        metric.add_dimension(name="instance", value=instance)
+
+
+class UsageRecorder:
+    def __init__(self, store: UsageStore, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self._store = store
+        self._clock = clock
+
+    def record_incoming(self, instance: Instance, when: datetime, event_id: str) -> bool:
+        """Count one incoming message, once per provider event."""
+        return self._store.add(instance, when.astimezone(UTC).date(), "in", event_id, self._clock())
+
+    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool:
+        """Count one message sent through `instance` (once per `message_id` when given)."""
+        counted = self._store.add(instance, when.astimezone(UTC).date(), "out", message_id, self._clock())
+        if counted:
+            count_metric("MessagesSent", instance.name)
+        return counted
+
+    def summary(self, principal: Principal, month: str, tags: list[str]) -> list[TenantMonthUsage]:
+        """Per (owner_tag, month): the platform sees every tag (and untagged instances), an admin its own."""
+        wanted: list[str | None] = [*tags, None] if principal.has(Scope.PLATFORM) else [principal.tenant]
+        result = []
+        for tag in wanted:
+            days = self._store.month(tag, month)
+            per_instance: dict[str, InstanceUsage] = {}
+            for day in days:
+                usage = per_instance.setdefault(
+                    day.instance, InstanceUsage(instance=day.instance, messages_in=0, messages_out=0)
+                )
+                usage.messages_in += day.messages_in
+                usage.messages_out += day.messages_out
+            if not per_instance and principal.has(Scope.PLATFORM):
+                continue
+            instances = sorted(per_instance.values(), key=lambda usage: usage.instance)
+            result.append(
+                TenantMonthUsage(
+                    owner_tag=tag,
+                    month=month,
+                    messages_in=sum(usage.messages_in for usage in instances),
+                    messages_out=sum(usage.messages_out for usage in instances),
+                    instances=instances,
+                )
+            )
+        return result
+
+
+class IncomingUsageHandler:
+    """`message` effect: count the incoming message (idempotent per event)."""
+
+    def __init__(self, usage: UsageRecorder) -> None:
+        self._usage = usage
+
+    def __call__(self, event: ProviderEvent) -> None:
+        if self._usage.record_incoming(event.instance, event.received_at, event.event_id):
+            count_metric("MessagesReceived", event.instance.name)

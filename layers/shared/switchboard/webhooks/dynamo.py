@@ -1,0 +1,182 @@
+"""Provider webhook events: the dedupe marker and the durable event record, written together.
+
+- marker `WHDEDUPE#<provider>#<instanceId>#<eventId>`: exists once per provider event, kept
+  `DEDUPE_DAYS` (providers retry for days);
+- record `WHEVENT#<provider>#<instanceId>#<eventId>`: the signed envelope's fields and its
+  status (`pending` until every effect ran, then `applied`). A pending record sits in a sparse
+  index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a crash left behind, and
+  carries a short lease so two deliveries of one event never run its effects at the same time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from switchboard.core.dynamo import META, cancellation_codes, is_condition_failure, query_all
+from switchboard.routing.records import EventStatus, StoredEvent
+
+DEDUPE_DAYS = 4
+RECORD_DAYS = 8
+PENDING_SHARDS = 4
+
+
+class EventStore:
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._client = table.meta.client
+        self._name = table.name
+
+    def accept(self, event: StoredEvent, lease_seconds: int) -> bool:
+        """Write marker and pending record in one transaction, leased to the caller.
+
+        Returns False when the marker already exists (a redelivery). Any other failure raises,
+        and then nothing was written.
+        """
+        now = event.received_at
+        marker = {
+            **_marker_key(event),
+            "expiresAt": _epoch(now + timedelta(days=DEDUPE_DAYS)),
+            "receivedAt": now.isoformat(),
+        }
+        record = {
+            **_record_key(event),
+            "providerId": event.provider_id,
+            "providerInstanceId": event.provider_instance_id,
+            "instanceName": event.instance_name,
+            "name": event.name,
+            "eventId": event.event_id,
+            "payload": json.dumps(
+                {"seq": event.seq, "data": event.data, "instance": event.envelope_instance}, separators=(",", ":")
+            ),
+            "receivedAt": now.isoformat(),
+            "status": "pending",
+            "leaseUntil": _epoch(now + timedelta(seconds=lease_seconds)),
+            "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
+            "gsi1pk": _pending_index(event),
+            "gsi1sk": f"{now.isoformat()}#{event.event_id}",
+        }
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._name,
+                            "Item": marker,
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._name,
+                            "Item": record,
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                ]
+            )
+        except ClientError as error:
+            if "ConditionalCheckFailed" in cancellation_codes(error):
+                return False
+            raise
+        return True
+
+    def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None:
+        """Lease a pending record to (re-)apply it.
+
+        Returns the stored event when leased; otherwise what stands in the way, read from the
+        same request: "applied", "pending" (leased by another delivery), or None (no record).
+        """
+        try:
+            answer = self._table.update_item(
+                Key=_record_key(event),
+                UpdateExpression="SET leaseUntil = :until",
+                ConditionExpression="attribute_exists(pk) AND #status = :pending AND leaseUntil < :now",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":until": _epoch(now + timedelta(seconds=lease_seconds)),
+                    ":pending": "pending",
+                    ":now": _epoch(now),
+                },
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                # The old item comes back in the low-level format: {"status": {"S": "applied"}}.
+                status = (error.response.get("Item") or {}).get("status", {}).get("S")
+                return "applied" if status == "applied" else "pending" if status else None
+            raise
+        return _stored(answer["Attributes"])
+
+    def mark_applied(self, event: StoredEvent, now: datetime) -> None:
+        """Applied records leave the pending index; the marker keeps deduplicating."""
+        self._table.update_item(
+            Key=_record_key(event),
+            UpdateExpression="SET #status = :applied, appliedAt = :now REMOVE gsi1pk, gsi1sk, leaseUntil",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":applied": "applied", ":now": now.isoformat()},
+        )
+
+    def release(self, event: StoredEvent) -> None:
+        """Give the lease back after a failed attempt so the provider's redelivery can run at once."""
+        self._table.update_item(
+            Key=_record_key(event),
+            UpdateExpression="SET leaseUntil = :zero",
+            ConditionExpression="#status = :pending",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":zero": 0, ":pending": "pending"},
+        )
+
+    def pending(self, received_before: datetime, limit: int) -> list[StoredEvent]:
+        """Pending records received before a moment, oldest first per shard."""
+        found: list[StoredEvent] = []
+        for shard in range(PENDING_SHARDS):
+            condition = Key("gsi1pk").eq(f"WHEVENTS#PENDING#{shard}") & Key("gsi1sk").lt(received_before.isoformat())
+            for item in query_all(self._table, IndexName="GSI1", KeyConditionExpression=condition):
+                found.append(_stored(item))
+                if len(found) >= limit:
+                    return found
+        return found
+
+
+def _identity(event: StoredEvent) -> str:
+    return f"{event.provider_id}#{event.provider_instance_id}#{event.event_id}"
+
+
+def _marker_key(event: StoredEvent) -> dict[str, str]:
+    return {"pk": f"WHDEDUPE#{_identity(event)}", "sk": META}
+
+
+def _record_key(event: StoredEvent) -> dict[str, str]:
+    return {"pk": f"WHEVENT#{_identity(event)}", "sk": META}
+
+
+def _pending_index(event: StoredEvent) -> str:
+    shard = int(hashlib.sha256(event.event_id.encode()).hexdigest()[:8], 16) % PENDING_SHARDS
+    return f"WHEVENTS#PENDING#{shard}"
+
+
+def _epoch(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def _stored(item: dict[str, Any]) -> StoredEvent:
+    payload = json.loads(item["payload"])
+    return StoredEvent(
+        provider_id=item["providerId"],
+        provider_instance_id=item["providerInstanceId"],
+        instance_name=item["instanceName"],
+        name=item["name"],
+        event_id=item["eventId"],
+        seq=payload.get("seq"),
+        data=payload.get("data") or {},
+        envelope_instance=payload.get("instance"),
+        received_at=datetime.fromisoformat(item["receivedAt"]).astimezone(UTC),
+        status=item["status"],
+    )

@@ -1,0 +1,72 @@
+"""Provider webhook signatures: HMAC-SHA256 over `timestamp + "." + raw body`.
+
+`X-Webhook-Signature` holds one or more comma-separated `v1=<hex>` entries (two while the
+provider rotates its secret); any one matching is enough. `X-Webhook-Timestamp` is unix seconds,
+digits only, within `tolerance` of now. Every refusal is the same `Unauthenticated` so a caller
+cannot learn which check failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+
+from switchboard.core.errors import PayloadTooLarge, Unauthenticated
+
+MAX_BODY_BYTES = 1024 * 1024
+TOLERANCE_SECONDS = 300
+MAX_SIGNATURE_ENTRIES = 8
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_ENTRY = re.compile(r"v1=([0-9a-f]{64})")
+
+
+def refused() -> Unauthenticated:
+    """The one answer to every signature failure."""
+    return Unauthenticated("invalid webhook signature", code="invalid_signature")
+
+
+def check_size(body: bytes) -> None:
+    """Refuse a body over the limit before any hashing (413)."""
+    if len(body) > MAX_BODY_BYTES:
+        raise PayloadTooLarge("webhook body over 1 MB")
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    return hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def check_timestamp(timestamp: str | None, now: float, tolerance: int = TOLERANCE_SECONDS) -> str:
+    """The timestamp if it is digits only and within +/- tolerance of `now`, else refused."""
+    if timestamp is None or not _TIMESTAMP.fullmatch(timestamp):
+        raise refused()
+    if abs(int(timestamp) - now) > tolerance:
+        raise refused()
+    return timestamp
+
+
+def signature_entries(header: str | None) -> list[str]:
+    """The hex digests of a `v1=<hex>[,v1=<hex>]` header; anything malformed is refused."""
+    if not header:
+        raise refused()
+    parts = [part.strip() for part in header.split(",")]
+    if len(parts) > MAX_SIGNATURE_ENTRIES:
+        raise refused()
+    digests = []
+    for part in parts:
+        match = _ENTRY.fullmatch(part)
+        if match is None:
+            raise refused()
+        digests.append(match.group(1))
+    return digests
+
+
+def matches(secret: str, timestamp: str, body: bytes, digests: list[str]) -> bool:
+    """True when any entry is the HMAC of this body under `secret`; compared in constant time."""
+    if not secret:
+        return False
+    expected = sign(secret, timestamp, body)
+    found = False
+    for digest in digests:  # no early exit: every entry is compared
+        found |= hmac.compare_digest(expected, digest)
+    return found
