@@ -1,4 +1,4 @@
-"""Usage summary and audit log: routes in switchboard.usage.routes."""
+"""Usage summary and audit log: routes in switchboard.usage and switchboard.audit."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard.audit import routes as audit
 from switchboard.core.api.app import create_api
 from switchboard.core.observability import logger
-from switchboard.usage import routes as ops
+from switchboard.usage import routes as usage
 
-app = create_api(ops.router)
+app = create_api(usage.router, audit.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

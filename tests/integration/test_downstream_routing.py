@@ -14,6 +14,7 @@ import pytest
 from switchboard import bootstrap
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.secrets import SecretStore
+from switchboard.routing import wiring as routing_wiring
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.dynamo import RoutingRepository
 from switchboard.routing.service import DownstreamResolver, GlobalDownstream
@@ -30,7 +31,7 @@ OTHER_URL = "http://127.0.0.1:9102"
 def fake(monkeypatch: pytest.MonkeyPatch, aws: AwsResources) -> FakeDownstream:
     downstream = FakeDownstream()
     client = ChatwootClient(local_mode=True, transport=downstream.transport())
-    monkeypatch.setattr(bootstrap, "downstream_client", lambda: client)
+    monkeypatch.setattr(routing_wiring, "downstream_client", lambda: client)
     return downstream
 
 
@@ -193,7 +194,7 @@ def test_given_the_downstream_fails_for_one_message_when_forwarding_then_only_th
         return healthy.handle_request(request)
 
     failing = ChatwootClient(local_mode=True, transport=httpx.MockTransport(flaky))
-    monkeypatch.setattr(bootstrap, "downstream_client", lambda: failing)
+    monkeypatch.setattr(routing_wiring, "downstream_client", lambda: failing)
     for sender in ("5511911112222", "5511933334444"):
         deliver(
             client, catalog.provider_id, envelope("message", catalog.provider_instance_id, message_data(sender=sender))

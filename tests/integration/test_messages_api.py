@@ -18,6 +18,7 @@ from devstack.apigw import HttpApi
 from switchboard import bootstrap
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.errors import ProviderTimeout
+from switchboard.messages import wiring as messages_wiring
 from tests.conftest import AwsResources, Client
 from tests.integration.pool_support import NUMBERS, FakeProviderClient, PoolWorld, build_world, drain_queue
 
@@ -27,7 +28,7 @@ RECIPIENT = "5511988880001"
 @pytest.fixture
 def provider(monkeypatch: pytest.MonkeyPatch, aws: AwsResources) -> FakeProviderClient:
     fake = FakeProviderClient()
-    monkeypatch.setattr(bootstrap, "provider_client", lambda kind: fake)
+    monkeypatch.setattr(messages_wiring, "provider_client", lambda kind: fake)
     return fake
 
 

@@ -16,6 +16,7 @@ from standardwebhooks import Webhook
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
+from switchboard.messages import wiring as messages_wiring
 from switchboard.webhooks.events import ProviderEvent
 from tests.conftest import REGION, AwsResources, Client
 from tests.integration.pool_support import NUMBERS, FakeProviderClient, PoolWorld, build_world, drain_queue
@@ -58,7 +59,7 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def world(client: Client, make_tenant: Any, monkeypatch: pytest.MonkeyPatch, receiver: Receiver) -> PoolWorld:
-    monkeypatch.setattr(bootstrap, "provider_client", lambda kind: FakeProviderClient())
+    monkeypatch.setattr(messages_wiring, "provider_client", lambda kind: FakeProviderClient())
     world = build_world(client, make_tenant("acme"), *NUMBERS)
     world.create_send_key(default_number=NUMBERS[0], webhook_url=receiver.url)
     return world

@@ -13,6 +13,7 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
+from switchboard.routing import wiring as routing_wiring
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.outbox import OutboxService
 from switchboard.routing.outbox_dynamo import OutboxRepository
@@ -46,7 +47,7 @@ def provider_instance(simulator: Simulator) -> Iterator[tuple[SimulatorControl, 
 def fake(monkeypatch: pytest.MonkeyPatch, aws: AwsResources) -> FakeDownstream:
     downstream = FakeDownstream()
     client = ChatwootClient(local_mode=True, transport=downstream.transport())
-    monkeypatch.setattr(bootstrap, "downstream_client", lambda: client)
+    monkeypatch.setattr(routing_wiring, "downstream_client", lambda: client)
     return downstream
 
 
@@ -222,7 +223,7 @@ def test_given_a_reply_older_than_its_validity_when_drained_then_failed_with_a_r
         bootstrap.targets(),
         usage=bootstrap.usage_recorder(),
         downstreams=bootstrap.downstream_resolver(),
-        downstream_client=bootstrap.downstream_client(),
+        downstream_client=routing_wiring.downstream_client(),
         audit=bootstrap.audit_log(),
         clock=lambda: later,
     )

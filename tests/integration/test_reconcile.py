@@ -16,10 +16,12 @@ import pytest
 from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
+from switchboard.calls import wiring as calls_wiring
 from switchboard.calls.domain import DialAttempt, reservation_id
 from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.catalog.domain import Instance, Scope, Tenant
 from switchboard.providers.base import ProviderCall
+from switchboard.webhooks import wiring as webhooks_wiring
 from tests.conftest import AwsResources, Client
 from tests.integration.calls_support import (
     admin,
@@ -238,7 +240,10 @@ def test_the_schedule_fans_out_one_message_per_instance_in_batches(
         return real_send_batch(**kwargs)
 
     monkeypatch.setattr(sqs, "send_message_batch", count_batch)
-    monkeypatch.setattr(bootstrap, "reconcile_queue", lambda: ReconcileQueue(sqs, aws.queues["ReconcileQueue"]))
+    queue = ReconcileQueue(sqs, aws.queues["ReconcileQueue"])
+    monkeypatch.setattr(calls_wiring, "reconcile_queue", lambda: queue)
+    monkeypatch.setattr(webhooks_wiring, "reconcile_queue", lambda: queue)
+    monkeypatch.setattr(bootstrap, "reconcile_queue", lambda: queue)
     names = []
     for tenant in ("acme", "globex"):
         catalog.create_tenant(Tenant(tenant=tenant, owner_tag=tenant, name=tenant))

@@ -13,8 +13,8 @@ import argparse
 import json
 import sys
 
-from switchboard import bootstrap
 from switchboard.catalog.domain import PLATFORM_TENANT, Scope, hash_key, looks_like_key
+from switchboard.catalog.wiring import catalog_service
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     tenant.add_argument("--name", required=True)
     arguments = parser.parse_args(argv)
 
-    service = bootstrap.catalog_service()
+    service = catalog_service()
     if arguments.command == "create-platform-key":
         if arguments.value and not looks_like_key(arguments.value):
             parser.error("--value must look like sb_live_<20+ characters of [A-Za-z0-9_-]>")

@@ -9,14 +9,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard import bootstrap
 from switchboard.call_limit.schemas import CallsView, PrepareSubscription, SetCallsLimit, SubscriptionView
+from switchboard.call_limit.service import CallsConfigService
+from switchboard.call_limit.subscriptions import SubscriptionService
+from switchboard.call_limit.wiring import calls_config_service, subscription_service
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 
 router = APIGatewayHttpRouter()
+CallLimit = Annotated[CallsConfigService, Depends(calls_config_service)]
+Subscriptions = Annotated[SubscriptionService, Depends(subscription_service)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 AdminOrAgent = Annotated[Principal, Depends(requires(router, Scope.ADMIN, Scope.AGENT))]
 AdminOrPlatform = Annotated[Principal, Depends(requires(router, Scope.ADMIN, Scope.PLATFORM))]
@@ -26,25 +30,26 @@ WRITE_ERRORS = documented(400, 401, 403, 404, 422, 502, 504)
 
 
 @router.get("/api/connections/<instance>/calls", tags=["calls"], responses=READ_ERRORS)
-def get_calls(instance: InstancePath, principal: AdminOrAgent) -> CallsView:
+def get_calls(call_limit: CallLimit, instance: InstancePath, principal: AdminOrAgent) -> CallsView:
     """The connection's call limit (version as a string), live calls, pending reservations and free slots."""
-    return CallsView.of(bootstrap.calls_config_service().overview(principal, instance))
+    return CallsView.of(call_limit.overview(principal, instance))
 
 
 @router.put("/api/connections/<instance>/calls-limit", tags=["calls"], responses=WRITE_ERRORS)
-def set_calls_limit(instance: InstancePath, body: SetCallsLimit, principal: Admin) -> CallsView:
+def set_calls_limit(call_limit: CallLimit, instance: InstancePath, body: SetCallsLimit, principal: Admin) -> CallsView:
     """Save the limit at the provider (allowed while disconnected). 502/504: not saved, or not confirmed."""
-    overview = bootstrap.calls_config_service().set_limit(principal, instance, body.calls_max_concurrent)
+    overview = call_limit.set_limit(principal, instance, body.calls_max_concurrent)
     return CallsView.of(overview)
 
 
 @router.post("/api/connections/<instance>/subscription", tags=["calls"], responses=WRITE_ERRORS)
 def prepare_subscription(
-    instance: InstancePath, principal: AdminOrPlatform, body: Annotated[PrepareSubscription | None, BodyParam()] = None
+    subscriptions: Subscriptions,
+    instance: InstancePath,
+    principal: AdminOrPlatform,
+    body: Annotated[PrepareSubscription | None, BodyParam()] = None,
 ) -> SubscriptionView:
     """Make the instance's own subscription list call, call_settings and connection; report what it cannot fix."""
     options = body or PrepareSubscription()
-    report = bootstrap.subscription_service().prepare(
-        principal, instance, scope=options.scope, include_limits=options.include_limits
-    )
+    report = subscriptions.prepare(principal, instance, scope=options.scope, include_limits=options.include_limits)
     return SubscriptionView.of(report)

@@ -12,7 +12,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard import bootstrap
+from switchboard.calls.dialing import DialService
+from switchboard.calls.reconcile import Reconciler
 from switchboard.calls.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     CallView,
@@ -22,6 +23,8 @@ from switchboard.calls.schemas import (
     ReconcileView,
     VideoAction,
 )
+from switchboard.calls.service import CallService
+from switchboard.calls.wiring import call_service, dialing_service, reconciler
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import InstanceName
 from switchboard.core.api.auth import requires
@@ -29,6 +32,9 @@ from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
 
 router = APIGatewayHttpRouter()
+Calls = Annotated[CallService, Depends(call_service)]
+Dialing = Annotated[DialService, Depends(dialing_service)]
+Reconciliation = Annotated[Reconciler, Depends(reconciler)]
 Agent = Annotated[Principal, Depends(requires(router, Scope.AGENT))]
 AgentOrAdmin = Annotated[Principal, Depends(requires(router, Scope.AGENT, Scope.ADMIN))]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
@@ -67,14 +73,14 @@ def _idempotency_key() -> str:
     tags=["call control"],
     responses={**DIAL_ANSWERS, **DIAL_ERRORS},
 )
-def dial(instance: InstancePath, body: DialCall, principal: Agent) -> Response[DialView]:
+def dial(dialing: Dialing, instance: InstancePath, body: DialCall, principal: Agent) -> Response[DialView]:
     """Dial `to` from this connection (header `Idempotency-Key` required: a retry with it is the same dial).
 
     201 with the call; 202 `pending` when the provider's answer was lost (the slot stays reserved;
     retry with the same key); 409 `line_busy` with the limit and the occupants; 409
     `instance_disconnected`.
     """
-    outcome = bootstrap.dialing_service().dial(principal, instance, body.to, body.video, _idempotency_key())
+    outcome = dialing.dial(principal, instance, body.to, body.video, _idempotency_key())
     view = DialView.of(outcome)
     return Response(
         status_code=202 if outcome.call is None else 201,
@@ -84,14 +90,15 @@ def dial(instance: InstancePath, body: DialCall, principal: Agent) -> Response[D
 
 
 @router.get("/api/calls/<instance>/<call_id>", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS})
-def get_call(instance: InstancePath, call_id: CallIdPath, principal: AgentOrAdmin) -> CallView:
-    return CallView.of(bootstrap.call_service().get(principal, instance, call_id))
+def get_call(calls: Calls, instance: InstancePath, call_id: CallIdPath, principal: AgentOrAdmin) -> CallView:
+    return CallView.of(calls.get(principal, instance, call_id))
 
 
 @router.post(
     "/api/calls/<instance>/<call_id>/claim", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS}
 )
 def claim_call(
+    calls: Calls,
     instance: InstancePath,
     call_id: CallIdPath,
     principal: AgentOrAdmin,
@@ -99,23 +106,25 @@ def claim_call(
 ) -> CallView:
     """Take the call (409 `call_owned` if another attendant has it); `transferTo` hands it over (owner or admin)."""
     transfer_to = body.transfer_to if body else None
-    return CallView.of(bootstrap.call_service().claim(principal, instance, call_id, transfer_to))
+    return CallView.of(calls.claim(principal, instance, call_id, transfer_to))
 
 
 @router.post(
     "/api/calls/<instance>/<call_id>/hangup", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS}
 )
-def hangup_call(instance: InstancePath, call_id: CallIdPath, principal: AgentOrAdmin) -> CallView:
+def hangup_call(calls: Calls, instance: InstancePath, call_id: CallIdPath, principal: AgentOrAdmin) -> CallView:
     """End the call at the provider (owner or admin); the slot frees when the provider confirms the end."""
-    return CallView.of(bootstrap.call_service().hangup(principal, instance, call_id))
+    return CallView.of(calls.hangup(principal, instance, call_id))
 
 
 @router.post(
     "/api/calls/<instance>/<call_id>/video", tags=["call control"], responses={**CALL_ANSWER, **CONTROL_ERRORS}
 )
-def call_video(instance: InstancePath, call_id: CallIdPath, body: VideoAction, principal: AgentOrAdmin) -> CallView:
+def call_video(
+    calls: Calls, instance: InstancePath, call_id: CallIdPath, body: VideoAction, principal: AgentOrAdmin
+) -> CallView:
     """`{"action": "stop"}` turns the camera off (owner or admin); the call keeps its slot."""
-    return CallView.of(bootstrap.call_service().stop_video(principal, instance, call_id))
+    return CallView.of(calls.stop_video(principal, instance, call_id))
 
 
 @router.post(
@@ -123,6 +132,6 @@ def call_video(instance: InstancePath, call_id: CallIdPath, body: VideoAction, p
     tags=["call control"],
     responses={**RECONCILE_ANSWER, **CONTROL_ERRORS},
 )
-def reconcile(instance: InstancePath, principal: Admin) -> ReconcileView:
+def reconcile(reconciler: Reconciliation, instance: InstancePath, principal: Admin) -> ReconcileView:
     """Read the provider now (status, active calls, ends, pending reservations) and apply it with the usual guards."""
-    return ReconcileView.of(bootstrap.reconciler().reconcile_for(principal.tenant, instance))
+    return ReconcileView.of(reconciler.reconcile_for(principal.tenant, instance))

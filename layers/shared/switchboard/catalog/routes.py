@@ -9,7 +9,6 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard import bootstrap
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
     ApiKeyView,
@@ -26,10 +25,13 @@ from switchboard.catalog.schemas import (
     UpdateNumber,
     UpdateProvider,
 )
+from switchboard.catalog.service import CatalogService
+from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 
 router = APIGatewayHttpRouter()
+Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 ID = Annotated[str, Path(max_length=64)]
@@ -39,9 +41,9 @@ ID = Annotated[str, Path(max_length=64)]
 
 
 @router.post("/api/api-keys", status_code=201, tags=["api keys"], responses=ERRORS)
-def create_api_key(body: CreateApiKey, principal: Admin) -> CreatedApiKeyView:
+def create_api_key(catalog: Catalog, body: CreateApiKey, principal: Admin) -> CreatedApiKeyView:
     """Create a key for this tenant. The key itself is in this response only."""
-    created = bootstrap.catalog_service().create_api_key(
+    created = catalog.create_api_key(
         principal,
         tenant=principal.tenant,
         name=body.name,
@@ -55,27 +57,27 @@ def create_api_key(body: CreateApiKey, principal: Admin) -> CreatedApiKeyView:
 
 
 @router.get("/api/api-keys", tags=["api keys"], responses=ERRORS)
-def list_api_keys(principal: Admin) -> list[ApiKeyView]:
-    return [ApiKeyView.of(key) for key in bootstrap.catalog_service().list_api_keys(principal)]
+def list_api_keys(catalog: Catalog, principal: Admin) -> list[ApiKeyView]:
+    return [ApiKeyView.of(key) for key in catalog.list_api_keys(principal)]
 
 
 @router.get("/api/api-keys/<key_id>", tags=["api keys"], responses=ERRORS)
-def get_api_key(key_id: ID, principal: Admin) -> ApiKeyView:
-    return ApiKeyView.of(bootstrap.catalog_service().get_api_key(principal, key_id))
+def get_api_key(catalog: Catalog, key_id: ID, principal: Admin) -> ApiKeyView:
+    return ApiKeyView.of(catalog.get_api_key(principal, key_id))
 
 
 @router.patch("/api/api-keys/<key_id>", tags=["api keys"], responses=ERRORS)
-def update_api_key(key_id: ID, body: UpdateApiKey, principal: Admin) -> ApiKeyView:
+def update_api_key(catalog: Catalog, key_id: ID, body: UpdateApiKey, principal: Admin) -> ApiKeyView:
     changes = body.model_dump(exclude_unset=True)
     if "scopes" in changes:
         changes["scopes"] = sorted({Scope(scope) for scope in changes["scopes"]})
-    return ApiKeyView.of(bootstrap.catalog_service().update_api_key(principal, key_id, changes))
+    return ApiKeyView.of(catalog.update_api_key(principal, key_id, changes))
 
 
 @router.delete("/api/api-keys/<key_id>", status_code=204, tags=["api keys"], responses=ERRORS)
-def delete_api_key(key_id: ID, principal: Admin) -> Response[None]:
+def delete_api_key(catalog: Catalog, key_id: ID, principal: Admin) -> Response[None]:
     """Revoke a key: it stops working at once."""
-    bootstrap.catalog_service().delete_api_key(principal, key_id)
+    catalog.delete_api_key(principal, key_id)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
 
 
@@ -83,35 +85,31 @@ def delete_api_key(key_id: ID, principal: Admin) -> Response[None]:
 
 
 @router.post("/api/numbers", status_code=201, tags=["numbers"], responses=ERRORS)
-def create_number(body: CreateNumber, principal: Admin) -> NumberView:
-    service = bootstrap.catalog_service()
-    number = service.create_number(principal, body.number, body.display_name, body.meta_phone_id)
-    return NumberView.of(number, service.number_connected(number))
+def create_number(catalog: Catalog, body: CreateNumber, principal: Admin) -> NumberView:
+    number = catalog.create_number(principal, body.number, body.display_name, body.meta_phone_id)
+    return NumberView.of(number, catalog.number_connected(number))
 
 
 @router.get("/api/numbers", tags=["numbers"], responses=ERRORS)
-def list_numbers(principal: Admin) -> list[NumberView]:
-    service = bootstrap.catalog_service()
-    return [NumberView.of(number, service.number_connected(number)) for number in service.list_numbers(principal)]
+def list_numbers(catalog: Catalog, principal: Admin) -> list[NumberView]:
+    return [NumberView.of(number, catalog.number_connected(number)) for number in catalog.list_numbers(principal)]
 
 
 @router.get("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
-def get_number(number_id: ID, principal: Admin) -> NumberView:
-    service = bootstrap.catalog_service()
-    number = service.get_number(principal, number_id)
-    return NumberView.of(number, service.number_connected(number))
+def get_number(catalog: Catalog, number_id: ID, principal: Admin) -> NumberView:
+    number = catalog.get_number(principal, number_id)
+    return NumberView.of(number, catalog.number_connected(number))
 
 
 @router.patch("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
-def update_number(number_id: ID, body: UpdateNumber, principal: Admin) -> NumberView:
-    service = bootstrap.catalog_service()
-    number = service.update_number(principal, number_id, body.model_dump(exclude_unset=True))
-    return NumberView.of(number, service.number_connected(number))
+def update_number(catalog: Catalog, number_id: ID, body: UpdateNumber, principal: Admin) -> NumberView:
+    number = catalog.update_number(principal, number_id, body.model_dump(exclude_unset=True))
+    return NumberView.of(number, catalog.number_connected(number))
 
 
 @router.delete("/api/numbers/<number_id>", status_code=204, tags=["numbers"], responses=ERRORS)
-def delete_number(number_id: ID, principal: Admin) -> Response[None]:
-    bootstrap.catalog_service().delete_number(principal, number_id)
+def delete_number(catalog: Catalog, number_id: ID, principal: Admin) -> Response[None]:
+    catalog.delete_number(principal, number_id)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
 
 
@@ -119,9 +117,9 @@ def delete_number(number_id: ID, principal: Admin) -> Response[None]:
 
 
 @router.post("/api/providers", status_code=201, tags=["providers"], responses=ERRORS)
-def create_provider(body: CreateProvider, principal: Admin) -> ProviderView:
+def create_provider(catalog: Catalog, body: CreateProvider, principal: Admin) -> ProviderView:
     """Register a provider server. Its tokens and webhook secret are write-only."""
-    provider = bootstrap.catalog_service().create_provider(
+    provider = catalog.create_provider(
         principal,
         name=body.name,
         kind=body.kind,
@@ -134,27 +132,27 @@ def create_provider(body: CreateProvider, principal: Admin) -> ProviderView:
 
 
 @router.get("/api/providers", tags=["providers"], responses=ERRORS)
-def list_providers(principal: Admin) -> list[ProviderView]:
-    return [ProviderView.of(provider) for provider in bootstrap.catalog_service().list_providers(principal)]
+def list_providers(catalog: Catalog, principal: Admin) -> list[ProviderView]:
+    return [ProviderView.of(provider) for provider in catalog.list_providers(principal)]
 
 
 @router.get("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
-def get_provider(provider_id: ID, principal: Admin) -> ProviderView:
-    return ProviderView.of(bootstrap.catalog_service().get_provider(principal, provider_id))
+def get_provider(catalog: Catalog, provider_id: ID, principal: Admin) -> ProviderView:
+    return ProviderView.of(catalog.get_provider(principal, provider_id))
 
 
 @router.patch("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
-def update_provider(provider_id: ID, body: UpdateProvider, principal: Admin) -> ProviderView:
+def update_provider(catalog: Catalog, provider_id: ID, body: UpdateProvider, principal: Admin) -> ProviderView:
     changes = body.model_dump(exclude_unset=True, exclude={"webhook_secret", "admin_token"})
-    provider = bootstrap.catalog_service().update_provider(
+    provider = catalog.update_provider(
         principal, provider_id, changes, webhook_secret=body.webhook_secret, admin_token=body.admin_token
     )
     return ProviderView.of(provider)
 
 
 @router.delete("/api/providers/<provider_id>", status_code=204, tags=["providers"], responses=ERRORS)
-def delete_provider(provider_id: ID, principal: Admin) -> Response[None]:
-    bootstrap.catalog_service().delete_provider(principal, provider_id)
+def delete_provider(catalog: Catalog, provider_id: ID, principal: Admin) -> Response[None]:
+    catalog.delete_provider(principal, provider_id)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
 
 
@@ -162,9 +160,11 @@ def delete_provider(provider_id: ID, principal: Admin) -> Response[None]:
 
 
 @router.put("/api/instances/<name>", tags=["instances"], responses=ERRORS)
-def put_instance(name: Annotated[InstanceName, Path()], body: PutInstance, principal: Admin) -> Response[InstanceView]:
+def put_instance(
+    catalog: Catalog, name: Annotated[InstanceName, Path()], body: PutInstance, principal: Admin
+) -> Response[InstanceView]:
     """Create (201) or replace (200) an instance. The name is unique in the deployment."""
-    instance, created = bootstrap.catalog_service().put_instance(
+    instance, created = catalog.put_instance(
         principal,
         name=name,
         provider_id=body.provider_id,
@@ -184,16 +184,16 @@ def put_instance(name: Annotated[InstanceName, Path()], body: PutInstance, princ
 
 
 @router.get("/api/instances", tags=["instances"], responses=ERRORS)
-def list_instances(principal: Admin) -> list[InstanceView]:
-    return [InstanceView.of(instance) for instance in bootstrap.catalog_service().list_instances(principal)]
+def list_instances(catalog: Catalog, principal: Admin) -> list[InstanceView]:
+    return [InstanceView.of(instance) for instance in catalog.list_instances(principal)]
 
 
 @router.get("/api/instances/<name>", tags=["instances"], responses=ERRORS)
-def get_instance(name: ID, principal: Admin) -> InstanceView:
-    return InstanceView.of(bootstrap.catalog_service().get_instance(principal, name))
+def get_instance(catalog: Catalog, name: ID, principal: Admin) -> InstanceView:
+    return InstanceView.of(catalog.get_instance(principal, name))
 
 
 @router.delete("/api/instances/<name>", status_code=204, tags=["instances"], responses=ERRORS)
-def delete_instance(name: ID, principal: Admin) -> Response[None]:
-    bootstrap.catalog_service().delete_instance(principal, name)
+def delete_instance(catalog: Catalog, name: ID, principal: Admin) -> Response[None]:
+    catalog.delete_instance(principal, name)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)

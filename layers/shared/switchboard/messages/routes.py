@@ -9,14 +9,26 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard import bootstrap
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
-from switchboard.messages.schemas import IDEMPOTENCY_KEY_PATTERN, AcceptedView, MessageView, SendMessage
+from switchboard.messages.client_webhooks import ClientWebhookDeliverer
+from switchboard.messages.schemas import (
+    IDEMPOTENCY_KEY_PATTERN,
+    AcceptedView,
+    ClientWebhookSecretView,
+    MessageView,
+    SendMessage,
+)
+from switchboard.messages.service import MessageService
+from switchboard.messages.wiring import client_webhook_deliverer, message_service
 
 router = APIGatewayHttpRouter()
+Messages = Annotated[MessageService, Depends(message_service)]
+ClientWebhooks = Annotated[ClientWebhookDeliverer, Depends(client_webhook_deliverer)]
+Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
+ID = Annotated[str, Path(max_length=64)]
 Sender = Annotated[Principal, Depends(requires(router, Scope.SEND))]
 Reader = Annotated[Principal, Depends(requires(router, Scope.SEND, Scope.ADMIN))]
 
@@ -27,7 +39,7 @@ Reader = Annotated[Principal, Depends(requires(router, Scope.SEND, Scope.ADMIN))
     tags=["messages"],
     responses=documented(400, 401, 403, 409, 422, 500),
 )
-def send_message(body: SendMessage, principal: Sender) -> AcceptedView:
+def send_message(messages: Messages, body: SendMessage, principal: Sender) -> AcceptedView:
     """Queue a text message; it leaves through the key's default number or its pool.
 
     Send an `Idempotency-Key` header (kept 24 h per API key) to retry safely: the same key and
@@ -39,11 +51,26 @@ def send_message(body: SendMessage, principal: Sender) -> AcceptedView:
         raise InvalidInput(
             "Idempotency-Key must be 1 to 255 printable ASCII characters", code="invalid_idempotency_key"
         )
-    accepted = bootstrap.message_service().submit(principal, body.to, body.text, idempotency_key)
+    accepted = messages.submit(principal, body.to, body.text, idempotency_key)
     return AcceptedView(id=accepted.id, status=accepted.status)
 
 
 @router.get("/api/messages/<message_id>", tags=["messages"], responses=documented(401, 403, 404))
-def get_message(message_id: Annotated[str, Path(max_length=64)], principal: Reader) -> MessageView:
+def get_message(messages: Messages, message_id: Annotated[str, Path(max_length=64)], principal: Reader) -> MessageView:
     """Status, source number, instance, attempts, failure reason and the trace of the pool decision."""
-    return MessageView.of(bootstrap.message_service().get(principal, message_id))
+    return MessageView.of(messages.get(principal, message_id))
+
+
+@router.post(
+    "/api/api-keys/<key_id>/webhook-secret",
+    status_code=201,
+    tags=["number pool"],
+    responses=documented(400, 401, 403, 404, 409, 422),
+)
+def rotate_webhook_secret(client_webhooks: ClientWebhooks, key_id: ID, principal: Admin) -> ClientWebhookSecretView:
+    """A new signing secret for the key's client webhooks (Standard Webhooks), shown only here.
+
+    The previous secret stops signing at once. Verify deliveries with any Standard Webhooks library.
+    """
+    secret = client_webhooks.rotate_secret(principal, key_id)
+    return ClientWebhookSecretView(api_key_id=key_id, secret=secret)

@@ -63,3 +63,8 @@ class MessageView(View):
     @classmethod
     def of(cls, message: Message) -> MessageView:
         return cls.model_validate(message.model_dump(exclude={"tenant", "text", "body_hash", "pending"}))
+
+
+class ClientWebhookSecretView(View):
+    api_key_id: str
+    secret: str = Field(description="The Standard Webhooks signing secret. Shown only in this response.")

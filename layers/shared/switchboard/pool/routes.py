@@ -9,57 +9,49 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard import bootstrap
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import ApiKeyView
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
-from switchboard.pool.schemas import AddPoolNumber, PoolEntryView, ReorderPool, SetSelectionMode, WebhookSecretView
+from switchboard.pool.schemas import AddPoolNumber, PoolEntryView, ReorderPool, SetSelectionMode
+from switchboard.pool.service import PoolService
+from switchboard.pool.wiring import pool_service
 
 router = APIGatewayHttpRouter()
+Pool = Annotated[PoolService, Depends(pool_service)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 ID = Annotated[str, Path(max_length=64)]
 
 
 @router.put("/api/api-keys/<key_id>/selection-mode", tags=["number pool"], responses=ERRORS)
-def set_selection_mode(key_id: ID, body: SetSelectionMode, principal: Admin) -> ApiKeyView:
+def set_selection_mode(pool: Pool, key_id: ID, body: SetSelectionMode, principal: Admin) -> ApiKeyView:
     """`default` sends from the key's defaultNumber; `pool` balances over the pool (empty pool: default)."""
-    return ApiKeyView.of(bootstrap.pool_service().set_mode(principal, key_id, body.number_selection_mode))
+    return ApiKeyView.of(pool.set_mode(principal, key_id, body.number_selection_mode))
 
 
 @router.get("/api/api-keys/<key_id>/pool", tags=["number pool"], responses=ERRORS)
-def list_pool(key_id: ID, principal: Admin) -> list[PoolEntryView]:
+def list_pool(pool: Pool, key_id: ID, principal: Admin) -> list[PoolEntryView]:
     """The pool in priority order, with each number's connection state."""
-    return [PoolEntryView.of(member) for member in bootstrap.pool_service().members(principal, key_id)]
+    return [PoolEntryView.of(member) for member in pool.members(principal, key_id)]
 
 
 @router.post("/api/api-keys/<key_id>/pool", status_code=201, tags=["number pool"], responses=ERRORS)
-def add_to_pool(key_id: ID, body: AddPoolNumber, principal: Admin) -> PoolEntryView:
+def add_to_pool(pool: Pool, key_id: ID, body: AddPoolNumber, principal: Admin) -> PoolEntryView:
     """Append a number of this tenant (at most 10): 404 `number_not_found`, 409 `number_already_in_pool`,
     409 `pool_full`."""
-    return PoolEntryView.of(bootstrap.pool_service().add(principal, key_id, body.whatsapp_number_id))
+    return PoolEntryView.of(pool.add(principal, key_id, body.whatsapp_number_id))
 
 
 @router.delete("/api/api-keys/<key_id>/pool/<number_id>", tags=["number pool"], responses=ERRORS)
-def remove_from_pool(key_id: ID, number_id: ID, principal: Admin) -> Response[None]:
+def remove_from_pool(pool: Pool, key_id: ID, number_id: ID, principal: Admin) -> Response[None]:
     """Take a number out; recipients attached to it stop coming back to it."""
-    bootstrap.pool_service().remove(principal, key_id, number_id)
+    pool.remove(principal, key_id, number_id)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
 
 
 @router.put("/api/api-keys/<key_id>/pool/reorder", tags=["number pool"], responses=ERRORS)
-def reorder_pool(key_id: ID, body: ReorderPool, principal: Admin) -> list[PoolEntryView]:
+def reorder_pool(pool: Pool, key_id: ID, body: ReorderPool, principal: Admin) -> list[PoolEntryView]:
     """New priority order; `numberIds` must be a permutation of the pool (400 `not_a_permutation`)."""
-    members = bootstrap.pool_service().reorder(principal, key_id, body.number_ids)
+    members = pool.reorder(principal, key_id, body.number_ids)
     return [PoolEntryView.of(member) for member in members]
-
-
-@router.post("/api/api-keys/<key_id>/webhook-secret", status_code=201, tags=["number pool"], responses=ERRORS)
-def rotate_webhook_secret(key_id: ID, principal: Admin) -> WebhookSecretView:
-    """A new signing secret for the key's client webhooks (Standard Webhooks), shown only here.
-
-    The previous secret stops signing at once. Verify deliveries with any Standard Webhooks library.
-    """
-    secret = bootstrap.client_webhook_deliverer().rotate_secret(principal, key_id)
-    return WebhookSecretView(api_key_id=key_id, secret=secret)

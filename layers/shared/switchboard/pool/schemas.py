@@ -54,8 +54,3 @@ class PoolEntryView(View):
                 id=member.number.id, number=member.number.number, display_name=member.number.display_name
             ),
         )
-
-
-class WebhookSecretView(View):
-    api_key_id: str
-    secret: str = Field(description="The Standard Webhooks signing secret. Shown only in this response.")

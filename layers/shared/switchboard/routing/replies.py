@@ -11,16 +11,18 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
 
-from switchboard import bootstrap
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput, Unauthenticated
 from switchboard.core.observability import metrics
-from switchboard.routing.schemas import SECRET_HEADER, OutgoingView, OutgoingWebhook, WebhookSecretView
+from switchboard.routing.outbox import OutboxService
+from switchboard.routing.schemas import SECRET_HEADER, InstanceWebhookSecretView, OutgoingView, OutgoingWebhook
+from switchboard.routing.wiring import outbox_service
 
 router = APIGatewayHttpRouter()
+Outbox = Annotated[OutboxService, Depends(outbox_service)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 
 
@@ -30,11 +32,10 @@ Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
     responses=documented(400, 401, 422),
     security=[],
 )
-def outgoing_webhook(name: Annotated[InstanceName, Path()]) -> OutgoingView:
+def outgoing_webhook(outbox: Outbox, name: Annotated[InstanceName, Path()]) -> OutgoingView:
     """The downstream's outgoing-message webhook (`message_created`), authenticated by the instance's
     secret in the `X-Switchboard-Secret` header. Sent at once when the instance is connected, else
     kept in its outbox (in order) until it reconnects or the validity runs out."""
-    outbox = bootstrap.outbox_service()
     try:
         instance = outbox.authenticate(name, router.current_event.headers.get(SECRET_HEADER.lower()))
     except Unauthenticated:
@@ -59,8 +60,10 @@ def outgoing_webhook(name: Annotated[InstanceName, Path()]) -> OutgoingView:
     tags=["outgoing"],
     responses=documented(401, 403, 404),
 )
-def rotate_webhook_secret(name: Annotated[InstanceName, Path()], principal: Admin) -> WebhookSecretView:
+def rotate_webhook_secret(
+    outbox: Outbox, name: Annotated[InstanceName, Path()], principal: Admin
+) -> InstanceWebhookSecretView:
     """Generate the instance's outgoing webhook secret (the previous one stops working). Shown once."""
-    created = bootstrap.outbox_service().new_webhook_secret(principal, name)
+    created = outbox.new_webhook_secret(principal, name)
     metrics.add_metric(name="ReplySecretsRotated", unit=MetricUnit.Count, value=1)
-    return WebhookSecretView(secret=created.secret, hint=created.hint)
+    return InstanceWebhookSecretView(secret=created.secret, hint=created.hint)

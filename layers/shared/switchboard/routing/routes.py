@@ -11,7 +11,6 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard import bootstrap
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
     ApiKeyView,
@@ -21,51 +20,60 @@ from switchboard.catalog.schemas import (
     OwnerTag,
     TenantView,
 )
+from switchboard.catalog.service import CatalogService
+from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.routing.schemas import PutDownstream, TenantRoutingView
+from switchboard.routing.service import RoutingService
+from switchboard.routing.wiring import routing_service
 
 router = APIGatewayHttpRouter()
+Catalog = Annotated[CatalogService, Depends(catalog_service)]
+Routing = Annotated[RoutingService, Depends(routing_service)]
 Platform = Annotated[Principal, Depends(requires(router, Scope.PLATFORM))]
 PlatformOrAdmin = Annotated[Principal, Depends(requires(router, Scope.PLATFORM, Scope.ADMIN))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 
 
 @router.post("/api/tenants", status_code=201, tags=["tenants"], responses=ERRORS)
-def create_tenant(body: CreateTenant, principal: Platform) -> CreatedTenantView:
+def create_tenant(catalog: Catalog, body: CreateTenant, principal: Platform) -> CreatedTenantView:
     """Create a tenant and its first `admin` key (shown once)."""
-    tenant, admin = bootstrap.catalog_service().create_tenant(principal, body.owner_tag, body.name)
+    tenant, admin = catalog.create_tenant(principal, body.owner_tag, body.name)
     admin_view = CreatedApiKeyView.model_validate({**ApiKeyView.of(admin.key).model_dump(), "key": admin.plaintext})
     return CreatedTenantView(tenant=TenantView.of(tenant), admin_key=admin_view)
 
 
 @router.get("/api/tenants", tags=["tenants"], responses=ERRORS)
-def list_tenants(principal: Platform) -> list[TenantRoutingView]:
+def list_tenants(catalog: Catalog, routing: Routing, principal: Platform) -> list[TenantRoutingView]:
     """Every tenant with its downstream mapping (never a token: only whether one is set, and a hint)."""
-    mappings = bootstrap.routing_service().mappings()
-    return [
-        TenantRoutingView.with_mapping(tenant, mappings.get(tenant.owner_tag))
-        for tenant in bootstrap.catalog_service().list_tenants()
-    ]
+    mappings = routing.mappings()
+    return [TenantRoutingView.with_mapping(tenant, mappings.get(tenant.owner_tag)) for tenant in catalog.list_tenants()]
 
 
 @router.get("/api/tenants/<owner_tag>", tags=["tenants"], responses=ERRORS)
-def get_tenant(owner_tag: Annotated[OwnerTag, Path()], principal: PlatformOrAdmin) -> TenantRoutingView:
-    tenant = bootstrap.catalog_service().get_tenant(principal, owner_tag)
-    return TenantRoutingView.with_mapping(tenant, bootstrap.routing_service().get_mapping(principal, owner_tag))
+def get_tenant(
+    catalog: Catalog, routing: Routing, owner_tag: Annotated[OwnerTag, Path()], principal: PlatformOrAdmin
+) -> TenantRoutingView:
+    tenant = catalog.get_tenant(principal, owner_tag)
+    return TenantRoutingView.with_mapping(tenant, routing.get_mapping(principal, owner_tag))
 
 
 @router.put("/api/tenants/<owner_tag>", tags=["tenants"], responses=ERRORS)
 def put_tenant_downstream(
-    owner_tag: Annotated[OwnerTag, Path()], body: PutDownstream, principal: PlatformOrAdmin
+    catalog: Catalog,
+    routing: Routing,
+    owner_tag: Annotated[OwnerTag, Path()],
+    body: PutDownstream,
+    principal: PlatformOrAdmin,
 ) -> TenantRoutingView:
     """Upsert the tenant's downstream (Chatwoot-style base URL, account, inbox, write-only token).
 
     Effective for the very next event in every container. The URL must be https to a public
     address (checked now and on every call); omit the token to keep the current one.
     """
-    tenant = bootstrap.catalog_service().get_tenant(principal, owner_tag)
-    mapping = bootstrap.routing_service().put_mapping(
+    tenant = catalog.get_tenant(principal, owner_tag)
+    mapping = routing.put_mapping(
         principal,
         owner_tag,
         base_url=body.downstream_base_url,
@@ -77,7 +85,9 @@ def put_tenant_downstream(
 
 
 @router.delete("/api/tenants/<owner_tag>", tags=["tenants"], responses=ERRORS)
-def delete_tenant_downstream(owner_tag: Annotated[OwnerTag, Path()], principal: PlatformOrAdmin) -> Response[None]:
+def delete_tenant_downstream(
+    routing: Routing, owner_tag: Annotated[OwnerTag, Path()], principal: PlatformOrAdmin
+) -> Response[None]:
     """Remove the tenant's downstream mapping: its instances fall back to the global downstream."""
-    bootstrap.routing_service().delete_mapping(principal, owner_tag)
+    routing.delete_mapping(principal, owner_tag)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import ConfigDict, Field, StringConstraints
 
-from switchboard.audit.dynamo import AuditEntry
 from switchboard.catalog.domain import Tenant
 from switchboard.catalog.schemas import Body, Secret, TenantView, View
 from switchboard.core.model import Model
 from switchboard.routing.domain import DownstreamMapping
 from switchboard.routing.outbox import Reply
-from switchboard.usage.service import TenantMonthUsage
 
-Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
 # Printable ASCII only: an internationalised host must come as punycode (xn--...).
 DownstreamUrl = Annotated[str, StringConstraints(pattern=r"^https?://[!-~]+$", max_length=2048)]
 SECRET_HEADER = "X-Switchboard-Secret"  # noqa: S105 - a header name, not a secret
@@ -120,42 +117,10 @@ class OutgoingView(View):
     reason: str | None = None
 
 
-class WebhookSecretView(View):
+class InstanceWebhookSecretView(View):
     secret: str = Field(description=f"Send it in the `{SECRET_HEADER}` header. Shown only in this response.")
     hint: str
     header: str = SECRET_HEADER
 
 
 # --- usage and audit -----------------------------------------------------------------------
-
-
-class InstanceUsageView(View):
-    instance: str
-    messages_in: int
-    messages_out: int
-
-
-class UsageView(View):
-    owner_tag: str | None
-    month: str
-    messages_in: int
-    messages_out: int
-    instances: list[InstanceUsageView]
-
-    @classmethod
-    def of(cls, usage: TenantMonthUsage) -> UsageView:
-        return cls.model_validate(usage.model_dump())
-
-
-class AuditView(View):
-    id: str
-    at: datetime
-    actor_key_id: str | None
-    action: str
-    target: str
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-
-    @classmethod
-    def of(cls, entry: AuditEntry) -> AuditView:
-        return cls.model_validate(entry.model_dump(exclude={"tenant"}))

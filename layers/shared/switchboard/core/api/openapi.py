@@ -20,6 +20,7 @@ ROUTE_MODULES = (
     "webhooks.routes",
     "routing.replies",
     "usage.routes",
+    "audit.routes",
     "pool.routes",
     "messages.routes",
 )

@@ -1,0 +1,71 @@
+"""Builds the call records, dialing and reconciliation once per container."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from switchboard.call_limit.wiring import calls_config_service
+from switchboard.catalog.wiring import catalog_repository
+from switchboard.core.components import component
+from switchboard.core.settings import get_settings
+from switchboard.core.wiring import client, table
+from switchboard.providers.wiring import targets
+from switchboard.routing.wiring import outbox_service
+
+if TYPE_CHECKING:
+    from switchboard.calls.dialing import DialService
+    from switchboard.calls.dynamo import CallRepository
+    from switchboard.calls.reconcile import Reconciler
+    from switchboard.calls.reconcile_queue import ReconcileQueue
+    from switchboard.calls.service import CallService
+
+
+@component
+def call_repository() -> CallRepository:
+    from switchboard.calls.dynamo import CallRepository
+
+    return CallRepository(table())
+
+
+@component
+def call_service() -> CallService:
+    from switchboard.calls.service import CallService
+
+    return CallService(call_repository(), catalog_repository(), targets())
+
+
+@component
+def reconcile_queue() -> ReconcileQueue:
+    from switchboard.calls.reconcile_queue import ReconcileQueue
+
+    return ReconcileQueue(client("sqs"), get_settings().reconcile_queue_url)
+
+
+@component
+def dialing_service() -> DialService:
+    from switchboard.calls.dialing import DialService
+
+    return DialService(
+        catalog_repository(),
+        call_repository(),
+        call_service(),
+        targets(),
+        reconcile_queue(),
+        capabilities=lambda instance: calls_config_service().capabilities(instance),
+        refresh_limit=lambda instance: calls_config_service().refresh_from_status(instance),
+    )
+
+
+@component
+def reconciler() -> Reconciler:
+    """Calls instances: limit, live calls, reservations; messaging instances: their outbox."""
+    from switchboard.calls.reconcile import Reconciler
+
+    return Reconciler(
+        catalog_repository(),
+        call_repository(),
+        call_service(),
+        targets(),
+        refresh_limit=lambda instance: calls_config_service().refresh_from_status(instance),
+        drain_outbox=lambda name: outbox_service().drain(name),
+    )

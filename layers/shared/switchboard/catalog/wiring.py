@@ -1,0 +1,28 @@
+"""Builds the catalog's repository and service once per container."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from switchboard.audit.wiring import audit_log
+from switchboard.core.components import component
+from switchboard.core.settings import get_settings
+from switchboard.core.wiring import secrets, table
+
+if TYPE_CHECKING:
+    from switchboard.catalog.dynamo import CatalogRepository
+    from switchboard.catalog.service import CatalogService
+
+
+@component
+def catalog_repository() -> CatalogRepository:
+    from switchboard.catalog.dynamo import CatalogRepository
+
+    return CatalogRepository(table())
+
+
+@component
+def catalog_service() -> CatalogService:
+    from switchboard.catalog.service import CatalogService
+
+    return CatalogService(catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)

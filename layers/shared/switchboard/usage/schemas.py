@@ -1,0 +1,30 @@
+"""The usage summary's query and answer."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import StringConstraints
+
+from switchboard.catalog.schemas import View
+from switchboard.usage.service import TenantMonthUsage
+
+Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
+
+
+class InstanceUsageView(View):
+    instance: str
+    messages_in: int
+    messages_out: int
+
+
+class UsageView(View):
+    owner_tag: str | None
+    month: str
+    messages_in: int
+    messages_out: int
+    instances: list[InstanceUsageView]
+
+    @classmethod
+    def of(cls, usage: TenantMonthUsage) -> UsageView:
+        return cls.model_validate(usage.model_dump())

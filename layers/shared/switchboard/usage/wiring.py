@@ -1,0 +1,20 @@
+"""Builds the usage recorder once per container."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from switchboard.core.components import component
+from switchboard.core.wiring import table
+
+if TYPE_CHECKING:
+    from switchboard.usage.service import UsageRecorder
+
+
+@component
+def usage_recorder() -> UsageRecorder:
+    """The send worker calls `usage_recorder().record_outgoing(instance, when, message_id)`."""
+    from switchboard.usage.dynamo import UsageRepository
+    from switchboard.usage.service import UsageRecorder
+
+    return UsageRecorder(UsageRepository(table()))
