@@ -28,7 +28,7 @@ Direction = Literal["incoming", "outgoing"]
 
 
 class Occupant(Model):
-    """One slot taker, stored under `occupants.<occupant id>` of the line (written by Calls II).
+    """One slot taker, stored under `occupants.<occupant id>` of the line (written by the calls capability).
 
     The occupant id is `res_<...>` for a reservation, `call#<provider>#<instanceId>#<callId>` for a call.
     """

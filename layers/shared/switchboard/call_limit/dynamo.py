@@ -1,6 +1,6 @@
 """The line item of each instance (`LINE#<name>` / `#META`): limit, version and their snapshot writes.
 
-Calls I owns `limit`, `version`, `updatedAt`, `conflict` (written only here); Calls II owns
+The call limit owns `limit`, `version`, `updatedAt`, `conflict` (written only here); the calls capability owns
 `occupants`. Every write here keeps `occupants` (creating it empty when the item is new), so
 the two sides never overwrite each other.
 

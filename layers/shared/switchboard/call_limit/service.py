@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from switchboard.audit.ports import Audit
 from switchboard.call_limit.domain import (
     CallSettingsData,
     EnvelopeInstance,
@@ -30,10 +31,12 @@ from switchboard.call_limit.domain import (
     Verdict,
 )
 from switchboard.catalog.domain import Instance, Principal
+from switchboard.catalog.ports import Instances
 from switchboard.core.errors import NotCallsInstance, ProviderError, ProviderTimeout, UnsupportedByProvider
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderClient, ProviderTarget
+from switchboard.providers.ports import Targets
 from switchboard.webhooks.events import ProviderEvent
 
 CONFIG_CHANGED = "connection.calls.config.changed"
@@ -45,22 +48,8 @@ class Lines(Protocol):
     def apply_snapshot(self, instance_name: str, tenant: str, snapshot: Snapshot) -> SnapshotResult: ...
 
 
-class Targets(Protocol):
-    def target_for(self, instance: Instance) -> tuple[ProviderClient, ProviderTarget]: ...
-
-
-class Instances(Protocol):
-    def get_instance(self, tenant: str, name: str) -> Instance: ...
-
-
 class Publisher(Protocol):
     def publish(self, detail_type: str, detail: dict[str, Any]) -> bool: ...
-
-
-class Audit(Protocol):
-    def record(
-        self, principal: Principal | None, action: str, target: str, before: Any = None, after: Any = None
-    ) -> None: ...
 
 
 class CapabilitiesCache:

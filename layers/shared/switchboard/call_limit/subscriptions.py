@@ -1,4 +1,4 @@
-"""Preparing a calls instance's webhook subscription at its provider (seed 003, "Inscrição").
+"""Preparing a calls instance's webhook subscription at its provider.
 
 The subscription must list `call`, `call_settings` and `connection` (and `limits` if asked). We
 merge those names into the events already saved and change nothing else: URL, secret (never

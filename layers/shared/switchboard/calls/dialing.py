@@ -22,8 +22,10 @@ from typing import Protocol
 
 from switchboard.call_limit.domain import Line
 from switchboard.calls.domain import CallRecord, DialAttempt, LineNotReady, reservation_id
-from switchboard.calls.service import CallService, Instances, Targets, attendant_of
+from switchboard.calls.ports import ReconcileRequests
+from switchboard.calls.service import CallService, attendant_of
 from switchboard.catalog.domain import Instance, Principal
+from switchboard.catalog.ports import Instances
 from switchboard.core.errors import (
     Conflict,
     IdempotencyKeyReused,
@@ -39,6 +41,7 @@ from switchboard.core.errors import (
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import Capabilities
+from switchboard.providers.ports import Targets
 
 # A dial whose outcome is unknown is resolved by the reconciler a little later, not at once.
 RESOLVE_DELAY_SECONDS = 15
@@ -52,10 +55,6 @@ class Slots(Protocol):
     def reopen_attempt(self, attempt: DialAttempt) -> bool: ...
     def get_attempt(self, instance: str, attempt_id: str) -> DialAttempt | None: ...
     def release(self, attempt: DialAttempt, reason: str) -> bool: ...
-
-
-class ReconcileRequests(Protocol):
-    def request(self, instance: str, delay_seconds: int = 0) -> None: ...
 
 
 class DialOutcome(Model):

@@ -1,4 +1,4 @@
-"""Calls II: call records, dial attempts (reservations) and the rules that keep occupancy exact.
+"""Calls: call records, dial attempts (reservations) and the rules that keep occupancy exact.
 
 Occupancy is derived from idempotent records, never from a counter: the line's `occupants` map
 holds one entry per pending reservation (`res_<...>`) and one per live call that holds a slot

@@ -1,8 +1,8 @@
-"""Slots, call records and dial attempts in MainTable (Calls II owns the line's `occupants`).
+"""Slots, call records and dial attempts in MainTable (this module owns the line's `occupants`).
 
 Items, all in the partition of the instance's line (`pk = LINE#<instance name>`):
 
-- the line (`sk = #META`, shared with Calls I): `occupants.<id>` entries written only here;
+- the line (`sk = #META`, shared with the call limit): `occupants.<id>` entries written only here;
 - a dial attempt (`sk = DIAL#<reservation id>`), kept two days;
 - a call record (`sk = CALL#<provider>#<provider instance id>#<callId>`), kept 30 days after its end;
   while live it is also in GSI2 under `LINE#<name>#LIVECALL`, so reconciliation reads live calls only.
@@ -103,7 +103,7 @@ class CallRepository:
         return True
 
     def ensure_line(self, instance: str, tenant: str) -> None:
-        """Create the line item or its `occupants` map if missing; never touches Calls I's attributes."""
+        """Create the line item or its `occupants` map if missing; never touches the call limit's attributes."""
         self._table.update_item(
             Key=line_key(instance),
             UpdateExpression="SET occupants = if_not_exists(occupants, :empty), tenant = if_not_exists(tenant, :t)",

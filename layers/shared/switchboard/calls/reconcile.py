@@ -2,7 +2,7 @@
 
 Per instance (manual route, queue worker after a schedule fan-out or an admission error):
 
-1. the limit: `GET /instance/status` through Calls I's snapshot rule;
+1. the limit: `GET /instance/status` through the call limit's snapshot rule;
 2. `GET /call/active`: every live call applied with the same forward-only guards as events
    (unknown calls are adopted; a newer state stored meanwhile is never undone);
 3. local live calls missing from that list: `GET /call/{id}` (then history) for their real end;
@@ -26,8 +26,10 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from switchboard.calls.domain import CallRecord, DialAttempt, digits, utcnow
-from switchboard.calls.service import CallService, Targets
+from switchboard.calls.ports import ReconcileRequests
+from switchboard.calls.service import CallService
 from switchboard.catalog.domain import Instance, Tenant
+from switchboard.catalog.ports import Instances
 from switchboard.core.errors import (
     ProviderDisconnected,
     ProviderLineBusy,
@@ -38,6 +40,7 @@ from switchboard.core.errors import (
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
+from switchboard.providers.ports import Targets
 from switchboard.webhooks.events import ProviderEvent
 
 REDIAL_WINDOW = timedelta(minutes=2)
@@ -48,11 +51,6 @@ class Records(Protocol):
     def live_calls(self, instance: str) -> list[CallRecord]: ...
     def pending_attempts(self, instance: str) -> list[DialAttempt]: ...
     def release(self, attempt: DialAttempt, reason: str) -> bool: ...
-
-
-class InstanceCatalog(Protocol):
-    def find_instance(self, name: str) -> Instance | None: ...
-    def get_instance(self, tenant: str, name: str) -> Instance: ...
 
 
 class ReconcileReport(Model):
@@ -71,7 +69,7 @@ class ReconcileReport(Model):
 class Reconciler:
     def __init__(
         self,
-        instances: InstanceCatalog,
+        instances: Instances,
         records: Records,
         calls: CallService,
         targets: Targets,
@@ -214,10 +212,6 @@ def fan_out(instances: Iterable[Instance], queue: Queue, *, with_outbox: bool) -
     return sent
 
 
-class Requests(Protocol):
-    def request(self, instance: str, delay_seconds: int = 0) -> None: ...
-
-
 class ReconcileOnReconnect:
     """`connection` effect: a calls instance that (re)connected is reconciled soon.
 
@@ -225,7 +219,7 @@ class ReconcileOnReconnect:
     reads tell, so the instance goes to the reconcile queue instead of waiting for the schedule.
     """
 
-    def __init__(self, queue: Requests) -> None:
+    def __init__(self, queue: ReconcileRequests) -> None:
         self._queue = queue
 
     def __call__(self, event: ProviderEvent) -> None:

@@ -30,9 +30,11 @@ from switchboard.calls.domain import (
     new_record,
 )
 from switchboard.catalog.domain import Instance, Principal, Scope
+from switchboard.catalog.ports import Instances
 from switchboard.core.errors import CallEnded, Forbidden, NotFound, ProviderError
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
+from switchboard.providers.ports import Targets
 from switchboard.webhooks.events import ProviderEvent
 
 # Each retry follows a concurrent write that made progress; the bound only stops a bug from spinning.
@@ -49,14 +51,6 @@ class CallStore(Protocol):
     def get_attempt(self, instance: str, attempt_id: str) -> DialAttempt | None: ...
     def pending_attempts(self, instance: str) -> list[DialAttempt]: ...
     def ensure_line(self, instance: str, tenant: str) -> None: ...
-
-
-class Instances(Protocol):
-    def get_instance(self, tenant: str, name: str) -> Instance: ...
-
-
-class Targets(Protocol):
-    def target_for(self, instance: Instance) -> tuple[ProviderClient, ProviderTarget]: ...
 
 
 def attendant_of(principal: Principal) -> str:

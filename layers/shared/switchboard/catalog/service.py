@@ -6,8 +6,9 @@ repository (every read is by the caller's tenant, and another tenant's object is
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
+from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import (
     ApiKey,
     Instance,
@@ -25,20 +26,8 @@ from switchboard.catalog.domain import (
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import AlreadyExists, InvalidInput, NotFound
 from switchboard.core.model import Model
+from switchboard.core.ports import Secrets
 from switchboard.core.urls import check_outbound_url
-
-
-class Secrets(Protocol):
-    def name(self, *parts: str) -> str: ...
-    def put(self, name: str, value: str) -> None: ...
-    def get(self, name: str, *, fresh: bool = False) -> str: ...
-    def delete(self, name: str) -> None: ...
-
-
-class Audit(Protocol):
-    def record(
-        self, principal: Principal | None, action: str, target: str, before: Any = None, after: Any = None
-    ) -> None: ...
 
 
 class CreatedKey(Model):

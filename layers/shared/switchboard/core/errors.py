@@ -121,7 +121,7 @@ class ProviderLineBusy(ProviderError):
     code = "line_busy"
 
 
-# --- provider webhooks and routing (issue 5) --------------------------------------------------
+# --- provider webhooks and routing --------------------------------------------------
 
 
 class EventInFlight(Conflict):
@@ -142,7 +142,7 @@ class DownstreamError(SwitchboardError):
     code = "downstream_error"
 
 
-# --- calls (issue 6) -------------------------------------------------------------------------
+# --- call limit -------------------------------------------------------------------------
 
 
 class NotCallsInstance(UnsupportedByProvider):
@@ -151,7 +151,7 @@ class NotCallsInstance(UnsupportedByProvider):
     code = "not_calls_instance"
 
 
-# --- number pool and sending (issue 4) -------------------------------------------------------
+# --- number pool and sending -------------------------------------------------------
 
 
 class PoolChanged(Conflict):
@@ -178,7 +178,7 @@ class QueueUnavailable(SwitchboardError):
     code = "queue_unavailable"
 
 
-# --- call slots and control (issue 7) --------------------------------------------------------
+# --- call slots and control --------------------------------------------------------
 
 
 class CallOwned(Conflict):

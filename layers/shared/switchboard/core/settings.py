@@ -33,7 +33,7 @@ class Settings(Model):
     local_mode: bool = Field(default=False, alias="LOCAL_MODE")
     provider_timeout_seconds: float = Field(default=10.0, gt=0, le=60, alias="PROVIDER_TIMEOUT_SECONDS")
     secret_cache_seconds: int = Field(default=60, ge=0, alias="SECRET_CACHE_SECONDS")
-    # Number pool (issue 4): how stale a key's pool and its numbers' connection state may be.
+    # Number pool: how stale a key's pool and its numbers' connection state may be.
     pool_config_cache_seconds: float = Field(default=5.0, ge=0, le=30, alias="POOL_CONFIG_CACHE_SECONDS")
     # Keep equal to the SendQueue's maxReceiveCount: the last attempt ends FAILED, not in the DLQ.
     send_max_attempts: int = Field(default=5, ge=1, le=20, alias="SEND_MAX_ATTEMPTS")

@@ -21,10 +21,11 @@ from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterEr
 from pydantic import ValidationError
 from standardwebhooks import Webhook
 
+from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import ApiKey, Principal, new_id, utcnow
-from switchboard.catalog.service import Audit, Secrets
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.core.observability import logger
+from switchboard.core.ports import Backoff, JobQueue, Secrets
 from switchboard.core.urls import check_outbound_url
 from switchboard.messages.domain import ClientEvent, ClientWebhookJob, Message, MessageStatus, client_event_data
 
@@ -34,10 +35,6 @@ EVENT_FOR_STATUS: dict[MessageStatus, ClientEvent] = {
     MessageStatus.DELIVERED: "message.delivered",
     MessageStatus.READ: "message.read",
 }
-
-
-class JobQueue(Protocol):
-    def send(self, body: str) -> None: ...
 
 
 class HttpPoster(Protocol):
@@ -143,10 +140,6 @@ class ClientWebhookDeliverer:
         except GetParameterError:
             self._store.put(name, new_signing_secret())
             return self._store.get(name, fresh=True)
-
-
-class Backoff(Protocol):
-    def delay(self, receipt_handle: str, seconds: int) -> None: ...
 
 
 class ClientWebhookWorker:

@@ -121,7 +121,7 @@ class ClientWebhookJob(Model):
 
 
 def client_event_data(message: Message) -> dict[str, Any]:
-    """The `data` of a client webhook (seed 000, section 9.3)."""
+    """The `data` of a client webhook: the message, its status and the number it left from."""
     return {
         "messageId": message.id,
         "sourceNumber": message.source_number,

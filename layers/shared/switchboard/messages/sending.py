@@ -25,7 +25,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from switchboard.catalog.domain import Instance, new_id
-from switchboard.catalog.service import Secrets, instance_token_name, provider_secret_name
+from switchboard.catalog.service import instance_token_name, provider_secret_name
 from switchboard.core.errors import (
     AlreadyFinal,
     InvalidInput,
@@ -39,6 +39,7 @@ from switchboard.core.errors import (
     UnsupportedByProvider,
 )
 from switchboard.core.observability import logger, metrics
+from switchboard.core.ports import Backoff, Secrets
 from switchboard.messages.domain import (
     Message,
     MessageStatus,
@@ -47,7 +48,8 @@ from switchboard.messages.domain import (
     SendOutcome,
     TraceEvent,
 )
-from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers
+from switchboard.messages.ports import Messages
+from switchboard.pool.domain import NumberRoutes, Route, SendingConfig, plan_numbers
 from switchboard.providers.base import ProviderClient, ProviderTarget
 
 NO_NUMBER = "no_number_available"
@@ -55,31 +57,6 @@ NO_NUMBER = "no_number_available"
 # worker's message is claimable again by the time SQS redelivers it.
 INTERNAL_ERROR = "internal_error"
 LEASE_SECONDS = 60
-
-
-class Messages(Protocol):
-    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None: ...
-
-    def affinity(self, tenant: str, recipient: str) -> Affinity | None: ...
-
-    def record_sent(
-        self,
-        message: Message,
-        *,
-        number_id: str,
-        source_number: str,
-        instance: str | None,
-        provider_id: str,
-        provider_message_id: str,
-        events: list[TraceEvent],
-        remember_affinity: bool,
-    ) -> Message: ...
-
-    def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message: ...
-
-    def record_retry(
-        self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
-    ) -> None: ...
 
 
 class ConfigSource(Protocol):
@@ -284,7 +261,7 @@ class SendingService:
         raise RetryLater(f"transient provider failure: {code}", delay=delay, reason=code)
 
     def _count_usage(self, route: Route, message: Message) -> None:
-        """One outgoing message on the instance's usage (seed 002). SENT happens once per message,
+        """One outgoing message on the instance's usage. SENT happens once per message,
         so no dedupe marker is needed; a failure is logged and never fails the send."""
         if self._usage is None or route.source is None or message.sent_at is None:
             return
@@ -339,10 +316,6 @@ def _at(stage: str, number: NumberRoutes, route: Route | None, **data: object) -
             **data,
         },
     )
-
-
-class Backoff(Protocol):
-    def delay(self, receipt_handle: str, seconds: int) -> None: ...
 
 
 class SendWorker:

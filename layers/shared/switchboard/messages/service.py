@@ -14,7 +14,7 @@ derived from (API key, Idempotency-Key), so when queuing fails the client's retr
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -33,6 +33,7 @@ from switchboard.core.errors import (
 )
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.core.ports import JobQueue
 from switchboard.messages.domain import (
     Message,
     MessageStatus,
@@ -41,18 +42,9 @@ from switchboard.messages.domain import (
     body_hash,
     keyed_message_id,
 )
+from switchboard.messages.ports import Messages
 
 IDEMPOTENCY_SECONDS = 24 * 3600
-
-
-class Messages(Protocol):
-    def create(self, message: Message) -> None: ...
-    def get(self, tenant: str, message_id: str) -> Message: ...
-    def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message: ...
-
-
-class SendQueue(Protocol):
-    def send(self, body: str) -> None: ...
 
 
 class Submission(Model):
@@ -83,7 +75,7 @@ class MessageService:
     def __init__(
         self,
         messages: Messages,
-        queue: SendQueue,
+        queue: JobQueue,
         persistence: BasePersistenceLayer,
         config: IdempotencyConfig,
     ) -> None:

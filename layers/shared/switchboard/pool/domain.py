@@ -1,4 +1,4 @@
-"""Number pool: the numbers one API key sends through, and how a message picks one (seed 000).
+"""Number pool: the numbers one API key sends through, and how a message picks one.
 
 Pure rules, no I/O. The stored `Pool` is one ordered list per key (position = priority) edited
 with optimistic concurrency. For sending, the service loads a `SendingConfig` (the key, its pool

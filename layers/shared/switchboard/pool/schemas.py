@@ -1,4 +1,4 @@
-"""Request and response bodies of the pool API (seed 000, section 6; camelCase on the wire)."""
+"""Request and response bodies of the pool API (camelCase on the wire)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import ApiKey, Instance, Number, Principal, Provider
-from switchboard.catalog.service import Audit
 from switchboard.core.errors import NotFound, PoolChanged
 from switchboard.core.model import Model
 from switchboard.pool.domain import NumberRoutes, Pool, PoolEntry, Route, SelectionMode, SendingConfig

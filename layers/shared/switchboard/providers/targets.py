@@ -1,6 +1,6 @@
 """How to reach one of our instances at its provider: the client for its kind and a target with its secrets.
 
-Shared by every calls use case (Calls I and II). Tokens come from the secret store (cached per
+Shared by the call limit, calls and the outbox. Tokens come from the secret store (cached per
 container); the target holds them and must never be logged.
 """
 
@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Literal, Protocol
 
 from switchboard.catalog.domain import Instance, Provider
-from switchboard.catalog.service import Secrets, instance_token_name, provider_secret_name
+from switchboard.catalog.service import instance_token_name, provider_secret_name
 from switchboard.core.errors import NotFound
+from switchboard.core.ports import Secrets
 from switchboard.providers.base import ProviderClient, ProviderTarget
 
 ProviderKind = Literal["wuzapi", "evolution", "meta"]

@@ -1,4 +1,4 @@
-"""`ProviderClient` for wuzapi-style servers (AtendroZAP, seed 003); `devstack.simulator` speaks it.
+"""`ProviderClient` for wuzapi servers and their calls-capable variant; `devstack.simulator` speaks it.
 
 Wire contract, besides the HTTP error mapping of `_http`:
 

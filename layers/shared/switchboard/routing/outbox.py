@@ -20,12 +20,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import Instance, Principal, secret_hint
-from switchboard.catalog.service import Audit
+from switchboard.catalog.ports import Instances
 from switchboard.core.errors import ProviderError, ProviderRejected, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderClient, ProviderTarget
+from switchboard.providers.ports import Targets
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
 from switchboard.usage.service import UsageRecorder, count_metric
@@ -48,15 +50,6 @@ class OutboxStore(Protocol):
     def outcome(self, instance: str, message_id: str) -> Outcome | None: ...
     def set_webhook_digest(self, tenant: str, instance: str, digest: str, hint: str, at: datetime) -> None: ...
     def webhook_digest(self, tenant: str, instance: str) -> str | None: ...
-
-
-class Instances(Protocol):
-    def find_instance(self, name: str) -> Instance | None: ...
-    def get_instance(self, tenant: str, name: str) -> Instance: ...
-
-
-class Targets(Protocol):
-    def target_for(self, instance: Instance) -> tuple[ProviderClient, ProviderTarget]: ...
 
 
 class Downstreams(Protocol):

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import InstanceState, Principal, Scope, secret_hint
-from switchboard.catalog.service import Audit, Secrets
 from switchboard.core.errors import InvalidInput, NotFound
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.core.ports import Secrets
 from switchboard.core.urls import check_outbound_url
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
 from switchboard.webhooks.events import ProviderEvent

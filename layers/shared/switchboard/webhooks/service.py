@@ -4,8 +4,9 @@ The order of checks is fixed: size (413) before any hashing, then timestamp, sig
 shape, provider and signature (all 401 with one body), then the JSON envelope and the binding of
 its `instanceId` to one of our instances (4xx). Nothing is stored before all of them pass.
 
-Durability (DESIGN invariant 6): the dedupe marker and a pending event record are written in one
-transaction; the effects run after that commit and the record is then marked applied. A failure
+Durability: a webhook is acknowledged only after its effect is durable. The dedupe marker and a
+pending event record are written in one transaction; the effects run after that commit and the
+record is then marked applied. A failure
 in between answers 5xx and leaves the record pending: the provider's redelivery (same eventId)
 finds the marker, claims the record and runs the idempotent effects again; a sweep
 (`reapply_pending`) does the same for events the provider gave up on.
@@ -22,10 +23,11 @@ from typing import Any, Literal, Protocol
 from pydantic import ConfigDict, Field, ValidationError
 
 from switchboard.catalog.domain import Instance, Provider
-from switchboard.catalog.service import Secrets, provider_secret_name
+from switchboard.catalog.service import provider_secret_name
 from switchboard.core.errors import EventInFlight, EventNotApplied, InvalidInput, NotFound, SwitchboardError
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.core.ports import Secrets
 from switchboard.routing.records import EventStatus, StoredEvent
 from switchboard.webhooks import signatures
 from switchboard.webhooks.events import EffectHandler, ProviderEvent
