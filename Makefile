@@ -1,5 +1,7 @@
 # switchboard: `make local` runs everything on this machine; `make test` runs every check.
-PYTHON ?= python3
+# The Lambda runtime's Python (3.13) when this machine has it, else the default python3.
+PYTHON ?= $(shell for p in python3.13 $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3; do \
+	$$p -c 'import sys' >/dev/null 2>&1 && { echo $$p; break; }; done)
 VENV := .venv
 PY := $(VENV)/bin/python
 SAM_VENV := .sam-venv

@@ -2,8 +2,10 @@
 
 Ports: PORT (API, 3000), AWS_PORT (embedded AWS endpoint, 4566), SIM_PORT (provider
 simulator, 3100); 0 picks a free port. AWS_ENDPOINT_URL replaces the embedded endpoint.
-LOCAL_PLATFORM_KEY fixes the platform key; LOCAL_SCHEDULE_SECONDS every schedule's period.
-Ctrl-C (or SIGTERM) stops everything.
+LOCAL_PLATFORM_KEY fixes the platform key; LOCAL_SCHEDULE_SECONDS every schedule's period;
+LOCAL_MAX_CONTAINERS the containers per function (see devstack/lambdas.py).
+Ctrl-C (or SIGTERM) stops everything; the process is gone within STOP_DEADLINE seconds even if
+an invocation is still running then, and a second Ctrl-C ends it at once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import time
 from typing import Any
 
 from devstack.stack import LocalStack
+
+STOP_DEADLINE = 8.0
 
 
 def _number(name: str, default: int) -> int:
@@ -86,23 +90,51 @@ def main() -> int:
         schedule_seconds=float(schedule) if schedule else None,
     )
     stopping = threading.Event()
+    serving = threading.Event()
 
     def request_stop(signum: int, frame: Any) -> None:
+        if stopping.is_set():
+            os._exit(128 + signum)  # a second Ctrl-C: now
         stopping.set()
+        if not serving.is_set():
+            raise KeyboardInterrupt  # still starting: abandon the start
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    code = 0
     try:
         started = time.monotonic()
         stack.start()  # a port in use: werkzeug says which, and the exit status is 1
+        serving.set()
         print(_banner(stack, time.monotonic() - started), flush=True)
         print(f"switchboard local: ready on {stack.api_url}", flush=True)
         stopping.wait()
+    except KeyboardInterrupt:
+        code = 128 + signal.SIGINT
     finally:
         print("switchboard local: stopping", file=sys.stderr, flush=True)
+        _exit_if_still_running_after(STOP_DEADLINE)
         stack.stop()
-    return 0
+    return code
+
+
+def _exit_if_still_running_after(seconds: float) -> None:
+    """The process ends within `seconds`, whatever an invocation in flight still does then."""
+
+    def leave() -> None:
+        print(f"switchboard local: not stopped within {seconds:.0f} s, exiting", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    watchdog = threading.Timer(seconds, leave)
+    watchdog.daemon = True
+    watchdog.start()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Everything is stopped and closed by now. The interpreter's own teardown of a process this
+    # size (every function's modules, moto's state) takes seconds more, measured 2 to 12 s on a
+    # busy machine: skip it, as the process has nothing left to flush.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

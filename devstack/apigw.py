@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from devstack import template
-from devstack.lambdas import Functions
+from devstack.lambdas import Functions, FunctionsStopped
 from devstack.template import Intrinsic
 
 log = logging.getLogger("devstack.apigw")
@@ -159,6 +159,8 @@ class HttpApi:
                 return denied
         try:
             result = self.functions.invoke(route.function, event)
+        except FunctionsStopped:
+            return _message(503, "Service Unavailable")
         except Exception:
             log.exception("function failed", extra={"function": route.function, "route": route.key})
             return _message(500, "Internal Server Error")
@@ -246,6 +248,8 @@ class HttpApi:
         }
         try:
             answer = self.functions.invoke(authorizer.function, request)
+        except FunctionsStopped:
+            return _message(503, "Service Unavailable")
         except Exception as error:
             return (
                 _message(401, "Unauthorized")

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from devstack.lambdas import Functions
+from devstack.background import Background
+from devstack.lambdas import Functions, FunctionsStopped
 from devstack.template import Intrinsic, parameter_defaults
 
 log = logging.getLogger("devstack.scheduler")
@@ -92,27 +92,29 @@ class Scheduler:
     def __init__(self, functions: Functions, *, period_override: float | None = None, region: str = "us-east-1"):
         self._functions = functions
         self._region = region
-        self._stopping = threading.Event()
         self.schedules = schedules(functions, period_override)
-        self._threads = [
-            threading.Thread(target=self._run, args=(schedule,), name=f"schedule-{schedule.function}", daemon=True)
-            for schedule in self.schedules
-        ]
+        self._threads = Background()
+        self._stopping = self._threads.stopping
+        for schedule in self.schedules:
+            self._threads.add(self._run, schedule, name=f"schedule-{schedule.function}")
 
     def start(self) -> Scheduler:
-        for thread in self._threads:
-            thread.start()
+        self._threads.start()
         return self
 
-    def stop(self) -> None:
-        self._stopping.set()
-        for thread in self._threads:
-            if thread.is_alive():
-                thread.join(timeout=60)
+    def request_stop(self) -> None:
+        """No new scheduled invocation from now on."""
+        self._threads.request_stop()
+
+    def stop(self, timeout: float = 60) -> None:
+        """Stop the schedules; waits up to `timeout` seconds for an invocation in flight."""
+        self._threads.stop(timeout)
 
     def _run(self, schedule: Schedule) -> None:
         while not self._stopping.wait(schedule.period):
             try:
                 self._functions.invoke(schedule.function, scheduled_event(schedule, self._region))
+            except FunctionsStopped:
+                return
             except Exception:
                 log.exception("scheduled invocation failed", extra={"function": schedule.function})

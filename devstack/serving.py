@@ -13,6 +13,8 @@ from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
+from devstack.background import Background
+
 
 class _TrackingServer(ThreadedWSGIServer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -44,7 +46,8 @@ class Server:
         handler: type[WSGIRequestHandler] = WSGIRequestHandler,
     ) -> None:
         self._server = _TrackingServer(host, port, app, handler=handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name=name, daemon=True)
+        self._threads = Background()
+        self._threads.add(self._server.serve_forever, name=name)
 
     @property
     def port(self) -> int:
@@ -55,12 +58,10 @@ class Server:
         return f"http://{self._server.host}:{self.port}"
 
     def start(self) -> None:
-        self._thread.start()
+        self._threads.start()
 
     def stop(self) -> None:
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(timeout=5)
+        self._threads.stop(timeout=5, wake=self._server.shutdown)
         self._server.server_close()
         with self._server.connections_lock:
             open_connections = list(self._server.connections)

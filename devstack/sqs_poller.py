@@ -15,14 +15,14 @@ from __future__ import annotations
 import base64
 import logging
 import math
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
 
-from devstack.lambdas import Functions
+from devstack.background import Background
+from devstack.lambdas import Functions, FunctionsStopped
 from devstack.template import Queue, ref_target
 
 log = logging.getLogger("devstack.sqs")
@@ -138,23 +138,23 @@ class SqsPoller:
         self._region = region
         self._endpoint_url = endpoint_url
         self._wait_seconds = wait_seconds
-        self._stopping = threading.Event()
         self.mappings = event_source_mappings(functions)
-        self._threads = [
-            threading.Thread(target=self._run, args=(mapping,), name=f"sqs-{mapping.function}", daemon=True)
-            for mapping in self.mappings
-        ]
+        self._threads = Background()
+        self._stopping = self._threads.stopping
+        for mapping in self.mappings:
+            self._threads.add(self._run, mapping, name=f"sqs-{mapping.function}")
 
     def start(self) -> SqsPoller:
-        for thread in self._threads:
-            thread.start()
+        self._threads.start()
         return self
 
-    def stop(self) -> None:
-        self._stopping.set()
-        for thread in self._threads:
-            if thread.is_alive():
-                thread.join(timeout=self._wait_seconds + 30)
+    def request_stop(self) -> None:
+        """No new batch from now on (a received one is left to come back after its visibility timeout)."""
+        self._threads.request_stop()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop polling; waits up to `timeout` (default: a receive's wait + 30 s) for a batch in flight."""
+        self._threads.stop(self._wait_seconds + 30 if timeout is None else timeout)
 
     def _run(self, mapping: EventSourceMapping) -> None:
         sqs = boto3.session.Session().client("sqs", region_name=self._region, endpoint_url=self._endpoint_url)
@@ -162,7 +162,7 @@ class SqsPoller:
         while not self._stopping.is_set():
             try:
                 batch = self._receive(sqs, queue, mapping)
-                if batch:
+                if batch and not self._stopping.is_set():
                     self._deliver(sqs, queue, mapping, batch)
             except Exception:
                 log.exception("sqs poller error", extra={"function": mapping.function, "queue": mapping.queue})
@@ -191,6 +191,8 @@ class SqsPoller:
         ids = [message["MessageId"] for message in batch]
         try:
             response = self._functions.invoke(mapping.function, event)
+        except FunctionsStopped:
+            return  # the batch comes back after its visibility timeout
         except Exception:
             log.exception("sqs batch failed", extra={"function": mapping.function, "size": len(batch)})
             return

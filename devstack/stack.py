@@ -12,6 +12,7 @@ and restores it on `stop()`.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import Callable
@@ -35,7 +36,10 @@ mount_layers()
 from switchboard import bootstrap  # noqa: E402
 from switchboard.catalog.domain import PLATFORM_TENANT, Scope, looks_like_key  # noqa: E402
 
+log = logging.getLogger("devstack.stack")
+
 REGION = "us-east-1"
+DRAIN_SECONDS = 4.0  # how long stop() lets invocations in flight end
 DEMO_TENANT = "demo"
 DEMO_DIGITS = "55119000000"
 FAKE_CREDENTIALS = {
@@ -96,6 +100,7 @@ class LocalStack:
         self._extra_environment = environment or {}
         self._saved_environment: dict[str, str | None] = {}
         self._stops: list[Callable[[], None]] = []
+        self._quiesce: list[Callable[[], None]] = []
         self.aws_url = ""
         self.api_url = ""
         self.sim_url = ""
@@ -129,9 +134,11 @@ class LocalStack:
             self._stops.append(endpoint.stop)
             self.aws_url = endpoint.url
         self.functions = Functions(self._template_path)
+        self._stops.append(self._drain)
         self.http_api = HttpApi(self.functions)
         gateway = Gateway(self.http_api, port=self._port)
         self._stops.append(gateway.stop)
+        self._quiesce.append(gateway.stop)
         self.api_url = gateway.url
         self._set_environment(self._provision())
         gateway.start()
@@ -141,9 +148,13 @@ class LocalStack:
         self.poller = SqsPoller(
             self.functions, self.queues, region=REGION, endpoint_url=self.aws_url, wait_seconds=self._sqs_wait_seconds
         ).start()
-        self._stops.append(self.poller.stop)
+        poller = self.poller
+        self._stops.append(lambda: poller.stop(timeout=self._sqs_wait_seconds + 1))
+        self._quiesce.append(poller.request_stop)
         self.scheduler = Scheduler(self.functions, period_override=self._schedule_seconds, region=REGION).start()
-        self._stops.append(self.scheduler.stop)
+        scheduler = self.scheduler
+        self._stops.append(lambda: scheduler.stop(timeout=1))
+        self._quiesce.append(scheduler.request_stop)
         self.platform_key = self._create_platform_key()
         if self._seed:
             try:
@@ -152,7 +163,16 @@ class LocalStack:
                 self.notes.append(str(exists))
 
     def stop(self) -> None:
-        """Stop every part (last started, first stopped) and restore the environment."""
+        """Stop every part and restore the environment.
+
+        First no new work: the functions refuse new invocations, the gateway closes, the pollers
+        and schedules stop. Then the parts stop, last started first stopped, the invocations in
+        flight getting up to `DRAIN_SECONDS` to end before the AWS endpoint goes.
+        """
+        if self.functions is not None:
+            self.functions.close()
+        while self._quiesce:
+            self._quiesce.pop(0)()
         while self._stops:
             self._stops.pop()()
         for name, value in self._saved_environment.items():
@@ -162,6 +182,10 @@ class LocalStack:
                 os.environ[name] = value
         self._saved_environment = {}
         _reset_components()
+
+    def _drain(self) -> None:
+        if self.functions is not None and not self.functions.wait_idle(DRAIN_SECONDS):
+            log.warning("invocations still running after %s s: the stack stops without them", DRAIN_SECONDS)
 
     def __enter__(self) -> LocalStack:
         return self.start()

@@ -1,4 +1,5 @@
-"""A faithful, stateful stand-in for an AtendroZAP/wuzapi-style provider server (seed 003)."""
+"""A faithful, stateful stand-in for the provider servers: the calls-capable wuzapi server (root),
+a plain wuzapi (`/wuzapi`), an Evolution API v2 (`/evolution`) and a Meta Cloud API (`/meta`)."""
 
 from devstack.simulator.app import SimulatorApp
 from devstack.simulator.control import SimulatorControl

@@ -13,7 +13,7 @@ from devstack.simulator.server import Simulator
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="AtendroZAP-style provider simulator")
+    parser = argparse.ArgumentParser(description="provider simulator: calls server, wuzapi, Evolution, Meta")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3100)
     parser.add_argument("--fault-delay", type=float, default=11.0, help="seconds a `timeout` fault sleeps")

@@ -7,6 +7,7 @@ simulator's `{"error", "message"}` body (e.g. `line_busy` for an incoming call w
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -22,7 +23,7 @@ class SimulatorControl:
         self._post("/_sim/reset")
 
     def create_instance(self, **fields: Any) -> dict[str, Any]:
-        """Fields as in `POST /_sim/instances`: id, token, kind, number, connected, webhookUrl, ..."""
+        """Fields as in `POST /_sim/instances`: id, token, flavour, kind, number, connected, webhookUrl, ..."""
         return self._post("/_sim/instances", fields)
 
     def instance(self, instance_id: str) -> dict[str, Any]:
@@ -31,9 +32,22 @@ class SimulatorControl:
         result: dict[str, Any] = response.json()
         return result
 
-    def set_connection(self, instance_id: str, connected: bool, *, include_calls_config: bool = True) -> None:
-        body = {"connected": connected, "includeCallsConfig": include_calls_config}
+    def set_connection(
+        self, instance_id: str, connected: bool, *, include_calls_config: bool = True, reason: str | None = None
+    ) -> None:
+        """`reason` for a wuzapi or Evolution disconnect: `logged_out` (default) or `disconnected`."""
+        body: dict[str, Any] = {"connected": connected, "includeCallsConfig": include_calls_config}
+        if reason is not None:
+            body["reason"] = reason
         self._post(f"/_sim/instances/{instance_id}/connection", body)
+
+    def webhook_format(self, instance_id: str, webhook_format: str) -> None:
+        """wuzapi only: `json` or `form` (its `WEBHOOK_FORMAT`)."""
+        self._post(f"/_sim/instances/{instance_id}/webhook-format", {"format": webhook_format})
+
+    def verify_webhook(self, instance_id: str) -> dict[str, Any]:
+        """Meta only: send the `hub.challenge` GET; `{"verified": bool, "status": int}`."""
+        return self._post(f"/_sim/instances/{instance_id}/verify-webhook")
 
     def panel_call_settings(self, instance_id: str, calls_max_concurrent: int) -> dict[str, Any]:
         """A change made in the provider's own panel: bumps the version and emits `call_settings`."""
@@ -59,7 +73,9 @@ class SimulatorControl:
         return call
 
     def receipt(self, instance_id: str, message_id: str, status: str) -> None:
-        self._post(f"/_sim/instances/{instance_id}/messages/{message_id}/status", {"status": status})
+        """The recipient got (`delivered`), read (`read`) or never got (`failed`) a sent message."""
+        path = f"/_sim/instances/{instance_id}/messages/{quote(message_id, safe='/+=')}/status"
+        self._post(path, {"status": status})
 
     def sent(self) -> list[dict[str, Any]]:
         response = self._client.get("/_sim/sent")

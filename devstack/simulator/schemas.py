@@ -17,6 +17,9 @@ MAX_VERSION = 2**63 - 1
 DEFAULT_ADMIN_TOKEN = "local-simulator-admin-token"  # noqa: S105 - a public local default, never deployed
 
 InstanceKind = Literal["calls", "messages"]
+Flavour = Literal["calls", "wuzapi", "evolution", "meta"]
+WebhookFormat = Literal["json", "form"]
+DisconnectReason = Literal["logged_out", "disconnected"]
 FaultMode = Literal["timeout", "error500", "drop_response"]
 CallAction = Literal["answer", "active", "video", "end", "recording_ready", "recording_failed"]
 ReceiptStatus = Literal["delivered", "read", "failed"]
@@ -73,11 +76,6 @@ class WebhookBody(ProviderBody):
     secret: StrictStr | None = Field(default=None, min_length=1, repr=False)
 
 
-class SendTextBody(ProviderBody):
-    phone: StrictStr = Field(min_length=1)
-    body: StrictStr = Field(min_length=1)
-
-
 class DialBody(ProviderBody):
     phone: StrictStr = Field(min_length=1)
     video: StrictBool = False
@@ -95,14 +93,27 @@ class VideoBody(CallIdBody):
 
 
 class CreateInstanceBody(ControlBody):
+    """An instance on the server of `flavour`; `kind` (default `calls` on the calls server,
+    `messages` elsewhere) can be `calls` only there.
+
+    The webhook secret is the calls server's subscription secret, wuzapi's HMAC key (none: unsigned
+    webhooks), Evolution's `jwt_key` (none: no `Authorization`) or Meta's app secret.
+    """
+
     id: StrictStr = Field(min_length=1)
     token: StrictStr = Field(min_length=1, repr=False)
-    kind: InstanceKind = "calls"
+    flavour: Flavour = "calls"
+    kind: InstanceKind | None = None
     number: StrictStr = Field(min_length=1)
     connected: StrictBool = True
     webhook_url: StrictStr | None = Field(default=None, alias="webhookUrl")
     webhook_secret: StrictStr | None = Field(default=None, alias="webhookSecret", min_length=1, repr=False)
     webhook_events: list[StrictStr] | None = Field(default=None, alias="webhookEvents")
+    webhook_format: WebhookFormat = Field(default="json", alias="webhookFormat", description="wuzapi only")
+    user_id: StrictStr | None = Field(default=None, alias="userId", min_length=1, description="wuzapi's userID")
+    meta_phone_id: StrictStr | None = Field(default=None, alias="metaPhoneId", pattern=r"^[0-9]{1,32}$")
+    waba_id: StrictStr | None = Field(default=None, alias="wabaId", pattern=r"^[0-9]{1,32}$")
+    verify_token: StrictStr | None = Field(default=None, alias="verifyToken", min_length=1, repr=False)
     calls_max_concurrent: StrictInt | None = Field(default=None, alias="callsMaxConcurrent", ge=MIN_CALLS, le=MAX_CALLS)
     calls_config_version: StrictInt = Field(default=0, alias="callsConfigVersion", ge=0, le=MAX_VERSION)
 
@@ -114,6 +125,15 @@ class ConnectionBody(ControlBody):
         alias="includeCallsConfig",
         description="False imitates a server that could not read its database: `instance` has only kind.",
     )
+    reason: DisconnectReason | None = Field(
+        default=None,
+        description="A disconnect on wuzapi or Evolution: `logged_out` (default; the session is gone) or "
+        "`disconnected` (the socket dropped; wuzapi posts Disconnected, Evolution posts nothing).",
+    )
+
+
+class WebhookFormatBody(ControlBody):
+    format: WebhookFormat
 
 
 class PanelCallSettingsBody(ControlBody):
@@ -161,7 +181,7 @@ class FaultBody(ControlBody):
     route: StrictStr
     mode: FaultMode
     times: StrictInt = Field(default=1, ge=1)
-    method: Literal["GET", "POST"] | None = None
+    method: Literal["GET", "POST", "PUT", "DELETE"] | None = None
 
 
 class RedeliverBody(ControlBody):

@@ -1,8 +1,11 @@
-"""The simulator's state: instances, calls, subscriptions, faults and the events they emit.
+"""The simulator's state: instances of every flavour, calls, subscriptions, faults and the events they emit.
 
 Everything lives behind one lock, and an event is emitted under the same lock as the change
-that causes it (the seed: "O AtendroZAP grava a configuração e o evento atomicamente"), so the
-per-instance `seq` order is the order of the changes.
+that causes it, so the per-instance `seq` order is the order of the changes.
+
+Flavours: `calls` is the calls-capable server (its `/call/*`, call settings and signed envelope
+are ours; its messaging routes are real wuzapi's); `wuzapi`, `evolution` and `meta` follow the
+real servers (`payloads` holds their shapes).
 """
 
 from __future__ import annotations
@@ -13,10 +16,24 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
+from devstack.simulator import payloads, wire
+from devstack.simulator.model import (
+    Call,
+    Delivery,
+    DialRecord,
+    EmittedEvent,
+    Fault,
+    Hook,
+    Instance,
+    SentMessage,
+    SimError,
+    Subscription,
+    rfc3339,
+    rfc3339_nano,
+)
 from devstack.simulator.schemas import (
     MAX_VERSION,
     CallActionBody,
@@ -28,174 +45,14 @@ from devstack.simulator.schemas import (
     WebhookBody,
 )
 
-LIVE_STATES = frozenset({"ringing", "connecting", "active"})
+__all__ = ["Delivery", "SimError", "SimulatorState"]
+
 DEFAULT_EVENTS = {
     "calls": ["call", "call_settings", "connection"],
     "messages": ["message", "receipt", "connection"],
 }
 EVENT_LOG_SIZE = 10_000
-
-
-class SimError(Exception):
-    """An answer other than 2xx: becomes `{"error": code, "message": message}` with `status`."""
-
-    def __init__(self, status: int, code: str, message: str = "") -> None:
-        super().__init__(message or code)
-        self.status = status
-        self.code = code
-        self.message = message or code
-
-
-def rfc3339(ns: int) -> str:
-    return datetime.fromtimestamp(ns // 1_000_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def rfc3339_nano(ns: int) -> str:
-    seconds, fraction = divmod(ns, 1_000_000_000)
-    return f"{datetime.fromtimestamp(seconds, UTC).strftime('%Y-%m-%dT%H:%M:%S')}.{fraction:09d}Z"
-
-
-@dataclass
-class Subscription:
-    url: str
-    events: list[str]
-    filters: dict[str, Any]
-    enabled: bool
-    secret: str = field(repr=False)
-    previous_secret: str | None = field(default=None, repr=False)
-
-    def wants(self, event: str) -> bool:
-        return self.enabled and event in self.events
-
-    def signing_secrets(self) -> tuple[str, ...]:
-        """The current secret first, then the one being rotated out, if any."""
-        return (self.secret,) if self.previous_secret is None else (self.secret, self.previous_secret)
-
-    def public_view(self, *, inherited: bool) -> dict[str, Any]:
-        """What `GET /webhook` shows: never the secret."""
-        return {
-            "url": self.url,
-            "events": list(self.events),
-            "filters": dict(self.filters),
-            "enabled": self.enabled,
-            "inherited": inherited,
-        }
-
-
-@dataclass
-class Call:
-    call_id: str
-    direction: str
-    peer: str
-    own_number: str
-    video: bool
-    state: str
-    created_ns: int
-    answered_ns: int | None = None
-    ended_ns: int | None = None
-    end_reason: str | None = None
-    ended_by: str | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.state in LIVE_STATES
-
-    def view(self) -> dict[str, Any]:
-        incoming = self.direction == "incoming"
-        return {
-            "callId": self.call_id,
-            "state": self.state,
-            "direction": self.direction,
-            "from": self.peer if incoming else self.own_number,
-            "to": self.own_number if incoming else self.peer,
-            "video": self.video,
-            "endReason": self.end_reason,
-            "endedBy": self.ended_by,
-            "createdAt": rfc3339_nano(self.created_ns),
-            "answeredAt": rfc3339_nano(self.answered_ns) if self.answered_ns else None,
-            "endedAt": rfc3339_nano(self.ended_ns) if self.ended_ns else None,
-        }
-
-
-@dataclass(frozen=True)
-class DialRecord:
-    """What an Idempotency-Key was first used for: a repeat returns the same call."""
-
-    phone: str
-    video: bool
-    call_id: str | None = None  # None while the dial holds a reservation and has no call yet
-
-
-@dataclass
-class Instance:
-    id: str
-    token: str = field(repr=False)
-    kind: str
-    number: str
-    connected: bool
-    calls_max_concurrent: int
-    calls_config_version: int
-    updated_ns: int
-    subscription: Subscription | None = None
-    seq: int = 0
-    calls: dict[str, Call] = field(default_factory=dict)
-    dials: dict[str, DialRecord] = field(default_factory=dict)
-    reservations: set[str] = field(default_factory=set)
-
-    def occupancy(self) -> int:
-        """Live calls in and out, voice or video, one slot each, plus dials reserved without a call id."""
-        return sum(1 for call in self.calls.values() if call.live) + len(self.reservations)
-
-    def calls_config(self) -> dict[str, Any]:
-        return {
-            "callsMaxConcurrent": self.calls_max_concurrent,
-            "callsConfigVersion": self.calls_config_version,
-        }
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One event to POST to one URL, signed with these secrets at each attempt."""
-
-    event_id: str
-    instance_id: str
-    url: str
-    body: bytes
-    secrets: tuple[str, ...] = field(repr=False)
-
-
-@dataclass(frozen=True)
-class EmittedEvent:
-    envelope: dict[str, Any]
-    delivery: Delivery | None
-
-
-@dataclass(frozen=True)
-class SentMessage:
-    id: str
-    instance_id: str
-    phone: str
-    body: str
-    idempotency_key: str | None
-    sent_ns: int
-
-    def view(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "instance": self.instance_id,
-            "phone": self.phone,
-            "body": self.body,
-            "idempotencyKey": self.idempotency_key,
-            "time": rfc3339_nano(self.sent_ns),
-        }
-
-
-@dataclass
-class Fault:
-    route: str
-    method: str | None
-    mode: str
-    remaining: int
+NOT_CONNECTED_TEXT = "error sending message: websocket not connected"
 
 
 class SimulatorState:
@@ -220,6 +77,7 @@ class SimulatorState:
         self._instances: dict[str, Instance] = {}
         self._global_subscription: Subscription | None = None
         self._sent: list[SentMessage] = []
+        self._delivered: dict[tuple[str, str, str], SentMessage] = {}
         self._events: OrderedDict[str, EmittedEvent] = OrderedDict()
         self._faults: list[Fault] = []
 
@@ -283,28 +141,62 @@ class SimulatorState:
                 raise SimError(409, "instance_exists")
             if any(instance.token == body.token for instance in self._instances.values()):
                 raise SimError(409, "token_in_use")
-            if body.webhook_url is not None and body.webhook_secret is None:
-                raise SimError(400, "secret_required", "a webhook URL needs a secret")
+            kind = body.kind or ("calls" if body.flavour == "calls" else "messages")
+            if kind == "calls" and body.flavour != "calls":
+                raise SimError(400, "calls_need_the_calls_server", "only the calls flavour has calls")
+            self._check_flavour_fields(body)
             instance = Instance(
                 id=body.id,
                 token=body.token,
-                kind=body.kind,
+                kind=kind,
                 number=body.number,
                 connected=body.connected,
                 calls_max_concurrent=body.calls_max_concurrent or self.capabilities.calls_max_concurrent,
                 calls_config_version=body.calls_config_version,
                 updated_ns=time.time_ns(),
+                flavour=body.flavour,
+                session=body.connected,
+                webhook_format=body.webhook_format,
+                meta_phone_id=body.meta_phone_id,
+                waba_id=body.waba_id or str(uuid.uuid4().int % 10**15),
+                verify_token=body.verify_token,
             )
-            if body.webhook_url is not None and body.webhook_secret is not None:
-                events = body.webhook_events if body.webhook_events is not None else DEFAULT_EVENTS[body.kind]
-                instance.subscription = Subscription(body.webhook_url, list(events), {}, True, body.webhook_secret)
+            if body.user_id is not None:
+                instance.user_id = body.user_id
+            if body.flavour == "calls":
+                if body.webhook_url is not None and body.webhook_secret is not None:
+                    events = body.webhook_events if body.webhook_events is not None else DEFAULT_EVENTS[kind]
+                    instance.subscription = Subscription(body.webhook_url, list(events), {}, True, body.webhook_secret)
+            else:
+                instance.hook = self._initial_hook(body)
             self._instances[body.id] = instance
             return self._control_view(instance)
 
-    def instance_for_token(self, token: str) -> str | None:
+    def _check_flavour_fields(self, body: CreateInstanceBody) -> None:
+        if body.flavour == "calls" and body.webhook_url is not None and body.webhook_secret is None:
+            raise SimError(400, "secret_required", "a webhook URL needs a secret")
+        if body.flavour == "meta":
+            if body.meta_phone_id is None:
+                raise SimError(400, "meta_phone_id_required", "a Meta number is addressed by its phone number id")
+            if any(other.meta_phone_id == body.meta_phone_id for other in self._instances.values()):
+                raise SimError(409, "meta_phone_id_in_use")
+            if not body.connected:
+                raise SimError(400, "always_connected", "a Cloud API number has no session to lose")
+
+    @staticmethod
+    def _initial_hook(body: CreateInstanceBody) -> Hook:
+        """Default events only with a URL: a server user nobody configured subscribes to nothing."""
+        defaults = {"wuzapi": payloads.WUZAPI_DEFAULT_EVENTS, "evolution": payloads.EVOLUTION_DEFAULT_EVENTS}
+        given = body.webhook_events
+        events = list(given if given is not None else defaults.get(body.flavour, []) if body.webhook_url else [])
+        if body.flavour == "wuzapi":
+            events = payloads.wuzapi_valid_events(list(events))
+        return Hook(url=body.webhook_url or "", events=events, live_events=list(events), secret=body.webhook_secret)
+
+    def instance_for_token(self, token: str, flavour: str = "calls") -> str | None:
         with self._lock:
             for instance in self._instances.values():
-                if instance.token == token:
+                if instance.token == token and instance.flavour == flavour:
                     return instance.id
             return None
 
@@ -316,21 +208,60 @@ class SimulatorState:
         with self._lock:
             return {"instance": self._status_view(self._instance(instance_id))}
 
-    def set_connection(self, instance_id: str, connected: bool, *, include_calls_config: bool) -> dict[str, Any]:
+    def set_connection(
+        self, instance_id: str, connected: bool, *, include_calls_config: bool, reason: str | None = None
+    ) -> dict[str, Any]:
+        """The WhatsApp connection changes; each flavour posts what its real server posts."""
         with self._lock:
             instance = self._instance(instance_id)
+            if instance.flavour == "meta":
+                raise SimError(400, "always_connected", "a Cloud API number has no session to lose")
             instance.connected = connected
+            instance.session = connected or reason == "disconnected"
             instance.updated_ns = time.time_ns()
-            summary: dict[str, Any] = {"kind": instance.kind}
-            if instance.kind == "calls" and include_calls_config:
-                summary.update(instance.calls_config())
-            data = {
-                "connected": connected,
-                "number": instance.number,
-                "timestamp": rfc3339_nano(instance.updated_ns),
-            }
-            self._emit(instance, "connection", data, instance_summary=summary)
+            if instance.flavour == "calls":
+                self._emit_connection(instance, include_calls_config)
+            elif instance.flavour == "wuzapi":
+                self._wuzapi_connection(instance, reason)
+            else:
+                self._evolution_connection(instance, reason)
             return {"instance": self._status_view(instance)}
+
+    def _emit_connection(self, instance: Instance, include_calls_config: bool) -> None:
+        summary: dict[str, Any] = {"kind": instance.kind}
+        if instance.kind == "calls" and include_calls_config:
+            summary.update(instance.calls_config())
+        data = {
+            "connected": instance.connected,
+            "number": instance.number,
+            "timestamp": rfc3339_nano(instance.updated_ns),
+        }
+        self._emit(instance, "connection", data, instance_summary=summary)
+
+    def _wuzapi_connection(self, instance: Instance, reason: str | None) -> None:
+        if instance.connected:
+            self._emit_wuzapi(instance, {"event": {}, "type": "Connected"})
+        elif reason == "disconnected":
+            self._emit_wuzapi(instance, {"event": {}, "type": "Disconnected"})
+        else:
+            self._emit_wuzapi(instance, {"event": {"OnConnect": False, "Reason": 401}, "type": "LoggedOut"})
+
+    def _evolution_connection(self, instance: Instance, reason: str | None) -> None:
+        """Open posts `open`; a logout posts `close` (401); a reconnectable drop posts nothing."""
+        if instance.connected:
+            data: dict[str, Any] = {
+                "instance": instance.id,
+                "wuid": wire.jid(instance.number),
+                "profileName": instance.id,
+                "profilePictureUrl": None,
+                "state": "open",
+                "statusReason": 200,
+            }
+        elif reason == "disconnected":
+            return
+        else:
+            data = {"instance": instance.id, "state": "close", "statusReason": 401}
+        self._emit_evolution(instance, "connection.update", data)
 
     def set_call_settings(self, instance_id: str, calls_max_concurrent: int) -> dict[str, Any]:
         """Save the limit; every accepted save increments the version, even with the same value."""
@@ -372,26 +303,44 @@ class SimulatorState:
         return view
 
     def _control_view(self, instance: Instance) -> dict[str, Any]:
-        subscription, inherited = self._effective_subscription(instance)
-        webhook = None
-        if subscription is not None:
-            webhook = {
-                **subscription.public_view(inherited=inherited),
-                "hasSecret": bool(subscription.secret),
-                "rotating": subscription.previous_secret is not None,
-            }
-        return {
+        view = {
             **self._status_view(instance),
+            "flavour": instance.flavour,
             "number": instance.number,
+            "session": instance.session,
             **instance.calls_config(),
             "occupancy": instance.occupancy(),
             "reservations": len(instance.reservations),
             "seq": instance.seq,
             "calls": [call.view() for call in instance.calls.values()],
-            "webhook": webhook,
+            "webhook": self._webhook_control_view(instance),
+        }
+        if instance.flavour == "wuzapi":
+            view["userId"] = instance.user_id
+        if instance.flavour == "meta":
+            view |= {"metaPhoneId": instance.meta_phone_id, "wabaId": instance.waba_id}
+        return view
+
+    def _webhook_control_view(self, instance: Instance) -> dict[str, Any] | None:
+        if instance.flavour != "calls":
+            hook = instance.hook
+            return {
+                "url": hook.url,
+                "events": list(hook.events),
+                "liveEvents": list(hook.live_events),
+                "format": instance.webhook_format if instance.flavour == "wuzapi" else "json",
+                "hasSecret": hook.secret is not None,
+            }
+        subscription, inherited = self._effective_subscription(instance)
+        if subscription is None:
+            return None
+        return {
+            **subscription.public_view(inherited=inherited),
+            "hasSecret": bool(subscription.secret),
+            "rotating": subscription.previous_secret is not None,
         }
 
-    # --- webhook subscriptions ---------------------------------------------------------------
+    # --- the calls server's webhook subscription ---------------------------------------------
 
     def get_webhook(self, instance_id: str) -> dict[str, Any]:
         with self._lock:
@@ -429,12 +378,26 @@ class SimulatorState:
             return instance.subscription.public_view(inherited=False)
 
     def set_webhook_secrets(self, instance_id: str, secret: str, previous_secret: str | None) -> None:
-        """Start (or end, with no previous) a rotation on the instance's own subscription."""
+        """The calls server: start (or end, with no previous) a rotation on the instance's own
+        subscription. Other flavours: replace the HMAC key, `jwt_key` or app secret."""
         with self._lock:
-            subscription = self._instance(instance_id).subscription
+            instance = self._instance(instance_id)
+            if instance.flavour != "calls":
+                if previous_secret is not None:
+                    raise SimError(400, "no_rotation", "this server signs with one secret at a time")
+                instance.hook.secret = secret
+                return
+            subscription = instance.subscription
             if subscription is None:
                 raise SimError(409, "no_own_subscription")
             subscription.secret, subscription.previous_secret = secret, previous_secret
+
+    def set_webhook_format(self, instance_id: str, webhook_format: str) -> None:
+        with self._lock:
+            instance = self._instance(instance_id)
+            if instance.flavour != "wuzapi":
+                raise SimError(400, "not_wuzapi", "only wuzapi has a form mode")
+            instance.webhook_format = webhook_format
 
     def set_global_webhook(self, body: GlobalWebhookBody | None) -> None:
         with self._lock:
@@ -454,45 +417,252 @@ class SimulatorState:
             return instance.subscription, False
         return self._global_subscription, self._global_subscription is not None
 
+    def meta_verification(self, instance_id: str) -> tuple[str, str]:
+        """Where Meta would send its `hub.challenge` GET, and the verify token it would carry."""
+        with self._lock:
+            instance = self._instance(instance_id)
+            if instance.flavour != "meta" or not instance.hook.url or instance.verify_token is None:
+                raise SimError(400, "no_verification", "a Meta instance with a webhook URL and a verify token")
+            return instance.hook.url, instance.verify_token
+
+    # --- wuzapi's session and webhook routes (the calls server shares the session ones) ------
+
+    def session_status(self, instance_id: str) -> dict[str, Any]:
+        """`GET /session/status` without the token real wuzapi echoes (it must not reach logs)."""
+        with self._lock:
+            instance = self._instance(instance_id)
+            if instance.flavour == "calls":
+                subscription, _ = self._effective_subscription(instance)
+                url, events = (subscription.url, subscription.events) if subscription else ("", [])
+                hmac_configured = False
+            else:
+                url, events, hmac_configured = instance.hook.url, instance.hook.events, instance.hook.secret is not None
+            return {
+                "connected": instance.connected,
+                "events": ",".join(events),
+                "history": "0",
+                "hmac_configured": hmac_configured,
+                "id": instance.user_id,
+                "jid": f"{instance.number.lstrip('+')}:12@s.whatsapp.net",
+                "loggedIn": instance.connected,
+                "name": instance.id,
+                "proxy_config": {"enabled": False, "proxy_url": ""},
+                "proxy_url": "",
+                "qrcode": "",
+                "s3_config": {
+                    "access_key": "***",
+                    "bucket": "",
+                    "enabled": False,
+                    "endpoint": "",
+                    "media_delivery": "base64",
+                    "path_style": False,
+                    "public_url": "",
+                    "region": "",
+                    "retention_days": 0,
+                },
+                "webhook": url,
+            }
+
+    def wuzapi_get_webhook(self, instance_id: str) -> dict[str, Any]:
+        with self._lock:
+            hook = self._instance(instance_id).hook
+            return {"webhook": hook.url, "subscribe": ",".join(hook.events).split(",")}
+
+    def wuzapi_set_webhook(self, instance_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """`POST /webhook {webhookurl, events}`: without `events` only the URL is stored, but the
+        live subscription is emptied (the real server's cache), so nothing is posted any more."""
+        with self._lock:
+            hook = self._instance(instance_id).hook
+            url = payload.get("webhookurl")
+            hook.url = url if isinstance(url, str) else ""
+            events = self._events_field(payload)
+            if events:
+                hook.events = events
+            hook.live_events = events
+            return {"webhook": hook.url}
+
+    def wuzapi_update_webhook(self, instance_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """`PUT /webhook {webhook, events, active}`: `active` missing or false clears the URL."""
+        with self._lock:
+            hook = self._instance(instance_id).hook
+            url = payload.get("webhook")
+            active = payload.get("active") is True
+            events = self._events_field(payload)
+            hook.url = url if active and isinstance(url, str) else ""
+            if events:
+                hook.events = events if active else []
+            hook.live_events = events if active else []
+            return {"active": active, "events": events or None, "webhook": hook.url}
+
+    def wuzapi_delete_webhook(self, instance_id: str) -> dict[str, Any]:
+        with self._lock:
+            hook = self._instance(instance_id).hook
+            hook.url, hook.events, hook.live_events = "", [], []
+            return {"Details": "Webhook and events deleted successfully"}
+
+    @staticmethod
+    def _events_field(payload: dict[str, Any]) -> list[str]:
+        events = payload.get("events")
+        return payloads.wuzapi_valid_events(events) if isinstance(events, list) else []
+
+    def hmac_config(self, instance_id: str, key: str | None, *, delete: bool = False) -> dict[str, Any]:
+        """`/session/hmac/config`: GET (key None), POST (a key of 32+ characters), DELETE."""
+        with self._lock:
+            hook = self._instance(instance_id).hook
+            if delete:
+                hook.secret = None
+                return {"Details": "HMAC configuration deleted successfully"}
+            if key is None:
+                return {"hmac_key": "***" if hook.secret is not None else ""}
+            if len(key) < 32:
+                raise payloads.wuzapi_refused(400, "HMAC key must be at least 32 characters long")
+            hook.secret = key
+            return {"Details": "HMAC configuration saved successfully"}
+
+    # --- Evolution and Meta lookups ----------------------------------------------------------
+
+    def evolution_instance(self, name: str, apikey: str | None) -> str:
+        """The instance guard (404 first, whatever the key), then the key: the instance's or the global one."""
+        with self._lock:
+            instance = self._instances.get(name)
+            if instance is None or instance.flavour != "evolution":
+                raise payloads.evolution_refused(404, [f'The "{name}" instance does not exist'])
+            if apikey not in (instance.token, self._config.admin_token):
+                raise payloads.evolution_refused(401, "Unauthorized")
+            return instance.id
+
+    def evolution_state(self, instance_id: str) -> dict[str, Any]:
+        with self._lock:
+            instance = self._instance(instance_id)
+            return {"instance": {"instanceName": instance.id, "state": "open" if instance.connected else "close"}}
+
+    def meta_instance(self, phone_number_id: str, bearer: str | None) -> str:
+        """The access token first (190), then the phone number id it may use (100/33)."""
+        with self._lock:
+            owner = next(
+                (i for i in self._instances.values() if i.flavour == "meta" and bearer and i.token == bearer), None
+            )
+            if owner is None:
+                raise payloads.meta_refused(401, 190, "Invalid OAuth access token - Cannot parse access token")
+            if owner.meta_phone_id != phone_number_id:
+                raise payloads.meta_refused(
+                    400,
+                    100,
+                    f"Unsupported post request. Object with ID '{phone_number_id}' does not exist, cannot be loaded "
+                    "due to missing permissions, or does not support this operation.",
+                    kind="GraphMethodException",
+                    error_subcode=33,
+                )
+            return owner.id
+
     # --- messages ----------------------------------------------------------------------------
 
-    def send_text(self, instance_id: str, phone: str, body: str, idempotency_key: str | None) -> dict[str, Any]:
-        """Accept a message. Not idempotent, like the real server: a retry sends it twice."""
+    def send_wuzapi(self, instance_id: str, raw: bytes, idempotency_key: str | None) -> dict[str, Any]:
+        """`POST /chat/send/text` as real wuzapi answers it (the calls server's too).
+
+        An `Id` the recipient already got is the same message on their phone: recorded once,
+        counted as a resend, answered 200 again. The `Idempotency-Key` header is only recorded.
+        """
         with self._lock:
-            instance = self._connected_instance(instance_id)
-            message = SentMessage(_message_id(), instance.id, phone, body, idempotency_key, time.time_ns())
-            self._sent.append(message)
-            return {"id": message.id}
+            instance = self._instance(instance_id)
+            if not instance.session:
+                raise payloads.wuzapi_refused(500, "no session")
+            phone, text, message_id = payloads.wuzapi_send_body(raw)
+            if not instance.connected:
+                raise payloads.wuzapi_refused(500, NOT_CONNECTED_TEXT)
+            message = self._record_send(
+                instance, phone, text, message_id or wire.whatsapp_message_id(), idempotency_key
+            )
+            return {"Details": "Sent", "Id": message.id, "Timestamp": int(time.time())}
+
+    def send_evolution(self, instance_id: str, raw: bytes, idempotency_key: str | None) -> dict[str, Any]:
+        with self._lock:
+            instance = self._instance(instance_id)
+            number, text = payloads.evolution_send_body(raw)
+            if not instance.connected:
+                raise payloads.evolution_refused(500, "Connection Closed")
+            message = self._record_send(instance, number, text, wire.whatsapp_message_id(), idempotency_key)
+            return payloads.evolution_sent(message.id, number, text, time.time(), instance.uuid)
+
+    def send_meta(self, instance_id: str, raw: bytes, idempotency_key: str | None) -> dict[str, Any]:
+        with self._lock:
+            instance = self._instance(instance_id)
+            to, text = payloads.meta_send_body(raw)
+            wa_id = "".join(ch for ch in to if ch.isdigit())
+            message = self._record_send(instance, wa_id, text, wire.wamid(wa_id), idempotency_key)
+            return payloads.meta_sent(to, message.id)
+
+    def _record_send(
+        self, instance: Instance, phone: str, text: str, message_id: str, idempotency_key: str | None
+    ) -> SentMessage:
+        """What the recipient's phone shows: messages keyed by id, so a resent id is not a second one."""
+        recipient = phone.removesuffix("@s.whatsapp.net")
+        key = (instance.id, recipient, message_id)
+        known = self._delivered.get(key)
+        if known is not None:
+            known.resends += 1
+            return known
+        message = SentMessage(
+            message_id, instance.id, instance.flavour, recipient, text, idempotency_key, time.time_ns()
+        )
+        self._sent.append(message)
+        self._delivered[key] = message
+        return message
 
     def sent_messages(self) -> list[dict[str, Any]]:
         with self._lock:
             return [message.view() for message in self._sent]
 
     def incoming_message(self, instance_id: str, sender: str, text: str) -> dict[str, Any]:
-        with self._lock:
-            instance = self._connected_instance(instance_id)
-            data = {
-                "id": _message_id(),
-                "from": sender,
-                "text": text,
-                "timestamp": rfc3339_nano(time.time_ns()),
-            }
-            self._emit(instance, "message", data)
-            return {"id": data["id"]}
-
-    def receipt(self, instance_id: str, message_id: str, status: str) -> None:
+        """A text from `sender` arrives: posted as the instance's server posts it."""
         with self._lock:
             instance = self._instance(instance_id)
-            if not any(m.id == message_id and m.instance_id == instance_id for m in self._sent):
-                raise SimError(404, "message_not_found")
-            data = {"id": message_id, "status": status, "timestamp": rfc3339_nano(time.time_ns())}
-            self._emit(instance, "receipt", data)
+            if instance.flavour != "meta" and not instance.connected:
+                raise SimError(409, "not_connected", "the instance has no WhatsApp session")
+            sender = sender.lstrip("+")
+            now = time.time()
+            if instance.flavour == "calls":
+                message_id = wire.whatsapp_message_id()
+                data = {"id": message_id, "from": sender, "text": text, "timestamp": rfc3339_nano(time.time_ns())}
+                self._emit(instance, "message", data)
+            elif instance.flavour == "wuzapi":
+                message_id = wire.phone_message_id()
+                event = payloads.wuzapi_message_event(message_id, sender, text, now, "Cliente")
+                self._emit_wuzapi(instance, {"event": event, "type": "Message"})
+            elif instance.flavour == "evolution":
+                message_id = wire.phone_message_id()
+                data = payloads.evolution_upsert(message_id, sender, text, now, instance.uuid)
+                self._emit_evolution(instance, "messages.upsert", data)
+            else:
+                message_id = wire.wamid(sender)
+                self._emit_meta(instance, "messages", payloads.meta_message(message_id, sender, text, now))
+            return {"id": message_id}
 
-    def _connected_instance(self, instance_id: str) -> Instance:
-        instance = self._instance(instance_id)
-        if not instance.connected:
-            raise SimError(409, "not_connected", "the instance has no WhatsApp session")
-        return instance
+    def receipt(self, instance_id: str, message_id: str, status: str) -> None:
+        """The recipient's phone got (or read) a message the instance sent; `failed` is not a
+        receipt wuzapi ever posts."""
+        with self._lock:
+            instance = self._instance(instance_id)
+            message = next(
+                (m for m in reversed(self._sent) if m.id == message_id and m.instance_id == instance_id), None
+            )
+            if message is None:
+                raise SimError(404, "message_not_found")
+            now = time.time()
+            if instance.flavour == "calls":
+                data = {"id": message_id, "status": status, "timestamp": rfc3339_nano(time.time_ns())}
+                self._emit(instance, "receipt", data)
+            elif instance.flavour == "wuzapi":
+                if status == "failed":
+                    raise SimError(400, "not_posted_by_wuzapi", "wuzapi posts Delivered and Read receipts only")
+                event = payloads.wuzapi_receipt_event(message.phone, [message_id], now, read=status == "read")
+                state = "Read" if status == "read" else "Delivered"
+                self._emit_wuzapi(instance, {"event": event, "state": state, "type": "ReadReceipt"})
+            elif instance.flavour == "evolution":
+                data = payloads.evolution_update(message_id, message.phone, status, instance.uuid)
+                self._emit_evolution(instance, "messages.update", data)
+            else:
+                self._emit_meta(instance, "statuses", payloads.meta_status(message_id, message.phone, status, now))
 
     # --- calls -------------------------------------------------------------------------------
 
@@ -654,11 +824,13 @@ class SimulatorState:
     # --- events ------------------------------------------------------------------------------
 
     def events(self, instance_id: str | None = None) -> list[dict[str, Any]]:
+        """Calls-server events as their envelope; other flavours as `{eventId, instanceId, flavour,
+        event, seq, payload}` (`payload`: the posted JSON, or the form fields with `jsonData` parsed)."""
         with self._lock:
             return [
-                {**event.envelope, "delivered": event.delivery is not None}
+                {**event.view, "delivered": event.delivery is not None}
                 for event in self._events.values()
-                if instance_id is None or event.envelope["instanceId"] == instance_id
+                if instance_id is None or event.view["instanceId"] == instance_id
             ]
 
     def redeliver(self, event_id: str) -> None:
@@ -682,6 +854,7 @@ class SimulatorState:
         data: dict[str, Any],
         instance_summary: dict[str, Any] | None = None,
     ) -> None:
+        """The calls server's signed envelope."""
         instance.seq += 1
         envelope: dict[str, Any] = {
             "EventType": name,
@@ -701,10 +874,57 @@ class SimulatorState:
                 envelope["eventId"], instance.id, subscription.url, body, subscription.signing_secrets()
             )
             self._deliver(delivery)
-        self._events[envelope["eventId"]] = EmittedEvent(envelope, delivery)
+        self._log(envelope["eventId"], EmittedEvent(envelope, delivery))
+
+    def _emit_wuzapi(self, instance: Instance, postmap: dict[str, Any]) -> None:
+        """Posted only when the live subscription lists its type (or `All`)."""
+        body, content_type = payloads.wuzapi_webhook(
+            postmap, instance_name=instance.id, user_id=instance.user_id, form=instance.webhook_format == "form"
+        )
+        live = instance.hook.live_events
+        wanted = postmap["type"] in live or "All" in live
+        self._emit_real(instance, postmap["type"], body, content_type, wanted=wanted)
+
+    def _emit_evolution(self, instance: Instance, event: str, data: dict[str, Any]) -> None:
+        body = payloads.evolution_webhook(
+            event, instance.id, data, url=instance.hook.url, own_number=instance.number, seconds=time.time()
+        )
+        configured = instance.hook.events
+        wanted = not configured or event.replace(".", "_").upper() in configured
+        self._emit_real(instance, event, body, "application/json", wanted=wanted)
+
+    def _emit_meta(self, instance: Instance, name: str, value: dict[str, Any]) -> None:
+        assert instance.meta_phone_id is not None
+        body = payloads.meta_webhook(instance.waba_id, instance.number, instance.meta_phone_id, value)
+        self._emit_real(instance, name, body, "application/json", wanted=True)
+
+    def _emit_real(self, instance: Instance, name: str, body: bytes, content_type: str, *, wanted: bool) -> None:
+        instance.seq += 1
+        event_id = str(uuid.uuid4())
+        delivery = None
+        if wanted and instance.hook.url:
+            secrets = (instance.hook.secret,) if instance.hook.secret is not None else ()
+            delivery = Delivery(event_id, instance.id, instance.hook.url, body, secrets, instance.flavour, content_type)
+            self._deliver(delivery)
+        view = {
+            "eventId": event_id,
+            "instanceId": instance.id,
+            "flavour": instance.flavour,
+            "event": name,
+            "seq": instance.seq,
+            "payload": _readable(body, content_type),
+        }
+        self._log(event_id, EmittedEvent(view, delivery))
+
+    def _log(self, event_id: str, event: EmittedEvent) -> None:
+        self._events[event_id] = event
         if len(self._events) > EVENT_LOG_SIZE:
             self._events.popitem(last=False)
 
 
-def _message_id() -> str:
-    return "3EB0" + uuid.uuid4().hex[:16].upper()
+def _readable(body: bytes, content_type: str) -> Any:
+    if content_type.startswith("application/x-www-form-urlencoded"):
+        fields: dict[str, Any] = dict(parse_qsl(body.decode(), keep_blank_values=True))
+        fields["jsonData"] = json.loads(fields["jsonData"])
+        return fields
+    return json.loads(body)

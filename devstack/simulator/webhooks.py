@@ -1,8 +1,15 @@
 """Signed webhook delivery: one ordered lane (queue + thread) per instance, bounded retries.
 
-Each attempt posts the same body (so the same eventId) and is signed again with a fresh
-timestamp, as real providers do: `X-Webhook-Signature: v1=<hex>[,v1=<hex>]`, one entry per
-secret while a secret is rotating, each `HMAC-SHA256(secret, f"{timestamp}." + raw body)`.
+Each attempt posts the same body and is signed again, the way its server signs:
+
+- `envelope` (the calls server): `X-Webhook-Timestamp` and `X-Webhook-Signature: v1=<hex>[,v1=<hex>]`,
+  one entry per secret while a secret is rotating, each `HMAC-SHA256(secret, f"{timestamp}." + body)`;
+- `wuzapi`: `x-hmac-signature: <hex HMAC-SHA256(key, body)>`, no header without a key (as the real
+  server, which then posts unsigned);
+- `evolution`: `Authorization: Bearer <JWT HS256 {iat, exp: iat + 600, app, action}>` made with the
+  `jwt_key` at each attempt; 400/401/403/404/422 answers are not retried;
+- `meta`: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app secret, body)>`.
+
 A failing event delays the events queued behind it on the same instance, never other instances.
 """
 
@@ -17,14 +24,36 @@ import time
 
 import httpx
 
-from devstack.simulator.state import Delivery
+from devstack.simulator import wire
+from devstack.simulator.model import Delivery
 
 logger = logging.getLogger(__name__)
+
+
+EVOLUTION_FINAL_STATUSES = frozenset({400, 401, 403, 404, 422})
 
 
 def signature_header(secrets: tuple[str, ...], timestamp: int, body: bytes) -> str:
     signed = f"{timestamp}.".encode() + body
     return ",".join(f"v1={hmac.new(s.encode(), signed, hashlib.sha256).hexdigest()}" for s in secrets)
+
+
+def signed_headers(delivery: Delivery, now: int) -> dict[str, str]:
+    """The headers of one attempt, signed the way the delivery's server signs."""
+    headers = {"Content-Type": delivery.content_type}
+    secret = delivery.secrets[0] if delivery.secrets else None
+    if delivery.scheme == "envelope":
+        headers["X-Webhook-Timestamp"] = str(now)
+        headers["X-Webhook-Signature"] = signature_header(delivery.secrets, now, delivery.body)
+    elif secret is None:
+        pass
+    elif delivery.scheme == "wuzapi":
+        headers["x-hmac-signature"] = wire.hex_hmac(secret, delivery.body)
+    elif delivery.scheme == "evolution":
+        headers["Authorization"] = f"Bearer {wire.evolution_jwt(secret, now)}"
+    elif delivery.scheme == "meta":
+        headers["X-Hub-Signature-256"] = f"sha256={wire.hex_hmac(secret, delivery.body)}"
+    return headers
 
 
 class WebhookDispatcher:
@@ -94,9 +123,8 @@ class WebhookDispatcher:
         logger.warning("webhook given up", extra={"event_id": delivery.event_id, "attempts": self._max_attempts})
 
     def _post(self, delivery: Delivery) -> bool:
-        timestamp = int(time.time())
-        headers = {"Content-Type": "application/json", "X-Webhook-Timestamp": str(timestamp)}
-        headers["X-Webhook-Signature"] = signature_header(delivery.secrets, timestamp, delivery.body)
+        """One attempt; True when done (accepted, or refused in a way its server does not retry)."""
+        headers = signed_headers(delivery, int(time.time()))
         try:
             response = self._client.post(delivery.url, content=delivery.body, headers=headers)
         except httpx.HTTPError as exc:
@@ -105,4 +133,4 @@ class WebhookDispatcher:
         if response.is_success:
             return True
         logger.info("webhook refused", extra={"event_id": delivery.event_id, "status": response.status_code})
-        return False
+        return delivery.scheme == "evolution" and response.status_code in EVOLUTION_FINAL_STATUSES

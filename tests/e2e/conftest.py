@@ -17,6 +17,8 @@
   keys, tokens, webhook secrets, or one a test sent) comes back in a response;
 - `stack.sim`: a `SimulatorControl` for the `/_sim` control API (incoming messages and calls,
   connection changes, faults, `sent()`, `events()`);
+- `stack.calls_view(tenant, name)`: the tenant admin's view of a calls instance's line (limit,
+  occupancy, calls), and `calls_instance(tenant)` the name of the tenant's calls instance;
 - `stack.in_queue("SendQueue")`: messages on a template queue, visible or in flight
   (`stack.wait_for(lambda: stack.in_queue("SendQueue") == 0)` waits for the worker);
 - `stack.wait_for(probe, timeout=...)`: polls `probe()` until it returns a truthy value and
@@ -50,7 +52,7 @@ import pytest
 from devstack.seed import SeededTenant
 from devstack.simulator import SimulatorControl
 from devstack.stack import LocalStack
-from tests.conftest import SECRET_WATCH
+from tests.support.api import SECRET_WATCH
 
 T = TypeVar("T")
 
@@ -89,6 +91,13 @@ class Stack:
             SECRET_WATCH.learn_created_keys(answer.json())
         return answer
 
+    def calls_view(self, tenant: SeededTenant, name: str) -> dict[str, Any]:
+        """`GET /api/connections/{name}/calls` as the tenant's admin: the line, its limit and its calls."""
+        answer = self.api("GET", f"/api/connections/{name}/calls", key=tenant.admin_key)
+        assert answer.status_code == 200, answer.text
+        body: dict[str, Any] = answer.json()
+        return body
+
     def new_tenant(self) -> SeededTenant:
         """A tenant of its own: tag `t<hex>`, phone numbers unique on the simulator."""
         unique = uuid.uuid4()
@@ -116,6 +125,11 @@ class Stack:
         self._sqs.close()
         self.http.close()
         self.sim.close()
+
+
+def calls_instance(tenant: SeededTenant) -> str:
+    """The name of the tenant's instance of kind `calls`."""
+    return next(instance.name for instance in tenant.instances if instance.kind == "calls")
 
 
 def _watched(tenant: SeededTenant) -> SeededTenant:

@@ -7,20 +7,9 @@ import uuid
 from typing import Any
 
 from devstack.seed import SeededTenant
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import Stack, calls_instance
 
 PEER = "5511988887777"
-
-
-def calls_instance(tenant: SeededTenant) -> str:
-    return next(instance.name for instance in tenant.instances if instance.kind == "calls")
-
-
-def overview(stack: Stack, tenant: SeededTenant, name: str) -> dict[str, Any]:
-    answer = stack.api("GET", f"/api/connections/{name}/calls", key=tenant.admin_key)
-    assert answer.status_code == 200, answer.text
-    body: dict[str, Any] = answer.json()
-    return body
 
 
 def call_view(stack: Stack, tenant: SeededTenant, name: str, call_id: str) -> dict[str, Any]:
@@ -46,7 +35,7 @@ def test_given_a_dial_through_the_api_then_the_webhook_lifecycle_ends_it_and_fre
     assert dialled.status_code == 201, dialled.text
     call_id = dialled.json()["call"]["callId"]
     assert [call["callId"] for call in stack.sim.instance(name)["calls"]] == [call_id]
-    assert [call["owner"] for call in overview(stack, fresh_tenant, name)["calls"]] == [fresh_tenant.attendant_id]
+    assert [call["owner"] for call in stack.calls_view(fresh_tenant, name)["calls"]] == [fresh_tenant.attendant_id]
     busy = stack.api(
         "POST",
         f"/api/connections/{name}/calls",
@@ -65,7 +54,7 @@ def test_given_a_dial_through_the_api_then_the_webhook_lifecycle_ends_it_and_fre
         lambda: (view := call_view(stack, fresh_tenant, name, call_id)).get("state") == "ended" and view
     )
     assert (ended["endReason"], ended["endedBy"], ended["owner"]) == ("hangup", "remote", fresh_tenant.attendant_id)
-    line = overview(stack, fresh_tenant, name)
+    line = stack.calls_view(fresh_tenant, name)
     assert (line["occupancy"], line["calls"], line["reservations"]) == (0, [], [])
 
 
@@ -74,7 +63,7 @@ def test_given_an_incoming_call_then_an_attendant_claims_it_and_hangs_up_through
 ) -> None:
     name = calls_instance(fresh_tenant)
     call_id = stack.sim.incoming_call(name, "5511955554444")
-    stack.wait_for(lambda: [call["callId"] for call in overview(stack, fresh_tenant, name)["calls"]] == [call_id])
+    stack.wait_for(lambda: [call["callId"] for call in stack.calls_view(fresh_tenant, name)["calls"]] == [call_id])
     calls = f"/api/calls/{name}/{call_id}"
 
     claimed = stack.api("POST", f"{calls}/claim", key=fresh_tenant.agent_key)
@@ -84,5 +73,5 @@ def test_given_an_incoming_call_then_an_attendant_claims_it_and_hangs_up_through
     assert claimed.json()["owner"] == fresh_tenant.attendant_id
     assert hung_up.status_code == 200, hung_up.text
     assert stack.sim.instance(name)["calls"][0]["state"] == "ended"
-    stack.wait_for(lambda: overview(stack, fresh_tenant, name)["occupancy"] == 0)
+    stack.wait_for(lambda: stack.calls_view(fresh_tenant, name)["occupancy"] == 0)
     assert call_view(stack, fresh_tenant, name, call_id)["endedBy"] == "local"

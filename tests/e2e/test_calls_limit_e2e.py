@@ -3,21 +3,8 @@ the provider's own signed webhooks coming back through the ingest."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from devstack.seed import SeededTenant
-from tests.e2e.conftest import Stack
-
-
-def calls_instance(tenant: SeededTenant) -> str:
-    return next(instance.name for instance in tenant.instances if instance.kind == "calls")
-
-
-def line(stack: Stack, tenant: SeededTenant, name: str) -> dict[str, Any]:
-    answer = stack.api("GET", f"/api/connections/{name}/calls", key=tenant.admin_key)
-    assert answer.status_code == 200, answer.text
-    body: dict[str, Any] = answer.json()
-    return body
+from tests.e2e.conftest import Stack, calls_instance
 
 
 def test_a_change_from_one_to_two_in_the_providers_panel_reaches_the_read_api_by_webhook(
@@ -32,7 +19,7 @@ def test_a_change_from_one_to_two_in_the_providers_panel_reaches_the_read_api_by
 
     stack.sim.panel_call_settings(name, 2)
 
-    changed = stack.wait_for(lambda: (view := line(stack, fresh_tenant, name))["limit"] == 2 and view)
+    changed = stack.wait_for(lambda: (view := stack.calls_view(fresh_tenant, name))["limit"] == 2 and view)
     assert changed["version"] == str(version + 1)
     assert (changed["available"], changed["conflict"]) == (2, False)
 
@@ -53,7 +40,7 @@ def test_setting_the_limit_through_the_api_and_its_own_webhook_agree(stack: Stac
         ]
     )
     assert str(event[-1]["data"]["callsConfigVersion"]) == answer.json()["version"]
-    after = line(stack, fresh_tenant, name)
+    after = stack.calls_view(fresh_tenant, name)
     assert (after["limit"], after["version"], after["conflict"]) == (3, answer.json()["version"], False)
 
 
@@ -61,7 +48,7 @@ def test_a_provider_failure_through_the_gateway_is_a_502_and_the_limit_is_unchan
     stack: Stack, fresh_tenant: SeededTenant
 ) -> None:
     name = calls_instance(fresh_tenant)
-    before = line(stack, fresh_tenant, name)
+    before = stack.calls_view(fresh_tenant, name)
     stack.sim.fault("/instance/call-settings", "error500")
 
     answer = stack.api(
@@ -69,7 +56,7 @@ def test_a_provider_failure_through_the_gateway_is_a_502_and_the_limit_is_unchan
     )
 
     assert (answer.status_code, answer.json()["error"]) == (502, "provider_unavailable")
-    assert line(stack, fresh_tenant, name)["limit"] == before["limit"]
+    assert stack.calls_view(fresh_tenant, name)["limit"] == before["limit"]
     assert stack.sim.instance(name)["callsMaxConcurrent"] != 5
 
 

@@ -106,9 +106,10 @@ def test_meta_sends_text_to_the_phone_number_id_with_a_bearer_token() -> None:
     assert request.headers["Authorization"] == f"Bearer {TOKEN}"
     assert json.loads(request.content) == {
         "messaging_product": "whatsapp",
+        "recipient_type": "individual",
         "to": "5511988887777",
         "type": "text",
-        "text": {"body": "hello"},
+        "text": {"body": "hello", "preview_url": False},
     }
 
 
@@ -197,7 +198,7 @@ def test_redirects_are_not_followed() -> None:
     [("wuzapi", "WuzapiClient"), ("evolution", "EvolutionClient"), ("meta", "MetaCloudClient")],
 )
 def test_provider_client_for_each_kind(kind: str, expected: str) -> None:
-    client = provider_client_for(kind, local_mode=True)  # type: ignore[arg-type]
+    client = provider_client_for(kind, local_mode=True)
 
     assert type(client).__name__ == expected
 

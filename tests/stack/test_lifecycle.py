@@ -1,10 +1,12 @@
 """Starting and stopping the local stack: `python -m devstack` reaches its ready line, serves the
-API, and Ctrl-C ends it cleanly; `LocalStack.stop()` leaves no thread, connection or port."""
+API, and Ctrl-C ends it cleanly, within 10 s and without its memory growing, even with requests in
+flight; `LocalStack.stop()` leaves no thread, connection or port."""
 
 from __future__ import annotations
 
 import os
 import queue
+import re
 import secrets
 import signal
 import socket
@@ -24,6 +26,10 @@ from tests.stack.conftest import unique_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = "switchboard local: ready on "
+SEND_KEY = re.compile(r"^\s*send key\s+(sb_live_\S+)")
+EXIT_SECONDS = 10.0  # Ctrl-C -> the process is gone
+MEMORY_GROWTH_MB = 512  # while stopping, over what it had when Ctrl-C came
+IN_FLIGHT = 100
 
 
 def free_port() -> int:
@@ -47,6 +53,55 @@ def port_is_free(port: int) -> bool:
         return True
 
 
+def resident_mb(pid: int) -> int | None:
+    """The process's resident memory (Linux), None once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+    return int(found.group(1)) // 1024 if found else None
+
+
+def send_in_background(api_url: str, send_key: str, count: int) -> list[threading.Thread]:
+    """`count` sends at once, left running: Ctrl-C comes while they are in flight."""
+
+    def send(index: int) -> None:
+        try:
+            httpx.post(
+                f"{api_url}/api/messages",
+                json={"to": f"55119{index:08d}", "text": "in flight at Ctrl-C"},
+                headers={"authorization": f"Bearer {send_key}", "idempotency-key": f"flight-{index}"},
+                timeout=30,
+                trust_env=False,
+            )
+        except httpx.HTTPError:
+            return  # the stack went away under it: expected
+
+    threads = [threading.Thread(target=send, args=(index,), daemon=True) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def stop_and_watch(process: subprocess.Popen[str], timeout: float = 60) -> tuple[float, int | None, int | None]:
+    """SIGINT, then sample the process's memory until it exits: (seconds to exit, MB before, peak MB)."""
+    before = resident_mb(process.pid)
+    peak = before
+    process.send_signal(signal.SIGINT)
+    signalled = time.monotonic()
+    while process.poll() is None and time.monotonic() - signalled < timeout:
+        sample = resident_mb(process.pid)
+        if sample is not None:
+            peak = max(peak or 0, sample)
+        time.sleep(0.05)
+    elapsed = time.monotonic() - signalled
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=10)
+    return elapsed, before, peak
+
+
 def settle(condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
     """Threads that serve a closed connection end asynchronously: give them a bounded moment."""
     deadline = time.monotonic() + timeout
@@ -56,6 +111,7 @@ def settle(condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped
 
 
 def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leaves_nothing_behind() -> None:
+    """Ctrl-C with requests in flight: gone within EXIT_SECONDS, its memory not growing meanwhile."""
     ports = {"PORT": free_port(), "AWS_PORT": free_port(), "SIM_PORT": free_port()}
     platform_key = f"sb_live_{secrets.token_urlsafe(24)}"
     environment = {name: value for name, value in os.environ.items() if name != "AWS_ENDPOINT_URL"}
@@ -95,11 +151,20 @@ def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leav
         assert api_url == f"http://127.0.0.1:{ports['PORT']}"
         assert created.status_code == 201, created.text
         assert any("curl" in line and "/api/messages" in line for line in output)
+        send_key = next(found.group(1) for line in output if (found := SEND_KEY.match(line)))
+        senders = send_in_background(api_url, send_key, IN_FLIGHT)
+        time.sleep(0.5)
     finally:
-        process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=60)
+        seconds, before, peak = stop_and_watch(process)
         reader.join(timeout=10)
-    assert code == 0, "".join(output)[-3000:]
+    output += list(lines.queue)
+    print(f"SIGINT with {IN_FLIGHT} sends in flight: exited in {seconds:.1f} s, resident {before} -> peak {peak} MB")
+    assert process.returncode == 0, "".join(output)[-3000:]
+    assert seconds < EXIT_SECONDS, "".join(output)[-3000:]
+    if before is not None and peak is not None:
+        assert peak - before < MEMORY_GROWTH_MB, (before, peak)
+    for sender in senders:
+        sender.join(timeout=30)
     with pytest.raises(ProcessLookupError):
         os.killpg(process.pid, 0)  # no process of its group (children included) is left
     assert all(port_is_free(port) for port in ports.values())

@@ -19,7 +19,7 @@ class AuditEntry(Model):
     tenant: str
     id: str
     at: datetime
-    actor_key_id: str | None
+    actor_key_id: str | None = None  # None for changes made by the system itself
     action: str
     target: str
     before: dict[str, Any] | None = None

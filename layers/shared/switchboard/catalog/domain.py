@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from switchboard.core.model import Model
+from switchboard.providers.kinds import ProviderKind
 
 PLATFORM_TENANT = "_platform"
 OWNER_TAG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
@@ -115,11 +116,12 @@ class Number(Record):
 class Provider(Record):
     id: str
     name: str
-    kind: Literal["wuzapi", "evolution", "meta"]
+    kind: ProviderKind
     base_url: str
     priority: int = 0
     admin_token_hint: str | None = None
     webhook_secret_hint: str
+    verify_token_hint: str | None = None  # Meta Cloud API only: answers its subscription check
 
 
 InstanceState = Literal["CONNECTED", "DISCONNECTED"]

@@ -228,6 +228,18 @@ class CatalogRepository:
         binding = self._get(_binding_key(provider_id, provider_instance_id))
         return self.find_instance(binding["name"]) if binding else None
 
+    def instance_for_meta_phone(self, provider_id: str, meta_phone_id: str) -> Instance | None:
+        """The instance of `provider_id` on the number whose Meta phone number id is `meta_phone_id`."""
+        provider = self.find_provider(provider_id)
+        if provider is None:
+            return None
+        for number in self.list_numbers(provider.tenant):
+            if number.meta_phone_id == meta_phone_id:
+                for instance in self.instances_of_number(number.id):
+                    if instance.provider_id == provider_id:
+                        return instance
+        return None
+
     def list_instances(self, tenant: str) -> list[Instance]:
         index = tenant_index(tenant, "INSTANCE")
         return [from_item(Instance, item) for item in self._by_index("GSI1", "gsi1pk", index)]

@@ -118,7 +118,7 @@ def delete_number(catalog: Catalog, number_id: ID, principal: Admin) -> Response
 
 @router.post("/api/providers", status_code=201, tags=["providers"], responses=ERRORS)
 def create_provider(catalog: Catalog, body: CreateProvider, principal: Admin) -> ProviderView:
-    """Register a provider server. Its tokens and webhook secret are write-only."""
+    """Register a provider server. Its tokens, webhook secret and verify token are write-only."""
     provider = catalog.create_provider(
         principal,
         name=body.name,
@@ -127,6 +127,7 @@ def create_provider(catalog: Catalog, body: CreateProvider, principal: Admin) ->
         webhook_secret=body.webhook_secret,
         admin_token=body.admin_token,
         priority=body.priority,
+        verify_token=body.verify_token,
     )
     return ProviderView.of(provider)
 
@@ -143,9 +144,14 @@ def get_provider(catalog: Catalog, provider_id: ID, principal: Admin) -> Provide
 
 @router.patch("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
 def update_provider(catalog: Catalog, provider_id: ID, body: UpdateProvider, principal: Admin) -> ProviderView:
-    changes = body.model_dump(exclude_unset=True, exclude={"webhook_secret", "admin_token"})
+    changes = body.model_dump(exclude_unset=True, exclude={"webhook_secret", "admin_token", "verify_token"})
     provider = catalog.update_provider(
-        principal, provider_id, changes, webhook_secret=body.webhook_secret, admin_token=body.admin_token
+        principal,
+        provider_id,
+        changes,
+        webhook_secret=body.webhook_secret,
+        admin_token=body.admin_token,
+        verify_token=body.verify_token,
     )
     return ProviderView.of(provider)
 

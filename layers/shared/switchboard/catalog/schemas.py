@@ -20,6 +20,7 @@ from switchboard.catalog.domain import (
     Tenant,
 )
 from switchboard.core.model import Model
+from switchboard.providers.kinds import ProviderKind
 
 Phone = Annotated[str, StringConstraints(pattern=PHONE_PATTERN)]
 OwnerTag = Annotated[str, StringConstraints(pattern=OWNER_TAG_PATTERN)]
@@ -154,20 +155,24 @@ class NumberView(View):
 
 class CreateProvider(Body):
     name: Name
-    kind: Literal["wuzapi", "evolution", "meta"]
+    kind: ProviderKind
     base_url: HttpUrl
     admin_token: Secret | None = None
     webhook_secret: Secret
+    verify_token: Secret | None = Field(
+        default=None, description="Write-only. Meta Cloud API only: the Verify token set in the Meta app."
+    )
     priority: Annotated[int, Field(ge=0, le=1000)] = 0
 
 
 class UpdateProvider(PatchBody):
-    not_nullable = ("name", "base_url", "admin_token", "webhook_secret", "priority")
+    not_nullable = ("name", "base_url", "admin_token", "webhook_secret", "verify_token", "priority")
 
     name: Name | None = None
     base_url: HttpUrl | None = None
     admin_token: Secret | None = None
     webhook_secret: Secret | None = None
+    verify_token: Secret | None = None
     priority: Annotated[int, Field(ge=0, le=1000)] | None = None
 
 
@@ -179,6 +184,7 @@ class ProviderView(View):
     priority: int
     admin_token_hint: str | None
     webhook_secret_hint: str
+    verify_token_hint: str | None
     webhook_path: str = Field(description="Configure this path (under the API's base URL) at the provider.")
     created_at: datetime
 

@@ -28,6 +28,7 @@ from switchboard.core.errors import AlreadyExists, InvalidInput, NotFound
 from switchboard.core.model import Model
 from switchboard.core.ports import Secrets
 from switchboard.core.urls import check_outbound_url
+from switchboard.providers.kinds import ProviderKind
 
 
 class CreatedKey(Model):
@@ -35,12 +36,20 @@ class CreatedKey(Model):
     plaintext: str
 
 
-def provider_secret_name(secrets: Secrets, provider_id: str, which: Literal["admin-token", "webhook-secret"]) -> str:
+def provider_secret_name(
+    secrets: Secrets, provider_id: str, which: Literal["admin-token", "webhook-secret", "verify-token"]
+) -> str:
     return secrets.name("providers", provider_id, which)
 
 
 def instance_token_name(secrets: Secrets, instance_name: str) -> str:
     return secrets.name("instances", instance_name, "token")
+
+
+def _check_verify_token_kind(kind: ProviderKind) -> None:
+    """Only the Meta Cloud API checks a subscription with a verify token."""
+    if kind != "meta":
+        raise InvalidInput("verifyToken is only for providers of kind meta", code="verify_token_not_supported")
 
 
 class CatalogService:
@@ -179,13 +188,16 @@ class CatalogService:
         principal: Principal,
         *,
         name: str,
-        kind: Literal["wuzapi", "evolution", "meta"],
+        kind: ProviderKind,
         base_url: str,
         webhook_secret: str,
         admin_token: str | None,
         priority: int,
+        verify_token: str | None = None,
     ) -> Provider:
         check_outbound_url(base_url, local_mode=self._local_mode)
+        if verify_token:
+            _check_verify_token_kind(kind)
         provider = Provider(
             tenant=principal.tenant,
             id=new_id("prv"),
@@ -195,10 +207,13 @@ class CatalogService:
             priority=priority,
             webhook_secret_hint=secret_hint(webhook_secret),
             admin_token_hint=secret_hint(admin_token) if admin_token else None,
+            verify_token_hint=secret_hint(verify_token) if verify_token else None,
         )
         self._secrets.put(provider_secret_name(self._secrets, provider.id, "webhook-secret"), webhook_secret)
         if admin_token:
             self._secrets.put(provider_secret_name(self._secrets, provider.id, "admin-token"), admin_token)
+        if verify_token:
+            self._secrets.put(provider_secret_name(self._secrets, provider.id, "verify-token"), verify_token)
         self._repository.create_provider(provider)
         self._audit.record(principal, "provider.created", provider.id, after=provider)
         return provider
@@ -217,8 +232,11 @@ class CatalogService:
         *,
         webhook_secret: str | None = None,
         admin_token: str | None = None,
+        verify_token: str | None = None,
     ) -> Provider:
         current = self._repository.get_provider(principal.tenant, provider_id)
+        if verify_token:
+            _check_verify_token_kind(current.kind)
         if "base_url" in changes:
             changes["base_url"] = check_outbound_url(changes["base_url"], local_mode=self._local_mode).rstrip("/")
         if webhook_secret:
@@ -227,6 +245,9 @@ class CatalogService:
         if admin_token:
             self._secrets.put(provider_secret_name(self._secrets, provider_id, "admin-token"), admin_token)
             changes["admin_token_hint"] = secret_hint(admin_token)
+        if verify_token:
+            self._secrets.put(provider_secret_name(self._secrets, provider_id, "verify-token"), verify_token)
+            changes["verify_token_hint"] = secret_hint(verify_token)
         updated = current.model_copy(update=changes)
         self._repository.save_provider(updated)
         self._audit.record(principal, "provider.updated", provider_id, before=current, after=updated)
@@ -235,7 +256,7 @@ class CatalogService:
     def delete_provider(self, principal: Principal, provider_id: str) -> None:
         current = self._repository.get_provider(principal.tenant, provider_id)
         self._repository.delete_provider(principal.tenant, provider_id)
-        for which in ("webhook-secret", "admin-token"):
+        for which in ("webhook-secret", "admin-token", "verify-token"):
             self._secrets.delete(provider_secret_name(self._secrets, provider_id, which))
         self._audit.record(principal, "provider.deleted", provider_id, before=current)
 

@@ -8,8 +8,10 @@ else a round-robin ticket) orders the numbers; inside a number its routes are tr
 - `ProviderDisconnected`, `ProviderRejected`, a misconfigured route: next instance, then next
   number, each skip in the trace;
 - `ProviderTimeout`, `ProviderUnavailable`: `RetryLater` (the job goes back to SQS with backoff).
-  A timeout is ambiguous, so the retry goes to the same instance first with the same
-  idempotency key (the message id); on the last attempt the message ends FAILED;
+  A timeout is ambiguous (the message may have left): where the kind is `retry_safe` the retry
+  goes to the same instance first with the same message id; where it is not, the message ends
+  FAILED `ambiguous_outcome` rather than risk a second copy, unless the key asked for
+  at-least-once delivery. On the last attempt the message ends FAILED;
 - nothing could send: FAILED `no_number_available` (or the provider's refusal code).
 
 The outcome is one conditional write (SENT with affinity and receipt index, or FAILED); then a
@@ -51,11 +53,13 @@ from switchboard.messages.domain import (
 from switchboard.messages.ports import Messages
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig, plan_numbers
 from switchboard.providers.base import ProviderClient, ProviderTarget
+from switchboard.providers.kinds import spec_for
 
 NO_NUMBER = "no_number_available"
 # Longer than one invocation (30 s), shorter than SendQueue's visibility (180 s): a crashed
 # worker's message is claimable again by the time SQS redelivers it.
 INTERNAL_ERROR = "internal_error"
+AMBIGUOUS_OUTCOME = "ambiguous_outcome"
 LEASE_SECONDS = 60
 
 
@@ -149,6 +153,8 @@ class SendingService:
                     continue
                 except ProviderError as exc:  # timeout or unavailable: transient
                     events.append(_skip("send.attempt.failed", number, route, exc.code))
+                    if isinstance(exc, ProviderTimeout) and not _may_resend(route, config):
+                        return self._fail(message, config, AMBIGUOUS_OUTCOME, events)
                     pending = _pending(number, route) if isinstance(exc, ProviderTimeout) else message.pending
                     return self._retry(
                         message, config=config, code=exc.code, events=events, pending=pending, attempt=attempt
@@ -275,6 +281,10 @@ class SendingService:
             self._notifier.message_changed(message, config.webhook_url)
         except Exception:  # the client webhook must never fail or block the send
             logger.exception("client webhook not queued", extra={"message_id": message.id})
+
+
+def _may_resend(route: Route, config: SendingConfig) -> bool:
+    return spec_for(route.kind).retry_safe or config.at_least_once
 
 
 def _pending_first(numbers: list[NumberRoutes], message: Message, events: list[TraceEvent]) -> list[NumberRoutes]:

@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field
 from switchboard.catalog.domain import MAX_POOL_SIZE, Instance, new_id, utcnow
 from switchboard.core.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 from switchboard.core.model import Model
+from switchboard.providers.kinds import ProviderKind
 
 SelectionMode = Literal["default", "pool"]
 
@@ -77,7 +78,7 @@ class Route(Model):
     model_config = ConfigDict(frozen=True)
 
     provider_id: str
-    kind: Literal["wuzapi", "evolution", "meta"]
+    kind: ProviderKind
     base_url: str
     provider_instance_id: str
     instance: str | None = None  # None: the provider's admin token is the credential (Meta Cloud)
@@ -107,6 +108,7 @@ class SendingConfig(Model):
     api_key_id: str
     mode: SelectionMode
     webhook_url: str | None = None
+    at_least_once: bool = False  # resend after an ambiguous timeout even where a copy may result
     default: NumberRoutes | None = None
     pool: tuple[NumberRoutes, ...] = ()
 

@@ -18,6 +18,7 @@ from switchboard.catalog.domain import ApiKey, Instance, Number, Principal, Prov
 from switchboard.core.errors import NotFound, PoolChanged
 from switchboard.core.model import Model
 from switchboard.pool.domain import NumberRoutes, Pool, PoolEntry, Route, SelectionMode, SendingConfig
+from switchboard.providers.kinds import spec_for
 
 SAVE_ATTEMPTS = 3
 
@@ -52,17 +53,17 @@ class PoolMember(Model):
 def routes_of(number: Number, instances: list[Instance], providers: dict[str, Provider]) -> tuple[Route, ...]:
     """How `number` can send now, in order: provider priority, then instance priority, then name.
 
-    A Meta Cloud number needs no session: its Meta instances (any state) are its routes, else
-    the tenant's Meta providers with their admin token. Other numbers use their connected
-    `messages` instances.
+    A number of a cloud kind (`always_connected`, e.g. the Meta Cloud API) needs no session: its
+    instances of that kind (any state) are its routes, else the tenant's providers of that kind
+    with their admin token. Other numbers use their connected `messages` instances.
     """
     ranked: list[tuple[int, int, str, Route]] = []
     for instance in instances:
         provider = providers.get(instance.provider_id)
         if provider is None or instance.kind != "messages":
             continue
-        is_meta = provider.kind == "meta"
-        if (number.meta_phone_id is not None) != is_meta or not (is_meta or instance.connected):
+        is_cloud = spec_for(provider.kind).always_connected
+        if (number.meta_phone_id is not None) != is_cloud or not (is_cloud or instance.connected):
             continue
         route = Route(
             provider_id=provider.id,
@@ -76,10 +77,10 @@ def routes_of(number: Number, instances: list[Instance], providers: dict[str, Pr
         ranked.append((provider.priority, instance.priority, instance.name, route))
     if number.meta_phone_id and not ranked:
         for provider in providers.values():
-            if provider.kind == "meta" and provider.admin_token_hint:
+            if spec_for(provider.kind).always_connected and provider.admin_token_hint:
                 route = Route(
                     provider_id=provider.id,
-                    kind="meta",
+                    kind=provider.kind,
                     base_url=provider.base_url,
                     provider_instance_id=number.meta_phone_id,
                     meta_phone_id=number.meta_phone_id,

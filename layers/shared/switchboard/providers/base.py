@@ -14,11 +14,15 @@ subclasses of `switchboard.core.errors`:
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field
 
 from switchboard.core.model import Model
+from switchboard.providers.kinds import ProviderKind
+
+if TYPE_CHECKING:
+    import httpx
 
 CallState = Literal["ringing", "connecting", "active", "ended"]
 
@@ -28,7 +32,7 @@ class ProviderTarget(Model):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["wuzapi", "evolution", "meta"]
+    kind: ProviderKind
     base_url: str
     provider_instance_id: str
     instance_token: str | None = Field(default=None, repr=False)
@@ -114,3 +118,83 @@ class ProviderClient(Protocol):
     def hangup(self, target: ProviderTarget, call_id: str) -> None: ...
 
     def stop_video(self, target: ProviderTarget, call_id: str) -> None: ...
+
+
+# --- incoming webhooks ----------------------------------------------------------------------
+
+EventName = Literal["message", "receipt", "connection", "call", "call_settings"]
+
+
+class WebhookRequest(Model):
+    """One delivery to `/webhooks/{provider_id}`, as received (headers lower-cased)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    headers: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, str] = Field(default_factory=dict)
+    body: bytes = b""
+
+
+class InboundEvent(Model):
+    """One provider event, mapped to our domain: what the ingest deduplicates, stores and applies.
+
+    `data` has one shape per `name`, whatever the provider:
+    - message: `{"id", "from" (digits), "text", "timestamp" (ISO 8601, optional)}`;
+    - receipt: `{"id" (the provider's message id), "status": delivered|read|failed, "errors"?: [...]}`;
+    - connection: `{"connected": bool, "reason"?: str}`;
+    - call, call_settings: the calls-capable server's own `data`.
+    An event that cannot be mapped (media, reactions, groups, unknown events) has `ignored` set to
+    the reason: it is acknowledged and recorded, never applied.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1, max_length=64)
+    binding: str = Field(min_length=1, max_length=128)  # the instance on the provider's side
+    binding_field: Literal["provider_instance_id", "meta_phone_id"] = "provider_instance_id"
+    event_id: str = Field(min_length=1, max_length=256)  # deduplicates redeliveries on this instance
+    seq: int | None = Field(default=None, ge=0, lt=2**63)  # order of the provider's events, when it has one
+    data: dict[str, Any] = Field(default_factory=dict)
+    instance: dict[str, Any] | None = None  # the calls-capable server's top-level `instance` summary
+    ignored: str | None = None
+
+
+class Credentials(Protocol):
+    """The secrets a kind may check a delivery against, read only when asked for.
+
+    `fresh` re-reads them from the secret store (after a rotation); the ingest asks for it at
+    most once per provider every few seconds.
+    """
+
+    def webhook_secret(self) -> str | None: ...
+
+    def verify_token(self) -> str | None: ...
+
+    def instance_token(self, binding: str) -> str | None: ...
+
+
+class ProviderKindSpec(Protocol):
+    """Everything switchboard knows about one provider kind (`switchboard.providers.kinds`)."""
+
+    name: ProviderKind
+    # A number served by this kind is reachable without a connected instance of ours (a cloud API).
+    always_connected: bool
+    # A send whose answer was lost can be sent again without a second message reaching the
+    # recipient (the kind takes our message id as the WhatsApp message id).
+    retry_safe: bool
+
+    def client(
+        self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
+    ) -> ProviderClient: ...
+
+    def authenticate(self, request: WebhookRequest, credentials: Credentials, now: float) -> None:
+        """Raise `Unauthenticated` (always the same one) unless the delivery is authentic."""
+        ...
+
+    def events(self, request: WebhookRequest) -> list[InboundEvent]:
+        """The delivery's events; raises `InvalidInput` when the body is not this kind's format."""
+        ...
+
+    def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
+        """The answer to a subscription check (`GET /webhooks/{id}`); raises `Forbidden` otherwise."""
+        ...

@@ -1,28 +1,76 @@
-"""`ProviderClient` for Evolution API v2: text messages and connection state only.
+"""Evolution API v2: its client (text messages and connection state) and its webhooks (`KIND`).
 
-`POST /message/sendText/{instance}` and `GET /instance/connectionState/{instance}`, header
-`apikey` (the instance token, else the server's global key). Evolution has no idempotency key:
-after a `ProviderTimeout` a retry may send twice. Calls, call settings and webhook subscriptions
-raise `UnsupportedByProvider`; `capabilities` announces none without a request.
+Outbound: `POST /message/sendText/{instance}` and `GET /instance/connectionState/{instance}`,
+header `apikey` (the instance token, else the server's global key). Evolution has no send
+idempotency key: after a `ProviderTimeout` a retry may send the message twice. Calls, call
+settings and webhook subscriptions raise `UnsupportedByProvider`; `capabilities` announces none
+without a request.
+
+Errors: every error body is `{status, error, response: {message}}` where `message` is an array,
+a nested array or a string; none of its text reaches our errors, only a short code:
+
+- 400 with `[{"exists": false, ...}]`: `ProviderRejected` (`not_on_whatsapp`);
+- on send, 400 or 500 whose only message is "Connection Closed": `ProviderDisconnected` (the
+  instance's WhatsApp session is down: another instance may send it);
+- other 400, 401/403, 404 (unknown instance, answered before the key is checked): `ProviderRejected`;
+- other 5xx and 429: `ProviderUnavailable`; timeouts: `ProviderTimeout` (outcome unknown).
+
+Incoming webhooks, body `{event, instance, data, destination, date_time, sender, server_url, apikey}`:
+
+- authentic when `Authorization: Bearer <JWT>` is an HS256 token signed with the provider's
+  webhook secret (the webhook's `jwt_key` header on Evolution's side) and not expired, or when
+  the body's `apikey` is the token of the instance it names (sent only when the server exposes
+  instance tokens; the global webhook authenticates only this way). The JWT covers no part of the
+  body: it proves the sender holds the secret, within its 10 minutes, and can be replayed in them;
+- `instance` (the instance's name on that server) binds to our instance's `providerInstanceId`;
+- `messages.upsert` -> message, `messages.update` -> receipt, `connection.update` -> connection;
+  anything else is returned as ignored. `date_time` is the server's local time labelled UTC and is
+  never used; times come from `data.messageTimestamp` (unix seconds).
 """
 
 from __future__ import annotations
 
-import httpx
-from pydantic import ConfigDict, Field, StrictStr
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
 
-from switchboard.core.errors import InvalidInput
+import httpx
+from pydantic import ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from switchboard.core.errors import (
+    Forbidden,
+    InvalidInput,
+    ProviderDisconnected,
+    ProviderError,
+    ProviderRejected,
+)
 from switchboard.core.model import Model
+from switchboard.providers import envelope
 from switchboard.providers.base import (
+    Credentials,
+    InboundEvent,
     InstanceStatus,
+    ProviderClient,
+    ProviderKindSpec,
     ProviderTarget,
     SentMessage,
+    WebhookRequest,
 )
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
+from switchboard.providers.kinds import ProviderKind
 from switchboard.providers.messaging_only import MessagingOnly
 
 SEND_ROUTE = "/message/sendText/{instance}"
 STATE_ROUTE = "/instance/connectionState/{instance}"
+
+
+# --- outbound ------------------------------------------------------------------------------
 
 
 class _Answer(Model):
@@ -30,19 +78,25 @@ class _Answer(Model):
 
 
 class _MessageKey(_Answer):
-    id: StrictStr = Field(min_length=1)
+    id: StrictStr = Field(min_length=1, max_length=128)
 
 
 class _SendAnswer(_Answer):
+    """201: the stored message; `status` there is the message's (`PENDING`), not the HTTP one."""
+
     key: _MessageKey
 
 
 class _ConnectionState(_Answer):
-    state: StrictStr  # "open", "connecting" or "close"
+    # "open", "connecting" or "close"; absent when the instance exists but is not loaded.
+    state: StrictStr | None = None
 
 
 class _StateAnswer(_Answer):
     instance: _ConnectionState
+
+
+_CONNECTION_CLOSED = frozenset({"Connection Closed", "Error: Connection Closed"})
 
 
 class EvolutionClient(MessagingOnly):
@@ -62,6 +116,11 @@ class EvolutionClient(MessagingOnly):
         self._http.close()
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        """Send one text. `idempotency_key` cannot be passed on: Evolution has no such header.
+
+        The answer's `key.id` is the WhatsApp message id that receipts (`messages.update`
+        `data.keyId`) refer to.
+        """
         path = f"/message/sendText/{path_segment(target.provider_instance_id)}"
         response = self._http.request(
             "POST",
@@ -71,13 +130,21 @@ class EvolutionClient(MessagingOnly):
             headers=self._headers(target),
             body={"number": phone, "text": body},
         )
-        answer = self._http.answer(response, _SendAnswer, self._http.label("POST", SEND_ROUTE))
+        label = self._http.label("POST", SEND_ROUTE)
+        if not response.is_success:
+            raise _error_for(response, label, sending=True)
+        answer = self._http.answer(response, _SendAnswer, label)
         return SentMessage(provider_message_id=answer.key.id)
 
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
+        """Connected only when the state is `open`; `close`, `connecting` and a missing state
+        (the instance is stored but not loaded on the server) are not connected."""
         path = f"/instance/connectionState/{path_segment(target.provider_instance_id)}"
         response = self._http.request("GET", target.base_url, path, route=STATE_ROUTE, headers=self._headers(target))
-        answer = self._http.answer(response, _StateAnswer, self._http.label("GET", STATE_ROUTE))
+        label = self._http.label("GET", STATE_ROUTE)
+        if not response.is_success:
+            raise _error_for(response, label)
+        answer = self._http.answer(response, _StateAnswer, label)
         return InstanceStatus(connected=answer.instance.state == "open", kind="messages")
 
     @staticmethod
@@ -86,3 +153,383 @@ class EvolutionClient(MessagingOnly):
         if not key:
             raise InvalidInput("the target has no Evolution API key")
         return {"apikey": key}
+
+
+def _error_for(response: httpx.Response, label: str, *, sending: bool = False) -> ProviderError:
+    """The error of a non-2xx answer. The provider's text is only matched, never copied."""
+    status = response.status_code
+    messages = _error_messages(response)
+    if (
+        sending
+        and status in (400, 500)
+        and messages
+        and all(isinstance(m, str) and m in _CONNECTION_CLOSED for m in messages)
+    ):
+        return ProviderDisconnected(
+            f"{label}: the instance is not connected ({status})", status=status, provider_code="connection_closed"
+        )
+    if status == 400 and any(isinstance(m, dict) and m.get("exists") is False for m in messages):
+        return ProviderRejected(
+            f"{label}: the number is not on WhatsApp (400)", status=status, provider_code="not_on_whatsapp"
+        )
+    if status == 404:
+        return ProviderRejected(f"{label}: unknown instance (404)", status=status, provider_code="instance_not_found")
+    return ProviderHttp.error_for(response, label)
+
+
+def _error_messages(response: httpx.Response) -> list[Any]:
+    """`response.message` of an error body, flattened one level deep (strings, objects)."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return []
+    inner = payload.get("response") if isinstance(payload, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else None
+    if not isinstance(message, list):
+        return [message] if isinstance(message, str | dict) else []
+    flat: list[Any] = []
+    for item in message:
+        flat.extend(item if isinstance(item, list) else [item])
+    return flat
+
+
+# --- webhook authentication -----------------------------------------------------------------
+
+JWT_LEEWAY_SECONDS = 30
+MAX_TOKEN_CHARS = 4096
+MAX_NAME_CHARS = 128
+_JWT = re.compile(r"([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)")
+
+
+def _b64url_encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _json_segment(segment: str) -> dict[str, Any] | None:
+    """A base64url (unpadded) JSON object, or None."""
+    if len(segment) % 4 == 1:
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _numeric_date(value: object) -> float | None:
+    """A JWT NumericDate (seconds, a JSON number) within a sane range, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, int) and abs(value) > 2**53:  # float() of a huge int would overflow
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def verify_jwt(token: str, secret: str, now: float) -> bool:
+    """True for an HS256 JWT signed with `secret`, unexpired (30 s leeway), with Evolution's claims.
+
+    Strict: the header's `alg` must be exactly `HS256` (so `none` and every other algorithm are
+    refused), `typ` if present `JWT`, no `crit`; the signature is compared in constant time
+    before the claims are read; `exp` is required; `nbf` if present is honoured; `app` must be
+    `evolution` and `action` `webhook`, the only claims Evolution signs besides `iat` and `exp`.
+    """
+    if not secret or len(token) > MAX_TOKEN_CHARS:
+        return False
+    match = _JWT.fullmatch(token)
+    if match is None:
+        return False
+    header_segment, claims_segment, signature_segment = match.groups()
+    header = _json_segment(header_segment)
+    if header is None or header.get("alg") != "HS256" or header.get("typ", "JWT") != "JWT" or "crit" in header:
+        return False
+    signed = f"{header_segment}.{claims_segment}".encode("ascii")
+    expected = _b64url_encode(hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).digest())
+    if not hmac.compare_digest(expected.encode("ascii"), signature_segment.encode("ascii")):
+        return False
+    claims = _json_segment(claims_segment)
+    if claims is None:
+        return False
+    expires = _numeric_date(claims.get("exp"))
+    if expires is None or now > expires + JWT_LEEWAY_SECONDS:
+        return False
+    if "nbf" in claims:
+        not_before = _numeric_date(claims["nbf"])
+        if not_before is None or now + JWT_LEEWAY_SECONDS < not_before:
+            return False
+    return claims.get("app") == "evolution" and claims.get("action") == "webhook"
+
+
+def _bearer(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _json_body(body: bytes) -> object:
+    """The parsed body, or None when it is not JSON or holds a lone surrogate escape (`\\ud800`),
+    which no later UTF-8 encoding would survive; never an exception."""
+    try:
+        payload = json.loads(body)
+        if b"\\ud" in body or b"\\uD" in body:
+            json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError):  # UnicodeError is a ValueError
+        return None
+    return payload
+
+
+def _apikey_matches(body: bytes, credentials: Credentials) -> bool:
+    """The body's `apikey` equals the token of the instance named in `instance`."""
+    payload = _json_body(body)
+    if not isinstance(payload, dict):
+        return False
+    instance, apikey = payload.get("instance"), payload.get("apikey")
+    if not isinstance(instance, str) or not 0 < len(instance) <= MAX_NAME_CHARS:
+        return False
+    if not isinstance(apikey, str) or not apikey:
+        return False
+    expected = credentials.instance_token(instance)
+    if not expected:
+        return False
+    return hmac.compare_digest(apikey.encode("utf-8"), expected.encode("utf-8"))
+
+
+# --- webhook events -------------------------------------------------------------------------
+
+
+class _Delivery(Model):
+    """The envelope Evolution posts for every event (`data` is checked per event)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    event: StrictStr = Field(min_length=1, max_length=64)
+    instance: StrictStr = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    data: Any = None
+
+
+class _UpsertKey(Model):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    id: StrictStr = Field(min_length=1, max_length=128)
+    remote_jid: StrictStr | None = Field(default=None, alias="remoteJid")
+    remote_jid_alt: StrictStr | None = Field(default=None, alias="remoteJidAlt")
+    from_me: StrictBool | None = Field(default=None, alias="fromMe")
+
+
+class _Upsert(Model):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    key: _UpsertKey
+    message: dict[str, Any] | None = None
+    message_type: StrictStr | None = Field(default=None, alias="messageType")
+    message_timestamp: Any = Field(default=None, alias="messageTimestamp")
+
+
+class _Update(Model):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    key_id: StrictStr = Field(min_length=1, max_length=128, alias="keyId")
+    from_me: StrictBool | None = Field(default=None, alias="fromMe")
+    status: StrictStr | None = None
+
+
+class _Connection(Model):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    state: StrictStr | None = None
+    status_reason: Any = Field(default=None, alias="statusReason")
+
+
+RECEIPT_STATUS = {"DELIVERY_ACK": "delivered", "READ": "read", "PLAYED": "read", "ERROR": "failed"}
+CLOSE_REASONS = {401: "logged out", 403: "forbidden"}
+_PHONE_JID = "@s.whatsapp.net"
+_PHONE = re.compile(r"[0-9]{5,20}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_MAX_SECONDS = 2**63 // 1000 - 1
+
+
+def _canonical_event(name: str) -> str:
+    """`messages.upsert`; also accepts `MESSAGES_UPSERT` and `messages-upsert`."""
+    return name.strip().lower().replace("_", ".").replace("-", ".")
+
+
+def _safe(value: str, limit: int = 48) -> str:
+    """A provider-chosen name made safe for a short reason."""
+    return _UNSAFE.sub("", value)[:limit] or "unknown"
+
+
+def _body_digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()[:32]
+
+
+def _phone(jid: str | None) -> str | None:
+    """Digits of a phone-number JID (`5511...@s.whatsapp.net`, device suffix dropped), else None."""
+    if not jid or not jid.endswith(_PHONE_JID):
+        return None
+    user = jid[: -len(_PHONE_JID)].split(":", 1)[0]
+    return user if _PHONE.fullmatch(user) else None
+
+
+def _seconds(value: object) -> int | None:
+    """Unix seconds from a number, a digit string or a protobuf Long `{low, high}`; else None."""
+    if isinstance(value, str):
+        value = int(value) if value.isascii() and value.isdigit() and len(value) <= 19 else None
+    elif isinstance(value, dict):
+        low, high = value.get("low"), value.get("high")
+        value = (high << 32) | (low & 0xFFFFFFFF) if type(low) is int and type(high) is int else None
+    elif isinstance(value, float):
+        value = int(value) if math.isfinite(value) else None
+    if type(value) is not int or not 0 < value <= _MAX_SECONDS:
+        return None
+    return value
+
+
+def _text(message: dict[str, Any] | None) -> str | None:
+    """The text of a text message: `conversation`, else `extendedTextMessage.text` (also inside
+    an `ephemeralMessage` wrapper)."""
+    if not isinstance(message, dict):
+        return None
+    wrapped = message.get("ephemeralMessage")
+    if isinstance(wrapped, dict) and isinstance(wrapped.get("message"), dict):
+        message = wrapped["message"]
+    conversation = message.get("conversation")
+    if isinstance(conversation, str) and conversation:
+        return conversation
+    extended = message.get("extendedTextMessage")
+    text = extended.get("text") if isinstance(extended, dict) else None
+    return text if isinstance(text, str) and text else None
+
+
+def _invalid(what: str) -> InvalidInput:
+    return InvalidInput(f"the Evolution API {what} is not in the expected format", code="invalid_envelope")
+
+
+def _message_event(instance: str, data: object) -> InboundEvent:
+    try:
+        upsert = _Upsert.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid("messages.upsert data") from exc
+    key = upsert.key
+    seconds = _seconds(upsert.message_timestamp)
+    seq = seconds * 1000 if seconds is not None else None
+
+    def ignored(reason: str) -> InboundEvent:
+        return InboundEvent(
+            name="message", binding=instance, event_id=key.id, seq=seq, data={"id": key.id}, ignored=reason
+        )
+
+    jid = key.remote_jid or ""
+    if key.from_me:
+        return ignored("sent from the phone or the API")
+    if jid.endswith("@g.us"):
+        return ignored("group message")
+    if jid.endswith("@broadcast"):
+        return ignored("broadcast message")
+    if jid.endswith("@newsletter"):
+        return ignored("newsletter message")
+    text = _text(upsert.message)
+    if text is None:
+        return ignored(f"{_safe(upsert.message_type or 'unknown')} message")
+    sender = _phone(jid) or _phone(key.remote_jid_alt)
+    if sender is None:
+        return ignored("sender phone number unknown")
+    data_out: dict[str, Any] = {"id": key.id, "from": sender, "text": text}
+    if seconds is not None:
+        data_out["timestamp"] = datetime.fromtimestamp(seconds, UTC).isoformat()
+    return InboundEvent(name="message", binding=instance, event_id=key.id, seq=seq, data=data_out)
+
+
+def _receipt_event(instance: str, data: object) -> InboundEvent:
+    try:
+        update = _Update.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid("messages.update data") from exc
+    raw = _safe(update.status or "none", 32)
+    event_id = f"{update.key_id}:{raw}"
+    status = RECEIPT_STATUS.get(update.status or "")
+    reason = None
+    if update.from_me is False:
+        reason = "receipt of a received message"
+    elif status is None:
+        reason = f"status {raw}"
+    if reason is not None:
+        return InboundEvent(
+            name="receipt", binding=instance, event_id=event_id, data={"id": update.key_id}, ignored=reason
+        )
+    return InboundEvent(
+        name="receipt", binding=instance, event_id=event_id, data={"id": update.key_id, "status": status}
+    )
+
+
+def _connection_event(instance: str, data: object, body: bytes) -> InboundEvent:
+    try:
+        connection = _Connection.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid("connection.update data") from exc
+    event_id = _body_digest(body)
+    state = connection.state
+    code = connection.status_reason if type(connection.status_reason) is int else None
+    if state == "open":
+        return InboundEvent(name="connection", binding=instance, event_id=event_id, data={"connected": True})
+    if state in ("close", "refused"):
+        reason = "qr code limit reached" if state == "refused" else CLOSE_REASONS.get(code or 0, "closed")
+        if code is not None:
+            reason = f"{reason} ({code})"
+        return InboundEvent(
+            name="connection", binding=instance, event_id=event_id, data={"connected": False, "reason": reason}
+        )
+    reason = "connecting" if state == "connecting" else f"state {_safe(state or 'none', 32)}"
+    return InboundEvent(name="connection", binding=instance, event_id=event_id, ignored=reason)
+
+
+def parse_events(body: bytes) -> list[InboundEvent]:
+    """The one event of an Evolution delivery, mapped (or returned ignored with its reason)."""
+    payload = _json_body(body)
+    try:
+        delivery = _Delivery.model_validate(payload)
+    except ValidationError as exc:
+        raise _invalid("webhook body") from exc
+    name = _canonical_event(delivery.event)
+    if name == "messages.upsert":
+        return [_message_event(delivery.instance, delivery.data)]
+    if name == "messages.update":
+        return [_receipt_event(delivery.instance, delivery.data)]
+    if name == "connection.update":
+        return [_connection_event(delivery.instance, delivery.data, body)]
+    return [
+        InboundEvent(
+            name=_safe(name, 64),
+            binding=delivery.instance,
+            event_id=_body_digest(body),
+            ignored=f"unsupported event {_safe(name, 64)}",
+        )
+    ]
+
+
+class EvolutionKind:
+    name: ProviderKind = "evolution"
+    retry_safe = False
+    always_connected = False
+
+    def client(
+        self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
+    ) -> ProviderClient:
+        return EvolutionClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
+
+    def authenticate(self, request: WebhookRequest, credentials: Credentials, now: float) -> None:
+        """A valid bearer JWT (the provider's webhook secret), else the body's instance apikey."""
+        token = _bearer(request.headers.get("authorization"))
+        if token is not None and verify_jwt(token, credentials.webhook_secret() or "", now):
+            return
+        if _apikey_matches(request.body, credentials):
+            return
+        raise envelope.refused()
+
+    def events(self, request: WebhookRequest) -> list[InboundEvent]:
+        return parse_events(request.body)
+
+    def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
+        raise Forbidden("this provider kind has no subscription check", code="not_supported")
+
+
+KIND: ProviderKindSpec = EvolutionKind()

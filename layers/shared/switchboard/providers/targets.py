@@ -7,15 +7,14 @@ container); the target holds them and must never be logged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Protocol
 
 from switchboard.catalog.domain import Instance, Provider
 from switchboard.catalog.service import instance_token_name, provider_secret_name
 from switchboard.core.errors import NotFound
 from switchboard.core.ports import Secrets
 from switchboard.providers.base import ProviderClient, ProviderTarget
-
-ProviderKind = Literal["wuzapi", "evolution", "meta"]
+from switchboard.providers.kinds import ProviderKind
 
 
 class Providers(Protocol):

@@ -1,34 +1,59 @@
 """`ProviderClient` for wuzapi servers and their calls-capable variant; `devstack.simulator` speaks it.
 
-Wire contract, besides the HTTP error mapping of `_http`:
+A plain wuzapi (asternic/wuzapi) serves messages; the calls-capable server built on it adds
+`/v1/capabilities`, `/instance/status`, call settings, its own `GET/POST /webhook` shape, `/call/*`
+and signed envelope webhooks. Wire contract, besides the HTTP error mapping of `_http`:
 
 - instance routes send header `token`; `set_call_settings` uses the admin route
   `POST /v1/instances/{id}/call-settings` with `admintoken` only when the target has no instance token;
-- `409 {"error": "not_connected"}` (send or dial while the instance has no WhatsApp session)
-  -> `ProviderDisconnected`; `409 {"error": "line_busy"}` on dial -> `ProviderLineBusy`;
-- `send_text` passes its key as `Idempotency-Key`, but the server does not deduplicate sends: after a
-  `ProviderTimeout` a retry may deliver the message twice. Dials are deduplicated by the key.
+- wuzapi wraps answers as `{"code", "data", "success"}` or `{"code", "error", "success"}` and
+  reports state problems as 500 with a text `error`: `no session`, `... not connected`, `... device
+  JID` (not paired) -> `ProviderDisconnected`; `... timed out ...` on a send -> `ProviderTimeout`;
+- `409 {"error": "not_connected"}` (the calls-capable server, send or dial without a WhatsApp
+  session) -> `ProviderDisconnected`; `409 {"error": "line_busy"}` on dial -> `ProviderLineBusy`;
+- `send_text` passes its key as wuzapi's message `Id` (and as `Idempotency-Key`): a retry after a
+  `ProviderTimeout` sends the same WhatsApp message id again. Neither server refuses a reused id;
+  that the recipient keeps one message per id is WhatsApp's behaviour. Dials are deduplicated by
+  the key;
+- `instance_status` reads `/instance/status`; a server without that route (404, a plain wuzapi)
+  is read through `/session/status` (`connected && loggedIn`), remembered per base URL for a while;
+- `configure_webhook` / `read_webhook` manage a plain wuzapi's webhook and HMAC key;
 - `callsConfigVersion` is a 64-bit integer parsed without a float in between; absent stays None.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import httpx
-from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import AliasChoices, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
-from switchboard.core.errors import Conflict, InvalidInput, ProviderDisconnected, ProviderLineBusy
+from switchboard.core.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    ProviderDisconnected,
+    ProviderLineBusy,
+    ProviderTimeout,
+)
 from switchboard.core.model import Model
+from switchboard.providers import envelope, wuzapi_webhooks
 from switchboard.providers.base import (
     CallState,
     Capabilities,
+    Credentials,
     DialResult,
+    InboundEvent,
     InstanceStatus,
     ProviderCall,
+    ProviderClient,
+    ProviderKindSpec,
     ProviderTarget,
     SentMessage,
+    WebhookRequest,
     WebhookSubscription,
 )
 from switchboard.providers.http import (
@@ -37,8 +62,30 @@ from switchboard.providers.http import (
     error_code,
     path_segment,
 )
+from switchboard.providers.kinds import ProviderKind
 
 MAX_VERSION = 2**63 - 1
+PLAIN_SERVER_MEMO_SECONDS = 600.0
+MIN_HMAC_KEY_CHARS = 32
+
+# The events switchboard maps (`wuzapi_webhooks`). wuzapi posts receipts as `ReadReceipt`, so a
+# `Receipt` subscription never matches anything; `PushNameSetting` is posted as `Connected`.
+WEBHOOK_EVENTS = ("Message", "ReadReceipt", "Connected", "Disconnected", "LoggedOut")
+WEBHOOK_EVENT_NAMES = frozenset(
+    {
+        *WEBHOOK_EVENTS,
+        *("UndecryptableMessage", "MediaRetry", "GroupInfo", "JoinedGroup", "Picture", "BlocklistChange"),
+        *("Blocklist", "ConnectFailure", "KeepAliveRestored", "KeepAliveTimeout", "QRTimeout", "ClientOutdated"),
+        *("TemporaryBan", "StreamError", "StreamReplaced", "PairSuccess", "PairError", "QR", "PrivacySettings"),
+        *("QRScannedWithoutMultidevice", "UserAbout", "AppState", "AppStateSyncComplete", "HistorySync"),
+        *("OfflineSyncCompleted", "OfflineSyncPreview", "CallOffer", "CallAccept", "CallTerminate"),
+        *("CallOfferNotice", "CallRelayLatency", "Presence", "ChatPresence", "IdentityChange", "CATRefreshError"),
+        *("NewsletterJoin", "NewsletterLeave", "NewsletterMuteChange", "NewsletterLiveUpdate", "FBMessage", "All"),
+    }
+)
+# Lower-cased fragments of wuzapi's 500 `error` texts (whatsmeow errors, possibly wrapped).
+_NO_SESSION = ("no session", "not connected", "not logged in", "device jid")
+_TIMED_OUT = ("timed out", "deadline exceeded")
 
 
 class _Answer(Model):
@@ -126,8 +173,41 @@ class _DialAnswer(_Answer):
     call_id: StrictStr = Field(min_length=1)
 
 
-class _SentAnswer(_Answer):
-    id: StrictStr = Field(min_length=1)
+class _Plain(Model):
+    """A plain wuzapi answer: Go field names, read as they are."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class _SentData(_Plain):
+    id: StrictStr = Field(alias="Id", min_length=1)
+
+
+class _SentAnswer(_Plain):
+    """wuzapi's `{"code", "data": {"Details", "Id", "Timestamp"}, "success"}`, or the calls-capable `{"id"}`."""
+
+    data: _SentData | None = None
+    id: StrictStr | None = Field(default=None, min_length=1)
+
+
+class _Session(_Plain):
+    """`/session/status` data; it also echoes the user's token, which is never read."""
+
+    connected: StrictBool = Field(validation_alias=AliasChoices("connected", "Connected"))
+    logged_in: StrictBool = Field(validation_alias=AliasChoices("loggedIn", "LoggedIn"))
+
+
+class _SessionAnswer(_Plain):
+    data: _Session
+
+
+class _PlainWebhook(_Plain):
+    webhook: StrictStr = ""
+    subscribe: list[StrictStr] | None = None
+
+
+class _PlainWebhookAnswer(_Plain):
+    data: _PlainWebhook
 
 
 class WuzapiClient:
@@ -141,6 +221,7 @@ class WuzapiClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._http = ProviderHttp("wuzapi", local_mode=local_mode, read_timeout=read_timeout, transport=transport)
+        self._plain_until: dict[str, float] = {}  # base URL -> until when it is known to lack /instance/status
 
     def close(self) -> None:
         self._http.close()
@@ -148,15 +229,26 @@ class WuzapiClient:
     # --- messages ----------------------------------------------------------------------------
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        """Send under the message id `idempotency_key`; after a `ProviderTimeout` retry with the same key."""
+        label = self._http.label("POST", "/chat/send/text")
         response = self._call(
             target,
             "POST",
             "/chat/send/text",
-            body={"phone": phone, "body": body},
+            body={"Phone": phone, "Body": body, "Id": idempotency_key},
             idempotency_key=idempotency_key,
         )
-        answer = self._http.answer(response, _SentAnswer, self._http.label("POST", "/chat/send/text"))
-        return SentMessage(provider_message_id=answer.id)
+        if (status := response.status_code) >= 500:
+            text = _error_text(response)
+            if any(fragment in text for fragment in _NO_SESSION):
+                raise ProviderDisconnected(f"{label}: the instance has no WhatsApp session", status=status)
+            if any(fragment in text for fragment in _TIMED_OUT):
+                raise ProviderTimeout(f"{label}: WhatsApp did not confirm the send in time, the outcome is unknown")
+        answer = self._http.answer(response, _SentAnswer, label)
+        message_id = answer.data.id if answer.data is not None else answer.id
+        if message_id is None:
+            raise ProviderTimeout(f"{label}: the answer has no message id, the outcome is unknown")
+        return SentMessage(provider_message_id=message_id)
 
     # --- instance and call settings ----------------------------------------------------------
 
@@ -174,10 +266,32 @@ class WuzapiClient:
         )
 
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
+        """`/instance/status`, or `/session/status` on a server without it (a plain wuzapi)."""
+        if self._plain_until.get(target.base_url, 0.0) > time.monotonic():
+            status = self._session_status(target)
+            if status is not None:
+                return status
+            self._plain_until.pop(target.base_url, None)
         response = self._call(target, "GET", "/instance/status")
+        if response.status_code == 404:
+            status = self._session_status(target)
+            if status is None:
+                raise self._http.error_for(response, self._http.label("GET", "/instance/status"))
+            if len(self._plain_until) >= 256:
+                self._plain_until.clear()
+            self._plain_until[target.base_url] = time.monotonic() + PLAIN_SERVER_MEMO_SECONDS
+            return status
         return self._http.answer(
             response, _InstanceAnswer, self._http.label("GET", "/instance/status")
         ).instance.status()
+
+    def _session_status(self, target: ProviderTarget) -> InstanceStatus | None:
+        """Connected and usable is `connected && loggedIn`; None when the server has no such route."""
+        response = self._call(target, "GET", "/session/status")
+        if response.status_code == 404:
+            return None
+        session = self._http.answer(response, _SessionAnswer, self._http.label("GET", "/session/status")).data
+        return InstanceStatus(connected=session.connected and session.logged_in)
 
     def set_call_settings(self, target: ProviderTarget, calls_max_concurrent: int) -> InstanceStatus:
         """Save the limit; the answer is the canonical (limit, version) snapshot.
@@ -219,6 +333,49 @@ class WuzapiClient:
         response = self._call(target, "POST", "/webhook", body={"events": events})
         answer = self._http.answer(response, _WebhookAnswer, self._http.label("POST", "/webhook"))
         return WebhookSubscription(**answer.model_dump(), exists=True)
+
+    # --- a plain wuzapi's webhook -------------------------------------------------------------
+
+    def configure_webhook(
+        self, target: ProviderTarget, url: str, events: Sequence[str], hmac_key: str
+    ) -> WebhookSubscription:
+        """Set the user's HMAC key, then its webhook URL with the full event list.
+
+        The key goes first so no delivery leaves unsigned. `events` is always sent: a
+        `POST /webhook` without it empties the server's in-memory subscription and every delivery
+        stops. `POST /session/connect` and `/session/disconnect` overwrite the events, and after a
+        server restart the key may be missing from its cache (deliveries then come unsigned and
+        are refused): call this again after every connect.
+        """
+        events = list(events)
+        if not url:
+            raise InvalidInput("the webhook URL is empty")
+        if not events:
+            raise InvalidInput("wuzapi needs the full event list: without one its deliveries stop")
+        unknown = sorted(set(events) - WEBHOOK_EVENT_NAMES)
+        if unknown:
+            raise InvalidInput(f"not wuzapi webhook events: {', '.join(unknown)}")
+        if len(hmac_key) < MIN_HMAC_KEY_CHARS:
+            raise InvalidInput(f"the webhook key needs at least {MIN_HMAC_KEY_CHARS} characters")
+        response = self._call(target, "POST", "/session/hmac/config", body={"hmac_key": hmac_key})
+        self._http.expect_success(response, self._http.label("POST", "/session/hmac/config"))
+        response = self._call(target, "POST", "/webhook", body={"webhookurl": url, "events": events})
+        answer = self._http.answer(response, _PlainWebhookAnswer, self._http.label("POST", "/webhook")).data
+        return WebhookSubscription(
+            url=answer.webhook or None, events=events, enabled=bool(answer.webhook), exists=bool(answer.webhook)
+        )
+
+    def read_webhook(self, target: ProviderTarget) -> WebhookSubscription:
+        """A plain wuzapi's `GET /webhook` (`{webhook, subscribe}`), as the server has it stored.
+
+        The server delivers from a cache that a `POST /webhook` without events or a
+        connect/disconnect may have changed since: this is not proof that deliveries flow.
+        """
+        response = self._call(target, "GET", "/webhook")
+        answer = self._http.answer(response, _PlainWebhookAnswer, self._http.label("GET", "/webhook")).data
+        events = [event for event in answer.subscribe or [] if event]
+        url = answer.webhook or None
+        return WebhookSubscription(url=url, events=events, enabled=bool(url and events), exists=url is not None)
 
     # --- calls -------------------------------------------------------------------------------
 
@@ -299,3 +456,48 @@ class WuzapiClient:
         if not target.admin_token:
             raise InvalidInput("the target has neither an instance nor an admin token")
         return {"admintoken": target.admin_token}
+
+
+def _error_text(response: httpx.Response) -> str:
+    """wuzapi's `error` text, lower-cased, to classify it; never copied into our messages."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return ""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    return error.lower() if isinstance(error, str) else ""
+
+
+class WuzapiKind:
+    """wuzapi, and the calls-capable server built on it (which announces calls in `/v1/capabilities`).
+
+    A delivery with `X-Webhook-Signature` is the calls-capable server's signed envelope; any other
+    is a plain wuzapi delivery (`wuzapi_webhooks`), signed with `X-Hmac-Signature`. Both are
+    checked against the provider's webhook secret (a plain wuzapi's `hmac_key`).
+    """
+
+    name: ProviderKind = "wuzapi"
+    retry_safe = True
+    always_connected = False
+
+    def client(
+        self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
+    ) -> ProviderClient:
+        return WuzapiClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
+
+    def authenticate(self, request: WebhookRequest, credentials: Credentials, now: float) -> None:
+        if envelope.is_envelope(request):
+            envelope.authenticate(request, credentials, now)
+            return
+        wuzapi_webhooks.authenticate(request, credentials)
+
+    def events(self, request: WebhookRequest) -> list[InboundEvent]:
+        if envelope.is_envelope(request):
+            return envelope.events(request)
+        return wuzapi_webhooks.events(request)
+
+    def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
+        raise Forbidden("this provider kind has no subscription check", code="not_supported")
+
+
+KIND: ProviderKindSpec = WuzapiKind()

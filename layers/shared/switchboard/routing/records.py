@@ -1,7 +1,5 @@
 """Records of the routing capability, shared by its services and their DynamoDB adapters.
 
-- `StoredEvent`: a provider webhook event the ingest accepted (signature and binding verified),
-  `pending` until every effect ran, then `applied`;
 - `OutboxEntry` / `Outcome`: a reply waiting for its instance, and what finally became of it;
 - `DailyUsage`: messages in and out of one instance on one day.
 """
@@ -9,27 +7,13 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from switchboard.core.model import Model
 
-EventStatus = Literal["pending", "applied"]
 OutboxStatus = Literal["PENDING", "SENDING", "SENT", "FAILED"]
 FinalStatus = Literal["SENT", "FAILED"]
 Direction = Literal["in", "out"]
-
-
-class StoredEvent(Model):
-    provider_id: str
-    provider_instance_id: str
-    instance_name: str
-    name: str
-    event_id: str
-    seq: int | None = None
-    data: dict[str, Any]
-    envelope_instance: dict[str, Any] | None = None
-    received_at: datetime
-    status: EventStatus = "pending"
 
 
 class OutboxEntry(Model):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Annotated
+from urllib.parse import quote, urlencode
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -17,8 +18,15 @@ from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput, Unauthenticated
 from switchboard.core.observability import metrics
+from switchboard.core.settings import get_settings
 from switchboard.routing.outbox import OutboxService
-from switchboard.routing.schemas import SECRET_HEADER, InstanceWebhookSecretView, OutgoingView, OutgoingWebhook
+from switchboard.routing.schemas import (
+    SECRET_HEADER,
+    TOKEN_PARAMETER,
+    InstanceWebhookSecretView,
+    OutgoingView,
+    OutgoingWebhook,
+)
 from switchboard.routing.wiring import outbox_service
 
 router = APIGatewayHttpRouter()
@@ -33,11 +41,15 @@ Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
     security=[],
 )
 def outgoing_webhook(outbox: Outbox, name: Annotated[InstanceName, Path()]) -> OutgoingView:
-    """The downstream's outgoing-message webhook (`message_created`), authenticated by the instance's
-    secret in the `X-Switchboard-Secret` header. Sent at once when the instance is connected, else
-    kept in its outbox (in order) until it reconnects or the validity runs out."""
+    """The downstream's outgoing-message webhook (Chatwoot's `message_created` from an API-channel
+    inbox), authenticated by the instance's secret: in the `X-Switchboard-Secret` header, or as
+    `?token=` (a Chatwoot inbox's webhook URL cannot carry a header; use the `webhookUrl` that
+    `webhook-secret` answers). Sent at once when the instance is connected, else kept in its
+    outbox (in order) until it reconnects or the validity runs out."""
+    event = router.current_event
+    presented = event.headers.get(SECRET_HEADER.lower()) or (event.query_string_parameters or {}).get(TOKEN_PARAMETER)
     try:
-        instance = outbox.authenticate(name, router.current_event.headers.get(SECRET_HEADER.lower()))
+        instance = outbox.authenticate(name, presented)
     except Unauthenticated:
         metrics.add_metric(name="RepliesRejected", unit=MetricUnit.Count, value=1)
         raise
@@ -63,7 +75,11 @@ def outgoing_webhook(outbox: Outbox, name: Annotated[InstanceName, Path()]) -> O
 def rotate_webhook_secret(
     outbox: Outbox, name: Annotated[InstanceName, Path()], principal: Admin
 ) -> InstanceWebhookSecretView:
-    """Generate the instance's outgoing webhook secret (the previous one stops working). Shown once."""
+    """Generate the instance's outgoing webhook secret (the previous one stops working). Shown once,
+    with `webhookUrl`: the URL to paste as the webhook of the instance's Chatwoot API-channel inbox."""
     created = outbox.new_webhook_secret(principal, name)
     metrics.add_metric(name="ReplySecretsRotated", unit=MetricUnit.Count, value=1)
-    return InstanceWebhookSecretView(secret=created.secret, hint=created.hint)
+    base = (get_settings().public_base_url or "").rstrip("/")
+    query = urlencode({TOKEN_PARAMETER: created.secret})
+    webhook_url = f"{base}/api/instances/{quote(name, safe='')}/webhook?{query}"
+    return InstanceWebhookSecretView(secret=created.secret, hint=created.hint, webhook_url=webhook_url)

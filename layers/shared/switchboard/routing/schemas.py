@@ -16,6 +16,7 @@ from switchboard.routing.outbox import Reply
 # Printable ASCII only: an internationalised host must come as punycode (xn--...).
 DownstreamUrl = Annotated[str, StringConstraints(pattern=r"^https?://[!-~]+$", max_length=2048)]
 SECRET_HEADER = "X-Switchboard-Secret"  # noqa: S105 - a header name, not a secret
+TOKEN_PARAMETER = "token"  # noqa: S105 - a parameter name, not a secret
 
 
 # --- downstream mappings -------------------------------------------------------------------
@@ -118,9 +119,14 @@ class OutgoingView(View):
 
 
 class InstanceWebhookSecretView(View):
-    secret: str = Field(description=f"Send it in the `{SECRET_HEADER}` header. Shown only in this response.")
+    secret: str = Field(
+        description=f"Send it in the `{SECRET_HEADER}` header or as `?{TOKEN_PARAMETER}=`. Shown only in this response."
+    )
     hint: str
     header: str = SECRET_HEADER
+    webhook_url: str = Field(
+        description="The webhook URL for the instance's Chatwoot API-channel inbox, secret included. Shown only here."
+    )
 
 
 # --- usage and audit -----------------------------------------------------------------------

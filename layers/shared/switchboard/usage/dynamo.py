@@ -1,6 +1,8 @@
-"""Usage counters: one item per (instance, day) with atomic `ADD`s, listed per (owner_tag, month).
+"""Usage counters: one item per (instance, owner tag, day) with atomic `ADD`s, listed per (owner_tag, month).
 
-`USAGE#<instance>` / `DAY#<yyyy-mm-dd>` holds `messages_in` and `messages_out`; GSI1
+`USAGE#<instance>` / `DAY#<yyyy-mm-dd>#<owner_tag>` holds `messages_in` and `messages_out`: a
+count belongs to the owner tag in force when it was counted, so changing an instance's tag moves
+nothing already counted (the next count starts the new tag's item). GSI1
 `USAGE#<owner_tag>#<yyyy-mm>` lists a tenant's month (one partition per tenant and month, so
 no single hot index key). A count tied to an id (a provider event, an outbox entry) is written
 together with a marker in one transaction, so a re-applied effect never counts twice.
@@ -34,7 +36,7 @@ class UsageRepository:
         month = day.strftime("%Y-%m")
         counter = {
             "TableName": self._name,
-            "Key": {"pk": f"USAGE#{instance.name}", "sk": f"DAY#{day.isoformat()}"},
+            "Key": {"pk": f"USAGE#{instance.name}", "sk": f"DAY#{day.isoformat()}#{tag}"},
             "UpdateExpression": (
                 "SET instance = :instance, owner_tag = :tag, tenant = :tenant, #day = :day, "
                 "gsi1pk = :index, gsi1sk = :sort ADD #counter :one"

@@ -2,8 +2,9 @@
 
 - marker `WHDEDUPE#<provider>#<instanceId>#<eventId>`: exists once per provider event, kept
   `DEDUPE_DAYS` (providers retry for days);
-- record `WHEVENT#<provider>#<instanceId>#<eventId>`: the signed envelope's fields and its
-  status (`pending` until every effect ran, then `applied`). A pending record sits in a sparse
+- record `WHEVENT#<provider>#<instanceId>#<eventId>`: the mapped event (never the raw body) and
+  its status (`pending` until every effect ran, then `applied`; `ignored` with its reason when
+  it could not be mapped). A pending record sits in a sparse
   index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a crash left behind, and
   carries a short lease so two deliveries of one event never run its effects at the same time.
 """
@@ -19,7 +20,7 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, cancellation_codes, is_condition_failure, query_all
-from switchboard.routing.records import EventStatus, StoredEvent
+from switchboard.webhooks.events import EventStatus, StoredEvent
 
 DEDUPE_DAYS = 4
 RECORD_DAYS = 8
@@ -82,6 +83,33 @@ class EventStore:
             )
         except ClientError as error:
             if "ConditionalCheckFailed" in cancellation_codes(error):
+                return False
+            raise
+        return True
+
+    def record_ignored(self, event: StoredEvent) -> bool:
+        """Keep an event that is acknowledged but never applied, with its reason (no payload).
+
+        Returns False when it was already recorded (a redelivery)."""
+        now = event.received_at
+        try:
+            self._table.put_item(
+                Item={
+                    **_record_key(event),
+                    "providerId": event.provider_id,
+                    "providerInstanceId": event.provider_instance_id,
+                    "instanceName": event.instance_name,
+                    "name": event.name,
+                    "eventId": event.event_id,
+                    "receivedAt": now.isoformat(),
+                    "status": "ignored",
+                    "reason": event.reason or "",
+                    "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
                 return False
             raise
         return True

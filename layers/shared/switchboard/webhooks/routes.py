@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
-from typing import Annotated
+from typing import Annotated, Any
 
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -14,13 +15,18 @@ from pydantic import StringConstraints
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import metrics
+from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.service import IngestResult, IngestService
 from switchboard.webhooks.wiring import ingest_service
 
 router = APIGatewayHttpRouter()
 Ingest = Annotated[IngestService, Depends(ingest_service)]
 ProviderId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-METRIC_BY_OUTCOME = {"applied": "WebhookEventsAccepted", "duplicate": "WebhookEventsDuplicate", "ignored": None}
+METRIC_BY_OUTCOME = {
+    "applied": "WebhookEventsAccepted",
+    "duplicate": "WebhookEventsDuplicate",
+    "ignored": "WebhookEventsIgnored",
+}
 
 
 @router.post(
@@ -30,24 +36,41 @@ METRIC_BY_OUTCOME = {"applied": "WebhookEventsAccepted", "duplicate": "WebhookEv
     security=[],
 )
 def receive_webhook(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) -> IngestResult:
-    """A signed provider event (`X-Webhook-Timestamp`, `X-Webhook-Signature: v1=<hex>`).
+    """A provider's webhook, in its own format and authenticated its own way: wuzapi (JSON or
+    form, `x-hmac-signature`), its calls-capable variant (`X-Webhook-Timestamp`,
+    `X-Webhook-Signature: v1=<hex>`), Evolution API (`Authorization: Bearer <JWT>` or the body's
+    `apikey`) or the Meta Cloud API (`X-Hub-Signature-256`).
 
-    2xx only once the event is durable; a redelivery of an applied event answers `duplicate`.
+    2xx only once the events are durable; a redelivery of an applied event answers `duplicate`,
+    an event that cannot be mapped (media, reactions, groups) `ignored` with its reason.
     """
-    event = router.current_event
-    raw = event.get("body") or ""
-    body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
-    headers = event.headers
     try:
-        result = ingest.receive(
-            provider_id, headers.get("x-webhook-timestamp"), headers.get("x-webhook-signature"), body
-        )
+        result = ingest.receive(provider_id, _request(router.current_event))
     except SwitchboardError:
         metrics.add_metric(name="WebhookEventsRejected", unit=MetricUnit.Count, value=1)
         raise
     if result.instance:
         metrics.add_dimension(name="instance", value=result.instance)
-    metric = METRIC_BY_OUTCOME[result.outcome]
-    if metric:
-        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=METRIC_BY_OUTCOME[result.outcome], unit=MetricUnit.Count, value=1)
     return result
+
+
+@router.get(
+    "/webhooks/<provider_id>",
+    tags=["provider webhooks"],
+    responses=documented(403, 404),
+    security=[],
+)
+def verify_subscription(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) -> Response[str]:
+    """The Meta Cloud API's subscription check: answers `hub.challenge` as text when `hub.mode` is
+    `subscribe` and `hub.verify_token` is the provider's verify token; 403 otherwise."""
+    query = dict(router.current_event.query_string_parameters or {})
+    challenge = ingest.verify_subscription(provider_id, query)
+    return Response(status_code=200, content_type=content_types.TEXT_PLAIN, body=challenge)
+
+
+def _request(event: Any) -> WebhookRequest:
+    raw = event.get("body") or ""
+    body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
+    headers = {name.lower(): value for name, value in (event.headers or {}).items()}
+    return WebhookRequest(headers=headers, query=dict(event.query_string_parameters or {}), body=body)

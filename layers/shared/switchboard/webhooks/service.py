@@ -1,69 +1,62 @@
-"""Signed provider webhooks: verify, bind, deduplicate durably, then run the effects.
+"""Provider webhooks: authenticate, bind, deduplicate durably, then run the effects.
 
-The order of checks is fixed: size (413) before any hashing, then timestamp, signature header
-shape, provider and signature (all 401 with one body), then the JSON envelope and the binding of
-its `instanceId` to one of our instances (4xx). Nothing is stored before all of them pass.
+Each provider kind authenticates its own deliveries and maps its payloads to our events
+(`switchboard.providers.kinds`). The order of checks is fixed: size (413) before any hashing,
+then the provider and the kind's authentication (all 401 with one body), then the payload
+(400) and the binding of each event to one of our instances (404). Nothing is stored before
+all of them pass.
 
 Durability: a webhook is acknowledged only after its effect is durable. The dedupe marker and a
 pending event record are written in one transaction; the effects run after that commit and the
-record is then marked applied. A failure
-in between answers 5xx and leaves the record pending: the provider's redelivery (same eventId)
-finds the marker, claims the record and runs the idempotent effects again; a sweep
-(`reapply_pending`) does the same for events the provider gave up on.
+record is then marked applied. A failure in between answers 5xx and leaves the record pending:
+the provider's redelivery (same event id) finds the marker, claims the record and runs the
+idempotent effects again; a sweep (`reapply_pending`) does the same for events the provider gave
+up on. An event the kind could not map is recorded as `ignored` with its reason and never applied.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol
-
-from pydantic import ConfigDict, Field, ValidationError
+from typing import Literal, Protocol
 
 from switchboard.catalog.domain import Instance, Provider
-from switchboard.catalog.service import provider_secret_name
-from switchboard.core.errors import EventInFlight, EventNotApplied, InvalidInput, NotFound, SwitchboardError
+from switchboard.catalog.service import instance_token_name, provider_secret_name
+from switchboard.core.errors import EventInFlight, EventNotApplied, NotFound, SwitchboardError, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
-from switchboard.routing.records import EventStatus, StoredEvent
-from switchboard.webhooks import signatures
-from switchboard.webhooks.events import EffectHandler, ProviderEvent
+from switchboard.providers import envelope
+from switchboard.providers.base import InboundEvent, ProviderKindSpec, WebhookRequest
+from switchboard.providers.kinds import spec_for
+from switchboard.webhooks.events import EffectHandler, EventStatus, ProviderEvent, StoredEvent
 
 LEASE_SECONDS = 20
 FRESH_SECRET_INTERVAL_SECONDS = 10.0
 Outcome = Literal["applied", "duplicate", "ignored"]
 
 
-class Envelope(Model):
-    """The signed body. Identifiers used for dedupe and binding come from here only."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    event: str = Field(min_length=1, max_length=64)
-    event_id: str = Field(alias="eventId", min_length=1, max_length=128)
-    instance_id: str = Field(alias="instanceId", min_length=1, max_length=128)
-    seq: int | None = Field(default=None, ge=0, lt=2**63)
-    data: dict[str, Any] = Field(default_factory=dict)
-    instance: dict[str, Any] | None = None
-
-
 class IngestResult(Model):
+    """What became of a delivery: `applied` if any of its events was, else `duplicate` if any
+    was a redelivery, else `ignored` (with the reason of its first event)."""
+
     outcome: Outcome
     instance: str | None = None
     event: str | None = None
+    reason: str | None = None
 
 
 class CatalogReader(Protocol):
     def find_provider(self, provider_id: str) -> Provider | None: ...
     def instance_for_binding(self, provider_id: str, provider_instance_id: str) -> Instance | None: ...
+    def instance_for_meta_phone(self, provider_id: str, meta_phone_id: str) -> Instance | None: ...
     def find_instance(self, name: str) -> Instance | None: ...
 
 
 class EventRepository(Protocol):
     def accept(self, event: StoredEvent, lease_seconds: int) -> bool: ...
+    def record_ignored(self, event: StoredEvent) -> bool: ...
     def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None: ...
     def mark_applied(self, event: StoredEvent, now: datetime) -> None: ...
     def release(self, event: StoredEvent) -> None: ...
@@ -86,37 +79,53 @@ class IngestService:
         self._clock = clock
         self._fresh_reads: dict[str, float] = {}
 
-    def receive(self, provider_id: str, timestamp: str | None, signature: str | None, body: bytes) -> IngestResult:
+    @property
+    def secret_store(self) -> Secrets:
+        return self._secrets
+
+    @property
+    def catalog(self) -> CatalogReader:
+        return self._catalog
+
+    def receive(self, provider_id: str, request: WebhookRequest) -> IngestResult:
         """Verify and apply one delivery.
 
-        Raises PayloadTooLarge (413), Unauthenticated (401), InvalidInput (400), NotFound (404),
-        EventInFlight (409) and EventNotApplied (5xx); only a 2xx result means the event is durable.
+        Raises PayloadTooLarge (413), Unauthenticated (401), InvalidInput (400), NotFound (404)
+        and EventNotApplied (5xx); only a 2xx result means its events are durable.
         """
-        signatures.check_size(body)
-        now = self._clock()
-        stamp = signatures.check_timestamp(timestamp, now.timestamp())
-        digests = signatures.signature_entries(signature)
+        envelope.check_size(request.body)
         provider = self._catalog.find_provider(provider_id)
-        if provider is None or not self._signed_by(provider, stamp, body, digests):
-            raise signatures.refused()
-        envelope = _envelope(body)
-        instance = self._catalog.instance_for_binding(provider.id, envelope.instance_id)
-        if instance is None or instance.tenant != provider.tenant:
-            raise NotFound("unknown instance for this provider", code="unknown_instance")
-        if envelope.event not in self._handlers:
-            logger.info("webhook event ignored", extra={"instance": instance.name, "event": envelope.event})
-            return IngestResult(outcome="ignored", instance=instance.name, event=envelope.event)
+        if provider is None:
+            raise envelope.refused()
+        spec = spec_for(provider.kind)
+        self._authenticate(spec, provider, request)
+        now = self._clock()
+        results = [self._receive_one(provider, inbound, now) for inbound in spec.events(request)]
+        return _summary(results)
+
+    def verify_subscription(self, provider_id: str, query: dict[str, str]) -> str:
+        """The provider's subscription check (Meta's `hub.challenge`); Forbidden otherwise."""
+        provider = self._catalog.find_provider(provider_id)
+        if provider is None:
+            raise NotFound("unknown provider", code="unknown_provider")
+        return spec_for(provider.kind).verify_subscription(query, _Credentials(self, provider, fresh=False))
+
+    def _receive_one(self, provider: Provider, inbound: InboundEvent, now: datetime) -> IngestResult:
+        instance = self._bind(provider, inbound)
         stored = StoredEvent(
             provider_id=provider.id,
-            provider_instance_id=envelope.instance_id,
+            provider_instance_id=instance.provider_instance_id,
             instance_name=instance.name,
-            name=envelope.event,
-            event_id=envelope.event_id,
-            seq=envelope.seq,
-            data=envelope.data,
-            envelope_instance=envelope.instance,
+            name=inbound.name,
+            event_id=inbound.event_id,
+            seq=inbound.seq,
+            data=inbound.data,
+            envelope_instance=inbound.instance,
             received_at=now,
         )
+        if inbound.ignored or inbound.name not in self._handlers:
+            reason = inbound.ignored or f"no effect for {inbound.name} events"
+            return self._ignore(stored.model_copy(update={"status": "ignored", "reason": reason}), instance)
         try:
             accepted = self._events.accept(stored, LEASE_SECONDS)
         except Exception as exc:
@@ -149,17 +158,50 @@ class IngestService:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def _signed_by(self, provider: Provider, stamp: str, body: bytes, digests: list[str]) -> bool:
-        """Check with the cached secret; on a mismatch re-read it once (a rotation), rate-limited
+    def _authenticate(self, spec: ProviderKindSpec, provider: Provider, request: WebhookRequest) -> None:
+        """Check with the cached secrets; on a refusal re-read them once (a rotation), rate-limited
         per provider so forged requests cannot turn into a flood of secret-store reads."""
-        name = provider_secret_name(self._secrets, provider.id, "webhook-secret")
-        if signatures.matches(self._secrets.get(name), stamp, body, digests):
-            return True
-        last = self._fresh_reads.get(provider.id, 0.0)
-        if time.monotonic() - last < FRESH_SECRET_INTERVAL_SECONDS:
-            return False
-        self._fresh_reads[provider.id] = time.monotonic()
-        return signatures.matches(self._secrets.get(name, fresh=True), stamp, body, digests)
+        now = self._clock().timestamp()
+        try:
+            spec.authenticate(request, _Credentials(self, provider, fresh=False), now)
+        except Unauthenticated:
+            last = self._fresh_reads.get(provider.id, 0.0)
+            if time.monotonic() - last < FRESH_SECRET_INTERVAL_SECONDS:
+                raise envelope.refused() from None
+            self._fresh_reads[provider.id] = time.monotonic()
+        else:
+            return
+        try:
+            spec.authenticate(request, _Credentials(self, provider, fresh=True), now)
+        except Unauthenticated:
+            raise envelope.refused() from None
+
+    def secret(self, name: str, fresh: bool) -> str | None:
+        try:
+            return self._secrets.get(name, fresh=fresh)
+        except Exception:  # an absent parameter: nothing to check against
+            return None
+
+    def _bind(self, provider: Provider, inbound: InboundEvent) -> Instance:
+        if inbound.binding_field == "meta_phone_id":
+            instance = self._catalog.instance_for_meta_phone(provider.id, inbound.binding)
+        else:
+            instance = self._catalog.instance_for_binding(provider.id, inbound.binding)
+        if instance is None or instance.tenant != provider.tenant:
+            raise NotFound("unknown instance for this provider", code="unknown_instance")
+        return instance
+
+    def _ignore(self, stored: StoredEvent, instance: Instance) -> IngestResult:
+        try:
+            self._events.record_ignored(stored)
+        except Exception as exc:
+            logger.warning("ignored event not recorded", extra={"instance": instance.name, "error": type(exc).__name__})
+            raise EventNotApplied("the event could not be stored; retry") from exc
+        logger.info(
+            "webhook event ignored",
+            extra={"instance": instance.name, "event": stored.name, "reason": stored.reason},
+        )
+        return IngestResult(outcome="ignored", instance=instance.name, event=stored.name, reason=stored.reason)
 
     def _redelivered(self, stored: StoredEvent, instance: Instance, now: datetime) -> IngestResult:
         claimed = self._events.claim(stored, now, LEASE_SECONDS)
@@ -202,8 +244,33 @@ class IngestService:
             logger.warning("event lease not released", extra={"event_id": stored.event_id, "error": type(exc).__name__})
 
 
-def _envelope(body: bytes) -> Envelope:
-    try:
-        return Envelope.model_validate(json.loads(body))
-    except (ValueError, ValidationError) as exc:
-        raise InvalidInput("the signed body is not a valid event envelope", code="invalid_envelope") from exc
+class _Credentials:
+    """A provider's secrets, read from the secret store only when a kind asks for them."""
+
+    def __init__(self, ingest: IngestService, provider: Provider, *, fresh: bool) -> None:
+        self._ingest = ingest
+        self._provider = provider
+        self._fresh = fresh
+
+    def webhook_secret(self) -> str | None:
+        return self._read(provider_secret_name(self._ingest.secret_store, self._provider.id, "webhook-secret"))
+
+    def verify_token(self) -> str | None:
+        return self._read(provider_secret_name(self._ingest.secret_store, self._provider.id, "verify-token"))
+
+    def instance_token(self, binding: str) -> str | None:
+        instance = self._ingest.catalog.instance_for_binding(self._provider.id, binding)
+        if instance is None or instance.tenant != self._provider.tenant:
+            return None
+        return self._read(instance_token_name(self._ingest.secret_store, instance.name))
+
+    def _read(self, name: str) -> str | None:
+        return self._ingest.secret(name, self._fresh)
+
+
+def _summary(results: list[IngestResult]) -> IngestResult:
+    for outcome in ("applied", "duplicate"):
+        for result in results:
+            if result.outcome == outcome:
+                return result
+    return results[0] if results else IngestResult(outcome="ignored", reason="no events")

@@ -67,6 +67,14 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
         detail = "; ".join(_describe(problem) for problem in problems) or "invalid request"
         return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", detail)
 
+    @app.exception_handler(UnicodeDecodeError)
+    def invalid_encoding(_: UnicodeDecodeError) -> Response:
+        return error_response(HTTPStatus.BAD_REQUEST, "invalid_encoding", "the body is not valid UTF-8")
+
+    @app.exception_handler(RecursionError)
+    def too_deep(_: RecursionError) -> Response:
+        return error_response(HTTPStatus.BAD_REQUEST, "invalid_json", "the body is nested too deeply")
+
     @app.not_found
     def route_not_found(_: Exception) -> Response:
         return error_response(HTTPStatus.NOT_FOUND, "not_found", "no such route")

@@ -1,0 +1,346 @@
+"""Deliveries of a plain wuzapi server: HMAC check and the mapping of its events to ours.
+
+Wire contract (what wuzapi posts to the user's webhook URL):
+
+- the body is either JSON (`WEBHOOK_FORMAT=json`): the event map `{"event", "type", ...extras}`
+  plus `instanceName` and `userID` at the top level; or a form (any other format, the default):
+  the fields `jsonData` (that event map as JSON), `instanceName` and `userID`;
+- `X-Hmac-Signature` is the lowercase hex HMAC-SHA256 of the exact body bytes under the user's
+  `hmac_key`, with no timestamp: there is no replay protection, and a retry resends identical
+  bytes. wuzapi posts without the header when it cannot sign, so a missing header is refused;
+- the instance is `instanceName` (the wuzapi user's name; empty when that user was not in the
+  server's cache), else `userID`: set an instance's providerInstanceId to the wuzapi user name;
+- the event fields are Go field names (`Info`, `IsFromMe`, `MessageIDs`); message content is
+  protobuf JSON (`conversation`, `extendedTextMessage.text`); times are RFC 3339 strings.
+
+Mapping:
+
+| wuzapi `type` | condition | our event |
+| --- | --- | --- |
+| `Message` | text in a 1:1 chat from a phone number | `message` `{id, from, text, timestamp}` |
+| `Message` | from us, group/broadcast, edit, media, reaction, no phone, ... | ignored with the reason |
+| `ReadReceipt` | `state` `Delivered` / `Read`, not from us | one `receipt` per id in `MessageIDs` |
+| `ReadReceipt` | `ReadSelf`, from us, in a group | ignored |
+| `Connected` / `Disconnected` | | `connection` `{connected}` |
+| `LoggedOut` | | `connection` `{connected: false, reason: "logged_out:<Reason>"}` |
+| anything else | | ignored `unsupported event <type>` |
+
+wuzapi posts each event from its own goroutine and retries failed deliveries, so events arrive
+in any order and more than once: messages deduplicate on `Info.ID`, receipts on id and status.
+Connection events carry no id nor time and every reconnect posts the same bytes, so each
+delivery of one gets its own id (its effect is an idempotent state write).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qs
+
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from switchboard.core.errors import InvalidInput
+from switchboard.core.model import Model
+from switchboard.providers import envelope
+from switchboard.providers.base import Credentials, InboundEvent, WebhookRequest
+
+SIGNATURE_HEADER = "x-hmac-signature"
+PHONE_SERVER = "s.whatsapp.net"
+
+# Message content keys that are not plain text, and the reason they are ignored.
+_UNMAPPED_CONTENT = (
+    ("reactionMessage", "reaction"),
+    ("encReactionMessage", "reaction"),
+    ("imageMessage", "media message"),
+    ("videoMessage", "media message"),
+    ("ptvMessage", "media message"),
+    ("audioMessage", "media message"),
+    ("documentMessage", "media message"),
+    ("documentWithCaptionMessage", "media message"),
+    ("stickerMessage", "media message"),
+    ("protocolMessage", "edit or revoke"),
+    ("pollCreationMessage", "poll"),
+    ("pollCreationMessageV3", "poll"),
+    ("pollUpdateMessage", "poll vote"),
+    ("locationMessage", "location message"),
+    ("liveLocationMessage", "location message"),
+    ("contactMessage", "contact message"),
+    ("contactsArrayMessage", "contact message"),
+)
+
+
+# --- authentication --------------------------------------------------------------------------
+
+
+def sign(secret: str, body: bytes) -> str:
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def authenticate(request: WebhookRequest, credentials: Credentials) -> None:
+    """Refuse unless `X-Hmac-Signature` is the HMAC of the raw body under the webhook secret."""
+    supplied = request.headers.get(SIGNATURE_HEADER)
+    if not supplied:
+        raise envelope.refused()
+    secret = credentials.webhook_secret()
+    if not secret:
+        raise envelope.refused()
+    expected = sign(secret, request.body)
+    if not hmac.compare_digest(expected.encode(), supplied.strip().lower().encode()):
+        raise envelope.refused()
+
+
+# --- payload models --------------------------------------------------------------------------
+
+
+class _Wire(Model):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class _Delivery(_Wire):
+    """The event map, whichever format carried it."""
+
+    type: StrictStr = Field(min_length=1, max_length=64)
+    event: Any = None
+    state: Any = None
+    instance_name: StrictStr = Field(default="", alias="instanceName")
+    user_id: StrictStr = Field(default="", alias="userID")
+
+
+class _MessageInfo(_Wire):
+    id: StrictStr = Field(alias="ID", min_length=1, max_length=128)
+    chat: StrictStr = Field(default="", alias="Chat")
+    sender: StrictStr = Field(default="", alias="Sender")
+    sender_alt: StrictStr = Field(default="", alias="SenderAlt")
+    is_from_me: StrictBool = Field(default=False, alias="IsFromMe")
+    is_group: StrictBool = Field(default=False, alias="IsGroup")
+    timestamp: StrictStr = Field(default="", alias="Timestamp")
+
+
+class _MessageEvent(_Wire):
+    info: _MessageInfo = Field(alias="Info")
+    message: dict[str, Any] | None = Field(default=None, alias="Message")
+    is_edit: StrictBool = Field(default=False, alias="IsEdit")
+
+
+class _ReceiptEvent(_Wire):
+    message_ids: list[StrictStr] | None = Field(default=None, alias="MessageIDs")
+    is_from_me: StrictBool = Field(default=False, alias="IsFromMe")
+    is_group: StrictBool = Field(default=False, alias="IsGroup")
+    timestamp: StrictStr = Field(default="", alias="Timestamp")
+
+
+class _LoggedOutEvent(_Wire):
+    reason: StrictInt | None = Field(default=None, alias="Reason")
+
+
+# --- events ----------------------------------------------------------------------------------
+
+
+def events(request: WebhookRequest) -> list[InboundEvent]:
+    """The delivery's events; InvalidInput when the body is neither wuzapi format."""
+    delivery = _delivery(request)
+    binding = delivery.instance_name or delivery.user_id
+    if not binding:
+        raise InvalidInput("the delivery names no instance", code="invalid_payload")
+    try:
+        return _map(delivery, binding, request.body)
+    except ValidationError as exc:
+        raise InvalidInput(f"malformed {delivery.type} event", code="invalid_payload") from exc
+
+
+def _delivery(request: WebhookRequest) -> _Delivery:
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type == "application/x-www-form-urlencoded":
+        payload = _form_payload(request.body)
+    elif media_type == "application/json" or request.body.lstrip().startswith(b"{"):
+        payload = _json_object(request.body)
+    else:
+        payload = _form_payload(request.body)
+    try:
+        return _Delivery.model_validate(payload)
+    except ValidationError as exc:
+        raise InvalidInput("the body is not a wuzapi event", code="invalid_payload") from exc
+
+
+def _json_object(raw: bytes | str) -> dict[str, Any]:
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise InvalidInput("the body is not valid JSON", code="invalid_payload") from exc
+    if not isinstance(payload, dict):
+        raise InvalidInput("the body is not a JSON object", code="invalid_payload")
+    return payload
+
+
+def _form_payload(body: bytes) -> dict[str, Any]:
+    try:
+        fields = parse_qs(
+            body.decode("ascii"), keep_blank_values=True, strict_parsing=True, errors="strict", max_num_fields=8
+        )
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidInput("the body is not a form", code="invalid_payload") from exc
+    if any(len(values) != 1 for values in fields.values()) or "jsonData" not in fields:
+        raise InvalidInput("the form has no single jsonData field", code="invalid_payload")
+    payload = _json_object(fields["jsonData"][0])
+    for name in ("instanceName", "userID"):
+        if name in fields:
+            payload[name] = fields[name][0]
+    return payload
+
+
+def _map(delivery: _Delivery, binding: str, body: bytes) -> list[InboundEvent]:
+    if delivery.type == "Message":
+        return [_message(_MessageEvent.model_validate(delivery.event), binding)]
+    if delivery.type == "ReadReceipt":
+        return _receipts(_ReceiptEvent.model_validate(delivery.event), delivery.state, binding, body)
+    if delivery.type in ("Connected", "Disconnected"):
+        return [_connection(binding, body, {"connected": delivery.type == "Connected"})]
+    if delivery.type == "LoggedOut":
+        reason = _LoggedOutEvent.model_validate(delivery.event or {}).reason
+        data = {"connected": False, "reason": f"logged_out:{reason if reason is not None else 'unknown'}"}
+        return [_connection(binding, body, data)]
+    return [
+        InboundEvent(
+            name=delivery.type,
+            binding=binding,
+            event_id=_body_digest(body),
+            ignored=f"unsupported event {delivery.type}",
+        )
+    ]
+
+
+def _message(event: _MessageEvent, binding: str) -> InboundEvent:
+    info = event.info
+    timestamp = _parse_time(info.timestamp)
+    text = _text(event.message)
+    ignored = _message_ignored(event, text)
+    phone = _phone(info.sender, info.sender_alt)
+    if ignored is None and phone is None:
+        ignored = "sender has no phone number"
+    data: dict[str, Any] = {"id": info.id}
+    if ignored is None:
+        data.update({"from": phone, "text": text})
+        if timestamp is not None:
+            data["timestamp"] = timestamp.isoformat()
+    return InboundEvent(
+        name="message",
+        binding=binding,
+        event_id=info.id,
+        seq=_millis(timestamp),
+        data=data,
+        ignored=ignored,
+    )
+
+
+def _message_ignored(event: _MessageEvent, text: str | None) -> str | None:
+    info = event.info
+    server = info.chat.rpartition("@")[2]
+    if info.is_from_me:
+        return "sent from the phone"
+    if server == "g.us":
+        return "group message"
+    if server == "newsletter":
+        return "newsletter message"
+    if info.is_group or server == "broadcast":
+        return "broadcast message"
+    if server not in (PHONE_SERVER, "lid"):
+        return "not a direct chat"
+    if event.is_edit:
+        return "edited message"
+    if text is None:
+        content = event.message or {}
+        return next((reason for key, reason in _UNMAPPED_CONTENT if key in content), "not a text message")
+    return None
+
+
+def _text(message: dict[str, Any] | None) -> str | None:
+    if not message:
+        return None
+    conversation = message.get("conversation")
+    if isinstance(conversation, str) and conversation:
+        return conversation
+    extended = message.get("extendedTextMessage")
+    text = extended.get("text") if isinstance(extended, dict) else None
+    return text if isinstance(text, str) and text else None
+
+
+def _phone(*jids: str) -> str | None:
+    """The digits of whichever JID is a phone number (`5511...:7@s.whatsapp.net` -> `5511...`)."""
+    for jid in jids:
+        user, _, server = jid.rpartition("@")
+        if server != PHONE_SERVER:
+            continue
+        number = user.split(":", 1)[0].split(".", 1)[0]
+        if number.isascii() and number.isdigit():
+            return number
+    return None
+
+
+_RECEIPT_STATUS = {"Delivered": "delivered", "Read": "read"}
+
+
+def _receipts(event: _ReceiptEvent, state: Any, binding: str, body: bytes) -> list[InboundEvent]:
+    state_name = state if isinstance(state, str) else ""
+    status = _RECEIPT_STATUS.get(state_name)
+    ignored = None
+    if state_name == "ReadSelf":
+        ignored = "read on another of our devices"
+    elif status is None:
+        ignored = f"unsupported receipt {state_name or 'state'}"
+    elif event.is_from_me:
+        ignored = "our own read of an incoming message" if status == "read" else "receipt from our own account"
+    elif event.is_group:
+        ignored = "group receipt"
+    seq = _millis(_parse_time(event.timestamp))
+    suffix = status or state_name.lower() or "unknown"
+    ids = [message_id for message_id in event.message_ids or [] if message_id]
+    if not ids:
+        return [
+            InboundEvent(
+                name="receipt", binding=binding, event_id=_body_digest(body), seq=seq, ignored="receipt without ids"
+            )
+        ]
+    return [
+        InboundEvent(
+            name="receipt",
+            binding=binding,
+            event_id=f"{message_id}:{suffix}",
+            seq=seq,
+            data={"id": message_id, "status": status} if status and not ignored else {"id": message_id},
+            ignored=ignored,
+        )
+        for message_id in ids
+    ]
+
+
+def _connection(binding: str, body: bytes, data: dict[str, Any]) -> InboundEvent:
+    # Same bytes on every reconnect: the digest names the content, the suffix this delivery.
+    return InboundEvent(
+        name="connection",
+        binding=binding,
+        event_id=f"{_body_digest(body)}:{uuid.uuid4().hex[:16]}",
+        data=data,
+    )
+
+
+def _body_digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()[:32]
+
+
+def _parse_time(value: str) -> datetime | None:
+    """An RFC 3339 time with its offset; None for a missing, zero (year 1) or naive value."""
+    try:
+        parsed = datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+    if parsed is None or parsed.tzinfo is None or parsed.year < 1971:
+        return None
+    return parsed
+
+
+def _millis(moment: datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)

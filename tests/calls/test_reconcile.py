@@ -1,0 +1,245 @@
+"""Reconciliation: lost events recovered from the provider's reads, with the same forward-only guards.
+
+Covers the manual route, the queue worker (SQS batch, partial failures) and the scheduled fan-out.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from devstack.lambdas import Functions
+from devstack.simulator import Simulator, SimulatorControl
+from switchboard import bootstrap
+from switchboard.calls import wiring as calls_wiring
+from switchboard.calls.domain import DialAttempt, reservation_id
+from switchboard.calls.reconcile_queue import ReconcileQueue
+from switchboard.catalog.domain import Scope, Tenant
+from switchboard.providers.base import ProviderCall
+from switchboard.webhooks import wiring as webhooks_wiring
+from tests.support.api import Client
+from tests.support.aws import AwsResources
+from tests.support.builders import admin, instance
+from tests.support.connections import call_events, deliver, register
+from tests.support.sqs import sqs_record
+
+CALLER = "5511955554444"
+
+
+def test_given_the_end_event_was_lost_then_reconciliation_frees_the_slot_with_the_real_end(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    """The receiver was down while the call ended: only the provider's reads know."""
+    connection = register(simulator, control, limit=1)
+    call_id = control.incoming_call(connection.sim_id, CALLER)
+    deliver(connection, *call_events(control, connection, call_id))
+    control.call_action(connection.sim_id, call_id, "end", reason="network", endedBy="remote")
+
+    report = bootstrap.reconciler().reconcile(connection.instance())
+
+    assert (report.active, report.ended) == (0, 1)
+    assert connection.line().occupants == {}
+    record = bootstrap.call_service().get(admin(), connection.name, call_id)
+    assert (record.state, record.end_reason, record.ended_by, record.end_origin) == (
+        "ended",
+        "network",
+        "remote",
+        "reconcile",
+    )
+    deliver(connection, *call_events(control, connection, call_id))  # the lost event, finally
+    assert bootstrap.call_service().get(admin(), connection.name, call_id).end_origin == "reconcile"
+
+
+def test_given_a_call_we_never_heard_of_then_reconciliation_counts_it(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    connection = register(simulator, control, limit=2)
+    call_id = control.incoming_call(connection.sim_id, CALLER)
+    control.call_action(connection.sim_id, call_id, "answer")
+
+    bootstrap.reconciler().reconcile(connection.instance())
+
+    occupant = next(iter(connection.line().occupants.values()))
+    assert (occupant.call_id, occupant.state, occupant.direction) == (call_id, "connecting", "incoming")
+
+
+def test_given_a_stale_read_then_a_newer_event_is_never_undone(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connection = register(simulator, control, limit=1)
+    call_id = control.incoming_call(connection.sim_id, CALLER)
+    control.call_action(connection.sim_id, call_id, "answer")
+    control.call_action(connection.sim_id, call_id, "active")
+    deliver(connection, *call_events(control, connection, call_id))
+    client, _ = bootstrap.targets().target_for(connection.instance())
+    stale = [ProviderCall(call_id=call_id, state="ringing", direction="incoming", peer=CALLER)]
+    monkeypatch.setattr(type(client), "active_calls", lambda self, target: stale)
+
+    bootstrap.reconciler().reconcile(connection.instance())
+
+    assert bootstrap.call_service().get(admin(), connection.name, call_id).state == "active"
+    assert [occupant.state for occupant in connection.line().occupants.values()] == ["active"]
+
+
+def test_given_a_live_call_the_provider_does_not_know_then_it_is_never_ended_on_a_guess(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    connection = register(simulator, control, limit=1)
+    offer = {
+        "event": "call",
+        "eventId": str(uuid.uuid4()),
+        "seq": 1,
+        "data": {"type": "offer", "callId": "GHOST", "state": "ringing", "direction": "incoming", "from": CALLER},
+    }
+    deliver(connection, offer)
+
+    report = bootstrap.reconciler().reconcile(connection.instance())
+
+    assert report.unknown_to_provider == 1
+    assert [occupant.call_id for occupant in connection.line().occupants.values()] == ["GHOST"]
+
+
+def pending_attempt(connection: Any, *, age: timedelta, key: str) -> DialAttempt:
+    """A reservation held since `age` ago whose dial never reached the provider."""
+    attempt = DialAttempt(
+        id=reservation_id(connection.tenant, connection.name, "ana", key),
+        tenant=connection.tenant,
+        instance=connection.name,
+        attendant="ana",
+        to="5511977776666",
+        created_at=(datetime.now(UTC) - age).isoformat(),
+    )
+    repository = bootstrap.call_repository()
+    assert repository.create_attempt(attempt) is None
+    assert repository.reserve(attempt)
+    return attempt
+
+
+def test_given_an_old_unresolved_reservation_then_it_is_released_without_dialing(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    connection = register(simulator, control, limit=1)
+    pending_attempt(connection, age=timedelta(minutes=10), key="old")
+
+    report = bootstrap.reconciler().reconcile(connection.instance())
+
+    assert report.reservations_released == 1
+    assert connection.line().occupants == {}
+    assert control.instance(connection.sim_id)["calls"] == []
+
+
+def test_given_a_young_reservation_with_a_lost_dial_then_it_is_dialled_once_by_its_key(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    connection = register(simulator, control, limit=1)
+    attempt = pending_attempt(connection, age=timedelta(seconds=5), key="young")
+
+    report = bootstrap.reconciler().reconcile(connection.instance())
+    again = bootstrap.reconciler().reconcile(connection.instance())
+
+    assert (report.reservations_bound, again.reservations_bound) == (1, 0)
+    calls = control.instance(connection.sim_id)["calls"]
+    assert len(calls) == 1
+    occupant = next(iter(connection.line().occupants.values()))
+    assert (occupant.kind, occupant.call_id, occupant.owner) == ("call", calls[0]["callId"], attempt.attendant)
+
+
+def test_given_a_pending_reservation_the_provider_refuses_then_it_is_released(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    connection = register(simulator, control, limit=1)
+    pending_attempt(connection, age=timedelta(seconds=5), key="busy")
+    control.incoming_call(connection.sim_id, CALLER)  # the provider's only slot is taken
+
+    report = bootstrap.reconciler().reconcile(connection.instance())
+
+    assert report.reservations_released == 1
+    assert connection.occupant_kinds() == ["call"]
+
+
+def test_the_reconcile_route_needs_admin_and_answers_the_report(
+    aws: AwsResources, client: Client, simulator: Simulator, control: SimulatorControl
+) -> None:
+    connection = register(simulator, control, limit=1)
+    control.incoming_call(connection.sim_id, CALLER)
+    catalog = bootstrap.catalog_service()
+    admin_key = catalog.create_api_key(admin(), tenant="acme", name="a", environment="LIVE", scopes=[Scope.ADMIN])
+    agent_key = catalog.create_api_key(
+        admin(), tenant="acme", name="b", environment="LIVE", scopes=[Scope.AGENT], attendant_id="ana"
+    )
+    path = f"/api/connections/{connection.name}/reconcile"
+
+    refused = client.post(path, key=agent_key.plaintext)
+    answer = client.post(path, key=admin_key.plaintext)
+
+    assert refused.status == 403
+    assert answer.status == 200, answer.body
+    assert (answer.json()["active"], answer.json()["limit"]) == (1, 1)
+    assert connection.occupant_kinds() == ["call"]
+
+
+@pytest.fixture(scope="module")
+def functions() -> Functions:
+    return Functions()
+
+
+def sqs_event(*names: str) -> dict[str, Any]:
+    arn = "arn:aws:sqs:us-east-1:000000000000:reconcile"
+    bodies = [json.dumps({"instance": name}) for name in names]
+    return {"Records": [sqs_record(body, message_id=f"m-{index}", queue_arn=arn) for index, body in enumerate(bodies)]}
+
+
+def test_the_worker_reconciles_each_instance_and_reports_only_the_failed_message(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl, functions: Functions
+) -> None:
+    healthy = register(simulator, control, limit=1)
+    call_id = control.incoming_call(healthy.sim_id, CALLER)
+    broken = register(simulator, control, limit=1)
+
+    first = functions.invoke("ReconcileWorkerFunction", sqs_event(healthy.name))
+    control.fault("/call/active", "error500")
+    second = functions.invoke("ReconcileWorkerFunction", sqs_event("deleted-instance", broken.name))
+
+    assert first == {"batchItemFailures": []}
+    assert [occupant.call_id for occupant in healthy.line().occupants.values()] == [call_id]
+    assert second == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+
+
+def test_the_schedule_fans_out_one_message_per_instance_in_batches(
+    aws: AwsResources, functions: Functions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = bootstrap.catalog_repository()
+    batches: list[int] = []
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    real_send_batch = sqs.send_message_batch
+
+    def count_batch(**kwargs: Any) -> Any:
+        batches.append(len(kwargs["Entries"]))
+        return real_send_batch(**kwargs)
+
+    monkeypatch.setattr(sqs, "send_message_batch", count_batch)
+    queue = ReconcileQueue(sqs, aws.queues["ReconcileQueue"])
+    monkeypatch.setattr(calls_wiring, "reconcile_queue", lambda: queue)
+    monkeypatch.setattr(webhooks_wiring, "reconcile_queue", lambda: queue)
+    monkeypatch.setattr(bootstrap, "reconcile_queue", lambda: queue)
+    names = []
+    for tenant in ("acme", "globex"):
+        catalog.create_tenant(Tenant(tenant=tenant, owner_tag=tenant, name=tenant))
+        for index in range(12):
+            names.append(f"{tenant}-line-{index}")
+            catalog.put_instance(
+                instance(names[-1], tenant=tenant, kind="calls"),
+                None,
+            )
+
+    answer = functions.invoke("ReconcileSchedulerFunction", {"source": "aws.events", "detail-type": "Scheduled Event"})
+
+    assert answer == {"instances": 24}
+    assert batches == [10, 10, 4]
+    queued = [json.loads(message["Body"])["instance"] for message in aws.queue_messages("ReconcileQueue")]
+    assert sorted(queued) == sorted(names)

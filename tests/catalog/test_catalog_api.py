@@ -1,0 +1,183 @@
+"""The catalog API through the authorizer and handlers, on moto."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from switchboard import bootstrap
+from tests.support.api import Client, TenantKeys
+from tests.support.provider_webhooks import build_catalog
+
+
+def setup_catalog(client: Client, tenant: TenantKeys) -> dict[str, Any]:
+    """Tenant's number, provider and calls instance `acme-main`: what the API answered for each."""
+    return build_catalog(client, tenant, kind="calls").answers
+
+
+def test_platform_creates_tenant_whose_admin_builds_a_catalog(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+
+    created = setup_catalog(client, tenant)
+
+    assert created["instance"]["state"] == "DISCONNECTED"
+    assert created["provider"]["webhookPath"] == f"/webhooks/{created['provider']['id']}"
+    numbers = client.get("/api/numbers", key=tenant.admin).json()
+    assert [(n["number"], n["connected"]) for n in numbers] == [("5511999990001", False)]
+
+
+def test_another_tenant_gets_404_on_every_object(client: Client, make_tenant: Any) -> None:
+    acme, globex = make_tenant("acme"), make_tenant("globex")
+    created = setup_catalog(client, acme)
+    key_id = client.get("/api/api-keys", key=acme.admin).json()[0]["id"]
+
+    paths = [
+        f"/api/numbers/{created['number']['id']}",
+        f"/api/providers/{created['provider']['id']}",
+        "/api/instances/acme-main",
+        f"/api/api-keys/{key_id}",
+    ]
+    for path in paths:
+        for method in ("GET", "DELETE"):
+            answer = client.request(method, path, key=globex.admin)
+            assert answer.status == 404, (method, path, answer.body)
+            assert answer.json()["error"] == "not_found"
+        assert client.get(path, key=acme.admin).status == 200
+    assert (
+        client.patch(f"/api/numbers/{created['number']['id']}", key=globex.admin, json_body={"displayName": "x"}).status
+        == 404
+    )
+    for listing in ("/api/numbers", "/api/providers", "/api/instances"):
+        assert client.get(listing, key=globex.admin).json() == []
+    assert client.get("/api/tenants/acme", key=globex.admin).status == 404
+
+
+def test_deleted_key_gets_401_at_once(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    created = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "sender", "scopes": ["admin"]}).json()
+    assert client.get("/api/numbers", key=created["key"]).status == 200
+
+    assert client.delete(f"/api/api-keys/{created['id']}", key=tenant.admin).status == 204
+
+    assert client.get("/api/numbers", key=created["key"]).status == 401
+
+
+@pytest.mark.parametrize("header", [None, "Bearer nope", "Basic abc", "Bearer sb_live_" + "x" * 43])
+def test_missing_or_unknown_key_is_401(client: Client, header: str | None) -> None:
+    headers = {"authorization": header} if header else {}
+    assert client.get("/api/numbers", headers=headers).status == 401
+
+
+def test_scopes_are_enforced(client: Client, make_tenant: Any, platform_key: str) -> None:
+    tenant = make_tenant("acme")
+    sender = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "s", "scopes": ["send"]}).json()
+
+    assert client.get("/api/numbers", key=sender["key"]).status == 403
+    assert client.post("/api/tenants", key=tenant.admin, json_body={"ownerTag": "x-y", "name": "x"}).status == 403
+    assert client.get("/api/tenants", key=tenant.admin).status == 403
+    assert client.get("/api/numbers", key=platform_key).status == 403
+    assert client.get("/api/tenants/acme", key=tenant.admin).status == 200
+    answer = client.get("/api/tenants/acme", key=sender["key"])
+    assert answer.status == 403
+    assert answer.json()["error"] == "forbidden"
+
+
+def test_an_admin_cannot_mint_a_platform_key(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    answer = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "x", "scopes": ["platform"]})
+    assert answer.status == 422
+    assert answer.json()["error"] == "validation_error"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/numbers", {"number": "+5511999990001", "displayName": "x"}),
+        ("/api/numbers", {"number": "123", "displayName": "x"}),
+        ("/api/numbers", {"number": 5511999990001, "displayName": "x"}),
+        ("/api/numbers", {"number": "5511999990001"}),
+        (
+            "/api/providers",
+            {"name": "p", "kind": "telegram", "baseUrl": "https://a.example", "webhookSecret": "s" * 20},
+        ),
+        ("/api/providers", {"name": "p", "kind": "wuzapi", "baseUrl": "ftp://a.example", "webhookSecret": "s" * 20}),
+        ("/api/api-keys", {"name": "x", "scopes": []}),
+        ("/api/api-keys", {"name": "x", "scopes": ["send"], "surprise": 1}),
+    ],
+)
+def test_bad_input_is_a_clear_4xx(client: Client, make_tenant: Any, path: str, body: dict[str, Any]) -> None:
+    tenant = make_tenant("acme")
+    answer = client.post(path, key=tenant.admin, json_body=body)
+    assert answer.status in (400, 422), answer.body
+    assert set(answer.json()) >= {"error", "message"}
+
+
+def test_malformed_json_is_400(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    answer = client.post("/api/numbers", key=tenant.admin, body=b"{not json")
+    assert answer.status == 400
+    assert answer.json()["error"] == "invalid_json"
+
+
+def test_provider_url_to_private_address_is_refused(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    for url in ("https://169.254.169.254/latest", "https://10.0.0.5", "http://example.com"):
+        answer = client.post(
+            "/api/providers",
+            key=tenant.admin,
+            json_body={"name": "p", "kind": "wuzapi", "baseUrl": url, "webhookSecret": "s" * 20},
+        )
+        assert answer.status == 400, (url, answer.body)
+
+
+def test_agent_key_needs_an_attendant(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    answer = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "a", "scopes": ["agent"]})
+    assert answer.status == 400
+    assert answer.json()["error"] == "attendant_required"
+
+
+def test_patch_with_null_for_a_required_field_is_422_and_changes_nothing(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    key = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "s", "scopes": ["send"]}).json()
+
+    answer = client.patch(f"/api/api-keys/{key['id']}", key=tenant.admin, json_body={"scopes": None})
+
+    assert answer.status == 422
+    assert client.get(f"/api/api-keys/{key['id']}", key=tenant.admin).json()["scopes"] == ["send"]
+    cleared = client.patch(f"/api/api-keys/{key['id']}", key=tenant.admin, json_body={"webhookUrl": None})
+    assert cleared.status == 200
+
+
+def test_reconfiguring_an_instance_never_undoes_a_connection_event_that_raced_it(
+    client: Client, make_tenant: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tenant = make_tenant("acme")
+    created = setup_catalog(client, tenant)
+    repository = bootstrap.catalog_repository()
+    read_before_the_event = repository.find_instance
+
+    def read_then_event_arrives(name: str) -> Any:
+        stale = read_before_the_event(name)
+        bootstrap.routing_repository().apply_connection(name, "CONNECTED", 7, datetime.now(UTC))
+        return stale
+
+    monkeypatch.setattr(repository, "find_instance", read_then_event_arrives)
+
+    answer = client.put(
+        "/api/instances/acme-main",
+        key=tenant.admin,
+        json_body={
+            "providerId": created["provider"]["id"],
+            "providerInstanceId": "inst-1",
+            "numberId": created["number"]["id"],
+            "priority": 3,
+            "kind": "calls",
+        },
+    )
+
+    assert answer.status == 200
+    stored = client.get("/api/instances/acme-main", key=tenant.admin).json()
+    assert (stored["state"], stored["priority"]) == ("CONNECTED", 3)

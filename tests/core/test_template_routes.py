@@ -1,0 +1,74 @@
+"""template.yaml and the functions' routers agree, both ways.
+
+API Gateway sends each `HttpApi` event of a function to that function's code (its `CodeUri`);
+the function answers with the resolver `app` its app.py builds from the capability routers. So
+every route of the template must be served by that `app`, and every route the `app` serves must
+be one the template sends to that function: a route only in the code is unreachable in AWS, one
+only in the template answers 404 there. The docs function's `app` holds every router of the API
+(to document them) and also serves the document and the Swagger UI.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from typing import Any
+
+from devstack import template
+from devstack.apigw import HttpApi
+from tests.support.aws import AwsResources
+
+DOCS_FUNCTION = "DocsFunction"
+Route = tuple[str, str]  # (METHOD, /path/{param})
+
+
+def template_routes() -> dict[str, set[Route]]:
+    """Each function code directory (`CodeUri`) -> the routes of its functions' `HttpApi` events."""
+    routes: dict[str, set[Route]] = defaultdict(set)
+    for properties in template.resources("AWS::Serverless::Function").values():
+        code = routes[properties["CodeUri"]]
+        for event in (properties.get("Events") or {}).values():
+            if event.get("Type") == "HttpApi":
+                code.add((event["Properties"]["Method"].upper(), event["Properties"]["Path"]))
+    return dict(routes)
+
+
+def function_of_each_code() -> dict[str, str]:
+    """Each `CodeUri` -> the first function built from it (functions sharing code share its `app`)."""
+    functions: dict[str, str] = {}
+    for logical_id, properties in template.resources("AWS::Serverless::Function").items():
+        functions.setdefault(properties["CodeUri"], logical_id)
+    return functions
+
+
+def served_routes(http_api: HttpApi, logical_id: str) -> set[Route]:
+    """What the `app` of the function's module serves (nothing for a function without one).
+
+    The module is the one the local gateway runs: the function's app.py, imported by path.
+    """
+    module = sys.modules[http_api.functions.handler(logical_id).__module__]
+    app: Any = getattr(module, "app", None)
+    if app is None:
+        return set()
+    routes = app._static_routes + app._dynamic_routes  # Powertools has no public accessor
+    return {(route.method.upper(), re.sub(r"<(\w+)>", r"{\1}", route.path)) for route in routes}
+
+
+def test_every_route_of_the_template_is_served_by_its_function_and_every_served_route_is_in_it(
+    aws: AwsResources, http_api: HttpApi
+) -> None:
+    expected = template_routes()
+    functions = function_of_each_code()
+    docs = template.resources("AWS::Serverless::Function")[DOCS_FUNCTION]["CodeUri"]
+    api = {route for code, routes in expected.items() if code != docs for route in routes}
+    expected[docs] |= api
+
+    mismatches = {}
+    for code, routes in expected.items():
+        served = served_routes(http_api, functions[code])
+        if served != routes:
+            mismatches[code] = {"not served": sorted(routes - served), "not in template.yaml": sorted(served - routes)}
+
+    assert api, "no HttpApi route found in template.yaml"
+    assert not mismatches, mismatches

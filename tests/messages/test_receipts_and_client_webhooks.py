@@ -1,0 +1,172 @@
+"""Provider receipts move a message forward only; client webhooks are signed and retried. On moto."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+import pytest
+from standardwebhooks import Webhook
+
+from switchboard import bootstrap
+from tests.support.api import Client
+from tests.support.aws import REGION, AwsResources
+from tests.support.builders import provider_event, run_effects
+from tests.support.fakes import FakeProvider
+from tests.support.pool import NUMBERS, PoolWorld, build_world
+
+Drain = Callable[[str, str], list[Any]]
+RECIPIENT = "5511988880001"
+
+
+class Receiver:
+    """A client's webhook endpoint: records each request; answers `statuses` in turn, then 204."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.statuses: list[int] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["content-length"]))
+                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 204)
+                self.end_headers()
+
+            def log_message(self, *_: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def events(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _, body in self.requests]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    endpoint = Receiver()
+    yield endpoint
+    endpoint.server.shutdown()
+
+
+@pytest.fixture
+def world(client: Client, make_tenant: Any, provider: FakeProvider, receiver: Receiver) -> PoolWorld:
+    world = build_world(client, make_tenant("acme"), *NUMBERS)
+    world.create_send_key(default_number=NUMBERS[0], webhook_url=receiver.url)
+    return world
+
+
+def receipt(world: PoolWorld, provider_message_id: str, status: str) -> None:
+    instance = bootstrap.catalog_repository().find_instance(world.instances[NUMBERS[0]])
+    assert instance is not None
+    data = {"id": provider_message_id, "status": status, "timestamp": "2026-11-30T08:00:00Z"}
+    run_effects(provider_event(instance, "receipt", data, provider_id=world.provider_id))
+
+
+def sent_message(world: PoolWorld, run_worker: Callable[[], list[Any]]) -> dict[str, Any]:
+    message_id = world.send(RECIPIENT)
+    run_worker()
+    message = world.message(message_id)
+    assert message["status"] == "SENT"
+    return message
+
+
+def test_receipts_move_the_status_forward_only_and_once(
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver
+) -> None:
+    message = sent_message(world, run_worker)
+
+    receipt(world, message["providerMessageId"], "delivered")
+    receipt(world, message["providerMessageId"], "delivered")  # duplicate
+    receipt(world, message["providerMessageId"], "read")
+    receipt(world, message["providerMessageId"], "delivered")  # late
+    receipt(world, message["providerMessageId"], "failed")  # after read: ignored
+    receipt(world, "wamid-unknown", "read")  # not ours
+
+    after = world.message(message["id"])
+    assert after["status"] == "READ"
+    assert after["deliveredAt"] is not None and after["readAt"] is not None
+    assert [e["stage"] for e in after["trace"] if e["stage"].startswith("receipt.")] == [
+        "receipt.delivered",
+        "receipt.read",
+    ]
+    drain("ClientWebhookQueue", "ClientWebhooksFunction")
+    assert [event["event"] for event in receiver.events()] == ["message.sent", "message.delivered", "message.read"]
+
+
+def test_a_failed_receipt_after_sent_ends_the_message_failed(world: PoolWorld, run_worker: Any) -> None:
+    message = sent_message(world, run_worker)
+
+    receipt(world, message["providerMessageId"], "failed")
+    receipt(world, message["providerMessageId"], "delivered")
+
+    after = world.message(message["id"])
+    assert (after["status"], after["failureReason"]) == ("FAILED", "provider_receipt_failed")
+
+
+def test_client_webhook_is_signed_with_standard_webhooks_and_carries_the_source_number(
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver, client: Client
+) -> None:
+    secret = client.post(f"/api/api-keys/{world.send_key_id}/webhook-secret", key=world.tenant.admin).json()["secret"]
+    message = sent_message(world, run_worker)
+
+    drain("ClientWebhookQueue", "ClientWebhooksFunction")
+
+    [(headers, body)] = receiver.requests
+    verified = Webhook(secret).verify(body, headers)
+    assert verified == {
+        "event": "message.sent",
+        "timestamp": verified["timestamp"],
+        "data": {
+            "messageId": message["id"],
+            "sourceNumber": NUMBERS[0],
+            "destinationNumber": RECIPIENT,
+            "status": "SENT",
+            "sentAt": verified["data"]["sentAt"],
+            "failureReason": None,
+        },
+    }
+    assert headers["webhook-id"].startswith("whk_")
+    with pytest.raises(Exception, match="signature"):
+        Webhook("whsec_" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=").verify(body, headers)
+
+
+def test_a_failing_client_endpoint_is_retried_with_backoff_and_the_same_webhook_id(
+    world: PoolWorld, aws: AwsResources, run_worker: Any, drain: Drain, receiver: Receiver
+) -> None:
+    receiver.statuses = [500]
+    sent_message(world, run_worker)
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = aws.queues["ClientWebhookQueue"]
+    [job] = sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]  # a peek
+
+    first = drain("ClientWebhookQueue", "ClientWebhooksFunction")
+
+    assert first[0]["batchItemFailures"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (attributes["ApproximateNumberOfMessages"], attributes["ApproximateNumberOfMessagesNotVisible"]) == (
+        "0",
+        "1",
+    )  # kept, invisible for the backoff
+    # When the backoff has elapsed SQS delivers the same job again: same webhook-id, now accepted.
+    assert bootstrap.client_webhook_worker().handle(job["Body"], "receipt-handle", 2) is True
+    assert [headers["webhook-id"] for headers, _ in receiver.requests] == [receiver.requests[0][0]["webhook-id"]] * 2
+
+
+def test_sending_never_waits_for_or_fails_on_the_client_webhook(
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver
+) -> None:
+    receiver.statuses = [500] * 10
+    message = sent_message(world, run_worker)
+
+    drain("ClientWebhookQueue", "ClientWebhooksFunction")
+
+    assert world.message(message["id"])["status"] == "SENT"
+    assert len(receiver.requests) == 1

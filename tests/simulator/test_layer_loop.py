@@ -1,0 +1,154 @@
+"""The layer's provider kinds against the simulator's servers, both ways: its clients send to each
+flavour, and each flavour's webhooks pass its `KIND.authenticate` and map through `KIND.events`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from devstack.simulator import SimulatorControl
+from switchboard.core.errors import ProviderDisconnected, Unauthenticated
+from switchboard.providers.base import InboundEvent, ProviderClient, WebhookRequest
+from switchboard.providers.kinds import spec_for
+from tests.simulator.conftest import HOOK_KEY, FlavourFactory, FlavourInstance, Received, WebhookReceiver
+
+PEER = "5511988887777"
+KIND_OF = {"calls": "wuzapi", "wuzapi": "wuzapi", "evolution": "evolution", "meta": "meta"}
+REAL_FLAVOURS = ["wuzapi", "evolution", "meta"]
+
+
+@dataclass
+class Secrets:
+    secret: str | None = HOOK_KEY
+    verify: str | None = None
+    token: str | None = None
+
+    def webhook_secret(self) -> str | None:
+        return self.secret
+
+    def verify_token(self) -> str | None:
+        return self.verify
+
+    def instance_token(self, binding: str) -> str | None:
+        return self.token
+
+
+def _request(received: Received) -> WebhookRequest:
+    return WebhookRequest(headers={name.lower(): value for name, value in received.headers.items()}, body=received.body)
+
+
+def _events(instance: FlavourInstance, received: Received, secrets: Secrets | None = None) -> list[InboundEvent]:
+    spec = spec_for(KIND_OF[instance.flavour])
+    request = _request(received)
+    spec.authenticate(request, secrets or Secrets(), time.time())
+    return spec.events(request)
+
+
+def _client(instance: FlavourInstance) -> ProviderClient:
+    return spec_for(KIND_OF[instance.flavour]).client(local_mode=True, read_timeout=5.0)
+
+
+@pytest.mark.parametrize("flavour", ["calls", *REAL_FLAVOURS])
+def test_the_client_sends_and_the_message_is_recorded(
+    flavour: str, make_flavoured: FlavourFactory, control: SimulatorControl
+) -> None:
+    instance = make_flavoured(flavour, subscribed=False)
+    client = _client(instance)
+
+    sent = client.send_text(instance.target(), PEER, "hello", "3EB0000000000000000001")
+
+    [message] = [m for m in control.sent() if m["instance"] == instance.id]
+    assert (message["id"], message["phone"], message["body"]) == (sent.provider_message_id, PEER, "hello")
+    assert client.instance_status(instance.target()).connected is True
+
+
+@pytest.mark.parametrize("flavour", ["calls", "wuzapi", "evolution"])
+def test_a_send_without_a_session_is_disconnected(
+    flavour: str, make_flavoured: FlavourFactory, control: SimulatorControl
+) -> None:
+    instance = make_flavoured(flavour, subscribed=False)
+    control.set_connection(instance.id, False)
+    client = _client(instance)
+
+    with pytest.raises(ProviderDisconnected):
+        client.send_text(instance.target(), PEER, "hello", "3EB0000000000000000002")
+    assert client.instance_status(instance.target()).connected is False
+
+
+@pytest.mark.parametrize("flavour", REAL_FLAVOURS)
+def test_incoming_messages_and_receipts_map_to_our_events(
+    flavour: str, make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured(flavour)
+    client = _client(instance)
+    sent = client.send_text(instance.target(), PEER, "hello", "3EB0000000000000000003")
+
+    incoming = control.incoming_message(instance.id, PEER, "hi there")
+    control.receipt(instance.id, sent.provider_message_id, "read")
+
+    message, receipt = receiver.wait_for(instance.id, 2)
+    [got] = _events(instance, message)
+    assert (got.name, got.data["id"], got.data["from"], got.data["text"], got.ignored) == (
+        "message",
+        incoming,
+        PEER,
+        "hi there",
+        None,
+    )
+    expected_binding = instance.meta_phone_id if flavour == "meta" else instance.id
+    assert got.binding == expected_binding
+    [read] = _events(instance, receipt)
+    assert (read.name, read.data["id"], read.data["status"]) == ("receipt", sent.provider_message_id, "read")
+
+
+@pytest.mark.parametrize("flavour", ["wuzapi", "evolution"])
+def test_connection_changes_map_to_connection_events(
+    flavour: str, make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured(flavour)
+
+    control.set_connection(instance.id, False)
+    control.set_connection(instance.id, True)
+
+    down, up = receiver.wait_for(instance.id, 2)
+    assert [(event.name, event.data["connected"]) for event in _events(instance, down)] == [("connection", False)]
+    assert [(event.name, event.data["connected"]) for event in _events(instance, up)] == [("connection", True)]
+
+
+def test_wuzapi_form_mode_maps_too(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured("wuzapi", webhookFormat="form")
+
+    control.incoming_message(instance.id, PEER, "via form")
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    [event] = _events(instance, delivery)
+    assert (event.name, event.data["text"]) == ("message", "via form")
+
+
+@pytest.mark.parametrize("flavour", REAL_FLAVOURS)
+def test_a_delivery_signed_with_another_secret_is_refused(
+    flavour: str, make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured(flavour)
+
+    control.incoming_message(instance.id, PEER, "hi")
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    with pytest.raises(Unauthenticated):
+        _events(instance, delivery, Secrets(secret=HOOK_KEY + "-other"))
+
+
+def test_metas_verification_query_is_answered_by_the_kind(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured("meta", verifyToken="verify-me")
+    control.verify_webhook(instance.id)  # the receiver records the query Meta sends
+    query = dict(receiver.last_query)
+
+    answer = spec_for("meta").verify_subscription(query, Secrets(verify="verify-me"))
+
+    assert answer == query["hub.challenge"]

@@ -1,0 +1,93 @@
+"""Domain objects as the services receive them: principals, instance records, provider events
+(and those events run through the effect handlers, as the webhook ingest runs them)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from switchboard import bootstrap
+from switchboard.catalog.domain import PLATFORM_TENANT, Instance, Principal, Scope
+from switchboard.webhooks.events import ProviderEvent
+
+
+def admin(tenant: str = "acme") -> Principal:
+    return Principal(tenant=tenant, key_id="key_admin", scopes=frozenset({Scope.ADMIN}))
+
+
+def agent(attendant: str, tenant: str = "acme") -> Principal:
+    return Principal(tenant=tenant, key_id=f"key_{attendant}", scopes=frozenset({Scope.AGENT}), attendant_id=attendant)
+
+
+def sender(key_id: str, tenant: str = "acme") -> Principal:
+    return Principal(tenant=tenant, key_id=key_id, scopes=frozenset({Scope.SEND}))
+
+
+def platform() -> Principal:
+    return Principal(tenant=PLATFORM_TENANT, key_id="key_platform", scopes=frozenset({Scope.PLATFORM}))
+
+
+def instance(
+    name: str = "acme-main",
+    *,
+    tenant: str = "acme",
+    kind: str = "messages",
+    provider_id: str = "prv_1",
+    provider_instance_id: str | None = None,
+    number_id: str = "num_1",
+    **fields: Any,
+) -> Instance:
+    """An instance record; its provider instance id is `pi-<name>` unless given."""
+    return Instance(
+        tenant=tenant,
+        name=name,
+        provider_id=provider_id,
+        provider_instance_id=provider_instance_id or f"pi-{name}",
+        number_id=number_id,
+        kind=kind,
+        token_hint="…",
+        **fields,
+    )
+
+
+def provider_event(
+    target: Instance,
+    name: str,
+    data: dict[str, Any] | None = None,
+    *,
+    seq: int | None = None,
+    event_id: str | None = None,
+    envelope_instance: dict[str, Any] | None = None,
+    provider_id: str | None = None,
+) -> ProviderEvent:
+    """A provider webhook event bound to `target`, as the ingest hands it to the effect handlers."""
+    return ProviderEvent(
+        provider_id=provider_id or target.provider_id,
+        instance=target,
+        name=name,
+        event_id=event_id or str(uuid.uuid4()),
+        seq=seq,
+        data=data or {},
+        envelope_instance=envelope_instance,
+        received_at=datetime.now(UTC),
+    )
+
+
+def event_of_envelope(target: Instance, envelope: dict[str, Any], provider_id: str | None = None) -> ProviderEvent:
+    """The event of one provider envelope (`event`, `eventId`, `seq`, `data`, `instance`)."""
+    return provider_event(
+        target,
+        envelope["event"],
+        envelope.get("data") or {},
+        seq=envelope.get("seq"),
+        event_id=envelope["eventId"],
+        envelope_instance=envelope.get("instance"),
+        provider_id=provider_id,
+    )
+
+
+def run_effects(event: ProviderEvent) -> None:
+    """Every effect handler of the event, in order, as the ingest runs them after its dedupe commit."""
+    for handler in bootstrap.event_handlers()[event.name]:
+        handler(event)

@@ -1,0 +1,539 @@
+"""In-memory fakes of the layer's ports: one per port, shared by every test that needs that port.
+
+Each fake keeps what it was given in plain attributes the tests read (`sent`, `records`,
+`requested`...) and raises what a test scripts into it (`failures`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
+from switchboard.catalog.domain import Instance, InstanceState, Tenant, utcnow
+from switchboard.core.errors import AlreadyFinal, NotFound, ProviderError
+from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
+from switchboard.pool.domain import Affinity
+from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
+from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
+from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
+
+ALL_CALLS = Capabilities(calls=True, calls_per_instance_limit=True, calls_settings_webhook=True, calls_video=True)
+
+# --- core: secrets, clock, backoff ----------------------------------------------------------------
+
+
+class FakeSecrets:
+    """`core.ports.Secrets`: values by name; a name without a value reads as `default(name)`.
+
+    `read_only` fails the test on any write (a worker only reads); `failure` is raised by every
+    read (the store is unavailable); `fresh_reads` counts reads that bypass the store's cache.
+    """
+
+    def __init__(
+        self,
+        values: dict[str, str] | None = None,
+        *,
+        prefix: str = "",
+        default: Callable[[str], str] | None = None,
+        read_only: bool = False,
+        failure: Exception | None = None,
+    ) -> None:
+        self.values = dict(values or {})
+        self.prefix = prefix
+        self.default = default
+        self.read_only = read_only
+        self.failure = failure
+        self.fresh_reads = 0
+
+    def name(self, *parts: str) -> str:
+        return "/".join([self.prefix, *parts] if self.prefix else parts)
+
+    def get(self, name: str, *, fresh: bool = False) -> str:
+        if self.failure is not None:
+            raise self.failure
+        self.fresh_reads += fresh
+        if name in self.values or self.default is None:
+            return self.values[name]
+        return self.default(name)
+
+    def put(self, name: str, value: str) -> None:
+        assert not self.read_only, "a reader never writes secrets"
+        self.values[name] = value
+
+    def delete(self, name: str) -> None:
+        assert not self.read_only, "a reader never deletes secrets"
+        self.values.pop(name, None)
+
+
+class FakeClock:
+    """A monotonic clock that moves only when the test sets `now`."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeBackoff:
+    """`core.ports.Backoff`: records each (receipt handle, delay)."""
+
+    def __init__(self) -> None:
+        self.delays: list[tuple[str, int]] = []
+
+    def delay(self, receipt_handle: str, seconds: int) -> None:
+        self.delays.append((receipt_handle, seconds))
+
+
+# --- providers: the provider client and the targets -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sent:
+    instance: str  # the provider instance id
+    token: str
+    phone: str
+    body: str
+    key: str  # the idempotency key
+
+
+class FakeProvider:
+    """`providers.base.ProviderClient`: records sends; the call limit behaves like the contract.
+
+    `failures[x]` lists errors raised by the next sends through provider instance `x`, or of the
+    text `x`. `expected_token(target)`, when given, is the instance token every send must carry.
+    `calls` logs the call-limit operations in order (`capabilities`, `post`, `status`).
+    """
+
+    def __init__(
+        self, *, expected_token: Callable[[ProviderTarget], str] | None = None, limit: int = 1, version: int = 0
+    ) -> None:
+        self.sent: list[Sent] = []
+        self.failures: dict[str, list[Exception]] = {}
+        self.expected_token = expected_token
+        self.limit = limit
+        self.version = version
+        self.capabilities_answer = ALL_CALLS
+        self.post_failure: ProviderError | None = None
+        self.applied_despite_failure = False
+        self.status_failures: list[ProviderError] = []
+        self.calls: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def bodies(self) -> list[str]:
+        return [sent.body for sent in self.sent]
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        with self._lock:
+            if self.expected_token is not None:
+                assert target.instance_token == self.expected_token(target)
+            pending = self.failures.get(target.provider_instance_id) or self.failures.get(body)
+            if pending:
+                raise pending.pop(0)
+            token = target.instance_token or ""
+            self.sent.append(Sent(target.provider_instance_id, token, phone, body, idempotency_key))
+            return SentMessage(provider_message_id=f"wamid-{len(self.sent)}")
+
+    def capabilities(self, target: ProviderTarget) -> Capabilities:
+        self.calls.append("capabilities")
+        return self.capabilities_answer
+
+    def instance_status(self, target: ProviderTarget) -> InstanceStatus:
+        self.calls.append("status")
+        if self.status_failures:
+            raise self.status_failures.pop(0)
+        return self._status()
+
+    def set_call_settings(self, target: ProviderTarget, calls_max_concurrent: int) -> InstanceStatus:
+        self.calls.append("post")
+        if self.post_failure is not None and not self.applied_despite_failure:
+            raise self.post_failure
+        self.limit, self.version = calls_max_concurrent, self.version + 1
+        if self.post_failure is not None:
+            raise self.post_failure
+        return self._status()
+
+    def _status(self) -> InstanceStatus:
+        return InstanceStatus(
+            connected=True, kind="calls", calls_max_concurrent=self.limit, calls_config_version=self.version
+        )
+
+
+@dataclass
+class FakeTargets:
+    """`providers.ports.Targets`: every instance is reached through `provider`."""
+
+    provider: Any
+
+    def target_for(self, instance: Instance) -> tuple[Any, ProviderTarget]:
+        target = ProviderTarget(
+            kind="wuzapi", base_url="http://127.0.0.1:1", provider_instance_id=instance.provider_instance_id
+        )
+        return self.provider, target
+
+
+# --- catalog and audit ----------------------------------------------------------------------------
+
+
+class FakeCatalog:
+    """`catalog.ports.Instances` and the reconciler's `TenantCatalog`: the instances given, by name."""
+
+    def __init__(self, instances: Iterable[Instance] = ()) -> None:
+        self.instances = {item.name: item for item in instances}
+
+    def find_instance(self, name: str) -> Instance | None:
+        return self.instances.get(name)
+
+    def get_instance(self, tenant: str, name: str) -> Instance:
+        found = self.instances.get(name)
+        if found is None or found.tenant != tenant:
+            raise NotFound("instance not found")
+        return found
+
+    def list_tenants(self) -> list[Tenant]:
+        tags = sorted({item.tenant for item in self.instances.values()})
+        return [Tenant(tenant=tag, owner_tag=tag, name=tag) for tag in tags]
+
+    def list_instances(self, tenant: str) -> list[Instance]:
+        return [item for item in self.instances.values() if item.tenant == tenant]
+
+
+@dataclass
+class FakeAudit:
+    """`audit.ports.Audit`: records (action, before, after)."""
+
+    records: list[tuple[str, Any, Any]] = field(default_factory=list)
+
+    def record(self, principal: Any, action: str, target: str, before: Any = None, after: Any = None) -> None:
+        self.records.append((action, before, after))
+
+
+# --- messages -------------------------------------------------------------------------------------
+
+
+class FakeMessages:
+    """`messages.ports.Messages` for the send worker: claims, leases and affinities in memory."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Message] = {}
+        self.affinities: dict[tuple[str, str], Affinity] = {}
+
+    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None:
+        stored = self.items.get(message_id)
+        if stored is None or stored.status is not MessageStatus.QUEUED:
+            return None  # final, or SENDING under a live lease (fakes never let a lease expire)
+        claimed = stored.model_copy(update={"status": MessageStatus.SENDING, "lease_token": token})
+        self.items[message_id] = claimed
+        return claimed
+
+    def affinity(self, tenant: str, recipient: str) -> Affinity | None:
+        return self.affinities.get((tenant, recipient))
+
+    def _queued(self, message: Message) -> Message:
+        stored = self.items[message.id]
+        if stored.status is not MessageStatus.SENDING or stored.lease_token != message.lease_token:
+            raise AlreadyFinal("not held")
+        return stored
+
+    def record_sent(self, message: Message, **fields: Any) -> Message:
+        stored = self._queued(message)
+        events: list[TraceEvent] = fields.pop("events")
+        remember = fields.pop("remember_affinity")
+        sent = stored.model_copy(
+            update={
+                **fields,
+                "status": MessageStatus.SENT,
+                "lease_token": None,
+                "sent_at": utcnow(),
+                "attempts": stored.attempts + 1,
+                "pending": None,
+                "trace": [*stored.trace, *events],
+            }
+        )
+        self.items[message.id] = sent
+        if remember:
+            self.affinities[(message.tenant, message.to)] = Affinity(
+                number_id=fields["number_id"], number=fields["source_number"], sent_at=utcnow()
+            )
+        return sent
+
+    def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
+        stored = self._queued(message)
+        failed = stored.model_copy(
+            update={
+                "status": MessageStatus.FAILED,
+                "lease_token": None,
+                "failure_reason": reason,
+                "attempts": stored.attempts + 1,
+                "trace": [*stored.trace, *events],
+            }
+        )
+        self.items[message.id] = failed
+        return failed
+
+    def record_retry(
+        self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
+    ) -> None:
+        stored = self._queued(message)
+        self.items[message.id] = stored.model_copy(
+            update={
+                "status": MessageStatus.QUEUED,
+                "lease_token": None,
+                "attempts": stored.attempts + 1,
+                "last_error": error_code,
+                "pending": pending or stored.pending,
+                "trace": [*stored.trace, *events],
+            }
+        )
+
+
+class FakeNotifier:
+    """The send worker's `Notifier` (client webhooks): records (message id, status, webhook URL)."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[str, MessageStatus, str | None]] = []
+
+    def message_changed(self, message: Message, webhook_url: str | None) -> None:
+        self.changes.append((message.id, message.status, webhook_url))
+
+
+class FakeTickets:
+    """The round-robin counter: 1, 2, 3, ... (`plan_numbers` calls it; the worker asks `next_ticket`)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def __call__(self) -> int:
+        self.value += 1
+        return self.value
+
+    def next_ticket(self, api_key_id: str) -> int:
+        return self()
+
+
+# --- usage ----------------------------------------------------------------------------------------
+
+
+class FakeUsage:
+    """The send worker's `Usage`: records each outgoing count (instance name, when)."""
+
+    def __init__(self) -> None:
+        self.counted: list[tuple[str, object]] = []
+
+    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool:
+        self.counted.append((instance.name, when))
+        return True
+
+
+class FakeUsageStore:
+    """`usage.service.UsageStore`: records each count id; no month has usage."""
+
+    def __init__(self) -> None:
+        self.counted: list[str | None] = []
+
+    def add(self, instance: Instance, day: Any, direction: str, count_id: str | None, now: datetime) -> bool:
+        self.counted.append(count_id)
+        return True
+
+    def month(self, owner_tag: str | None, month: str) -> list[Any]:
+        return []
+
+
+# --- call limit and calls -------------------------------------------------------------------------
+
+
+class FakeLines:
+    """`call_limit.service.Lines`: the snapshot rule applied in memory."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, Line] = {}
+
+    def get(self, instance_name: str) -> Line | None:
+        return self.lines.get(instance_name)
+
+    def apply_snapshot(self, instance_name: str, tenant: str, snapshot: Snapshot) -> SnapshotResult:
+        line = self.lines.get(instance_name) or Line(instance=instance_name, tenant=tenant)
+        verdict = judge(line.limit, line.version, line.conflict, snapshot)
+        before = line.limit
+        if verdict in (Verdict.REPLACE, Verdict.RESOLVE):
+            version = line.version if snapshot.version is None else snapshot.version
+            line = line.model_copy(update={"limit": snapshot.limit, "version": version, "conflict": False})
+        elif verdict is Verdict.CONFLICT:
+            line = line.model_copy(update={"conflict": True})
+        self.lines[instance_name] = line
+        changed = verdict is Verdict.REPLACE or (verdict is Verdict.RESOLVE and before != snapshot.limit)
+        return SnapshotResult(verdict=verdict, line=line, changed=changed)
+
+
+@dataclass
+class FakePublisher:
+    """`call_limit.service.Publisher`: records (detail type, detail)."""
+
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> bool:
+        self.events.append((detail_type, detail))
+        return True
+
+
+class FakeReconcileQueue:
+    """`calls.ports.ReconcileRequests` and the scheduler's `Queue`: records requests and batches."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.requested: list[str] = []
+
+    def send_batch(self, instance_names: list[str]) -> int:
+        self.batches.append(list(instance_names))
+        return len(instance_names)
+
+    def request(self, instance: str, delay_seconds: int = 0) -> None:
+        self.requested.append(instance)
+
+
+# --- routing --------------------------------------------------------------------------------------
+
+
+class FakeInstanceStates:
+    """`routing.service.InstanceStates` of one instance: the state, guarded by seq."""
+
+    def __init__(self) -> None:
+        self.state: InstanceState = "DISCONNECTED"
+        self.seq: int | None = None
+
+    def apply_connection(self, name: str, state: InstanceState, seq: int | None, at: datetime) -> bool:
+        if seq is None or (self.seq is not None and seq <= self.seq):
+            return False
+        self.state, self.seq = state, seq
+        return True
+
+    def instance_state(self, name: str) -> tuple[InstanceState, int | None] | None:
+        return self.state, self.seq
+
+
+class FakeMappingStore:
+    """`routing.service.MappingStore`: each change moves the version stamp; counts mapping reads."""
+
+    def __init__(self) -> None:
+        self.mappings: dict[str, DownstreamMapping] = {}
+        self.stamp = 0
+        self.mapping_reads = 0
+
+    def version(self) -> int:
+        return self.stamp
+
+    def get_mapping(self, owner_tag: str) -> DownstreamMapping | None:
+        self.mapping_reads += 1
+        return self.mappings.get(owner_tag)
+
+    def change(self, mapping: DownstreamMapping) -> None:
+        self.mappings[mapping.owner_tag] = mapping
+        self.stamp += 1
+
+    def list_mappings(self) -> list[DownstreamMapping]:
+        return list(self.mappings.values())
+
+    def put_mapping(self, mapping: DownstreamMapping, *, token_replaced: bool) -> None:
+        self.change(mapping)
+
+    def delete_mapping(self, owner_tag: str) -> None:
+        self.mappings.pop(owner_tag)
+        self.stamp += 1
+
+
+@dataclass
+class FakeDownstreams:
+    """`routing.outbox.Downstreams`: every owner tag resolves to `target`."""
+
+    target: DownstreamTarget | None
+
+    def target_for(self, owner_tag: str | None) -> DownstreamTarget | None:
+        return self.target
+
+
+class FakeDownstreamClient:
+    """`routing.domain.DownstreamClient` for the outbox: records private notes (conversation, text)."""
+
+    def __init__(self) -> None:
+        self.notes: list[tuple[int, str]] = []
+
+    def post_incoming(self, target: DownstreamTarget, message: Any) -> int:
+        raise AssertionError("not used")
+
+    def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:
+        self.notes.append((conversation_id, text))
+
+
+class FakeOutboxStore:
+    """`routing.outbox.OutboxStore`: entries in arrival order, outcomes by message id."""
+
+    def __init__(self) -> None:
+        self.entries: list[OutboxEntry] = []
+        self.outcomes: dict[str, Outcome] = {}
+
+    def enqueue(self, entry: OutboxEntry) -> bool:
+        if entry.message_id in self.outcomes:
+            return False
+        self.entries.append(entry)
+        self.outcomes[entry.message_id] = Outcome(status="PENDING")
+        return True
+
+    def waiting(self, instance: str, limit: int) -> list[OutboxEntry]:
+        return [entry for entry in self.entries if entry.instance == instance][:limit]
+
+    def instances_waiting(self) -> list[str]:
+        return sorted({entry.instance for entry in self.entries})
+
+    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> bool:
+        return entry in self.entries
+
+    def release(self, entry: OutboxEntry) -> None:
+        return None
+
+    def finish(
+        self, entry: OutboxEntry, status: FinalStatus, reason: str | None, provider_message_id: str | None
+    ) -> bool:
+        self.entries.remove(entry)
+        self.outcomes[entry.message_id] = Outcome(status=status, reason=reason, provider_message_id=provider_message_id)
+        return True
+
+    def outcome(self, instance: str, message_id: str) -> Outcome | None:
+        return self.outcomes.get(message_id)
+
+    def set_webhook_digest(self, tenant: str, instance: str, digest: str, hint: str, at: datetime) -> None:
+        return None
+
+    def webhook_digest(self, tenant: str, instance: str) -> str | None:
+        return None
+
+
+class FakeCredentials:
+    """A provider's secrets as a kind's webhook check sees them; counts what was read."""
+
+    def __init__(
+        self,
+        webhook_secret: str | None = None,
+        verify_token: str | None = None,
+        tokens: dict[str, str] | None = None,
+    ) -> None:
+        self._webhook_secret = webhook_secret
+        self._verify_token = verify_token
+        self._tokens = tokens or {}
+        self.secret_reads = 0
+        self.token_reads: list[str] = []
+
+    def webhook_secret(self) -> str | None:
+        self.secret_reads += 1
+        return self._webhook_secret
+
+    def verify_token(self) -> str | None:
+        return self._verify_token
+
+    def instance_token(self, binding: str) -> str | None:
+        self.token_reads.append(binding)
+        return self._tokens.get(binding)
