@@ -1,7 +1,7 @@
 """The embedded AWS endpoint: moto in server mode, applying one request at a time.
 
 moto's DynamoDB backend has no lock: concurrent TransactWriteItems deep-copy the table and can
-over-admit, lose committed writes or answer 500 (measured, see DESIGN.md). Real DynamoDB
+over-admit, lose committed writes or answer 500 (measured on this machine). Real DynamoDB
 serialises conditional writes per item; one lock around moto's WSGI app gives the same
 guarantee locally, at the cost of throughput the local stack does not need.
 

@@ -1,6 +1,6 @@
 """Dialing through the API and the dial service, against the provider simulator, on moto.
 
-Slots are read from the line item (`occupants`), the same data Calls I's read view shows.
+Slots are read from the line item (`occupants`), the same data the call limit's read view shows.
 """
 
 from __future__ import annotations

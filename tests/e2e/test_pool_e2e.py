@@ -1,4 +1,4 @@
-"""Seed 000 section 8, full-stack rows, on the local stack with the provider simulator.
+"""The number pool on the whole local stack with the provider simulator.
 
 Affinity: two messages to one recipient leave from the same number. Fallback: the primary
 disconnects (a `connection` webhook from the simulator) and the secondary sends; it reconnects

@@ -1,7 +1,7 @@
 """The send API and the send worker, through the gateway emulator and the template's functions, on moto.
 
 The provider is a recording fake (`provider`); the full stack with the simulator is in tests/e2e.
-Seed 000 section 8, integration row "Envio com pool".
+Sending through a pool, end to end inside the API and the worker.
 """
 
 from __future__ import annotations

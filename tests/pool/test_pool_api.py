@@ -1,4 +1,4 @@
-"""The pool API (seed 000 section 6) through the authorizer and handlers, on moto."""
+"""The pool API through the authorizer and handlers, on moto."""
 
 from __future__ import annotations
 

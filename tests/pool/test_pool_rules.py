@@ -1,4 +1,4 @@
-"""Seed 000 section 8, unit rows: `resolveSourceNumberForSend` as `plan_numbers` plus the worker, with fakes."""
+"""How a message picks its source number (`plan_numbers` plus the worker), with fakes."""
 
 from __future__ import annotations
 

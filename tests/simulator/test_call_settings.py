@@ -1,4 +1,4 @@
-"""The call-limit contract (seed 003, "Contrato do provedor"), driven through the wuzapi adapter."""
+"""The calls-capable server's call-limit contract, driven through the wuzapi adapter."""
 
 from __future__ import annotations
 
