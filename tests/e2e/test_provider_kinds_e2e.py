@@ -78,3 +78,28 @@ def test_given_metas_subscription_check_then_the_challenge_is_answered(
         params={"hub.mode": "subscribe", "hub.verify_token": "not-the-token", "hub.challenge": "42"},
     )
     assert wrong.status_code == 403
+
+
+def test_given_a_server_answering_exactly_like_wuzapi_then_the_send_ends_sent_with_its_id_after_one_post(
+    stack: Stack, fresh_tenant: SeededTenant
+) -> None:
+    instance = instance_of(fresh_tenant, "wuzapi")
+    created = stack.api(
+        "POST",
+        "/api/api-keys",
+        key=fresh_tenant.admin_key,
+        json={"name": "wuzapi sender", "environment": "TEST", "scopes": ["send"], "defaultNumber": instance.number},
+    )
+    assert created.status_code == 201, created.text
+    accepted = stack.api("POST", "/api/messages", key=created.json()["key"], json={"to": CONTACT, "text": "via wuzapi"})
+    assert accepted.status_code == 202, accepted.text
+    message_id = accepted.json()["id"]
+
+    def sent() -> dict[str, Any] | None:
+        answer = stack.api("GET", f"/api/messages/{message_id}", key=fresh_tenant.admin_key).json()
+        return answer if answer["status"] == "SENT" else None
+
+    message = stack.wait_for(sent, timeout=15)
+    [post] = [m for m in stack.sim.sent() if m["instance"] == instance.sim_id and m["body"] == "via wuzapi"]
+    assert message["providerMessageId"] == post["id"] and post["resends"] == 0
+    assert message["instance"] == instance.name
