@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,10 @@ from devstack.simulator import SimulatorControl
 from switchboard.core.errors import ProviderDisconnected, Unauthenticated
 from switchboard.providers.base import InboundEvent, ProviderClient, WebhookRequest
 from switchboard.providers.kinds import spec_for
+from switchboard.providers.setup import WebhookSetup
 from tests.simulator.conftest import HOOK_KEY, FlavourFactory, FlavourInstance, Received, WebhookReceiver
+from tests.support.builders import instance
+from tests.support.fakes import FakeSecrets
 
 PEER = "5511988887777"
 KIND_OF = {"calls": "wuzapi", "wuzapi": "wuzapi", "evolution": "evolution", "meta": "meta"}
@@ -152,3 +156,43 @@ def test_metas_verification_query_is_answered_by_the_kind(
     answer = spec_for("meta").verify_subscription(query, Secrets(verify="verify-me"))
 
     assert answer == query["hub.challenge"]
+
+
+@dataclass
+class _OneTarget:
+    client: ProviderClient
+    target: Any
+
+    def target_for(self, instance: Any) -> tuple[ProviderClient, Any]:
+        return self.client, self.target
+
+
+def _setup_for(flavoured: FlavourInstance, secret: str) -> tuple[WebhookSetup, ProviderClient]:
+    client = spec_for("wuzapi").client(local_mode=True, read_timeout=5.0)
+    secrets = FakeSecrets({"/switchboard/providers/prv_w/webhook-secret": secret}, prefix="/switchboard")
+    return WebhookSetup(_OneTarget(client, flavoured.target()), secrets, "https://sb.example"), client
+
+
+def test_given_a_plain_wuzapi_instance_when_saved_then_its_webhook_points_at_us_signed_with_the_provider_secret(
+    make_flavoured: FlavourFactory,
+) -> None:
+    flavoured = make_flavoured("wuzapi", subscribed=False)
+    setup, client = _setup_for(flavoured, HOOK_KEY)
+
+    assert setup.configure(instance(name=flavoured.id, provider_id="prv_w")) is True
+
+    subscription = client.read_webhook(flavoured.target())  # type: ignore[attr-defined]
+    assert subscription.url == "https://sb.example/webhooks/prv_w"
+    assert set(subscription.events) == {"Message", "ReadReceipt", "Connected", "Disconnected", "LoggedOut"}
+
+
+def test_given_a_calls_capable_server_or_a_short_secret_then_the_webhook_is_left_to_the_operator(
+    make_flavoured: FlavourFactory,
+) -> None:
+    calls = make_flavoured("calls", subscribed=False)
+    plain = make_flavoured("wuzapi", subscribed=False)
+
+    assert _setup_for(calls, HOOK_KEY)[0].configure(instance(name=calls.id, provider_id="prv_w")) is False
+    setup, client = _setup_for(plain, "short-secret")
+    assert setup.configure(instance(name=plain.id, provider_id="prv_w")) is False
+    assert client.read_webhook(plain.target()).url is None  # type: ignore[attr-defined]

@@ -29,9 +29,12 @@ from switchboard.catalog.service import CatalogService
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.providers.setup import WebhookSetup
+from switchboard.providers.wiring import webhook_setup
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
+Setup = Annotated[WebhookSetup, Depends(webhook_setup)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 ID = Annotated[str, Path(max_length=64)]
@@ -167,9 +170,16 @@ def delete_provider(catalog: Catalog, provider_id: ID, principal: Admin) -> Resp
 
 @router.put("/api/instances/<name>", tags=["instances"], responses=ERRORS)
 def put_instance(
-    catalog: Catalog, name: Annotated[InstanceName, Path()], body: PutInstance, principal: Admin
+    catalog: Catalog,
+    setup: Setup,
+    name: Annotated[InstanceName, Path()],
+    body: PutInstance,
+    principal: Admin,
 ) -> Response[InstanceView]:
-    """Create (201) or replace (200) an instance. The name is unique in the deployment."""
+    """Create (201) or replace (200) an instance. The name is unique in the deployment.
+
+    On a plain wuzapi, switchboard then points the user's webhook at `/webhooks/{providerId}` with
+    the events it maps and the provider's webhook secret as the HMAC key (best effort)."""
     instance, created = catalog.put_instance(
         principal,
         name=name,
@@ -182,6 +192,7 @@ def put_instance(
         owner_tag=body.owner_tag,
         owner_tag_given="owner_tag" in body.model_fields_set,
     )
+    setup.configure(instance)
     return Response(
         status_code=201 if created else 200,
         content_type=content_types.APPLICATION_JSON,

@@ -198,3 +198,8 @@ class ProviderKindSpec(Protocol):
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         """The answer to a subscription check (`GET /webhooks/{id}`); raises `Forbidden` otherwise."""
         ...
+
+    def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
+        """Point the instance's webhooks at `url`, signed with `secret`, where the kind's server lets
+        us (True); False where the operator configures them on the provider's side."""
+        ...

@@ -531,5 +531,8 @@ class EvolutionKind:
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         raise Forbidden("this provider kind has no subscription check", code="not_supported")
 
+    def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
+        return False  # configured on the provider's side (see the README)
+
 
 KIND: ProviderKindSpec = EvolutionKind()

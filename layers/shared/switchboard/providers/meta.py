@@ -364,5 +364,8 @@ class MetaKind:
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         return verified_challenge(query, credentials.verify_token())
 
+    def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
+        return False  # configured on the provider's side (see the README)
+
 
 KIND: ProviderKindSpec = MetaKind()

@@ -11,6 +11,7 @@ from switchboard.core.wiring import secrets
 
 if TYPE_CHECKING:
     from switchboard.providers.base import ProviderClient
+    from switchboard.providers.setup import WebhookSetup
     from switchboard.providers.targets import ProviderKind, TargetResolver
 
 
@@ -31,3 +32,10 @@ def targets() -> TargetResolver:
     from switchboard.providers.targets import TargetResolver
 
     return TargetResolver(catalog_repository(), secrets(), provider_client)
+
+
+@component
+def webhook_setup() -> WebhookSetup:
+    from switchboard.providers.setup import WebhookSetup
+
+    return WebhookSetup(targets(), secrets(), get_settings().public_base_url)

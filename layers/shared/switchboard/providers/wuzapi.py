@@ -499,5 +499,18 @@ class WuzapiKind:
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         raise Forbidden("this provider kind has no subscription check", code="not_supported")
 
+    def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
+        """A plain wuzapi gets our URL, its full event list and the provider's secret as its HMAC key.
+
+        A calls-capable server's subscription is prepared by the call limit instead (it merges
+        events and keeps inherited settings), and a secret shorter than wuzapi's minimum cannot be
+        its HMAC key: both are left to the operator."""
+        if not isinstance(client, WuzapiClient) or len(secret) < MIN_HMAC_KEY_CHARS:
+            return False
+        if client.capabilities(target).calls:
+            return False
+        client.configure_webhook(target, url, WEBHOOK_EVENTS, secret)
+        return True
+
 
 KIND: ProviderKindSpec = WuzapiKind()
