@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field
 
+from switchboard.core.errors import Forbidden
 from switchboard.core.model import Model
 from switchboard.providers.kinds import ProviderKind
 
@@ -203,3 +204,14 @@ class ProviderKindSpec(Protocol):
         """Point the instance's webhooks at `url`, signed with `secret`, where the kind's server lets
         us (True); False where the operator configures them on the provider's side."""
         ...
+
+
+class KindDefaults:
+    """What a kind answers where it has nothing of its own: no subscription check, and webhooks
+    that the operator configures on the provider's side."""
+
+    def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
+        raise Forbidden("this provider kind has no subscription check", code="not_supported")
+
+    def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
+        return False

@@ -44,7 +44,6 @@ import httpx
 from pydantic import ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
 from switchboard.core.errors import (
-    Forbidden,
     InvalidInput,
     ProviderDisconnected,
     ProviderError,
@@ -56,6 +55,7 @@ from switchboard.providers.base import (
     Credentials,
     InboundEvent,
     InstanceStatus,
+    KindDefaults,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
@@ -506,7 +506,7 @@ def parse_events(body: bytes) -> list[InboundEvent]:
     ]
 
 
-class EvolutionKind:
+class EvolutionKind(KindDefaults):
     name: ProviderKind = "evolution"
     retry_safe = False
     always_connected = False
@@ -527,12 +527,6 @@ class EvolutionKind:
 
     def events(self, request: WebhookRequest) -> list[InboundEvent]:
         return parse_events(request.body)
-
-    def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
-        raise Forbidden("this provider kind has no subscription check", code="not_supported")
-
-    def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
-        return False  # configured on the provider's side (see the README)
 
 
 KIND: ProviderKindSpec = EvolutionKind()

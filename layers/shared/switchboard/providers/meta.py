@@ -46,6 +46,7 @@ from switchboard.providers.base import (
     Credentials,
     InboundEvent,
     InstanceStatus,
+    KindDefaults,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
@@ -343,7 +344,7 @@ def verified_challenge(query: dict[str, str], expected_token: str | None) -> str
     return challenge
 
 
-class MetaKind:
+class MetaKind(KindDefaults):
     name: ProviderKind = "meta"
     retry_safe = False
     always_connected = True
@@ -363,9 +364,6 @@ class MetaKind:
 
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         return verified_challenge(query, credentials.verify_token())
-
-    def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
-        return False  # configured on the provider's side (see the README)
 
 
 KIND: ProviderKindSpec = MetaKind()

@@ -33,7 +33,6 @@ from pydantic.alias_generators import to_camel
 
 from switchboard.core.errors import (
     Conflict,
-    Forbidden,
     InvalidInput,
     ProviderDisconnected,
     ProviderLineBusy,
@@ -48,6 +47,7 @@ from switchboard.providers.base import (
     DialResult,
     InboundEvent,
     InstanceStatus,
+    KindDefaults,
     ProviderCall,
     ProviderClient,
     ProviderKindSpec,
@@ -468,7 +468,7 @@ def _error_text(response: httpx.Response) -> str:
     return error.lower() if isinstance(error, str) else ""
 
 
-class WuzapiKind:
+class WuzapiKind(KindDefaults):
     """wuzapi, and the calls-capable server built on it (which announces calls in `/v1/capabilities`).
 
     A delivery with `X-Webhook-Signature` is the calls-capable server's signed envelope; any other
@@ -495,9 +495,6 @@ class WuzapiKind:
         if envelope.is_envelope(request):
             return envelope.events(request)
         return wuzapi_webhooks.events(request)
-
-    def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
-        raise Forbidden("this provider kind has no subscription check", code="not_supported")
 
     def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
         """A plain wuzapi gets our URL, its full event list and the provider's secret as its HMAC key.
