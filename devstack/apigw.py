@@ -21,6 +21,8 @@ from devstack.lambdas import Functions, FunctionsStopped
 from devstack.template import Intrinsic
 
 log = logging.getLogger("devstack.apigw")
+DEFAULT_ROUTE_PATH = "/$default"
+DEFAULT_ROUTE_KEY = "$default"
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,12 @@ class Route:
 
     @property
     def key(self) -> str:
-        return f"{self.method} {self.path}"
+        return DEFAULT_ROUTE_KEY if self.is_default else f"{self.method} {self.path}"
+
+    @property
+    def is_default(self) -> bool:
+        """The `$default` route (SAM `Path: /$default`): what no other route matches."""
+        return self.path == DEFAULT_ROUTE_PATH
 
 
 @dataclass
@@ -118,13 +125,17 @@ class HttpApi:
         self.routes.sort(key=lambda route: (route.path.count("{"), -len(route.path)))
 
     def match(self, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
+        default = None
         for route in self.routes:
+            if route.is_default:
+                default = route
+                continue
             if route.method not in (method.upper(), "ANY"):
                 continue
             found = route.pattern.match(raw_path)
             if found:
                 return route, {name: unquote(value) for name, value in found.groupdict().items()}
-        return None
+        return (default, {}) if default else None
 
     # --- requests ----------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ log = logging.getLogger("devstack.stack")
 
 REGION = "us-east-1"
 DRAIN_SECONDS = 4.0  # how long stop() lets invocations in flight end
+LOOPBACK_CIDRS = "127.0.0.0/8,::1/128"
 DEMO_TENANT = "demo"
 DEMO_DIGITS = "55119000000"
 FAKE_CREDENTIALS = {
@@ -224,9 +225,12 @@ class LocalStack:
             client.close()
         refs = {**self.tables, **{logical_id: queue.url for logical_id, queue in self.queues.items()}, **self.buses}
         environment = template.function_environment(refs, self.names, self._template_path)
+        # The provider simulator and local downstreams listen on loopback: the operator
+        # allowlist lets outbound calls (and plain http) reach it, as it would a private network.
+        allowed = ",".join(filter(None, [LOOPBACK_CIDRS, os.environ.get("OUTBOUND_ALLOWED_CIDRS", "")]))
         environment.update(
             {
-                "LOCAL_MODE": "true",
+                "OUTBOUND_ALLOWED_CIDRS": allowed,
                 "AWS_ENDPOINT_URL": self.aws_url,
                 "AWS_REGION": REGION,
                 "AWS_DEFAULT_REGION": REGION,

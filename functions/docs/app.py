@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard.core.api.errors import UNMATCHED_ROUTE_KEY, unmatched_route_answer
 from switchboard.core.api.openapi import build_documented_api, openapi_json
 from switchboard.core.observability import logger
 
@@ -20,4 +21,6 @@ def openapi_document() -> Response[str]:
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event.get("routeKey") == UNMATCHED_ROUTE_KEY:
+        return unmatched_route_answer()
     return app.resolve(event, context)

@@ -1,4 +1,4 @@
-"""The tenants API: routes in switchboard.routing.routes."""
+"""The tenants API: routes in switchboard.routing.routes and switchboard.quotas.routes."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard.core.api.app import create_api
 from switchboard.core.observability import logger
+from switchboard.quotas import routes as quotas
 from switchboard.routing import routes as tenants
 
-app = create_api(tenants.router)
+app = create_api(tenants.router, quotas.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

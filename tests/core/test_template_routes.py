@@ -20,6 +20,7 @@ from devstack.apigw import HttpApi
 from tests.support.aws import AwsResources
 
 DOCS_FUNCTION = "DocsFunction"
+UNMATCHED_ROUTE_PATH = "/$default"  # SAM's spelling of API Gateway's `$default` route
 Route = tuple[str, str]  # (METHOD, /path/{param})
 
 
@@ -29,7 +30,7 @@ def template_routes() -> dict[str, set[Route]]:
     for properties in template.resources("AWS::Serverless::Function").values():
         code = routes[properties["CodeUri"]]
         for event in (properties.get("Events") or {}).values():
-            if event.get("Type") == "HttpApi":
+            if event.get("Type") == "HttpApi" and event["Properties"]["Path"] != UNMATCHED_ROUTE_PATH:
                 code.add((event["Properties"]["Method"].upper(), event["Properties"]["Path"]))
     return dict(routes)
 
@@ -72,3 +73,28 @@ def test_every_route_of_the_template_is_served_by_its_function_and_every_served_
 
     assert api, "no HttpApi route found in template.yaml"
     assert not mismatches, mismatches
+
+
+def test_a_request_no_route_matches_goes_to_the_docs_function_without_a_key_and_gets_our_not_found(
+    aws: AwsResources, http_api: HttpApi
+) -> None:
+    unmatched = [
+        (logical_id, event["Properties"])
+        for logical_id, properties in template.resources("AWS::Serverless::Function").items()
+        for event in (properties.get("Events") or {}).values()
+        if event.get("Type") == "HttpApi" and event["Properties"]["Path"] == UNMATCHED_ROUTE_PATH
+    ]
+    assert [(logical_id, route["Method"], route["Auth"]["Authorizer"]) for logical_id, route in unmatched] == [
+        (DOCS_FUNCTION, "ANY", "NONE")
+    ]
+
+    # an unknown path, a known path with another method, the root: none reaches a route's code
+    answers = [
+        http_api.handle("GET", "/api/nope"),
+        http_api.handle("DELETE", "/api/messages", headers={"authorization": "Bearer sb_live_x"}),
+        http_api.handle("GET", "/"),
+    ]
+
+    assert [(answer.status, answer.json()) for answer in answers] == [
+        (404, {"error": "not_found", "message": "no such route"})
+    ] * 3

@@ -98,3 +98,32 @@ def test_a_provider_receipt_marks_the_message_delivered(stack: Stack, fresh_tena
         return current if current["status"] == "DELIVERED" else None
 
     assert stack.wait_for(delivered, timeout=15)["deliveredAt"] is not None
+
+
+def test_a_message_with_a_validity_waits_while_every_number_is_down_and_leaves_once_one_is_back(
+    stack: Stack, fresh_tenant: SeededTenant
+) -> None:
+    tenant = fresh_tenant
+    pool = bootstrap.sending_config_source().get(tenant.owner_tag, tenant.send_key_id).pool
+    senders = [n.digits for n in pool if n.connected]  # the pool's numbers with a messages instance
+    assert len(senders) == 2, senders
+    for digits in senders:
+        set_connected(stack, tenant, digits, False)
+    answer = stack.api(
+        "POST", "/api/messages", key=tenant.send_key, json={"to": RECIPIENT, "text": "wait for me", "validFor": 120}
+    )
+    assert answer.status_code == 202, answer.text
+    path = f"/api/messages/{answer.json()['id']}"
+
+    stack.wait_for(lambda: stack.api("GET", path, key=tenant.send_key).json()["status"] == "WAITING")
+    set_connected(stack, tenant, senders[1], True)
+
+    def sent() -> dict[str, Any] | None:
+        message: dict[str, Any] = stack.api("GET", path, key=tenant.send_key).json()
+        return message if message["status"] in ("SENT", "FAILED") else None
+
+    # Re-checks come 5, 10 and 20 s apart: the number is back before the third.
+    message = stack.wait_for(sent, timeout=45)
+    assert (message["status"], message["sourceNumber"]) == ("SENT", senders[1])
+    assert [m["body"] for m in stack.sim.sent() if m["phone"] == RECIPIENT].count("wait for me") == 1
+    assert stack.in_queue("SendDLQ") == 0

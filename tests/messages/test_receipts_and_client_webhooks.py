@@ -131,6 +131,7 @@ def test_client_webhook_is_signed_with_standard_webhooks_and_carries_the_source_
             "status": "SENT",
             "sentAt": verified["data"]["sentAt"],
             "failureReason": None,
+            "expiresAt": None,
         },
     }
     assert headers["webhook-id"].startswith("whk_")

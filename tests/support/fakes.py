@@ -223,10 +223,15 @@ class FakeMessages:
         self.items: dict[str, Message] = {}
         self.affinities: dict[tuple[str, str], Affinity] = {}
 
-    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None:
+    def claim(
+        self, message_id: str, tenant: str, token: str, lease_seconds: int, wake: str | None = None
+    ) -> Message | None:
         stored = self.items.get(message_id)
-        if stored is None or stored.status is not MessageStatus.QUEUED:
-            return None  # final, or SENDING under a live lease (fakes never let a lease expire)
+        if stored is None:
+            return None
+        woken = wake is not None and stored.status is MessageStatus.WAITING and stored.wake_token == wake
+        if stored.status is not MessageStatus.QUEUED and not woken:
+            return None  # final, SENDING under a live lease (fakes never let one expire), or WAITING for another job
         claimed = stored.model_copy(update={"status": MessageStatus.SENDING, "lease_token": token})
         self.items[message_id] = claimed
         return claimed
@@ -238,7 +243,12 @@ class FakeMessages:
         stored = self.items[message.id]
         if stored.status is not MessageStatus.SENDING or stored.lease_token != message.lease_token:
             raise AlreadyFinal("not held")
-        return stored
+        return stored.model_copy(update={"in_flight": None})  # every recorded outcome ends the send in flight
+
+    def record_in_flight(self, message: Message, route: PendingRoute) -> Message:
+        marked = self._queued(message).model_copy(update={"in_flight": route})
+        self.items[message.id] = marked
+        return marked
 
     def record_sent(self, message: Message, **fields: Any) -> Message:
         stored = self._queued(message)

@@ -285,6 +285,53 @@ def test_given_an_effect_failed_and_the_provider_gave_up_when_the_sweep_runs_the
     assert deliver(client, catalog.provider_id, body).json()["outcome"] == "duplicate"
 
 
+def test_given_a_redelivery_while_the_first_delivery_applies_the_event_then_200_in_flight_and_one_effect(
+    client: Client, aws: AwsResources, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = envelope("connection", catalog.provider_instance_id, {"connected": True}, seq=7)
+    handlers = bootstrap.event_handlers()
+    meanwhile: list[Any] = []
+
+    def redelivered_meanwhile(event: ProviderEvent) -> None:
+        if not meanwhile:  # the provider retries while our first answer is still on its way
+            meanwhile.append(deliver(client, catalog.provider_id, body))
+
+    monkeypatch.setitem(handlers, "connection", [redelivered_meanwhile, *handlers["connection"]])
+
+    first = deliver(client, catalog.provider_id, body)
+
+    [duplicate] = meanwhile
+    assert (duplicate.status, duplicate.json()["outcome"]) == (200, "in_flight")
+    assert (first.status, first.json()["outcome"]) == (200, "applied")
+    assert instance_item(aws, "acme-main")["state"] == "CONNECTED"
+    assert deliver(client, catalog.provider_id, body).json()["outcome"] == "duplicate"
+
+
+def test_given_an_in_flight_answer_and_the_first_delivery_then_fails_then_the_sweep_applies_it_once(
+    client: Client, aws: AwsResources, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why `in_flight` may be acknowledged: the event is durable before either answer."""
+    body = envelope("connection", catalog.provider_instance_id, {"connected": True}, seq=7)
+    handlers = bootstrap.event_handlers()
+    meanwhile: list[Any] = []
+
+    def redelivered_then_failing(event: ProviderEvent) -> None:
+        if not meanwhile:
+            meanwhile.append(deliver(client, catalog.provider_id, body))
+            raise RuntimeError("effect failed")
+
+    monkeypatch.setitem(handlers, "connection", [redelivered_then_failing, *handlers["connection"]])
+
+    first = deliver(client, catalog.provider_id, body)
+
+    assert meanwhile[0].json()["outcome"] == "in_flight"
+    assert first.status >= 500
+    [record] = stored(aws, "WHEVENT#")
+    assert record["status"] == "pending"
+    assert bootstrap.ingest_service().reapply_pending(older_than=timedelta(0)) == 1
+    assert instance_item(aws, "acme-main")["state"] == "CONNECTED"
+
+
 # --- concurrency -------------------------------------------------------------------------
 
 
@@ -333,7 +380,7 @@ def test_given_the_same_event_delivered_10_times_concurrently_then_one_effect(
     effects = [item for item in table.scan()["Items"] if item["pk"] == "TEST#EFFECTS"]
     assert [int(item["applied"]) for item in effects] == [1]
     assert outcomes.count("applied") == 1
-    assert set(outcomes) <= {"applied", "duplicate", "event_in_flight"}
+    assert set(outcomes) <= {"applied", "duplicate", "in_flight"}  # every copy acknowledged: none retried
     print(f"\n10 concurrent deliveries: {sorted(outcomes)}")
 
 

@@ -80,6 +80,8 @@ class ApiKey(Record):
     default_number: str | None = None
     webhook_url: str | None = None
     number_selection_mode: Literal["default", "pool"] = "default"
+    # Resend after an ambiguous outcome even on a kind that cannot dedupe a resend (a copy may result).
+    at_least_once: bool = False
     prefix: str  # the first characters of the key, to recognise it in a list
 
 

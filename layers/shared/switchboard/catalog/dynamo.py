@@ -1,7 +1,14 @@
-"""Catalog persistence: tenants, API keys (and their hash index), numbers, providers, instances."""
+"""Catalog persistence: tenants, API keys (and their hash index), numbers, providers, instances.
+
+A tenant's admin keys are counted in one item (pk `TENANT#<tag>`, sk `ADMINKEYS`) that every
+write adding or removing an admin key updates in the same transaction: revoking or demoting
+the last one is refused by that item's condition, so two concurrent revocations of the last
+two admin keys cannot both succeed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -19,9 +26,16 @@ from switchboard.core.dynamo import (
     tenant_index,
     to_item,
 )
-from switchboard.core.errors import AlreadyExists, Conflict, NotFound
+from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFound
 
 NOT_EXISTS = "attribute_not_exists(pk)"
+ADMIN_COUNT_SK = "ADMINKEYS"
+KEY_WRITE_ATTEMPTS = 3
+BATCH_GET_KEYS = 100  # DynamoDB's limit per BatchGetItem
+# Items other capabilities keep in an API key's partition (`APIKEY#<id>`), deleted with the key in
+# the same transaction: the key's number pool (sk `POOL`). A pool write checks that its key still
+# exists, so none can land after the delete.
+KEY_ATTACHMENTS = ("POOL",)
 
 
 class CatalogRepository:
@@ -33,8 +47,10 @@ class CatalogRepository:
     # --- tenants -------------------------------------------------------------------------
 
     def create_tenant(self, tenant: Tenant) -> None:
+        """The tenant and its admin-key count (zero), together."""
         item = to_item(tenant, entity_key("TENANT", tenant.owner_tag), gsi1pk="TENANTS", gsi1sk=tenant.owner_tag)
-        self._put_new(item, AlreadyExists(f"tenant {tenant.owner_tag} already exists"))
+        count = {**_admin_count_key(tenant.owner_tag), "tenant": tenant.owner_tag, "adminKeys": 0}
+        self._transact([self._new(item), self._new(count)], AlreadyExists(f"tenant {tenant.owner_tag} already exists"))
 
     def get_tenant(self, owner_tag: str) -> Tenant:
         item = self._get(entity_key("TENANT", owner_tag))
@@ -48,13 +64,15 @@ class CatalogRepository:
     # --- API keys ------------------------------------------------------------------------
 
     def create_api_key(self, key: ApiKey, digest: str) -> None:
-        """The key record and its hash index are written together, or neither is."""
-        self._client.transact_write_items(
-            TransactItems=[
-                self._new(to_item(key, entity_key("APIKEY", key.id), digest=digest, **self._listing(key, "APIKEY"))),
-                self._new({**entity_key("KEYHASH", digest), **_grant(key)}),
-            ]
-        )
+        """The key record and its hash index are written together, or neither is (with the
+        tenant's admin-key count for an admin key)."""
+        writes = [
+            self._new(to_item(key, entity_key("APIKEY", key.id), digest=digest, **self._listing(key, "APIKEY"))),
+            self._new({**entity_key("KEYHASH", digest), **_grant(key)}),
+        ]
+        if _is_admin(key.scopes):
+            writes.append(self._admin_count_change(key.tenant, +1))
+        self._write_counting_admins(key.tenant, lambda: writes, AlreadyExists("API key already exists"))
 
     def principal_for_digest(self, digest: str) -> Principal | None:
         item = self._get(entity_key("KEYHASH", digest))
@@ -74,35 +92,113 @@ class CatalogRepository:
         return [from_item(ApiKey, item) for item in self._by_index("GSI1", "gsi1pk", tenant_index(tenant, "APIKEY"))]
 
     def save_api_key(self, key: ApiKey) -> None:
-        """Rewrite an existing key (same tenant), keeping its hash index in step with its grants."""
-        current = self._owned(entity_key("APIKEY", key.id), key.tenant, "API key")
-        digest = current["digest"]
-        same_tenant = {"ConditionExpression": "tenant = :tenant", "ExpressionAttributeValues": {":tenant": key.tenant}}
-        self._transact(
-            [
-                {
-                    "Put": {
-                        "TableName": self._name,
-                        "Item": to_item(
-                            key, entity_key("APIKEY", key.id), digest=digest, **self._listing(key, "APIKEY")
-                        ),
-                        **same_tenant,
-                    }
-                },
-                {"Put": {"TableName": self._name, "Item": {**entity_key("KEYHASH", digest), **_grant(key)}}},
-            ],
-            NotFound("API key not found"),
-        )
+        """Rewrite an existing key (same tenant), keeping its hash index in step with its grants.
+
+        Raises NotFound, or LastAdminKey when it would take `admin` from the tenant's last admin key.
+        """
+
+        def writes() -> list[dict[str, Any]]:
+            current = self._owned(entity_key("APIKEY", key.id), key.tenant, "API key")
+            was_admin = _is_admin(current["scopes"])
+            item = to_item(key, entity_key("APIKEY", key.id), digest=current["digest"], **self._listing(key, "APIKEY"))
+            changes = [
+                {"Put": {"TableName": self._name, "Item": item, **_key_condition(key.tenant, admin=was_admin)}},
+                {"Put": {"TableName": self._name, "Item": {**entity_key("KEYHASH", current["digest"]), **_grant(key)}}},
+            ]
+            if was_admin != _is_admin(key.scopes):
+                changes.append(self._admin_count_change(key.tenant, -1 if was_admin else +1))
+            return changes
+
+        self._write_counting_admins(key.tenant, writes, NotFound("API key not found"))
 
     def delete_api_key(self, tenant: str, key_id: str) -> None:
-        current = self._owned(entity_key("APIKEY", key_id), tenant, "API key")
-        self._transact(
-            [
-                self._delete_owned(entity_key("APIKEY", key_id), tenant),
+        """Revoke a key with its hash index and what is attached to it (its number pool).
+
+        Raises NotFound, or LastAdminKey when it is the tenant's last admin key.
+        """
+
+        def writes() -> list[dict[str, Any]]:
+            current = self._owned(entity_key("APIKEY", key_id), tenant, "API key")
+            was_admin = _is_admin(current["scopes"])
+            changes = [
+                {
+                    "Delete": {
+                        "TableName": self._name,
+                        "Key": entity_key("APIKEY", key_id),
+                        **_key_condition(tenant, admin=was_admin),
+                    }
+                },
                 {"Delete": {"TableName": self._name, "Key": entity_key("KEYHASH", current["digest"])}},
-            ],
-            NotFound("API key not found"),
-        )
+                *(
+                    {"Delete": {"TableName": self._name, "Key": {"pk": f"APIKEY#{key_id}", "sk": sk}}}
+                    for sk in KEY_ATTACHMENTS
+                ),
+            ]
+            if was_admin:
+                changes.append(self._admin_count_change(tenant, -1))
+            return changes
+
+        self._write_counting_admins(tenant, writes, NotFound("API key not found"))
+
+    def _admin_count_change(self, tenant: str, delta: int) -> dict[str, Any]:
+        """One more admin key, or one fewer on the condition that another one remains."""
+        if delta > 0:
+            expression, condition = "ADD adminKeys :one", "attribute_exists(pk)"
+        else:
+            expression, condition = "SET adminKeys = adminKeys - :one", "adminKeys > :one"
+        return {
+            "Update": {
+                "TableName": self._name,
+                "Key": _admin_count_key(tenant),
+                "UpdateExpression": expression,
+                "ConditionExpression": condition,
+                "ExpressionAttributeValues": {":one": 1},
+            }
+        }
+
+    def _write_counting_admins(
+        self, tenant: str, writes: Callable[[], list[dict[str, Any]]], on_key_condition: Exception
+    ) -> None:
+        """Run one key transaction built by `writes`, whose first item is the key's own write.
+
+        `writes` reads the key again on each attempt, so a key whose scopes changed between the
+        read and the write is simply read again. A refused admin count is LastAdminKey, unless
+        the tenant predates the count: it is then counted once and the write tried again.
+        """
+        counted = _admin_count_key(tenant)
+        last_error: ClientError | None = None
+        for _ in range(KEY_WRITE_ATTEMPTS):
+            items = writes()
+            try:
+                self._client.transact_write_items(TransactItems=items)
+            except ClientError as error:
+                codes = cancellation_codes(error)
+                if "ConditionalCheckFailed" not in codes:
+                    raise
+                count_refused = any(
+                    code == "ConditionalCheckFailed" and item.get("Update", {}).get("Key") == counted
+                    for item, code in zip(items, codes, strict=False)
+                )
+                if codes[0] == "ConditionalCheckFailed" or not count_refused:
+                    last_error = error
+                    continue
+                if self._get(counted) is not None:
+                    raise LastAdminKey("this is the tenant's last admin key: create another admin key first") from error
+                self._count_admin_keys(tenant)
+                last_error = error
+                continue
+            return
+        raise on_key_condition from last_error
+
+    def _count_admin_keys(self, tenant: str) -> None:
+        """Count the admin keys of a tenant created before the count existed (once, if still missing)."""
+        count = sum(1 for key in self.list_api_keys(tenant) if _is_admin(key.scopes))
+        item = {**_admin_count_key(tenant), "tenant": tenant, "adminKeys": count}
+        try:
+            self._table.put_item(Item=item, ConditionExpression=NOT_EXISTS)
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
 
     # --- numbers -------------------------------------------------------------------------
 
@@ -118,6 +214,24 @@ class CatalogRepository:
 
     def get_number(self, tenant: str, number_id: str) -> Number:
         return from_item(Number, self._owned(entity_key("NUMBER", number_id), tenant, "number"))
+
+    def get_numbers(self, tenant: str, number_ids: Collection[str]) -> dict[str, Number]:
+        """The tenant's numbers among `number_ids`, by id, read together (consistent batch reads).
+
+        A deleted number, or another tenant's, is simply absent from the answer."""
+        wanted = list(dict.fromkeys(number_ids))
+        found: dict[str, Number] = {}
+        for start in range(0, len(wanted), BATCH_GET_KEYS):
+            keys = [entity_key("NUMBER", number_id) for number_id in wanted[start : start + BATCH_GET_KEYS]]
+            request: dict[str, Any] = {self._name: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                answer = self._client.batch_get_item(RequestItems=request)
+                for item in answer.get("Responses", {}).get(self._name, []):
+                    if item.get("tenant") == tenant:
+                        number = from_item(Number, item)
+                        found[number.id] = number
+                request = answer.get("UnprocessedKeys") or {}
+        return found
 
     def number_by_digits(self, tenant: str, digits: str) -> Number | None:
         unique = self._get(_digits_key(tenant, digits))
@@ -331,6 +445,23 @@ _INSTANCE_CONFIGURATION = (
     "owner_tag",
     "token_hint",
 )
+
+
+def _admin_count_key(tenant: str) -> dict[str, str]:
+    return {"pk": f"TENANT#{tenant}", "sk": ADMIN_COUNT_SK}
+
+
+def _is_admin(scopes: Any) -> bool:
+    return Scope.ADMIN.value in {str(scope) for scope in scopes}
+
+
+def _key_condition(tenant: str, *, admin: bool) -> dict[str, Any]:
+    """The key is still the tenant's, with or without `admin` as read (the count depends on it)."""
+    scope = "contains(scopes, :admin)" if admin else "NOT contains(scopes, :admin)"
+    return {
+        "ConditionExpression": f"tenant = :tenant AND {scope}",
+        "ExpressionAttributeValues": {":tenant": tenant, ":admin": Scope.ADMIN.value},
+    }
 
 
 def _digits_key(tenant: str, digits: str) -> dict[str, str]:

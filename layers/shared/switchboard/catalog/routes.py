@@ -1,4 +1,5 @@
-"""Catalog routes: API keys, numbers, provider servers, instances (scope `admin`, own tenant)."""
+"""Catalog routes: API keys, numbers, provider servers, instances (scope `admin`, own tenant), and
+the platform's admin key for an existing tenant."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
     ApiKeyView,
+    CreateAdminKey,
     CreateApiKey,
     CreatedApiKeyView,
     CreateNumber,
@@ -19,6 +21,7 @@ from switchboard.catalog.schemas import (
     InstanceName,
     InstanceView,
     NumberView,
+    OwnerTag,
     ProviderView,
     PutInstance,
     UpdateApiKey,
@@ -36,6 +39,7 @@ router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Setup = Annotated[WebhookSetup, Depends(webhook_setup)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
+Platform = Annotated[Principal, Depends(requires(router, Scope.PLATFORM))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 ID = Annotated[str, Path(max_length=64)]
 
@@ -55,7 +59,18 @@ def create_api_key(catalog: Catalog, body: CreateApiKey, principal: Admin) -> Cr
         attendant_id=body.attendant_id,
         default_number=body.default_number,
         webhook_url=body.webhook_url,
+        at_least_once=body.at_least_once,
     )
+    return CreatedApiKeyView.model_validate({**ApiKeyView.of(created.key).model_dump(), "key": created.plaintext})
+
+
+@router.post("/api/tenants/<owner_tag>/api-keys", status_code=201, tags=["tenants"], responses=ERRORS)
+def create_tenant_admin_key(
+    catalog: Catalog, owner_tag: Annotated[OwnerTag, Path()], body: CreateAdminKey, principal: Platform
+) -> CreatedApiKeyView:
+    """A new `admin` key for an existing tenant (scope platform), e.g. when its admins lost theirs.
+    The key itself is in this response only; 404 for an unknown tenant."""
+    created = catalog.create_admin_key(principal, owner_tag, body.name)
     return CreatedApiKeyView.model_validate({**ApiKeyView.of(created.key).model_dump(), "key": created.plaintext})
 
 
@@ -79,7 +94,8 @@ def update_api_key(catalog: Catalog, key_id: ID, body: UpdateApiKey, principal: 
 
 @router.delete("/api/api-keys/<key_id>", status_code=204, tags=["api keys"], responses=ERRORS)
 def delete_api_key(catalog: Catalog, key_id: ID, principal: Admin) -> Response[None]:
-    """Revoke a key: it stops working at once."""
+    """Revoke a key: it stops working at once, and its number pool goes with it. The tenant's last
+    admin key cannot be revoked (409 `last_admin_key`): create another one first."""
     catalog.delete_api_key(principal, key_id)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
 

@@ -19,14 +19,15 @@ from switchboard.catalog.domain import (
     Scope,
     Tenant,
 )
+from switchboard.core import model as core_model
 from switchboard.core.model import Model
 from switchboard.providers.kinds import ProviderKind
 
 Phone = Annotated[str, StringConstraints(pattern=PHONE_PATTERN)]
 OwnerTag = Annotated[str, StringConstraints(pattern=OWNER_TAG_PATTERN)]
 InstanceName = Annotated[str, StringConstraints(pattern=INSTANCE_NAME_PATTERN)]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
-Secret = Annotated[str, StringConstraints(min_length=8, max_length=4096)]
+Name = Annotated[core_model.Name, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
+Secret = Annotated[core_model.Name, StringConstraints(min_length=8, max_length=4096)]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_length=2048)]
 
 
@@ -76,6 +77,15 @@ class TenantView(View):
 # --- API keys ------------------------------------------------------------------------------
 
 
+AT_LEAST_ONCE = (
+    "Resend after an ambiguous outcome (a timeout or a lost answer, when the provider may have sent the "
+    "message) even through a provider that cannot recognise a resend (Evolution, the Meta Cloud API): the "
+    "recipient may then get a copy. Off (default): such a message ends FAILED with reason "
+    "`ambiguous_outcome` and is never sent again. wuzapi takes switchboard's message id as the WhatsApp "
+    "message id, so its resends are the same message whatever this setting."
+)
+
+
 class CreateApiKey(Body):
     name: Name
     environment: Literal["LIVE", "TEST"] = "LIVE"
@@ -83,16 +93,18 @@ class CreateApiKey(Body):
     attendant_id: Name | None = None
     default_number: Phone | None = None
     webhook_url: HttpUrl | None = None
+    at_least_once: bool = Field(default=False, description=AT_LEAST_ONCE)
 
 
 class UpdateApiKey(PatchBody):
-    not_nullable = ("name", "scopes")
+    not_nullable = ("name", "scopes", "at_least_once")
 
     name: Name | None = None
     scopes: list[Literal["admin", "agent", "send"]] | None = Field(default=None, min_length=1)
     attendant_id: Name | None = None
     default_number: Phone | None = None
     webhook_url: HttpUrl | None = None
+    at_least_once: bool | None = Field(default=None, description=AT_LEAST_ONCE)
 
 
 class ApiKeyView(View):
@@ -104,6 +116,7 @@ class ApiKeyView(View):
     default_number: str | None
     webhook_url: str | None
     number_selection_mode: str
+    at_least_once: bool = Field(description=AT_LEAST_ONCE)
     prefix: str
     created_at: datetime
 
@@ -114,6 +127,10 @@ class ApiKeyView(View):
 
 class CreatedApiKeyView(ApiKeyView):
     key: str = Field(description="The API key. Shown only in this response: store it now.")
+
+
+class CreateAdminKey(Body):
+    name: Name | None = Field(default=None, description="Defaults to the tenant's name followed by `admin`.")
 
 
 class CreatedTenantView(View):
@@ -200,7 +217,7 @@ class ProviderView(View):
 
 class PutInstance(Body):
     provider_id: Name
-    provider_instance_id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    provider_instance_id: Annotated[core_model.Name, StringConstraints(min_length=1, max_length=128)]
     number_id: Name
     token: Secret | None = Field(default=None, description="Write-only. Required when creating.")
     priority: Annotated[int, Field(ge=0, le=1000)] = 0

@@ -99,6 +99,7 @@ class CatalogService:
         attendant_id: str | None = None,
         default_number: str | None = None,
         webhook_url: str | None = None,
+        at_least_once: bool = False,
         preset_key: str | None = None,
     ) -> CreatedKey:
         if Scope.AGENT in scopes and not attendant_id:
@@ -115,11 +116,20 @@ class CatalogService:
             attendant_id=attendant_id,
             default_number=default_number,
             webhook_url=webhook_url,
+            at_least_once=at_least_once,
             prefix=generated.prefix,
         )
         self._repository.create_api_key(key, generated.digest)
         self._audit.record(principal, "api_key.created", key.id, after=key)
         return CreatedKey(key=key, plaintext=generated.plaintext)
+
+    def create_admin_key(self, principal: Principal, owner_tag: str, name: str | None) -> CreatedKey:
+        """A new admin key for an existing tenant, minted by the platform (e.g. after its admins
+        lost theirs). Raises NotFound for an unknown tenant; audited in the tenant's log."""
+        tenant = self._repository.get_tenant(owner_tag)
+        return self.create_api_key(
+            principal, tenant=owner_tag, name=name or f"{tenant.name} admin", environment="LIVE", scopes=[Scope.ADMIN]
+        )
 
     def get_api_key(self, principal: Principal, key_id: str) -> ApiKey:
         return self._repository.get_api_key(principal.tenant, key_id)
@@ -139,6 +149,7 @@ class CatalogService:
         return updated
 
     def delete_api_key(self, principal: Principal, key_id: str) -> None:
+        """Revoke a key. Raises NotFound, or LastAdminKey for the tenant's last admin key."""
         current = self._repository.get_api_key(principal.tenant, key_id)
         self._repository.delete_api_key(principal.tenant, key_id)
         self._audit.record(principal, "api_key.deleted", key_id, before=current)

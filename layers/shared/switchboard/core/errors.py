@@ -65,6 +65,12 @@ class LineBusy(Conflict):
     code = "line_busy"
 
 
+class LastAdminKey(Conflict):
+    """Revoking (or demoting) the tenant's only admin key would leave nobody to administer it."""
+
+    code = "last_admin_key"
+
+
 class PayloadTooLarge(SwitchboardError):
     code = "payload_too_large"
 
@@ -122,12 +128,6 @@ class ProviderLineBusy(ProviderError):
 
 
 # --- provider webhooks and routing --------------------------------------------------
-
-
-class EventInFlight(Conflict):
-    """Another delivery of the same provider event is applying it right now: retry later."""
-
-    code = "event_in_flight"
 
 
 class EventNotApplied(SwitchboardError):
@@ -191,3 +191,22 @@ class CallEnded(Conflict):
     """The call has ended: there is nothing left to control."""
 
     code = "call_ended"
+
+
+# --- quotas --------------------------------------------------------------------------
+
+
+class RateLimited(SwitchboardError):
+    """Over a request-rate quota: 429 with `Retry-After` (whole seconds) saying when to try again."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_seconds: int, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.retry_after_seconds = max(1, retry_after_seconds)
+
+
+class DailyQuotaExceeded(RateLimited):
+    """The tenant's messages for this UTC day are spent: `Retry-After` points at the next UTC day."""
+
+    code = "daily_quota_exceeded"

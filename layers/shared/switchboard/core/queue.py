@@ -15,6 +15,13 @@ class SqsQueue:
             raise RuntimeError("the queue URL is not configured")
         self._sqs.send_message(QueueUrl=self._url, MessageBody=body)
 
+    def send_later(self, body: str, delay_seconds: int) -> None:
+        """A job consumers receive only after `delay_seconds` (SQS takes 0..900 per message on a
+        standard queue). A new message starts its own receive count, unlike `delay`."""
+        if not self._url:
+            raise RuntimeError("the queue URL is not configured")
+        self._sqs.send_message(QueueUrl=self._url, MessageBody=body, DelaySeconds=max(0, min(delay_seconds, 900)))
+
     def delay(self, receipt_handle: str, seconds: int) -> None:
         """Backoff: the received message becomes visible again in `seconds` (at most 12 h)."""
         if self._url:

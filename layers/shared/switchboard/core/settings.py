@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Annotated
 
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field, IPvAnyNetwork
 
 from switchboard.core.model import Model
+
+
+def _comma_separated(value: object) -> object:
+    return [entry.strip() for entry in value.split(",") if entry.strip()] if isinstance(value, str) else value
 
 
 class Settings(Model):
@@ -31,6 +36,10 @@ class Settings(Model):
     downstream_inbox_id: str | None = Field(default=None, alias="DOWNSTREAM_INBOX_ID")
     downstream_api_token_parameter: str | None = Field(default=None, alias="DOWNSTREAM_API_TOKEN_PARAMETER")
     local_mode: bool = Field(default=False, alias="LOCAL_MODE")
+    # Networks outbound calls may reach besides public addresses (`10.0.0.0/8,fd00::/8`).
+    outbound_allowed_cidrs: Annotated[tuple[IPvAnyNetwork, ...], BeforeValidator(_comma_separated)] = Field(
+        default=(), alias="OUTBOUND_ALLOWED_CIDRS"
+    )
     provider_timeout_seconds: float = Field(default=10.0, gt=0, le=60, alias="PROVIDER_TIMEOUT_SECONDS")
     secret_cache_seconds: int = Field(default=60, ge=0, alias="SECRET_CACHE_SECONDS")
     # Number pool: how stale a key's pool and its numbers' connection state may be.
@@ -38,6 +47,17 @@ class Settings(Model):
     # Keep equal to the SendQueue's maxReceiveCount: the last attempt ends FAILED, not in the DLQ.
     send_max_attempts: int = Field(default=5, ge=1, le=20, alias="SEND_MAX_ATTEMPTS")
     outbox_validity_seconds: int = Field(default=4 * 3600, ge=60, alias="OUTBOX_VALIDITY_SECONDS")
+    # Quotas every tenant gets unless the platform overrides them (PUT /api/tenants/{tag}/quotas).
+    # Request rates are token buckets: `*_rps` tokens a second, at most `*_burst` held.
+    quota_tenant_rps: float = Field(default=50.0, gt=0, alias="QUOTA_TENANT_RPS")
+    quota_tenant_burst: int = Field(default=300, ge=1, alias="QUOTA_TENANT_BURST")
+    quota_key_rps: float = Field(default=25.0, gt=0, alias="QUOTA_KEY_RPS")
+    quota_key_burst: int = Field(default=150, ge=1, alias="QUOTA_KEY_BURST")
+    quota_messages_per_day: int = Field(default=100_000, ge=0, alias="QUOTA_MESSAGES_PER_DAY")
+    # How long a container serves request tokens from memory before they go stale, and how
+    # stale a tenant's quotas may be in a container after the platform changes them.
+    quota_allowance_seconds: float = Field(default=1.0, gt=0, le=10, alias="QUOTA_ALLOWANCE_SECONDS")
+    quota_config_cache_seconds: float = Field(default=10.0, ge=0, le=60, alias="QUOTA_CONFIG_CACHE_SECONDS")
 
 
 @lru_cache(maxsize=1)

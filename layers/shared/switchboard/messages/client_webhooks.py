@@ -1,4 +1,4 @@
-"""Client webhooks: `message.sent|failed|delivered|read` to the API key's `webhookUrl`.
+"""Client webhooks: `message.waiting|sent|failed|delivered|read` to the API key's `webhookUrl`.
 
 The send worker and the receipt effect only queue a job (`ClientWebhookPublisher`); the
 client-webhooks function delivers it (`ClientWebhookDeliverer`), signed with Standard Webhooks
@@ -30,6 +30,7 @@ from switchboard.core.urls import check_outbound_url
 from switchboard.messages.domain import ClientEvent, ClientWebhookJob, Message, MessageStatus, client_event_data
 
 EVENT_FOR_STATUS: dict[MessageStatus, ClientEvent] = {
+    MessageStatus.WAITING: "message.waiting",  # queued once, when it starts waiting for a number
     MessageStatus.SENT: "message.sent",
     MessageStatus.FAILED: "message.failed",
     MessageStatus.DELIVERED: "message.delivered",

@@ -5,11 +5,16 @@ a lease: a concurrent or redelivered job finds it taken), sends, and records SEN
 gives it back QUEUED for a retry. The lease expires, so a crashed worker's message is claimed
 again by the redelivery. Provider receipts then move it forward only: SENT -> DELIVERED -> READ.
 FAILED is terminal.
+
+A message sent with a validity (`valid_for` seconds) that finds no number able to take it goes
+WAITING instead of FAILED: a fresh, delayed job (`SendJob.wake`) will claim it again through the
+normal selection, until it is sent or its `expires_at` passes (FAILED `expired`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -20,11 +25,24 @@ from switchboard.catalog.domain import Record, utcnow
 from switchboard.core.model import Model
 
 MAX_TEXT_LENGTH = 4096  # WhatsApp's limit for a text body
+# The longest a message may wait for a number. A day covers an overnight outage (a number
+# re-paired the next morning); beyond it a text is stale, and the API's Idempotency-Key window
+# (24 h) would no longer protect the client's retry of a message still waiting.
+MAX_VALID_FOR_SECONDS = 24 * 3600
+EXPIRED = "expired"
+# Re-checks of a WAITING message: after 5 s, 10 s, 20 s, 40 s, then every 60 s. A dropped session
+# often comes back within seconds, so the first re-checks are quick; past a minute the number is
+# being re-paired or unbanned by hand, and a minute's delay once it is back is small, while a
+# day's wait costs at most about 1,440 re-checks (a claim, a conditional write and an SQS send
+# each). Waiting in SQS's largest steps (900 s) would leave a number that is back idle for 15 min.
+FIRST_CHECK_SECONDS = 5
+MAX_CHECK_SECONDS = 60
 
 
 class MessageStatus(StrEnum):
     QUEUED = "QUEUED"
     SENDING = "SENDING"
+    WAITING = "WAITING"  # no number could take it; tried again until `expires_at`
     SENT = "SENT"
     DELIVERED = "DELIVERED"
     READ = "READ"
@@ -53,6 +71,7 @@ class PendingRoute(Model):
     number_id: str
     instance: str | None = None
     provider_id: str
+    kind: str | None = None  # the route's provider kind: may a send there be repeated without a copy?
 
 
 class Message(Record):
@@ -72,7 +91,17 @@ class Message(Record):
     failure_reason: str | None = None
     last_error: str | None = None
     pending: PendingRoute | None = None
+    # The route a send is going through right now, written before the provider is called and
+    # removed by every recorded outcome: still set when the worker died mid-send, so the
+    # redelivery knows the message may have left there.
+    in_flight: PendingRoute | None = None
     lease_token: str | None = None
+    valid_for: int = 0  # seconds the message may wait for a number; 0 fails at once
+    # Stored as `expires_at`, not the table's TTL attribute: an expired message stays readable.
+    expires_at: datetime | None = None
+    wake_token: str | None = None  # the one delayed job that may claim it while WAITING
+    wait_checks: int = 0  # re-checks made while WAITING (the next interval grows with them)
+    next_check_at: datetime | None = None
     sent_at: datetime | None = None
     delivered_at: datetime | None = None
     read_at: datetime | None = None
@@ -89,6 +118,9 @@ class SendJob(Model):
     tenant: str
     api_key_id: str
     to: str
+    # Set on the delayed job that wakes a WAITING message: the lease token of the worker that
+    # made it wait, which it writes as the message's `wake_token`. Any other job skips it.
+    wake: str | None = None
 
 
 class SendOutcome(Model):
@@ -101,7 +133,7 @@ class SendOutcome(Model):
     failure_reason: str | None = None
 
 
-ClientEvent = Literal["message.sent", "message.failed", "message.delivered", "message.read"]
+ClientEvent = Literal["message.waiting", "message.sent", "message.failed", "message.delivered", "message.read"]
 
 
 class ClientWebhookJob(Model):
@@ -129,11 +161,24 @@ def client_event_data(message: Message) -> dict[str, Any]:
         "status": str(message.status),
         "sentAt": message.sent_at.isoformat() if message.sent_at else None,
         "failureReason": message.failure_reason,
+        "expiresAt": message.expires_at.isoformat() if message.expires_at else None,
     }
 
 
-def body_hash(to: str, text: str) -> str:
-    return hashlib.sha256(f"{to}\n{text}".encode()).hexdigest()
+def next_check_seconds(checks_made: int, seconds_left: float) -> int:
+    """The delay before the next re-check of a WAITING message, never past its expiry: the last
+    re-check lands on `expires_at` (rounded up to SQS's whole seconds), so it ends `expired` on time."""
+    interval = min(MAX_CHECK_SECONDS, FIRST_CHECK_SECONDS * 2 ** min(checks_made, 8))
+    return max(1, min(interval, math.ceil(seconds_left)))
+
+
+def body_hash(to: str, text: str, valid_for: int = 0) -> str:
+    """What an Idempotency-Key is bound to; a validity is part of it (0 keeps the plain hash).
+
+    The validity leads (at most 5 digits, where a recipient has 8 or more), so no text can
+    make one body hash like another."""
+    body = f"{to}\n{text}" if not valid_for else f"{valid_for}\n{to}\n{text}"
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def keyed_message_id(api_key_id: str, idempotency_key: str) -> str:

@@ -7,9 +7,11 @@ Items (main table):
 - receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id.
 
 Per message the worker makes: the claim (one conditional `UpdateItem` that also returns the
-message), the affinity read (pool mode), the round-robin ticket (affinity miss) and the
-outcome (SENT with affinity and index in one transaction). Every transition is conditional on
-the status and, while SENDING, on the claimant's lease token.
+message), the affinity read (pool mode), the round-robin ticket (affinity miss), the route
+in flight (before the provider call) and the outcome (SENT with affinity and index in one
+transaction). Every transition is conditional on
+the status and, while SENDING, on the claimant's lease token; a WAITING message is claimable
+only by the job carrying its `wake_token`.
 """
 
 from __future__ import annotations
@@ -78,28 +80,35 @@ class MessageRepository:
 
     # --- worker side -------------------------------------------------------------------------
 
-    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None:
-        """QUEUED (or SENDING with an expired lease) -> SENDING under `token`; the claimed message.
+    def claim(
+        self, message_id: str, tenant: str, token: str, lease_seconds: int, wake: str | None = None
+    ) -> Message | None:
+        """QUEUED (or SENDING with an expired lease, or WAITING for the job whose `wake` is its
+        `wake_token`) -> SENDING under `token`; the claimed message.
 
-        None when the message is gone, final, or leased to another worker right now.
+        None when the message is gone, final, leased to another worker right now, or waiting for
+        another job.
         """
         now = int(time.time())
+        condition = "#status = :queued OR (#status = :sending AND lease_until < :now)"
+        values: dict[str, Any] = {
+            ":sending": MessageStatus.SENDING.value,
+            ":queued": MessageStatus.QUEUED.value,
+            ":token": token,
+            ":until": now + lease_seconds,
+            ":now": now,
+            ":tenant": tenant,
+        }
+        if wake is not None:
+            condition += " OR (#status = :waiting AND wake_token = :wake)"
+            values.update({":waiting": MessageStatus.WAITING.value, ":wake": wake})
         try:
             answer = self._table.update_item(
                 Key=message_key(message_id),
                 UpdateExpression="SET #status = :sending, lease_token = :token, lease_until = :until",
-                ConditionExpression=(
-                    "tenant = :tenant AND (#status = :queued OR (#status = :sending AND lease_until < :now))"
-                ),
+                ConditionExpression=f"tenant = :tenant AND ({condition})",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":sending": MessageStatus.SENDING.value,
-                    ":queued": MessageStatus.QUEUED.value,
-                    ":token": token,
-                    ":until": now + lease_seconds,
-                    ":now": now,
-                    ":tenant": tenant,
-                },
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
@@ -222,6 +231,66 @@ class MessageRepository:
         remove = ["lease_token", "lease_until"]
         self._update(self._transition(message, sets=sets, events=events, remove=remove))
 
+    def record_in_flight(self, message: Message, route: PendingRoute) -> Message:
+        """Mark the route a send is about to go through, as the claimant that still holds it.
+
+        Raises AlreadyFinal when this worker's lease was taken over (it expired and another
+        worker claimed the message): this worker must not send.
+        """
+        try:
+            self._table.update_item(
+                Key=message_key(message.id),
+                UpdateExpression="SET in_flight = :route",
+                ConditionExpression="tenant = :tenant AND #status = :sending AND lease_token = :token",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":route": route.model_dump(),
+                    ":tenant": message.tenant,
+                    ":sending": MessageStatus.SENDING.value,
+                    ":token": message.lease_token,
+                },
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                raise AlreadyFinal("the message is no longer held by this worker") from error
+            raise
+        return message.model_copy(update={"in_flight": route})
+
+    def record_waiting(self, message: Message, next_check_at: datetime, events: list[TraceEvent]) -> Message:
+        """Claimed -> WAITING; only the delayed job carrying this claim's lease token (now the
+        `wake_token`) may claim it again. Raises AlreadyFinal.
+
+        The first wait counts as an attempt with its trace; a later re-check that still finds no
+        number appends nothing (a day of them must not grow the item towards DynamoDB's 400 KB).
+        """
+        first = message.wait_checks == 0
+        now = utcnow()
+        sets: dict[str, Any] = {
+            "#status": MessageStatus.WAITING.value,
+            "wake_token": message.lease_token,
+            "next_check_at": next_check_at.isoformat(),
+            "wait_checks": message.wait_checks + 1,
+            "updated_at": now.isoformat(),
+        }
+        self._update(
+            self._transition(
+                message, sets=sets, events=events, remove=["lease_token", "lease_until"], count_attempt=first
+            )
+        )
+        return message.model_copy(
+            update={
+                "status": MessageStatus.WAITING,
+                "wake_token": message.lease_token,
+                "next_check_at": next_check_at,
+                "wait_checks": message.wait_checks + 1,
+                "attempts": message.attempts + (1 if first else 0),
+                "updated_at": now,
+                "lease_token": None,
+                "in_flight": None,
+                "trace": [*message.trace, *events],
+            }
+        )
+
     # --- receipts ----------------------------------------------------------------------------
 
     def message_for_receipt(self, provider_id: str, provider_message_id: str, tenant: str) -> str | None:
@@ -271,7 +340,13 @@ class MessageRepository:
     # --- helpers -----------------------------------------------------------------------------
 
     def _transition(
-        self, message: Message, *, sets: dict[str, Any], events: list[TraceEvent], remove: list[str]
+        self,
+        message: Message,
+        *,
+        sets: dict[str, Any],
+        events: list[TraceEvent],
+        remove: list[str],
+        count_attempt: bool = True,
     ) -> dict[str, Any]:
         """An update of `message` as its claimant holds it (SENDING under its lease token, or still
         QUEUED when it was never claimed): one more attempt, trace appended, `sets` applied."""
@@ -283,14 +358,13 @@ class MessageRepository:
         else:
             held = "#status = :sending AND lease_token = :token"
             values.update({":sending": MessageStatus.SENDING.value, ":token": message.lease_token})
-        values.update(
-            {
-                ":one": 1,
-                ":events": [_event_item(event) for event in events],
-                ":empty": [],
-            }
-        )
-        assignments = ["attempts = attempts + :one", "#trace = list_append(if_not_exists(#trace, :empty), :events)"]
+        values.update({":events": [_event_item(event) for event in events], ":empty": []})
+        assignments = ["#trace = list_append(if_not_exists(#trace, :empty), :events)"]
+        if count_attempt:
+            values[":one"] = 1
+            assignments.insert(0, "attempts = attempts + :one")
+        # Every recorded outcome ends the send in flight: only a worker that died mid-send leaves it.
+        remove = [*remove, "in_flight"]
         for i, (name, value) in enumerate(sets.items()):
             if value is None:
                 remove = [*remove, name]

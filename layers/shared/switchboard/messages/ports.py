@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol
 
 from switchboard.messages.domain import Message, PendingRoute, TraceEvent
@@ -13,7 +14,9 @@ class Messages(Protocol):
 
     def get(self, tenant: str, message_id: str) -> Message: ...
 
-    def claim(self, message_id: str, tenant: str, token: str, lease_seconds: int) -> Message | None: ...
+    def claim(
+        self, message_id: str, tenant: str, token: str, lease_seconds: int, wake: str | None = None
+    ) -> Message | None: ...
 
     def affinity(self, tenant: str, recipient: str) -> Affinity | None: ...
 
@@ -35,3 +38,21 @@ class Messages(Protocol):
     def record_retry(
         self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
     ) -> None: ...
+
+    def record_in_flight(self, message: Message, route: PendingRoute) -> Message: ...
+
+    def record_waiting(self, message: Message, next_check_at: datetime, events: list[TraceEvent]) -> Message: ...
+
+
+class DelayedJobs(Protocol):
+    """The send queue, for a job that must not be delivered before `delay_seconds` (0..900)."""
+
+    def send_later(self, body: str, delay_seconds: int) -> None: ...
+
+
+class DailyQuota(Protocol):
+    """The tenant's messages per UTC day, counted as each message is accepted."""
+
+    def charge(self, tenant: str) -> None:
+        """Count one message; raises DailyQuotaExceeded when the tenant's day is spent."""
+        ...

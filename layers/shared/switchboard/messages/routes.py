@@ -45,19 +45,23 @@ def send_message(messages: Messages, body: SendMessage, principal: Sender) -> Ac
     Send an `Idempotency-Key` header (kept 24 h per API key) to retry safely: the same key and
     body answer the same message; another body is 422 `idempotency_key_reused`; a request still
     in progress is 409 `idempotency_key_in_flight`.
+
+    With `validFor` (seconds, at most a day) a message that finds none of the key's numbers
+    connected waits (status WAITING, client webhook `message.waiting`) and is tried again until
+    it leaves or its validity ends (FAILED `expired`); without it, it fails at once.
     """
     idempotency_key = router.current_event.headers.get("idempotency-key")
     if idempotency_key is not None and not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, idempotency_key):
         raise InvalidInput(
             "Idempotency-Key must be 1 to 255 printable ASCII characters", code="invalid_idempotency_key"
         )
-    accepted = messages.submit(principal, body.to, body.text, idempotency_key)
+    accepted = messages.submit(principal, body.to, body.text, idempotency_key, valid_for=body.valid_for)
     return AcceptedView(id=accepted.id, status=accepted.status)
 
 
 @router.get("/api/messages/<message_id>", tags=["messages"], responses=documented(401, 403, 404))
 def get_message(messages: Messages, message_id: Annotated[str, Path(max_length=64)], principal: Reader) -> MessageView:
-    """Status, source number, instance, attempts, failure reason and the trace of the pool decision."""
+    """Status, source number, instance, attempts, failure reason, validity and the trace of the pool decision."""
     return MessageView.of(messages.get(principal, message_id))
 
 

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints, field_validator
 
 from switchboard.catalog.schemas import Body, View
-from switchboard.messages.domain import MAX_TEXT_LENGTH, Message, MessageStatus
+from switchboard.core.model import Text
+from switchboard.messages.domain import MAX_TEXT_LENGTH, MAX_VALID_FOR_SECONDS, Message, MessageStatus
 
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
 
@@ -17,7 +18,18 @@ class SendMessage(Body):
     to: Annotated[str, StringConstraints(pattern=r"^\+?[1-9][0-9]{7,14}$")] = Field(
         description="Recipient in E.164, with or without the leading +."
     )
-    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)]
+    text: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)]
+    valid_for: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_VALID_FOR_SECONDS,
+        description=(
+            "Seconds the message may wait for a number when none of the key's numbers can take it "
+            "(all disconnected, logged out or banned): it stays WAITING and is tried again through "
+            "the normal selection until `expiresAt`, then ends FAILED `expired`. 0 (the default) "
+            "fails it at once with `no_number_available`. At most 86400 (a day)."
+        ),
+    )
 
     @field_validator("to")
     @classmethod
@@ -52,6 +64,11 @@ class MessageView(View):
     attempts: int
     failure_reason: str | None
     last_error: str | None
+    valid_for: int = Field(description="Seconds it may wait for a number (0: it fails at once).")
+    expires_at: datetime | None = Field(
+        description="When a message still unsent stops waiting and ends FAILED `expired`; null without a validity."
+    )
+    next_check_at: datetime | None = Field(description="While WAITING: when the numbers are tried again.")
     provider_message_id: str | None
     created_at: datetime
     sent_at: datetime | None
@@ -62,7 +79,11 @@ class MessageView(View):
 
     @classmethod
     def of(cls, message: Message) -> MessageView:
-        return cls.model_validate(message.model_dump(exclude={"tenant", "text", "body_hash", "pending"}))
+        hidden = {"tenant", "text", "body_hash", "pending", "lease_token", "wake_token", "wait_checks"}
+        view = message.model_dump(exclude=hidden)
+        if message.status is not MessageStatus.WAITING:
+            view["next_check_at"] = None
+        return cls.model_validate(view)
 
 
 class ClientWebhookSecretView(View):

@@ -4,6 +4,10 @@ Per job: claim the message (QUEUED -> SENDING under a lease, one conditional wri
 reads it): a message already final, or held by another worker, is skipped, so neither a
 redelivered nor a concurrently delivered job sends twice. The plan (the recipient's affinity,
 else a round-robin ticket) orders the numbers; inside a number its routes are tried in order.
+Before each provider call the route is recorded as the message's `in_flight` (conditional on the
+lease: a worker whose lease was taken over sends nothing); a redelivery that finds it still set
+(the worker died mid-send) treats it as a timeout there: same route first where a resend is
+safe, else FAILED `ambiguous_outcome`.
 
 - `ProviderDisconnected`, `ProviderRejected`, a misconfigured route: next instance, then next
   number, each skip in the trace;
@@ -11,8 +15,11 @@ else a round-robin ticket) orders the numbers; inside a number its routes are tr
   A timeout is ambiguous (the message may have left): where the kind is `retry_safe` the retry
   goes to the same instance first with the same message id; where it is not, the message ends
   FAILED `ambiguous_outcome` rather than risk a second copy, unless the key asked for
-  at-least-once delivery. On the last attempt the message ends FAILED;
-- nothing could send: FAILED `no_number_available` (or the provider's refusal code).
+  at-least-once delivery. On the last attempt the message ends FAILED (`ambiguous_outcome`
+  after a timeout: it may have left);
+- nothing could send: FAILED `no_number_available` (or the provider's refusal code); a message
+  with validity left goes WAITING instead (see `_wait`), and one past its `expires_at` ends
+  FAILED `expired` without being tried.
 
 The outcome is one conditional write (SENT with affinity and receipt index, or FAILED); then a
 client webhook is queued, best effort: it never fails the send.
@@ -21,12 +28,12 @@ client webhook is queued, best effort: it never fails the send.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from pydantic import ValidationError
 
-from switchboard.catalog.domain import Instance, new_id
+from switchboard.catalog.domain import Instance, new_id, utcnow
 from switchboard.catalog.service import instance_token_name, provider_secret_name
 from switchboard.core.errors import (
     AlreadyFinal,
@@ -43,14 +50,16 @@ from switchboard.core.errors import (
 from switchboard.core.observability import logger, metrics
 from switchboard.core.ports import Backoff, Secrets
 from switchboard.messages.domain import (
+    EXPIRED,
     Message,
     MessageStatus,
     PendingRoute,
     SendJob,
     SendOutcome,
     TraceEvent,
+    next_check_seconds,
 )
-from switchboard.messages.ports import Messages
+from switchboard.messages.ports import DelayedJobs, Messages
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig, plan_numbers
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.kinds import spec_for
@@ -96,7 +105,11 @@ class SendingService:
         notifier: Notifier,
         max_attempts: int,
         usage: Usage | None = None,
+        jobs: DelayedJobs | None = None,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
+        """`jobs` queues the delayed job that wakes a WAITING message; without it (a worker that
+        never waits) a message with a validity fails at once like one without."""
         self._messages = messages
         self._configs = configs
         self._tickets = tickets
@@ -105,14 +118,18 @@ class SendingService:
         self._notifier = notifier
         self._max_attempts = max_attempts
         self._usage = usage
+        self._jobs = jobs
+        self._clock = clock
 
     def process(self, job: SendJob, attempt: int) -> SendOutcome:
         """Send one queued message. `attempt` is the SQS receive count (1 on first delivery).
 
         Raises RetryLater (with `delay`) on a transient provider failure before the last attempt.
         """
-        message = self._messages.claim(job.message_id, job.tenant, new_id("lease"), LEASE_SECONDS)
+        message = self._messages.claim(job.message_id, job.tenant, new_id("lease"), LEASE_SECONDS, job.wake)
         if message is None:
+            if job.wake is not None and self._woken_early(job):
+                raise RetryLater("the message is not yet recorded WAITING", delay=LEASE_SECONDS)
             logger.info("send skipped: message final or held by another worker", extra={"message_id": job.message_id})
             metrics.add_metric(name="SendSkipped", unit="Count", value=1)
             return SendOutcome(message_id=job.message_id, status="SKIPPED")
@@ -133,6 +150,16 @@ class SendingService:
             config = self._configs.get(job.tenant, job.api_key_id)
         except NotFound:
             return self._fail(message, None, "api_key_revoked", [])
+        if message.in_flight is not None:
+            # The worker that held it died mid-send: the message may have left through that
+            # route, so it is resent only where a resend cannot make a copy (or the key accepts one).
+            if not _may_resend_kind(message.in_flight.kind, config):
+                return self._fail(message, config, AMBIGUOUS_OUTCOME, [_interrupted(message.in_flight)])
+            message = message.model_copy(update={"pending": message.in_flight})
+        if message.expires_at is not None and message.pending is None and self._clock() >= message.expires_at:
+            # Past its validity it must not leave (unless a timed-out send of it may have: that
+            # route is retried as usual).
+            return self._fail(message, config, EXPIRED, [])
         affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
         events: list[TraceEvent] = []
         plan = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
@@ -145,6 +172,11 @@ class SendingService:
                 continue
             for route in _routes_in_order(number, message.pending):
                 try:
+                    message = self._mark_in_flight(message, number, route)
+                except AlreadyFinal:
+                    # This worker's lease ran out and another worker claimed the message: that one sends.
+                    return SendOutcome(message_id=message.id, status="SKIPPED")
+                try:
                     sent = self._send(route, message)
                 except (ProviderDisconnected, ProviderRejected, InvalidInput, UnsupportedByProvider) as exc:
                     events.append(_skip("pool.instance.skipped", number, route, exc.code))
@@ -153,7 +185,11 @@ class SendingService:
                     continue
                 except ProviderError as exc:  # timeout or unavailable: transient
                     events.append(_skip("send.attempt.failed", number, route, exc.code))
-                    if isinstance(exc, ProviderTimeout) and not _may_resend(route, config):
+                    # A timeout with no resend allowed, or none left, ends ambiguous: the message
+                    # may have left, so the client must not read the failure as "not sent".
+                    if isinstance(exc, ProviderTimeout) and (
+                        not _may_resend(route, config) or attempt >= self._max_attempts
+                    ):
                         return self._fail(message, config, AMBIGUOUS_OUTCOME, events)
                     pending = _pending(number, route) if isinstance(exc, ProviderTimeout) else message.pending
                     return self._retry(
@@ -170,9 +206,17 @@ class SendingService:
                     remember_affinity=not plan.keeps_affinity_after(number),
                 )
             events.append(_skip("pool.number.skipped", number, None, "no_instance_could_send"))
-        return self._fail(message, config, refusal or NO_NUMBER, events)
+        return self._nothing_sent(job, message, config, events, refusal=refusal)
 
     # --- steps -------------------------------------------------------------------------------
+
+    def _mark_in_flight(self, message: Message, number: NumberRoutes, route: Route) -> Message:
+        """Record the route before calling it, so a redelivery after a crash knows where the send
+        may have gone. Raises AlreadyFinal when the lease was lost: the caller must not send."""
+        marked = _pending(number, route)
+        if message.in_flight == marked:
+            return message
+        return self._messages.record_in_flight(message, marked)
 
     def _send(self, route: Route, message: Message) -> str:
         name = (
@@ -266,6 +310,60 @@ class SendingService:
         logger.info("send will be retried", extra={"message_id": message.id, "reason": code, "delay": delay})
         raise RetryLater(f"transient provider failure: {code}", delay=delay, reason=code)
 
+    def _nothing_sent(
+        self, job: SendJob, message: Message, config: SendingConfig, events: list[TraceEvent], *, refusal: str | None
+    ) -> SendOutcome:
+        """No number took it: with validity left and no provider refusal it waits, else it fails."""
+        if refusal is None and message.expires_at is not None and self._jobs is not None:
+            return self._wait(job, message, config, events)
+        return self._fail(message, config, refusal or NO_NUMBER, events)
+
+    def _wait(self, job: SendJob, message: Message, config: SendingConfig, events: list[TraceEvent]) -> SendOutcome:
+        """No number could take it: WAITING until a delayed job tries the normal selection again.
+
+        A fresh job rather than a visibility change: the wait never counts against SendQueue's
+        redrive budget (maxReceiveCount), however long the validity. The job is queued before the
+        status is written, so a crash in between leaves a job (which finds the message under this
+        claim's lease and comes back) and never a WAITING message nothing will wake.
+        """
+        assert message.expires_at is not None and self._jobs is not None
+        now = self._clock()
+        seconds_left = (message.expires_at - now).total_seconds()
+        if seconds_left <= 0:
+            return self._fail(message, config, EXPIRED, events)
+        delay = next_check_seconds(message.wait_checks, seconds_left)
+        first = message.wait_checks == 0
+        if first:
+            events.append(
+                TraceEvent(
+                    stage="message.waiting",
+                    data={"expiresAt": message.expires_at.isoformat(), "nextCheckSeconds": delay},
+                )
+            )
+        wake = SendJob(
+            message_id=message.id, tenant=job.tenant, api_key_id=job.api_key_id, to=job.to, wake=message.lease_token
+        )
+        self._jobs.send_later(wake.model_dump_json(exclude_none=True), delay)
+        try:
+            # A re-check that still finds nothing leaves no trace: the first wait already says why.
+            waiting = self._messages.record_waiting(message, now + timedelta(seconds=delay), events if first else [])
+        except AlreadyFinal:
+            return SendOutcome(message_id=message.id, status="SKIPPED")
+        logger.info("message waiting for a number", extra={"message_id": message.id, "delay": delay})
+        metrics.add_metric(name="SendWaits", unit="Count", value=1)
+        if first:
+            self._notify(waiting, config)
+        return SendOutcome(message_id=message.id, status=MessageStatus.WAITING)
+
+    def _woken_early(self, job: SendJob) -> bool:
+        """The wake job arrived before the worker that queued it recorded WAITING (it still holds
+        the message under the lease token the job carries): it must come back, not be dropped."""
+        try:
+            current = self._messages.get(job.tenant, job.message_id)
+        except NotFound:
+            return False
+        return current.status is MessageStatus.SENDING and current.lease_token == job.wake
+
     def _count_usage(self, route: Route, message: Message) -> None:
         """One outgoing message on the instance's usage. SENT happens once per message,
         so no dedupe marker is needed; a failure is logged and never fails the send."""
@@ -284,7 +382,19 @@ class SendingService:
 
 
 def _may_resend(route: Route, config: SendingConfig) -> bool:
-    return spec_for(route.kind).retry_safe or config.at_least_once
+    return _may_resend_kind(route.kind, config)
+
+
+def _may_resend_kind(kind: str | None, config: SendingConfig) -> bool:
+    # A route without a kind was stored before routes carried one: only resendable ones were.
+    return kind is None or spec_for(kind).retry_safe or config.at_least_once
+
+
+def _interrupted(route: PendingRoute) -> TraceEvent:
+    return TraceEvent(
+        stage="send.attempt.interrupted",
+        data={"numberId": route.number_id, "instance": route.instance, "reason": AMBIGUOUS_OUTCOME},
+    )
 
 
 def _pending_first(numbers: list[NumberRoutes], message: Message, events: list[TraceEvent]) -> list[NumberRoutes]:
@@ -309,7 +419,9 @@ def _routes_in_order(number: NumberRoutes, pending: PendingRoute | None) -> list
 
 
 def _pending(number: NumberRoutes, route: Route) -> PendingRoute:
-    return PendingRoute(number_id=number.number_id, instance=route.instance, provider_id=route.provider_id)
+    return PendingRoute(
+        number_id=number.number_id, instance=route.instance, provider_id=route.provider_id, kind=route.kind
+    )
 
 
 def _skip(stage: str, number: NumberRoutes, route: Route | None, reason: str) -> TraceEvent:

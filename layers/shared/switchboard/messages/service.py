@@ -14,6 +14,7 @@ derived from (API key, Idempotency-Key), so when queuing fails the client's retr
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
@@ -24,7 +25,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
 
-from switchboard.catalog.domain import Principal, new_id
+from switchboard.catalog.domain import Principal, new_id, utcnow
 from switchboard.core.errors import (
     AlreadyExists,
     IdempotencyKeyInFlight,
@@ -42,7 +43,7 @@ from switchboard.messages.domain import (
     body_hash,
     keyed_message_id,
 )
-from switchboard.messages.ports import Messages
+from switchboard.messages.ports import DailyQuota, Messages
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 
@@ -54,7 +55,7 @@ class Submission(Model):
     api_key_id: str
     idempotency_key: str | None
     to: str
-    body_hash: str
+    body_hash: str  # of the text and the validity: another `validFor` is another body
 
 
 class Accepted(Model):
@@ -78,9 +79,12 @@ class MessageService:
         queue: JobQueue,
         persistence: BasePersistenceLayer,
         config: IdempotencyConfig,
+        *,
+        daily_quota: DailyQuota | None = None,
     ) -> None:
         self._messages = messages
         self._queue = queue
+        self._daily_quota = daily_quota
         self._idempotency = config
         self._accept_once: Any = idempotent_function(
             self._accept,
@@ -95,18 +99,20 @@ class MessageService:
         """Lets an in-flight record expire with the invocation (a crashed request does not block 24 h)."""
         self._idempotency.register_lambda_context(lambda_context)
 
-    def submit(self, principal: Principal, to: str, text: str, idempotency_key: str | None) -> Accepted:
+    def submit(
+        self, principal: Principal, to: str, text: str, idempotency_key: str | None, *, valid_for: int = 0
+    ) -> Accepted:
         submission = Submission(
             tenant=principal.tenant,
             api_key_id=principal.key_id,
             idempotency_key=idempotency_key,
             to=to,
-            body_hash=body_hash(to, text),
+            body_hash=body_hash(to, text, valid_for),
         )
         if idempotency_key is None:
-            return self._accept(submission=submission, text=text)
+            return self._accept(submission=submission, text=text, valid_for=valid_for)
         try:
-            accepted: Accepted = self._accept_once(submission=submission, text=text)
+            accepted: Accepted = self._accept_once(submission=submission, text=text, valid_for=valid_for)
         except IdempotencyAlreadyInProgressError as exc:
             raise IdempotencyKeyInFlight("a request with this Idempotency-Key is still in progress") from exc
         except IdempotencyValidationError as exc:
@@ -116,8 +122,13 @@ class MessageService:
     def get(self, principal: Principal, message_id: str) -> Message:
         return self._messages.get(principal.tenant, message_id)
 
-    def _accept(self, *, submission: Submission, text: str) -> Accepted:
+    def _accept(self, *, submission: Submission, text: str, valid_for: int = 0) -> Accepted:
+        if self._daily_quota is not None:
+            # Counted once per accepted submission: a replay of an Idempotency-Key is answered by
+            # the idempotency layer before this runs. A refusal stores nothing.
+            self._daily_quota.charge(submission.tenant)
         key = submission.idempotency_key
+        now = utcnow()
         message = Message(
             tenant=submission.tenant,
             id=keyed_message_id(submission.api_key_id, key) if key else new_id("msg"),
@@ -126,7 +137,11 @@ class MessageService:
             text=text,
             body_hash=submission.body_hash,
             idempotency_key=key,
-            trace=[TraceEvent(stage="message.accepted")],
+            created_at=now,
+            valid_for=valid_for,
+            # The validity counts from acceptance: time spent in the queue is time waited.
+            expires_at=now + timedelta(seconds=valid_for) if valid_for else None,
+            trace=[TraceEvent(stage="message.accepted", at=now, data={"validFor": valid_for} if valid_for else {})],
         )
         try:
             self._messages.create(message)
@@ -139,7 +154,7 @@ class MessageService:
                 return Accepted(id=message.id, status=message.status)
         job = SendJob(message_id=message.id, tenant=message.tenant, api_key_id=message.api_key_id, to=message.to)
         try:
-            self._queue.send(job.model_dump_json())
+            self._queue.send(job.model_dump_json(exclude_none=True))
         except Exception as exc:
             logger.exception("message stored but not queued", extra={"message_id": message.id})
             if key is None:

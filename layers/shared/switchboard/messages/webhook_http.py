@@ -1,22 +1,33 @@
-"""The HTTP client for client webhooks: explicit timeouts, no redirects, no proxy from the environment."""
+"""The HTTP client for client webhooks: explicit timeouts, no redirects, no proxy from the environment.
+
+The host is resolved once per delivery and the connection dials an address the outbound policy
+checked (`core/outbound.py`), so a webhook URL cannot be re-pointed at an internal address
+between the check and the call.
+"""
 
 from __future__ import annotations
 
 import httpx
+
+from switchboard.core.outbound import PinnedTransport
+from switchboard.core.urls import OutboundPolicy
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
 
 
 class HttpxPoster:
-    def __init__(self, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, *, local_mode: bool = False, transport: httpx.BaseTransport | None = None) -> None:
         self._client = httpx.Client(
             timeout=httpx.Timeout(READ_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS),
             follow_redirects=False,
             trust_env=False,
-            transport=transport,
+            transport=transport or PinnedTransport(OutboundPolicy.configured(local_mode=local_mode)),
         )
 
     def post(self, url: str, body: bytes, headers: dict[str, str]) -> int:
-        """The answer's status code (a redirect is not followed: it counts as a failure)."""
+        """The answer's status code (a redirect is not followed: it counts as a failure).
+
+        Raises InvalidInput when the URL's host resolves to an address the policy refuses.
+        """
         return self._client.post(url, content=body, headers=headers).status_code

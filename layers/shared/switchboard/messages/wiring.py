@@ -12,6 +12,7 @@ from switchboard.core.settings import get_settings
 from switchboard.core.wiring import client, secrets, table
 from switchboard.pool.wiring import pool_repository, sending_config_source
 from switchboard.providers.wiring import provider_client
+from switchboard.quotas.wiring import daily_send_quota
 from switchboard.usage.wiring import usage_recorder
 
 if TYPE_CHECKING:
@@ -57,7 +58,13 @@ def message_service() -> MessageService:
     persistence = DynamoDBPersistenceLayer(
         table_name=get_settings().idempotency_table_name, boto3_client=client("dynamodb")
     )
-    return MessageService(message_repository(), send_queue(), persistence, submission_idempotency_config())
+    return MessageService(
+        message_repository(),
+        send_queue(),
+        persistence,
+        submission_idempotency_config(),
+        daily_quota=daily_send_quota(),
+    )
 
 
 @component
@@ -73,6 +80,7 @@ def send_worker() -> SendWorker:
         notifier=client_webhook_publisher(),
         max_attempts=get_settings().send_max_attempts,
         usage=usage_recorder(),
+        jobs=send_queue(),
     )
     return SendWorker(service, send_queue())
 
@@ -83,7 +91,8 @@ def client_webhook_deliverer() -> ClientWebhookDeliverer:
     from switchboard.messages.webhook_http import HttpxPoster
 
     local_mode = get_settings().local_mode
-    return ClientWebhookDeliverer(catalog_repository(), secrets(), HttpxPoster(), audit_log(), local_mode=local_mode)
+    poster = HttpxPoster(local_mode=local_mode)
+    return ClientWebhookDeliverer(catalog_repository(), secrets(), poster, audit_log(), local_mode=local_mode)
 
 
 @component

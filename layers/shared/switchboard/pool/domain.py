@@ -61,6 +61,12 @@ class Pool(Model):
             raise NotFound("the number is not in this pool", code="number_not_in_pool")
         return self.model_copy(update={"entries": tuple(e for e in self.entries if e.number_id != number_id)})
 
+    def keeping(self, number_ids: set[str]) -> Pool:
+        """The pool without the entries whose number is not in `number_ids` (numbers deleted since)."""
+        if all(entry.number_id in number_ids for entry in self.entries):
+            return self
+        return self.model_copy(update={"entries": tuple(e for e in self.entries if e.number_id in number_ids)})
+
     def reordered(self, number_ids: list[str]) -> Pool:
         """The same entries in the order of `number_ids`, which must be a permutation of the pool."""
         if len(number_ids) != len(self.entries) or set(number_ids) != set(self.number_ids()):

@@ -9,9 +9,10 @@ from pydantic import Field, StringConstraints
 
 from switchboard.catalog.domain import MAX_POOL_SIZE
 from switchboard.catalog.schemas import Body, View
+from switchboard.core.model import Name
 from switchboard.pool.service import PoolMember
 
-NumberId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+NumberId = Annotated[Name, StringConstraints(min_length=1, max_length=64)]
 
 
 class SetSelectionMode(Body):

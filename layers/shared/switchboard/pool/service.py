@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from switchboard.audit.ports import Audit
@@ -26,6 +26,7 @@ SAVE_ATTEMPTS = 3
 class Catalog(Protocol):
     def get_api_key(self, tenant: str, key_id: str) -> ApiKey: ...
     def get_number(self, tenant: str, number_id: str) -> Number: ...
+    def get_numbers(self, tenant: str, number_ids: Collection[str]) -> dict[str, Number]: ...
     def number_by_digits(self, tenant: str, digits: str) -> Number | None: ...
     def instances_of_number(self, number_id: str) -> list[Instance]: ...
     def list_providers(self, tenant: str) -> list[Provider]: ...
@@ -100,15 +101,16 @@ class PoolService:
         return self._keys.update_api_key(principal, key_id, {"number_selection_mode": mode})
 
     def members(self, principal: Principal, key_id: str) -> list[PoolMember]:
+        """The pool in priority order; an entry whose number was deleted from the catalog is left out."""
         self._catalog.get_api_key(principal.tenant, key_id)
-        pool = self._pools.get(principal.tenant, key_id)
-        return [self._member(pool, entry) for entry in pool.entries]
+        pool, numbers = self._live(self._pools.get(principal.tenant, key_id))
+        return [self._member(pool, entry, numbers[entry.number_id]) for entry in pool.entries]
 
     def add(self, principal: Principal, key_id: str, number_id: str) -> PoolMember:
         """Append a number of the caller's tenant. Raises NotFound, AlreadyExists, Conflict."""
         self._catalog.get_api_key(principal.tenant, key_id)
         try:
-            self._catalog.get_number(principal.tenant, number_id)
+            number = self._catalog.get_number(principal.tenant, number_id)
         except NotFound as exc:
             raise NotFound("number not found", code="number_not_found") from exc
         added: list[PoolEntry] = []
@@ -118,8 +120,8 @@ class PoolService:
             added[:] = [entry]
             return changed
 
-        pool = self._edit(principal, key_id, "pool.number_added", change)
-        return self._member(pool, added[0])
+        pool, _ = self._edit(principal, key_id, "pool.number_added", change)
+        return self._member(pool, added[0], number)
 
     def remove(self, principal: Principal, key_id: str, number_id: str) -> None:
         """Take a number out; the recipients attached to it lose that affinity (see `usable_affinity`)."""
@@ -128,25 +130,37 @@ class PoolService:
 
     def reorder(self, principal: Principal, key_id: str, number_ids: list[str]) -> list[PoolMember]:
         self._catalog.get_api_key(principal.tenant, key_id)
-        pool = self._edit(principal, key_id, "pool.reordered", lambda pool: pool.reordered(number_ids))
-        return [self._member(pool, entry) for entry in pool.entries]
+        pool, numbers = self._edit(principal, key_id, "pool.reordered", lambda pool: pool.reordered(number_ids))
+        return [self._member(pool, entry, numbers[entry.number_id]) for entry in pool.entries]
 
-    def _edit(self, principal: Principal, key_id: str, action: str, change: Callable[[Pool], Pool]) -> Pool:
-        """Apply `change` to the current pool with a conditional write; a lost race re-reads."""
+    def _edit(
+        self, principal: Principal, key_id: str, action: str, change: Callable[[Pool], Pool]
+    ) -> tuple[Pool, dict[str, Number]]:
+        """Apply `change` to the current pool with a conditional write; a lost race re-reads.
+
+        Entries whose number was deleted from the catalog are dropped first and for good (the
+        cleanup of a deleted number): they neither count toward the limit nor need listing in a
+        reorder. Returns the saved pool and its numbers (all but one just added).
+        """
         for attempt in range(SAVE_ATTEMPTS):
             current = self._pools.get(principal.tenant, key_id)
+            live, numbers = self._live(current)
             try:
-                saved = self._pools.save(change(current), current.version)
+                saved = self._pools.save(change(live), current.version)
             except PoolChanged:
                 if attempt == SAVE_ATTEMPTS - 1:
                     raise
                 continue
             self._audit.record(principal, action, key_id, before=_audited(current), after=_audited(saved))
-            return saved
+            return saved, numbers
         raise PoolChanged("the pool changed meanwhile; read it again")
 
-    def _member(self, pool: Pool, entry: PoolEntry) -> PoolMember:
-        number = self._catalog.get_number(pool.tenant, entry.number_id)
+    def _live(self, pool: Pool) -> tuple[Pool, dict[str, Number]]:
+        """The pool without the entries whose number no longer exists, and the numbers of the rest."""
+        numbers = self._catalog.get_numbers(pool.tenant, pool.number_ids()) if pool.entries else {}
+        return pool.keeping(set(numbers)), numbers
+
+    def _member(self, pool: Pool, entry: PoolEntry, number: Number) -> PoolMember:
         connected = bool(number.meta_phone_id) or any(
             instance.connected and instance.kind == "messages"
             for instance in self._catalog.instances_of_number(number.id)
@@ -211,6 +225,7 @@ class SendingConfigSource:
             api_key_id=api_key_id,
             mode=key.number_selection_mode,
             webhook_url=key.webhook_url,
+            at_least_once=key.at_least_once,
             default=self._routes(default, providers, None) if default else None,
             pool=tuple(members),
         )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from switchboard.core.api.body import parse_json
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.providers.base import Credentials, InboundEvent, WebhookRequest
@@ -113,7 +113,7 @@ KNOWN_EVENTS = frozenset({"message", "receipt", "connection", "call", "call_sett
 
 def events(request: WebhookRequest) -> list[InboundEvent]:
     try:
-        envelope = Envelope.model_validate(json.loads(request.body))
+        envelope = Envelope.model_validate(parse_json(request.body, limit=MAX_BODY_BYTES))
     except (ValueError, ValidationError) as exc:
         raise InvalidInput("the signed body is not a valid event envelope", code="invalid_envelope") from exc
     ignored = None if envelope.event in KNOWN_EVENTS else f"unknown event {envelope.event}"

@@ -43,11 +43,13 @@ from typing import Any
 import httpx
 from pydantic import ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
+from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
 from switchboard.core.errors import (
     InvalidInput,
     ProviderDisconnected,
     ProviderError,
     ProviderRejected,
+    SwitchboardError,
 )
 from switchboard.core.model import Model
 from switchboard.providers import envelope
@@ -210,8 +212,8 @@ def _json_segment(segment: str) -> dict[str, Any] | None:
     if len(segment) % 4 == 1:
         return None
     try:
-        value = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
-    except (ValueError, binascii.Error, RecursionError):
+        value = parse_json(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, binascii.Error, SwitchboardError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -270,10 +272,10 @@ def _json_body(body: bytes) -> object:
     """The parsed body, or None when it is not JSON or holds a lone surrogate escape (`\\ud800`),
     which no later UTF-8 encoding would survive; never an exception."""
     try:
-        payload = json.loads(body)
+        payload = parse_json(body, limit=MAX_WEBHOOK_BODY_BYTES)
         if b"\\ud" in body or b"\\uD" in body:
             json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    except (ValueError, RecursionError):  # UnicodeError is a ValueError
+    except ValueError:  # UnicodeError and InvalidBody are ValueErrors
         return None
     return payload
 

@@ -1,5 +1,8 @@
 """The HTTP plumbing every provider adapter shares: outbound URL policy, timeouts, error mapping.
 
+Each request's host is resolved once and the connection dials an address the outbound policy
+checked (`core/outbound.py`); a refused URL or address raises InvalidInput before anything is sent.
+
 Errors name the provider, the method and the route template (`wuzapi POST /call/dial`), never
 the host, the query or a token. The mapping:
 
@@ -19,7 +22,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
-from switchboard.core.urls import check_outbound_url
+from switchboard.core.outbound import PinnedTransport
+from switchboard.core.urls import OutboundPolicy, check_outbound_url
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 DEFAULT_READ_TIMEOUT_SECONDS = 10.0
@@ -35,7 +39,10 @@ def path_segment(value: str) -> str:
 
 
 class ProviderHttp:
-    """One pooled httpx client for one provider kind; no redirects, no proxy from the environment."""
+    """One pooled httpx client for one provider kind; no redirects, no proxy from the environment.
+
+    `transport` replaces the pinned one (tests); the URL is still checked before each request.
+    """
 
     def __init__(
         self,
@@ -46,12 +53,12 @@ class ProviderHttp:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._provider = provider
-        self._local_mode = local_mode
+        self._policy = OutboundPolicy.configured(local_mode=local_mode)
         self._client = httpx.Client(
             timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
             follow_redirects=False,
             trust_env=False,
-            transport=transport,
+            transport=transport or PinnedTransport(self._policy),
         )
 
     def close(self) -> None:
@@ -72,7 +79,8 @@ class ProviderHttp:
         Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
         above; the caller decides what a non-2xx answer means.
         """
-        url = check_outbound_url(base_url.rstrip("/") + path, local_mode=self._local_mode)
+        # What the URL itself shows; the transport resolves the host and checks its addresses.
+        url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
         label = self.label(method, route)
         try:
             return self._client.request(method, url, headers=headers, json=body)

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
 from switchboard.core.errors import (
     Forbidden,
     InvalidInput,
@@ -225,7 +226,7 @@ def signature_matches(secret: str, body: bytes, header: str | None) -> bool:
 def map_events(body: bytes) -> list[InboundEvent]:
     """Every message and status of the delivery, then one ignored event per other change."""
     try:
-        notification = _Notification.model_validate(json.loads(body))
+        notification = _Notification.model_validate(parse_json(body, limit=MAX_WEBHOOK_BODY_BYTES))
     except (ValueError, ValidationError) as exc:
         raise InvalidInput("the body is not a Cloud API notification", code="invalid_envelope") from exc
     events: list[InboundEvent] = []

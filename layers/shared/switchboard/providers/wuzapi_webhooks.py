@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import uuid
 from datetime import datetime
 from typing import Any
@@ -43,6 +42,7 @@ from urllib.parse import parse_qs
 
 from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
+from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
 from switchboard.core.errors import InvalidInput
 from switchboard.core.model import Model
 from switchboard.providers import envelope
@@ -168,7 +168,7 @@ def _delivery(request: WebhookRequest) -> _Delivery:
 
 def _json_object(raw: bytes | str) -> dict[str, Any]:
     try:
-        payload = json.loads(raw)
+        payload = parse_json(raw, limit=MAX_WEBHOOK_BODY_BYTES)
     except ValueError as exc:
         raise InvalidInput("the body is not valid JSON", code="invalid_payload") from exc
     if not isinstance(payload, dict):

@@ -1,7 +1,8 @@
 """A Chatwoot-style downstream API client: contact, conversation and message in one inbox.
 
 Every request re-checks the URL against the outbound policy (the mapping was checked when it
-was saved, but DNS can change), never follows a redirect, ignores proxy settings from the
+was saved, but DNS can change) and connects only to an address that check resolved
+(`core/outbound.py`); it never follows a redirect, ignores proxy settings from the
 environment and has short timeouts. The token goes in the `api_access_token` header only;
 errors name the route template and status, never the host, the token or the answer's text.
 """
@@ -15,7 +16,8 @@ from pydantic import ValidationError
 
 from switchboard.core.errors import DownstreamError
 from switchboard.core.model import Model
-from switchboard.core.urls import check_outbound_url
+from switchboard.core.outbound import PinnedTransport
+from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.routing.domain import DownstreamTarget, IncomingMessage
 
 CONNECT_TIMEOUT_SECONDS = 3.0
@@ -60,12 +62,12 @@ class ChatwootClient:
         read_timeout: float = READ_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._local_mode = local_mode
+        self._policy = OutboundPolicy.configured(local_mode=local_mode)
         self._client = httpx.Client(
             timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
             follow_redirects=False,
             trust_env=False,
-            transport=transport,
+            transport=transport or PinnedTransport(self._policy),
         )
 
     def close(self) -> None:
@@ -143,7 +145,8 @@ class ChatwootClient:
     ) -> httpx.Response:
         label = f"downstream {method} {route}"
         url = f"{target.base_url.rstrip('/')}/api/v1/accounts/{target.account_id}{path}"
-        check_outbound_url(url, local_mode=self._local_mode)
+        # What the URL itself shows; the transport resolves the host and checks its addresses.
+        check_outbound_url(url, resolve=False, policy=self._policy)
         try:
             response = self._client.request(
                 method, url, json=body, params=params, headers={"api_access_token": target.api_token}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 from urllib.parse import quote, urlencode
 
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import InstanceName
 from switchboard.core.api.auth import requires
+from switchboard.core.api.body import parse_json
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput, Unauthenticated
 from switchboard.core.observability import metrics
@@ -54,7 +54,7 @@ def outgoing_webhook(outbox: Outbox, name: Annotated[InstanceName, Path()]) -> O
         metrics.add_metric(name="RepliesRejected", unit=MetricUnit.Count, value=1)
         raise
     try:
-        payload = OutgoingWebhook.model_validate(json.loads(router.current_event.decoded_body or ""))
+        payload = OutgoingWebhook.model_validate(parse_json(router.current_event.decoded_body or ""))
     except (ValueError, ValidationError) as exc:
         raise InvalidInput("the body is not a message webhook", code="invalid_webhook_body") from exc
     reply = payload.reply()

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, StringConstraints
 
 from switchboard.catalog.domain import Tenant
 from switchboard.catalog.schemas import Body, Secret, TenantView, View
-from switchboard.core.model import Model
+from switchboard.core.model import Model, Text
 from switchboard.routing.domain import DownstreamMapping
 from switchboard.routing.outbox import Reply
 
@@ -88,7 +88,7 @@ class OutgoingWebhook(_Lenient):
 
     event: str
     id: int | str | None = None
-    content: str | None = Field(default=None, max_length=4096)
+    content: Text | None = Field(default=None, max_length=4096)
     message_type: str | None = None
     private: bool = False
     conversation: _ConversationRef | None = None

@@ -2,9 +2,10 @@
 
 - marker `WHDEDUPE#<provider>#<instanceId>#<eventId>`: exists once per provider event, kept
   `DEDUPE_DAYS` (providers retry for days);
-- record `WHEVENT#<provider>#<instanceId>#<eventId>`: the mapped event (never the raw body) and
-  its status (`pending` until every effect ran, then `applied`; `ignored` with its reason when
-  it could not be mapped). A pending record sits in a sparse
+- record `WHEVENT#<provider>#<instanceId>#<eventId>`: the mapped event (never the raw body, only
+  its SHA-256 `bodySha256`; the data bounded by `events.storable` so a 1 MB delivery fits the
+  400 KB item) and its status (`pending` until every effect ran, then `applied`; `ignored` with
+  its reason when it could not be mapped). A pending record sits in a sparse
   index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a crash left behind, and
   carries a short lease so two deliveries of one event never run its effects at the same time.
 """
@@ -55,6 +56,7 @@ class EventStore:
             "payload": json.dumps(
                 {"seq": event.seq, "data": event.data, "instance": event.envelope_instance}, separators=(",", ":")
             ),
+            **_digest(event),
             "receivedAt": now.isoformat(),
             "status": "pending",
             "leaseUntil": _epoch(now + timedelta(seconds=lease_seconds)),
@@ -101,6 +103,7 @@ class EventStore:
                     "instanceName": event.instance_name,
                     "name": event.name,
                     "eventId": event.event_id,
+                    **_digest(event),
                     "receivedAt": now.isoformat(),
                     "status": "ignored",
                     "reason": event.reason or "",
@@ -190,6 +193,10 @@ def _pending_index(event: StoredEvent) -> str:
     return f"WHEVENTS#PENDING#{shard}"
 
 
+def _digest(event: StoredEvent) -> dict[str, str]:
+    return {"bodySha256": event.body_sha256} if event.body_sha256 else {}
+
+
 def _epoch(moment: datetime) -> int:
     return int(moment.timestamp())
 
@@ -207,4 +214,5 @@ def _stored(item: dict[str, Any]) -> StoredEvent:
         envelope_instance=payload.get("instance"),
         received_at=datetime.fromisoformat(item["receivedAt"]).astimezone(UTC),
         status=item["status"],
+        body_sha256=item.get("bodySha256"),
     )

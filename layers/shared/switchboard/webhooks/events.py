@@ -9,15 +9,73 @@ overwrites a newer state.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from switchboard.catalog.domain import Instance
 from switchboard.core.model import Model
 
 EventStatus = Literal["pending", "applied", "ignored"]
+
+# A provider delivery may be up to 1 MB, most of it media posted as base64 inside a message
+# event; a DynamoDB item holds at most 400 KB. What is stored of an event is bounded well below:
+MAX_TEXT_CHARS = 65_536  # WhatsApp's own limit on a text message
+MAX_FIELD_CHARS = 4_096  # any other string longer than this is media or a thumbnail: dropped
+MAX_DATA_BYTES = 256 * 1024  # the stored `data` as JSON, whatever it holds
+TEXT_KEYS = frozenset({"text", "caption", "reason"})
+MAX_FALLBACK_KEYS = 256
+
+
+def storable(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` bounded for storage: long strings that are not texts dropped, texts capped.
+
+    The effects of an event read its texts, ids and states, never its media; what is dropped is
+    what no effect reads. A text is cut only past WhatsApp's own limit or when the event would
+    not fit otherwise; an event that is still too large (thousands of keys, which no provider
+    sends) keeps only the top-level entries that fit."""
+    text_limit, field_limit = MAX_TEXT_CHARS, MAX_FIELD_CHARS
+    bounded = _bounded(data, text_limit, field_limit)
+    size = _size(bounded)
+    while size > MAX_DATA_BYTES and (text_limit or field_limit):
+        text_limit, field_limit = text_limit // 2, field_limit // 2
+        bounded = _bounded(bounded, text_limit, field_limit)
+        size, before = _size(bounded), size
+        if size == before:  # no string left to cut
+            break
+    if size <= MAX_DATA_BYTES:
+        return bounded
+    kept: dict[str, Any] = {}
+    budget = MAX_DATA_BYTES - 2
+    for name, item in list(bounded.items())[:MAX_FALLBACK_KEYS]:
+        cost = _size({name: item})
+        if cost <= budget:
+            kept[name] = item
+            budget -= cost
+    return kept
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")).encode())
+
+
+def _bounded(value: Any, text_limit: int, field_limit: int, key: str = "") -> Any:
+    if isinstance(value, dict):
+        kept = {name: _bounded(item, text_limit, field_limit, str(name)) for name, item in value.items()}
+        return {name: item for name, item in kept.items() if item is not _DROPPED}
+    if isinstance(value, list):
+        items = (_bounded(item, text_limit, field_limit, key) for item in value)
+        return [item for item in items if item is not _DROPPED]
+    if isinstance(value, str):
+        if key in TEXT_KEYS:
+            return value[:text_limit]
+        return value if len(value) <= field_limit else _DROPPED
+    return value
+
+
+_DROPPED = object()
 
 
 class StoredEvent(Model):
@@ -32,6 +90,12 @@ class StoredEvent(Model):
     received_at: datetime
     status: EventStatus = "pending"
     reason: str | None = None  # why an `ignored` event is not applied
+    body_sha256: str | None = None  # the delivery's raw body is never stored, only its digest
+
+    @field_validator("data", "envelope_instance")
+    @classmethod
+    def _storable(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else storable(value)
 
 
 class ProviderEvent(Model):

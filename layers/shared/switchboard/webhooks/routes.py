@@ -25,6 +25,7 @@ ProviderId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 METRIC_BY_OUTCOME = {
     "applied": "WebhookEventsAccepted",
     "duplicate": "WebhookEventsDuplicate",
+    "in_flight": "WebhookEventsInFlight",
     "ignored": "WebhookEventsIgnored",
 }
 
@@ -32,7 +33,7 @@ METRIC_BY_OUTCOME = {
 @router.post(
     "/webhooks/<provider_id>",
     tags=["provider webhooks"],
-    responses=documented(400, 401, 404, 409, 413, 500),
+    responses=documented(400, 401, 404, 413, 500),
     security=[],
 )
 def receive_webhook(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) -> IngestResult:
@@ -41,8 +42,11 @@ def receive_webhook(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) 
     `X-Webhook-Signature: v1=<hex>`), Evolution API (`Authorization: Bearer <JWT>` or the body's
     `apikey`) or the Meta Cloud API (`X-Hub-Signature-256`).
 
-    2xx only once the events are durable; a redelivery of an applied event answers `duplicate`,
-    an event that cannot be mapped (media, reactions, groups) `ignored` with its reason.
+    200 only once the events are durable; a redelivery of an applied event answers `duplicate`,
+    one arriving while another delivery of the same event is applying it `in_flight` (durable
+    already: that delivery, the provider's retry or the sweep of pending events applies it), an
+    event that cannot be mapped (media, reactions, groups) `ignored` with its reason. Always 200,
+    never another 2xx: the Meta Cloud API retries anything else.
     """
     try:
         result = ingest.receive(provider_id, _request(router.current_event))

@@ -16,6 +16,7 @@ up on. An event the kind could not map is recorded as `ignored` with its reason 
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,7 @@ from typing import Literal, Protocol
 
 from switchboard.catalog.domain import Instance, Provider
 from switchboard.catalog.service import instance_token_name, provider_secret_name
-from switchboard.core.errors import EventInFlight, EventNotApplied, NotFound, SwitchboardError, Unauthenticated
+from switchboard.core.errors import EventNotApplied, NotFound, SwitchboardError, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
@@ -34,12 +35,18 @@ from switchboard.webhooks.events import EffectHandler, EventStatus, ProviderEven
 
 LEASE_SECONDS = 20
 FRESH_SECRET_INTERVAL_SECONDS = 10.0
-Outcome = Literal["applied", "duplicate", "ignored"]
+Outcome = Literal["applied", "duplicate", "in_flight", "ignored"]
 
 
 class IngestResult(Model):
     """What became of a delivery: `applied` if any of its events was, else `duplicate` if any
-    was a redelivery, else `ignored` (with the reason of its first event)."""
+    was a redelivery of an applied event, else `in_flight` if any is being applied by another
+    delivery right now, else `ignored` (with the reason of its first event).
+
+    `in_flight` is acknowledged like the others: the event is already durable, leased to the
+    delivery applying it, and if that one fails the provider's own retry or the sweep of
+    pending events applies it. A non-2xx answer would only make the provider retry a copy
+    (wuzapi retries any non-2xx; Meta retries anything but 200, for days)."""
 
     outcome: Outcome
     instance: str | None = None
@@ -100,7 +107,8 @@ class IngestService:
         spec = spec_for(provider.kind)
         self._authenticate(spec, provider, request)
         now = self._clock()
-        results = [self._receive_one(provider, inbound, now) for inbound in spec.events(request)]
+        digest = hashlib.sha256(request.body).hexdigest()  # stored instead of the body
+        results = [self._receive_one(provider, inbound, now, digest) for inbound in spec.events(request)]
         return _summary(results)
 
     def verify_subscription(self, provider_id: str, query: dict[str, str]) -> str:
@@ -110,7 +118,7 @@ class IngestService:
             raise NotFound("unknown provider", code="unknown_provider")
         return spec_for(provider.kind).verify_subscription(query, _Credentials(self, provider, fresh=False))
 
-    def _receive_one(self, provider: Provider, inbound: InboundEvent, now: datetime) -> IngestResult:
+    def _receive_one(self, provider: Provider, inbound: InboundEvent, now: datetime, digest: str) -> IngestResult:
         instance = self._bind(provider, inbound)
         stored = StoredEvent(
             provider_id=provider.id,
@@ -122,6 +130,7 @@ class IngestService:
             data=inbound.data,
             envelope_instance=inbound.instance,
             received_at=now,
+            body_sha256=digest,
         )
         if inbound.ignored or inbound.name not in self._handlers:
             reason = inbound.ignored or f"no effect for {inbound.name} events"
@@ -209,9 +218,11 @@ class IngestService:
             logger.info("pending event re-applied", extra={"instance": instance.name, "event_id": stored.event_id})
             self._apply(claimed, instance)
             return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
-        if claimed == "applied":
-            return IngestResult(outcome="duplicate", instance=instance.name, event=stored.name)
-        raise EventInFlight("this event is being applied by another delivery; retry later")
+        if claimed == "pending":
+            logger.info("event in flight elsewhere", extra={"instance": instance.name, "event_id": stored.event_id})
+            return IngestResult(outcome="in_flight", instance=instance.name, event=stored.name)
+        # "applied", or no record left beside the marker: either way the event was accepted before.
+        return IngestResult(outcome="duplicate", instance=instance.name, event=stored.name)
 
     def _apply(self, stored: StoredEvent, instance: Instance) -> None:
         event = ProviderEvent(
@@ -269,7 +280,7 @@ class _Credentials:
 
 
 def _summary(results: list[IngestResult]) -> IngestResult:
-    for outcome in ("applied", "duplicate"):
+    for outcome in ("applied", "duplicate", "in_flight"):
         for result in results:
             if result.outcome == outcome:
                 return result

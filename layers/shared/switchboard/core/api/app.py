@@ -5,11 +5,13 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from switchboard.core.api.body import parse_json
 from switchboard.core.api.errors import install_error_handlers
 
 
 def create_api(*routers: APIGatewayHttpRouter) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True)
+    # Bodies reach pydantic only through parse_json: size, depth and strict JSON checked first.
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_json)
     install_error_handlers(app)
     for router in routers:
         app.include_router(router)

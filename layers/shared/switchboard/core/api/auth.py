@@ -2,17 +2,24 @@
 
 The authorizer (functions/authorizer) puts `tenant`, `keyId`, `scopes` (comma-separated) and
 `attendantId` in the request context; API Gateway only lets a request through after it.
+
+Every authenticated route takes its caller through `requires`, so that is where each request is
+admitted against its key's and its tenant's request rate (the limiter comes from the quotas'
+wiring, through `Depends`, so tests can swap it with `app.dependency_overrides`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+from aws_lambda_powertools.event_handler.depends import Depends
 
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.errors import Forbidden, Unauthenticated
+from switchboard.quotas import wiring as quotas
+from switchboard.quotas.service import RequestLimiter
 
 
 def principal_from_context(context: dict[str, Any] | None) -> Principal:
@@ -33,11 +40,13 @@ def authorizer_context(router: BaseRouter) -> dict[str, Any]:
     return dict(authorizer.get("lambda") or {})
 
 
-def requires(router: BaseRouter, *allowed: Scope) -> Callable[[], Principal]:
-    """A dependency for `Depends(...)`: the caller, if it holds one of `allowed` scopes."""
+def requires(router: BaseRouter, *allowed: Scope) -> Callable[..., Principal]:
+    """A dependency for `Depends(...)`: the caller, if it holds one of `allowed` scopes and is
+    within its request rate (RateLimited, 429, before the scope check: refused calls count too)."""
 
-    def dependency() -> Principal:
+    def dependency(limiter: Annotated[RequestLimiter, Depends(quotas.request_limiter)]) -> Principal:
         principal = principal_from_context(authorizer_context(router))
+        limiter.admit(principal)
         if not any(principal.has(scope) for scope in allowed):
             raise Forbidden(f"this route needs the scope {' or '.join(allowed)}")
         return principal

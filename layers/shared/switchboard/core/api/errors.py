@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from switchboard.core import errors
@@ -22,6 +26,7 @@ STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
     (errors.Conflict, HTTPStatus.CONFLICT),
     (errors.IdempotencyKeyReused, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (errors.RateLimited, HTTPStatus.TOO_MANY_REQUESTS),
     (errors.UnsupportedByProvider, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.ProviderLineBusy, HTTPStatus.CONFLICT),
     (errors.ProviderTimeout, HTTPStatus.GATEWAY_TIMEOUT),
@@ -56,7 +61,10 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
     def domain_error(error: errors.SwitchboardError) -> Response:
         status = status_for(error)
         logger.info("request refused", extra={"error": error.code, "status": int(status)})
-        return error_response(status, error.code, error.message, **error.details)
+        response = error_response(status, error.code, error.message, **error.details)
+        if isinstance(error, errors.RateLimited):
+            response.headers["Retry-After"] = str(error.retry_after_seconds)
+        return response
 
     @app.exception_handler(RequestValidationError)
     def validation_error(error: RequestValidationError) -> Response:
@@ -66,6 +74,12 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
         # Messages come from pydantic and describe the field; they never include Python internals.
         detail = "; ".join(_describe(problem) for problem in problems) or "invalid request"
         return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", detail)
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def unsupported_media_type(_: RequestUnsupportedContentType) -> Response:
+        return error_response(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "the body must be application/json"
+        )
 
     @app.exception_handler(UnicodeDecodeError)
     def invalid_encoding(_: UnicodeDecodeError) -> Response:
@@ -77,7 +91,26 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
 
     @app.not_found
     def route_not_found(_: Exception) -> Response:
-        return error_response(HTTPStatus.NOT_FOUND, "not_found", "no such route")
+        return error_response(HTTPStatus.NOT_FOUND, "not_found", NO_SUCH_ROUTE)
+
+
+# API Gateway's route key for requests no other route matches (an unknown path, or a known path
+# with another method); the template sends them to the docs function.
+UNMATCHED_ROUTE_KEY = "$default"
+NO_SUCH_ROUTE = "no such route"
+
+
+def unmatched_route_answer() -> dict[str, Any]:
+    """The payload 2.0 proxy answer to a request of the `$default` route: our `not_found` body.
+
+    Answered without matching the path against any router: a path API Gateway did not match
+    must never reach a route's code through a looser match of the resolver."""
+    return {
+        "statusCode": int(HTTPStatus.NOT_FOUND),
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps({"error": "not_found", "message": NO_SUCH_ROUTE}),
+        "isBase64Encoded": False,
+    }
 
 
 def _describe(problem: dict[str, Any]) -> str:
@@ -87,7 +120,10 @@ def _describe(problem: dict[str, Any]) -> str:
 
 
 def documented(*statuses: int) -> dict[int, OpenAPIResponse]:
-    """OpenAPI `responses` for the error statuses a route can answer."""
+    """OpenAPI `responses` for the error statuses a route can answer. A route that takes an API
+    key (401) also answers 429: every such request is counted against its key's and tenant's rate."""
+    if HTTPStatus.UNAUTHORIZED in statuses and HTTPStatus.TOO_MANY_REQUESTS not in statuses:
+        statuses = (*statuses, int(HTTPStatus.TOO_MANY_REQUESTS))
     return {
         status: {
             "description": HTTPStatus(status).phrase,

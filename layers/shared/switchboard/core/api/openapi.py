@@ -14,6 +14,7 @@ VERSION = "1.0.0"
 # Every module that defines a `router`, in documentation order.
 ROUTE_MODULES = (
     "routing.routes",
+    "quotas.routes",
     "catalog.routes",
     "call_limit.routes",
     "calls.routes",
@@ -24,6 +25,20 @@ ROUTE_MODULES = (
     "pool.routes",
     "messages.routes",
 )
+DESCRIPTION = """\
+Every error switchboard answers has one body: `{"error": "<code>", "message": "..."}`
+(400 `invalid_json`, `invalid_encoding`; 413 `payload_too_large`; 415 `unsupported_media_type`;
+422 `validation_error`; 404 `not_found`, also for a path or method no route serves; ...).
+
+A few answers come from API Gateway itself, before switchboard runs, and an HTTP API cannot
+change their bodies (it has no gateway responses): the API key check's **401**
+`{"message":"Unauthorized"}` (no `Authorization` header, or a key that is unknown, revoked or
+expired), the throttle's **429** `{"message":"Too Many Requests"}` and, over API Gateway's 10 MB
+payload limit, **413** `{"message":"Request Entity Too Large"}`. A valid key without the scope a
+route needs gets our own 403 `forbidden`.
+
+Names and identifiers refuse control characters; message texts accept line breaks and tabs only.
+"""
 SECURITY_SCHEMES = {"bearerAuth": HTTPBearer(description="An API key: `Authorization: Bearer sb_live_...`")}
 
 
@@ -34,6 +49,7 @@ def build_documented_api() -> APIGatewayHttpResolver:
         path="/api/docs",
         title=TITLE,
         version=VERSION,
+        description=DESCRIPTION,
         security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
         security=[{"bearerAuth": []}],
     )
@@ -44,6 +60,7 @@ def openapi_json(app: APIGatewayHttpResolver) -> str:
     return app.get_openapi_json_schema(
         title=TITLE,
         version=VERSION,
+        description=DESCRIPTION,
         security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
         security=[{"bearerAuth": []}],
     )

@@ -1,0 +1,94 @@
+"""Request bodies read with limits: size, strict UTF-8 and nesting depth, before any parser.
+
+Every JSON body switchboard reads goes through `parse_json`: the API routes (as the resolver's
+JSON deserializer), the reply webhook and every provider webhook mapping. Python's `json`
+recurses once per nesting level, so a body of a few thousand `[` would end in a RecursionError
+inside the parser (and pydantic recurses again over what it returns); the depth is therefore
+measured by a scan of the text before `json.loads` ever sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import accumulate
+from typing import Any
+
+from switchboard.core.errors import InvalidInput, PayloadTooLarge
+
+# API bodies are small objects (the longest field is a message text); 256 KB leaves room.
+MAX_API_BODY_BYTES = 256 * 1024
+# Provider webhook bodies carry media as base64; the ingest refuses a delivery over 1 MB first.
+MAX_WEBHOOK_BODY_BYTES = 1024 * 1024
+# Our schemas nest a few levels; providers' payloads (Meta, Evolution) about ten.
+MAX_DEPTH = 32
+
+# A JSON string literal (escapes included), written without nested quantifiers so the scan is linear.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+class InvalidBody(InvalidInput, ValueError):
+    """A body that is not strict UTF-8 or not JSON within the limits (400).
+
+    Also a ValueError, so a parser's caller that already turns malformed JSON into its own
+    error code (a provider's `invalid_payload`) keeps doing so."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise InvalidBody(f"{name} is not JSON", code="invalid_json")
+
+
+def decode_utf8(body: bytes) -> str:
+    """The body as text; bytes that are not strict UTF-8 are 400 `invalid_encoding`."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidBody("the body is not valid UTF-8", code="invalid_encoding") from exc
+
+
+def check_size(body: bytes | str, limit: int) -> None:
+    """Refuse a body over `limit` bytes (413 `payload_too_large`)."""
+    size = len(body) if isinstance(body, bytes) else len(body.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise PayloadTooLarge(f"the body is over {limit // 1024} KB")
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply arrays and objects nest in `text`, brackets inside strings not counted."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(_STEP[bracket] for bracket in brackets), default=0)
+
+
+def parse_json(raw: bytes | str, *, limit: int = MAX_API_BODY_BYTES) -> Any:
+    """Parse a JSON document within the limits.
+
+    Raises PayloadTooLarge (413) over `limit` bytes, InvalidInput `invalid_encoding` (400) for
+    bytes that are not UTF-8 and `invalid_json` (400) for a document that is not JSON or nests
+    deeper than MAX_DEPTH.
+    """
+    check_size(raw, limit)
+    text = decode_utf8(raw) if isinstance(raw, bytes) else raw
+    if nesting_depth(text) > MAX_DEPTH:
+        raise InvalidBody(f"the body nests deeper than {MAX_DEPTH} levels", code="invalid_json")
+    try:
+        # NaN and Infinity are not JSON and no field of ours can hold them.
+        document = json.loads(text, parse_constant=_refuse_constant)
+    except InvalidBody:
+        raise
+    except ValueError as exc:
+        raise InvalidBody("the body is not valid JSON", code="invalid_json") from exc
+    if _SURROGATE_ESCAPE.search(text):
+        _check_encodable(document)
+    return document
+
+
+def _check_encodable(document: Any) -> None:
+    """A `\\ud800` escape alone decodes to a lone surrogate, which no UTF-8 encoder (DynamoDB's,
+    a provider's, a log's) accepts later: refuse it here, as a body that is not UTF-8."""
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidBody("the body holds a lone surrogate escape", code="invalid_encoding") from exc

@@ -1,0 +1,33 @@
+"""What the quota services need from storage."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Protocol
+
+from switchboard.catalog.domain import Tenant
+from switchboard.quotas.domain import Claim, QuotaOverrides
+
+
+class Tenants(Protocol):
+    def get_tenant(self, owner_tag: str) -> Tenant:
+        """Raises NotFound for an unknown tenant."""
+        ...
+
+
+class Buckets(Protocol):
+    def take(self, tenant: str, bucket: str, claim: Claim, expires_at: int) -> int:
+        """Apply the claim in one conditional write; the bucket's new `tat`. Raises BucketMoved."""
+        ...
+
+
+class QuotaStore(Protocol):
+    def get_overrides(self, tenant: str) -> QuotaOverrides | None: ...
+
+    def put_overrides(self, tenant: str, overrides: QuotaOverrides) -> None: ...
+
+    def count_message(self, tenant: str, day: date, limit: int) -> bool:
+        """Count one message on `day` if fewer than `limit` are counted; False when the day is full."""
+        ...
+
+    def messages_on(self, tenant: str, day: date) -> int: ...

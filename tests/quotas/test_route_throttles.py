@@ -1,0 +1,49 @@
+"""The gateway's own limits in template.yaml: routes without an API key (provider and downstream
+webhooks, the documentation) are throttled apart from the API routes, by route key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from devstack import template
+
+UNAUTHENTICATED = {
+    "POST /webhooks/{provider_id}",
+    "GET /webhooks/{provider_id}",
+    "POST /api/instances/{name}/webhook",
+    "GET /api/openapi.json",
+    "GET /api/docs",
+    "$default",
+}
+
+
+def http_api() -> dict[str, Any]:
+    (properties,) = template.resources("AWS::Serverless::HttpApi").values()
+    return properties
+
+
+def template_route_keys() -> dict[str, bool]:
+    """Each route key of the template's HttpApi events -> whether it has no authorizer."""
+    keys = {}
+    for properties in template.resources("AWS::Serverless::Function").values():
+        for event in (properties.get("Events") or {}).values():
+            if event.get("Type") == "HttpApi":
+                event_properties = event["Properties"]
+                key = f"{event_properties['Method'].upper()} {event_properties['Path']}"
+                if event_properties["Path"] == "/$default":  # the catch-all route's key is `$default`
+                    key = "$default"
+                keys[key] = (event_properties.get("Auth") or {}).get("Authorizer") == "NONE"
+    return keys
+
+
+def test_every_route_without_an_api_key_has_its_own_limits_below_the_default() -> None:
+    api = http_api()
+    default = api["DefaultRouteSettings"]
+    settings = api["RouteSettings"]
+    routes = template_route_keys()
+
+    assert {key for key, open_route in routes.items() if open_route} == UNAUTHENTICATED
+    assert set(settings) == UNAUTHENTICATED  # each key names a real route: a typo would limit nothing
+    for key in UNAUTHENTICATED:
+        assert 0 < settings[key]["ThrottlingRateLimit"] < default["ThrottlingRateLimit"], key
+        assert 0 < settings[key]["ThrottlingBurstLimit"] < default["ThrottlingBurstLimit"], key
