@@ -164,6 +164,28 @@ def test_a_success_without_a_message_id_has_an_unknown_outcome(body: dict[str, A
         send()
 
 
+@pytest.mark.parametrize(
+    "content",
+    [b"[" * 100_000, b'{"data": ' * 5_000 + b"1" + b"}" * 5_000, b"\xff\xfe not utf-8", b'{"data": NaN}'],
+    ids=["brackets", "deep-object", "not-utf8", "nan"],
+)
+def test_a_hostile_answer_to_a_send_is_an_unknown_outcome_not_a_crash(content: bytes) -> None:
+    """A server that answers garbage (or nests until Python's parser would recurse to death)
+    leaves the send ambiguous, the same as an answer that never came."""
+    _, send = send_with(httpx.Response(200, content=content))
+
+    with pytest.raises(ProviderTimeout):
+        send()
+
+
+@pytest.mark.parametrize("content", [b"[" * 100_000, b"\xff\xfe"], ids=["brackets", "not-utf8"])
+def test_a_hostile_error_answer_is_still_classified_by_its_status(content: bytes) -> None:
+    _, send = send_with(httpx.Response(503, content=content))
+
+    with pytest.raises(ProviderUnavailable):
+        send()
+
+
 # --- status --------------------------------------------------------------------------------
 
 

@@ -104,10 +104,11 @@ class ClientWebhookDeliverer:
         if not key.webhook_url:
             return False
         try:
-            url = check_outbound_url(key.webhook_url, local_mode=self._local_mode)
+            # The poster's transport resolves the host once and dials only an address the policy
+            # allows; resolving here as well would be a second lookup that proves nothing.
+            url = check_outbound_url(key.webhook_url, local_mode=self._local_mode, resolve=False)
         except InvalidInput as exc:
-            logger.warning("client webhook dropped: URL refused", extra={"webhook_id": job.id, "reason": exc.message})
-            return False
+            return self._dropped(job, exc)
         body = json.dumps(job.payload(), separators=(",", ":"))
         now = utcnow()
         signature = Webhook(self._secret(key.id)).sign(job.id, now, body)
@@ -119,12 +120,20 @@ class ClientWebhookDeliverer:
         }
         try:
             status = self._poster.post(url, body.encode(), headers)
+        except InvalidInput as exc:  # the host resolved to an address the policy refuses
+            return self._dropped(job, exc)
         except Exception as exc:
             raise RetryLater("client webhook unreachable", delay=retry_delay_seconds(attempt)) from exc
         if not 200 <= status < 300:
             raise RetryLater(f"client webhook answered {status}", delay=retry_delay_seconds(attempt), status=status)
         logger.info("client webhook delivered", extra={"webhook_id": job.id, "event": job.event})
         return True
+
+    @staticmethod
+    def _dropped(job: ClientWebhookJob, refusal: InvalidInput) -> bool:
+        """A refused URL stays refused: retrying would only fill the dead-letter queue."""
+        logger.warning("client webhook dropped: URL refused", extra={"webhook_id": job.id, "reason": refusal.message})
+        return False
 
     def rotate_secret(self, principal: Principal, key_id: str) -> str:
         """A new signing secret for the key, returned once; the previous one stops at once."""

@@ -43,7 +43,7 @@ from typing import Any
 import httpx
 from pydantic import ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
+from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json, read_answer
 from switchboard.core.errors import (
     InvalidInput,
     ProviderDisconnected,
@@ -182,7 +182,7 @@ def _error_for(response: httpx.Response, label: str, *, sending: bool = False) -
 def _error_messages(response: httpx.Response) -> list[Any]:
     """`response.message` of an error body, flattened one level deep (strings, objects)."""
     try:
-        payload = response.json()
+        payload = read_answer(response.content)
     except ValueError:
         return []
     inner = payload.get("response") if isinstance(payload, dict) else None

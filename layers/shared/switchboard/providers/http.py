@@ -21,6 +21,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from switchboard.core.api.body import read_answer
 from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
@@ -97,7 +98,7 @@ class ProviderHttp:
         if not response.is_success:
             raise self.error_for(response, label)
         try:
-            return model.model_validate(response.json())
+            return model.model_validate(read_answer(response.content))
         except (ValueError, ValidationError) as exc:
             raise ProviderTimeout(f"{label}: unreadable answer, the outcome is unknown") from exc
 
@@ -123,7 +124,7 @@ def error_code(response: httpx.Response) -> str | None:
     Only a short identifier is kept, so no free text from the provider reaches our messages.
     """
     try:
-        payload = response.json()
+        payload = read_answer(response.content)
     except ValueError:
         return None
     error = payload.get("error") if isinstance(payload, dict) else None

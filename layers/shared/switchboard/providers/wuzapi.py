@@ -31,6 +31,7 @@ import httpx
 from pydantic import AliasChoices, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from pydantic.alias_generators import to_camel
 
+from switchboard.core.api.body import read_answer
 from switchboard.core.errors import (
     Conflict,
     InvalidInput,
@@ -461,7 +462,7 @@ class WuzapiClient:
 def _error_text(response: httpx.Response) -> str:
     """wuzapi's `error` text, lower-cased, to classify it; never copied into our messages."""
     try:
-        payload = response.json()
+        payload = read_answer(response.content)
     except ValueError:
         return ""
     error = payload.get("error") if isinstance(payload, dict) else None

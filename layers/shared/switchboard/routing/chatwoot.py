@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from pydantic import ValidationError
 
+from switchboard.core.api.body import read_answer
 from switchboard.core.errors import DownstreamError
 from switchboard.core.model import Model
 from switchboard.core.outbound import PinnedTransport
@@ -160,6 +161,6 @@ class ChatwootClient:
     @staticmethod
     def _parse(response: httpx.Response, model: type[Any], route: str) -> Any:
         try:
-            return model.model_validate(response.json())
+            return model.model_validate(read_answer(response.content))
         except (ValueError, ValidationError) as exc:
             raise DownstreamError(f"downstream {route}: unreadable answer") from exc

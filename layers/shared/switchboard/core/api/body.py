@@ -22,6 +22,8 @@ MAX_API_BODY_BYTES = 256 * 1024
 MAX_WEBHOOK_BODY_BYTES = 1024 * 1024
 # Our schemas nest a few levels; providers' payloads (Meta, Evolution) about ten.
 MAX_DEPTH = 32
+# A server's answer can list every instance of an Evolution server; still bounded, it is read whole.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 # A JSON string literal (escapes included), written without nested quantifiers so the scan is linear.
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -92,3 +94,15 @@ def _check_encodable(document: Any) -> None:
         json.dumps(document, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidBody("the body holds a lone surrogate escape", code="invalid_encoding") from exc
+
+
+def read_answer(content: bytes) -> Any:
+    """A server's answer (a provider's, the downstream's) read with the same limits as a request.
+
+    A hostile or broken server must not crash a worker with a RecursionError or an endless body;
+    anything unreadable is a ValueError, which callers already treat as "no usable answer".
+    """
+    try:
+        return parse_json(content, limit=MAX_ANSWER_BYTES)
+    except PayloadTooLarge as exc:
+        raise ValueError(exc.message) from exc
