@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from switchboard import bootstrap
 from switchboard.catalog.domain import MAX_POOL_SIZE
+from switchboard.core.errors import NotFound
 from switchboard.pool.domain import Pool
 from switchboard.pool.dynamo import PoolRepository
-from switchboard.pool.service import SendingConfigSource
+from switchboard.pool.service import PoolService, SendingConfigSource
+from tests.support import builders
 from tests.support.api import Client
+from tests.support.fakes import FakeAudit
 from tests.support.pool import NUMBERS, PoolWorld, build_world
 
 
@@ -97,3 +102,32 @@ def test_a_deleted_key_takes_its_pool_with_it(client: Client, make_tenant: Any) 
 
     assert pool_of(world).status == 404
     assert stored_pool(world) == Pool(tenant=world.tenant.owner_tag, api_key_id=world.send_key_id)
+
+
+def test_a_number_deleted_while_it_is_being_added_is_not_added(client: Client, make_tenant: Any) -> None:
+    """The add read the number, then its deletion committed: the pool write refuses it."""
+    world = build_world(client, make_tenant("acme"), *NUMBERS[:2])
+    world.create_send_key()
+    world.use_pool(NUMBERS[0])
+    doomed = world.numbers[NUMBERS[1]]
+    catalog = bootstrap.catalog_repository()
+
+    class DeletedRightAfterTheRead:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(catalog, name)
+
+        def get_number(self, tenant: str, number_id: str) -> Any:
+            number = catalog.get_number(tenant, number_id)
+            delete_number(world, NUMBERS[1])
+            return number
+
+    service = PoolService(
+        DeletedRightAfterTheRead(), PoolRepository(bootstrap.table()), bootstrap.catalog_service(), FakeAudit()
+    )
+    admin = builders.admin(world.tenant.owner_tag)
+
+    with pytest.raises(NotFound) as refused:
+        service.add(admin, world.send_key_id, doomed)
+
+    assert refused.value.code == "number_not_found"
+    assert stored_pool(world).number_ids() == [world.numbers[NUMBERS[0]]]

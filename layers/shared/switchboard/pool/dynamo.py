@@ -44,10 +44,13 @@ class PoolRepository:
             raise NotFound("API key not found")
         return from_item(Pool, item)
 
-    def save(self, pool: Pool, expected_version: int) -> Pool:
-        """Write `pool` if the stored one still has `expected_version` and the key still exists.
+    def save(self, pool: Pool, expected_version: int, *, adding: str | None = None) -> Pool:
+        """Write `pool` if the stored one still has `expected_version` and the key still exists,
+        and, when a number is being `adding`, that number still exists in the tenant too (a
+        deletion racing the add must not leave an entry behind).
 
-        Raises NotFound (the key is gone or not the tenant's) or PoolChanged (lost the race).
+        Raises NotFound (the key or the added number is gone, or not the tenant's) or PoolChanged
+        (lost the race).
         """
         saved = pool.model_copy(update={"version": expected_version + 1})
         same_version = (
@@ -58,30 +61,36 @@ class PoolRepository:
                 "ExpressionAttributeValues": {":version": expected_version},
             }
         )
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "ConditionCheck": {
-                            "TableName": self._name,
-                            "Key": entity_key("APIKEY", pool.api_key_id),
-                            "ConditionExpression": "tenant = :tenant",
-                            "ExpressionAttributeValues": {":tenant": pool.tenant},
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._name,
-                            "Item": to_item(saved, pool_key(pool.api_key_id)),
-                            **same_version,
-                        }
-                    },
-                ]
+        items: list[dict[str, Any]] = [
+            {
+                "ConditionCheck": {
+                    "TableName": self._name,
+                    "Key": entity_key("APIKEY", pool.api_key_id),
+                    "ConditionExpression": "tenant = :tenant",
+                    "ExpressionAttributeValues": {":tenant": pool.tenant},
+                }
+            },
+            {"Put": {"TableName": self._name, "Item": to_item(saved, pool_key(pool.api_key_id)), **same_version}},
+        ]
+        if adding is not None:
+            items.append(
+                {
+                    "ConditionCheck": {
+                        "TableName": self._name,
+                        "Key": entity_key("NUMBER", adding),
+                        "ConditionExpression": "tenant = :tenant",
+                        "ExpressionAttributeValues": {":tenant": pool.tenant},
+                    }
+                }
             )
+        try:
+            self._client.transact_write_items(TransactItems=items)
         except ClientError as error:
             codes = cancellation_codes(error)
             if codes and codes[0] == "ConditionalCheckFailed":
                 raise NotFound("API key not found") from error
+            if len(codes) > 2 and codes[2] == "ConditionalCheckFailed":
+                raise NotFound("number not found", code="number_not_found") from error
             if "ConditionalCheckFailed" in codes:
                 raise PoolChanged("the pool changed meanwhile; read it again") from error
             raise

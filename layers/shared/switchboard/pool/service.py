@@ -34,7 +34,7 @@ class Catalog(Protocol):
 
 class Pools(Protocol):
     def get(self, tenant: str, api_key_id: str) -> Pool: ...
-    def save(self, pool: Pool, expected_version: int) -> Pool: ...
+    def save(self, pool: Pool, expected_version: int, *, adding: str | None = None) -> Pool: ...
 
 
 class KeyEditor(Protocol):
@@ -120,7 +120,7 @@ class PoolService:
             added[:] = [entry]
             return changed
 
-        pool, _ = self._edit(principal, key_id, "pool.number_added", change)
+        pool, _ = self._edit(principal, key_id, "pool.number_added", change, adding=number_id)
         return self._member(pool, added[0], number)
 
     def remove(self, principal: Principal, key_id: str, number_id: str) -> None:
@@ -134,7 +134,13 @@ class PoolService:
         return [self._member(pool, entry, numbers[entry.number_id]) for entry in pool.entries]
 
     def _edit(
-        self, principal: Principal, key_id: str, action: str, change: Callable[[Pool], Pool]
+        self,
+        principal: Principal,
+        key_id: str,
+        action: str,
+        change: Callable[[Pool], Pool],
+        *,
+        adding: str | None = None,
     ) -> tuple[Pool, dict[str, Number]]:
         """Apply `change` to the current pool with a conditional write; a lost race re-reads.
 
@@ -146,7 +152,7 @@ class PoolService:
             current = self._pools.get(principal.tenant, key_id)
             live, numbers = self._live(current)
             try:
-                saved = self._pools.save(change(live), current.version)
+                saved = self._pools.save(change(live), current.version, adding=adding)
             except PoolChanged:
                 if attempt == SAVE_ATTEMPTS - 1:
                     raise
