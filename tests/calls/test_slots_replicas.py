@@ -7,8 +7,8 @@ The simulator admits more than our line (`sim_limit=8`), so only our own admissi
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from devstack.simulator import Simulator, SimulatorControl
@@ -19,27 +19,13 @@ from tests.support.aws import AwsResources
 from tests.support.builders import agent
 from tests.support.connections import Replica, call_events, deliver, register
 from tests.support.fakes import FakeReconcileQueue
+from tests.support.threads import at_once
 
 
 def race(count: int, work: Callable[[int, Replica], Any]) -> list[Any]:
     """Run `work` on `count` threads at once, each on its own replica; their results or errors."""
     replicas = [Replica(reconcile=FakeReconcileQueue()) for _ in range(count)]
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = work(index, replicas[index])
-        except Exception as error:  # collected and asserted on by the test
-            results[index] = error
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    return at_once([partial(work, index, replica) for index, replica in enumerate(replicas)])
 
 
 def attempt_for(connection: Any, attendant: str, key: str) -> DialAttempt:

@@ -6,7 +6,7 @@ session and repository (one Lambda container each), against the serialised moto 
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -19,6 +19,7 @@ from switchboard.core.settings import get_settings
 from tests.support.api import Client, TenantKeys
 from tests.support.aws import REGION, AwsResources
 from tests.support.builders import admin
+from tests.support.threads import at_once
 
 ROUNDS = 10
 
@@ -126,25 +127,18 @@ def test_minting_needs_the_platform_scope_and_an_existing_tenant(
 
 def revoke_at_once(owner_tag: str, key_ids: list[str]) -> list[Any]:
     """Each key revoked by its own thread (own boto3 session and repository), all at once."""
-    barrier = threading.Barrier(len(key_ids))
-    results: list[Any] = [None] * len(key_ids)
 
-    def revoke(index: int) -> None:
+    def revoker(key_id: str) -> Callable[[], str]:
         session = boto3.session.Session()
         repository = CatalogRepository(session.resource("dynamodb").Table(get_settings().table_name))
-        barrier.wait()
-        try:
-            repository.delete_api_key(owner_tag, key_ids[index])
-            results[index] = "revoked"
-        except Exception as error:  # collected and asserted on by the test
-            results[index] = error
 
-    threads = [threading.Thread(target=revoke, args=(index,)) for index in range(len(key_ids))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+        def revoke() -> str:
+            repository.delete_api_key(owner_tag, key_id)
+            return "revoked"
+
+        return revoke
+
+    return at_once([revoker(key_id) for key_id in key_ids])
 
 
 def test_two_containers_revoking_the_last_two_admin_keys_at_once_leave_exactly_one(

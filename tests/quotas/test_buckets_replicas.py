@@ -4,9 +4,9 @@ applies requests one at a time as DynamoDB applies conditional writes to one ite
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from datetime import date
+from functools import partial
 from typing import Any
 
 import boto3
@@ -18,27 +18,13 @@ from switchboard.quotas.dynamo import DynamoBuckets, DynamoQuotaStore
 from switchboard.quotas.service import QuotaPolicies, RequestLimiter
 from tests.quotas.fakes import FakeQuotaStore, caller, quotas
 from tests.support.aws import AwsResources
+from tests.support.threads import at_once
 
 START = 1_800_000_000.0
 
 
 def on_threads(count: int, work: Callable[[int], Any]) -> list[Any]:
-    barrier = threading.Barrier(count)
-    results: list[Any] = [None] * count
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = work(index)
-        except Exception as error:  # collected and asserted on by the test
-            results[index] = error
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
+    return at_once([partial(work, index) for index in range(count)])
 
 
 class CountingBuckets(DynamoBuckets):
