@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "layers" / "shared")]
 
-BENCHMARKS = ("pool", "routing", "calls")
+BENCHMARKS = ("pool", "routing", "calls", "quotas")
 
 
 def main() -> int:
