@@ -16,7 +16,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def reconcile_one(record: SQSRecord) -> None:
-    bootstrap.reconciler().reconcile_named(json.loads(record.body)["instance"])
+    bootstrap.reconciler().reconcile_by_key(json.loads(record.body)["instance"])
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -32,7 +32,9 @@ def impatient(monkeypatch: pytest.MonkeyPatch, aws: Any) -> None:
 
 
 def stored_line(connection: Connection) -> dict[str, Any]:
-    item: dict[str, Any] = bootstrap.table().get_item(Key=line_key(connection.name), ConsistentRead=True)["Item"]
+    item: dict[str, Any] = bootstrap.table().get_item(
+        Key=line_key(connection.tenant, connection.name), ConsistentRead=True
+    )["Item"]
     return item
 
 
@@ -68,7 +70,7 @@ def test_given_a_new_connection_when_the_status_is_read_then_the_initial_snapsho
     client: Client, connect: Any
 ) -> None:
     connection = connect(callsMaxConcurrent=3, callsConfigVersion=5)
-    instance = bootstrap.catalog_repository().find_instance(connection.name)
+    instance = connection.instance()
     assert instance is not None
     before = client.get(connection.calls_path, key=connection.admin_key).json()
 
@@ -85,7 +87,7 @@ def test_given_a_new_connection_when_the_status_is_read_then_the_initial_snapsho
 
 def test_version_zero_is_stored_as_zero_not_as_absent(client: Client, connect: Any) -> None:
     connection = connect(callsConfigVersion=0)
-    instance = bootstrap.catalog_repository().find_instance(connection.name)
+    instance = connection.instance()
     assert instance is not None
 
     line = bootstrap.calls_config_service().refresh_from_status(instance)
@@ -306,7 +308,7 @@ def test_an_old_http_answer_arriving_after_a_newer_webhook_is_ignored(
     client: Client, connect: Any, control: SimulatorControl
 ) -> None:
     connection = connect()
-    instance = bootstrap.catalog_repository().find_instance(connection.name)
+    instance = connection.instance()
     assert instance is not None
     client_for, target = bootstrap.targets().target_for(instance)
     old_answer = client_for.set_call_settings(target, 2)  # version 1, answer held back
@@ -370,7 +372,7 @@ def test_equal_version_with_another_value_is_a_conflict_then_reconciled(
     client: Client, connect: Any, control: SimulatorControl, bus_events: Any
 ) -> None:
     connection = connect(callsMaxConcurrent=2, callsConfigVersion=4)
-    instance = bootstrap.catalog_repository().find_instance(connection.name)
+    instance = connection.instance()
     assert instance is not None
     bootstrap.calls_config_service().refresh_from_status(instance)  # stored (2, v4)
     bus_events()
@@ -401,7 +403,7 @@ def test_big_versions_survive_exactly_through_storage_and_the_api(
     client: Client, connect: Any, control: SimulatorControl, version: int
 ) -> None:
     connection = connect(callsConfigVersion=version)
-    instance = bootstrap.catalog_repository().find_instance(connection.name)
+    instance = connection.instance()
     assert instance is not None
 
     bootstrap.calls_config_service().refresh_from_status(instance)

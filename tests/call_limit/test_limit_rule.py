@@ -102,12 +102,12 @@ def new_line() -> str:
 def test_versions_are_stored_as_exact_integers(lines: LineRepository, version: int) -> None:
     name = new_line()
 
-    result = lines.apply_snapshot(name, "acme", snap(3, version, "status", at="2026-11-30T10:00:00Z"))
+    result = lines.apply_snapshot("acme", name, snap(3, version, "status", at="2026-11-30T10:00:00Z"))
 
-    raw = bootstrap.table().get_item(Key=line_key(name), ConsistentRead=True)["Item"]
+    raw = bootstrap.table().get_item(Key=line_key("acme", name), ConsistentRead=True)["Item"]
     assert result.verdict is Verdict.REPLACE and result.changed
     assert raw["version"] == version and str(raw["version"]) == str(version)
-    stored = lines.get(name)
+    stored = lines.get("acme", name)
     assert stored is not None
     assert (stored.limit, stored.version, stored.updated_at, stored.tenant) == (
         3,
@@ -120,9 +120,9 @@ def test_versions_are_stored_as_exact_integers(lines: LineRepository, version: i
 
 def test_an_older_version_one_below_a_float_boundary_is_ignored(lines: LineRepository) -> None:
     name = new_line()
-    lines.apply_snapshot(name, "acme", snap(2, BIG))
+    lines.apply_snapshot("acme", name, snap(2, BIG))
 
-    result = lines.apply_snapshot(name, "acme", snap(7, BIG - 1))
+    result = lines.apply_snapshot("acme", name, snap(7, BIG - 1))
 
     assert (result.verdict, result.changed) == (Verdict.IGNORE, False)
     assert (result.line.limit, result.line.version) == (2, BIG)
@@ -130,11 +130,11 @@ def test_an_older_version_one_below_a_float_boundary_is_ignored(lines: LineRepos
 
 def test_equal_version_other_value_is_flagged_then_settled_by_a_status_read(lines: LineRepository) -> None:
     name = new_line()
-    lines.apply_snapshot(name, "acme", snap(2, 5))
+    lines.apply_snapshot("acme", name, snap(2, 5))
 
-    flagged = lines.apply_snapshot(name, "acme", snap(4, 5, "connection"))
-    repeated = lines.apply_snapshot(name, "acme", snap(4, 5, "connection"))
-    settled = lines.apply_snapshot(name, "acme", snap(4, 5, "status"))
+    flagged = lines.apply_snapshot("acme", name, snap(4, 5, "connection"))
+    repeated = lines.apply_snapshot("acme", name, snap(4, 5, "connection"))
+    settled = lines.apply_snapshot("acme", name, snap(4, 5, "status"))
 
     assert (flagged.verdict, flagged.line.limit, flagged.line.conflict, flagged.changed) == (
         Verdict.CONFLICT,
@@ -153,20 +153,20 @@ def test_equal_version_other_value_is_flagged_then_settled_by_a_status_read(line
 
 def test_a_status_read_confirming_the_stored_value_clears_the_flag_without_a_change(lines: LineRepository) -> None:
     name = new_line()
-    lines.apply_snapshot(name, "acme", snap(2, 5))
-    lines.apply_snapshot(name, "acme", snap(4, 5))
+    lines.apply_snapshot("acme", name, snap(2, 5))
+    lines.apply_snapshot("acme", name, snap(4, 5))
 
-    confirmed = lines.apply_snapshot(name, "acme", snap(2, 5, "status"))
+    confirmed = lines.apply_snapshot("acme", name, snap(2, 5, "status"))
 
     assert (confirmed.verdict, confirmed.line.conflict, confirmed.changed) == (Verdict.RESOLVE, False, False)
 
 
 def test_a_newer_version_clears_a_conflict(lines: LineRepository) -> None:
     name = new_line()
-    lines.apply_snapshot(name, "acme", snap(2, 5))
-    lines.apply_snapshot(name, "acme", snap(4, 5))
+    lines.apply_snapshot("acme", name, snap(2, 5))
+    lines.apply_snapshot("acme", name, snap(4, 5))
 
-    newer = lines.apply_snapshot(name, "acme", snap(6, 6))
+    newer = lines.apply_snapshot("acme", name, snap(6, 6))
 
     assert (newer.line.limit, newer.line.version, newer.line.conflict) == (6, 6, False)
 
@@ -174,10 +174,10 @@ def test_a_newer_version_clears_a_conflict(lines: LineRepository) -> None:
 def test_a_version_less_snapshot_sets_the_limit_only_while_no_version_is_known(lines: LineRepository) -> None:
     name = new_line()
 
-    first = lines.apply_snapshot(name, "acme", snap(3, None, "status"))
-    same = lines.apply_snapshot(name, "acme", snap(3, None, "status"))
-    versioned = lines.apply_snapshot(name, "acme", snap(2, 0, "status"))
-    ignored = lines.apply_snapshot(name, "acme", snap(5, None, "connection"))
+    first = lines.apply_snapshot("acme", name, snap(3, None, "status"))
+    same = lines.apply_snapshot("acme", name, snap(3, None, "status"))
+    versioned = lines.apply_snapshot("acme", name, snap(2, 0, "status"))
+    ignored = lines.apply_snapshot("acme", name, snap(5, None, "connection"))
 
     assert (first.verdict, first.line.limit, first.line.version) == (Verdict.REPLACE, 3, None)
     assert same.verdict is Verdict.SAME
@@ -197,13 +197,15 @@ def test_snapshot_writes_keep_the_occupants_calls_ii_wrote(lines: LineRepository
         "owner": None,
         "since": "2026-11-30T10:00:00Z",
     }
-    bootstrap.table().put_item(Item={**line_key(name), "tenant": "acme", "occupants": {"call#p#i#c1": occupant}})
+    bootstrap.table().put_item(
+        Item={**line_key("acme", name), "tenant": "acme", "occupants": {"call#p#i#c1": occupant}}
+    )
 
-    lines.apply_snapshot(name, "acme", snap(1, 3))
-    lines.apply_snapshot(name, "acme", snap(4, 3, "post"))
-    lines.apply_snapshot(name, "acme", snap(4, 3, "status"))
+    lines.apply_snapshot("acme", name, snap(1, 3))
+    lines.apply_snapshot("acme", name, snap(4, 3, "post"))
+    lines.apply_snapshot("acme", name, snap(4, 3, "status"))
 
-    stored = lines.get(name)
+    stored = lines.get("acme", name)
     assert stored is not None
     assert list(stored.occupants) == ["call#p#i#c1"] and stored.occupants["call#p#i#c1"].call_id == "c1"
     assert (stored.limit, stored.occupancy, stored.available, stored.excess) == (4, 1, 3, 0)
@@ -217,9 +219,9 @@ def test_dynamodb_reaches_the_same_state_as_the_rule_for_any_delivery_order(
     name = new_line()
     deliveries = data.draw(st.permutations(data.draw(st.lists(st.sampled_from(history), max_size=6)) + history))
 
-    notified = [lines.apply_snapshot(name, "acme", snapshot).changed for snapshot in deliveries]
+    notified = [lines.apply_snapshot("acme", name, snapshot).changed for snapshot in deliveries]
 
-    stored = lines.get(name)
+    stored = lines.get("acme", name)
     assert stored is not None
     assert (stored.limit, stored.version, stored.conflict) == fold(deliveries)
     assert notified.count(True) <= len(history)  # never a notice for a duplicate or an older snapshot
@@ -241,7 +243,7 @@ def test_each_decision_costs_one_conditional_write_and_a_conflict_two(lines: Lin
         ("resolve", snap(5, 1, "status")),
     ]:
         requests.clear()
-        lines.apply_snapshot(name, "acme", snapshot)
+        lines.apply_snapshot("acme", name, snapshot)
         costs[label] = list(requests)
 
     print("DynamoDB requests per snapshot:", {label: len(calls) for label, calls in costs.items()})

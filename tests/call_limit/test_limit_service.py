@@ -188,7 +188,7 @@ def test_call_settings_applies_its_snapshot_and_notifies(world: World) -> None:
     world.service.on_call_settings(event(world.instance, "call_settings", data))
     world.service.on_call_settings(event(world.instance, "call_settings", data))  # a redelivery
 
-    line = world.lines.get("acme-calls")
+    line = world.lines.get("acme", "acme-calls")
     assert line is not None and (line.limit, line.version) == (2, 3)
     assert len(world.publisher.events) == 1
     assert world.provider.calls == []
@@ -219,7 +219,7 @@ def test_a_conflicting_event_is_settled_inline_by_the_status(world: World) -> No
 
     world.service.on_call_settings(event(world.instance, "call_settings", conflicting))
 
-    line = world.lines.get("acme-calls")
+    line = world.lines.get("acme", "acme-calls")
     assert line is not None and (line.limit, line.version, line.conflict) == (2, 3, False)
     assert world.provider.calls == ["status", "status"]
 
@@ -233,7 +233,7 @@ def test_a_conflict_stays_flagged_when_the_provider_cannot_be_read(world: World)
         event(world.instance, "call_settings", {"kind": "calls", "callsMaxConcurrent": 6, "callsConfigVersion": 3})
     )
 
-    line = world.lines.get("acme-calls")
+    line = world.lines.get("acme", "acme-calls")
     assert line is not None and (line.limit, line.conflict) == (2, True)
 
 
@@ -242,7 +242,7 @@ def test_a_connection_event_with_the_config_applies_it_without_asking_the_provid
 
     world.service.on_connection(event(world.instance, "connection", {"connected": True}, summary))
 
-    line = world.lines.get("acme-calls")
+    line = world.lines.get("acme", "acme-calls")
     assert line is not None and (line.limit, line.version) == (5, 9)
     assert world.provider.calls == []
 
@@ -251,12 +251,12 @@ def test_a_connection_event_with_the_config_applies_it_without_asking_the_provid
 def test_a_connection_event_without_the_config_keeps_the_limit_and_reads_the_status(
     world: World, summary: dict[str, Any] | None
 ) -> None:
-    world.lines.apply_snapshot("acme-calls", "acme", Snapshot(limit=2, version=1, source="post"))
+    world.lines.apply_snapshot("acme", "acme-calls", Snapshot(limit=2, version=1, source="post"))
     world.provider.limit, world.provider.version = 4, 2
 
     world.service.on_connection(event(world.instance, "connection", {"connected": True}, summary))
 
-    line = world.lines.get("acme-calls")
+    line = world.lines.get("acme", "acme-calls")
     assert line is not None and (line.limit, line.version) == (4, 2)
     assert world.provider.calls == ["status"]
 

@@ -154,7 +154,7 @@ def test_given_a_disconnected_connection_when_dialing_then_409_but_the_limit_sta
     aws: AwsResources, client: Client, simulator: Simulator, control: SimulatorControl
 ) -> None:
     connection = register(simulator, control, limit=1)
-    set_connected(connection.name, False)
+    set_connected(connection.tenant, connection.name, False)
 
     answer = client.post(
         f"/api/connections/{connection.name}/calls",
@@ -256,7 +256,7 @@ def test_given_the_dial_answer_is_lost_then_the_reconciler_resolves_it_by_the_sa
     assert len(calls) == 1
     occupant = next(iter(connection.line().occupants.values()))
     assert (occupant.kind, occupant.call_id, occupant.owner) == ("call", calls[0]["callId"], "ana")
-    attempt = bootstrap.call_repository().get_attempt(connection.name, outcome.reservation_id)
+    attempt = bootstrap.call_repository().get_attempt(connection.tenant, connection.name, outcome.reservation_id)
     assert attempt is not None and attempt.state == "connected"
 
 

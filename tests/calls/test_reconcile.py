@@ -188,9 +188,9 @@ def functions() -> Functions:
     return Functions()
 
 
-def sqs_event(*names: str) -> dict[str, Any]:
+def sqs_event(*keys: str) -> dict[str, Any]:
     arn = "arn:aws:sqs:us-east-1:000000000000:reconcile"
-    bodies = [json.dumps({"instance": name}) for name in names]
+    bodies = [json.dumps({"instance": key}) for key in keys]
     return {"Records": [sqs_record(body, message_id=f"m-{index}", queue_arn=arn) for index, body in enumerate(bodies)]}
 
 
@@ -201,9 +201,9 @@ def test_the_worker_reconciles_each_instance_and_reports_only_the_failed_message
     call_id = control.incoming_call(healthy.sim_id, CALLER)
     broken = register(simulator, control, limit=1)
 
-    first = functions.invoke("ReconcileWorkerFunction", sqs_event(healthy.name))
+    first = functions.invoke("ReconcileWorkerFunction", sqs_event(healthy.key))
     control.fault("/call/active", "error500")
-    second = functions.invoke("ReconcileWorkerFunction", sqs_event("deleted-instance", broken.name))
+    second = functions.invoke("ReconcileWorkerFunction", sqs_event("acme:deleted-instance", broken.key))
 
     assert first == {"batchItemFailures": []}
     assert [occupant.call_id for occupant in healthy.line().occupants.values()] == [call_id]
@@ -227,19 +227,17 @@ def test_the_schedule_fans_out_one_message_per_instance_in_batches(
     monkeypatch.setattr(calls_wiring, "reconcile_queue", lambda: queue)
     monkeypatch.setattr(webhooks_wiring, "reconcile_queue", lambda: queue)
     monkeypatch.setattr(bootstrap, "reconcile_queue", lambda: queue)
-    names = []
-    for tenant in ("acme", "globex"):
+    keys = []
+    for tenant in ("acme", "globex"):  # the same names in both tenants: two sets of lines
         catalog.create_tenant(Tenant(tenant=tenant, owner_tag=tenant, name=tenant))
         for index in range(12):
-            names.append(f"{tenant}-line-{index}")
-            catalog.put_instance(
-                instance(names[-1], tenant=tenant, kind="calls"),
-                None,
-            )
+            line = instance(f"line-{index}", tenant=tenant, kind="calls", provider_instance_id=f"{tenant}-{index}")
+            catalog.put_instance(line, None)
+            keys.append(line.key)
 
     answer = functions.invoke("ReconcileSchedulerFunction", {"source": "aws.events", "detail-type": "Scheduled Event"})
 
     assert answer == {"instances": 24}
     assert batches == [10, 10, 4]
     queued = [json.loads(message["Body"])["instance"] for message in aws.queue_messages("ReconcileQueue")]
-    assert sorted(queued) == sorted(names)
+    assert sorted(queued) == sorted(keys)

@@ -33,7 +33,7 @@ def test_without_an_outbox_only_calls_instances_are_fanned_out() -> None:
 
     fan_out(every_instance(catalog), queue, with_outbox=False)
 
-    assert queue.batches == [["calls-1", "calls-2"]]
+    assert queue.batches == [["acme:calls-1", "acme:calls-2"]]
 
 
 def connection_event(target: Instance, connected: bool) -> ProviderEvent:
@@ -48,7 +48,7 @@ def test_a_calls_instance_that_reconnects_is_queued_for_reconciliation() -> None
     trigger(connection_event(instance("calls-2", kind="calls"), False))
     trigger(connection_event(instance("msgs-1", kind="messages"), True))
 
-    assert queue.requested == ["calls-1"]
+    assert queue.requested == ["acme:calls-1"]
 
 
 class Drained(BaseModel):
@@ -76,5 +76,5 @@ def test_a_messaging_instance_is_reconciled_by_draining_its_outbox_without_readi
 
     report = reconciler.reconcile(instance("msgs-1", kind="messages"))
 
-    assert drained == ["msgs-1"]
+    assert drained == ["acme:msgs-1"]
     assert report.outbox == {"sent": 2}

@@ -236,7 +236,7 @@ def sequence_event(target: Instance, seq: int) -> ProviderEvent:
 
 def line_instance() -> Instance:
     name = f"line-{uuid.uuid4().hex[:10]}"
-    LineRepository(bootstrap.table()).apply_snapshot(name, "acme", Snapshot(limit=2, version=1, source="status"))
+    LineRepository(bootstrap.table()).apply_snapshot("acme", name, Snapshot(limit=2, version=1, source="status"))
     return instance(name, kind="calls", state="CONNECTED")
 
 
@@ -266,11 +266,14 @@ def test_any_permutation_and_duplication_of_one_calls_events_reaches_the_same_re
         bare_service.on_call_event(sequence_event(permuted, seq))
 
     repository = CallRepository(bootstrap.table())
-    expected = repository.get_call(in_order.name, "prv_1", in_order.provider_instance_id, "CALL-1")
-    got = repository.get_call(permuted.name, "prv_1", permuted.provider_instance_id, "CALL-1")
+    expected = repository.get_call(in_order.tenant, in_order.name, "prv_1", in_order.provider_instance_id, "CALL-1")
+    got = repository.get_call(permuted.tenant, permuted.name, "prv_1", permuted.provider_instance_id, "CALL-1")
     assert expected is not None and got is not None
     ignored = {"instance", "provider_instance_id", "rev", "first_seen"}
     assert got.model_dump(exclude=ignored) == expected.model_dump(exclude=ignored)
-    expected_line, got_line = repository.line(in_order.name), repository.line(permuted.name)
+    expected_line, got_line = (
+        repository.line(in_order.tenant, in_order.name),
+        repository.line(permuted.tenant, permuted.name),
+    )
     assert expected_line is not None and got_line is not None
     assert got_line.occupancy == expected_line.occupancy == (0 if size >= 6 else 1)

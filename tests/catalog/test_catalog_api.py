@@ -54,6 +54,28 @@ def test_another_tenant_gets_404_on_every_object(client: Client, make_tenant: An
     assert client.get("/api/tenants/acme", key=globex.admin).status == 404
 
 
+def test_instance_names_belong_to_their_tenant(client: Client, make_tenant: Any) -> None:
+    """Two tenants name an instance alike: neither learns of the other, each keeps its own."""
+    acme, globex = make_tenant("acme"), make_tenant("globex")
+    ours = build_catalog(client, acme, instance="sales", provider_instance_id="acme-sales", token="t" * 20 + "acme")
+    theirs = build_catalog(
+        client, globex, instance="sales", provider_instance_id="globex-sales", token="t" * 20 + "glbx"
+    )
+
+    assert client.get("/api/instances/sales", key=acme.admin).json()["providerId"] == ours.provider_id
+    assert client.get("/api/instances/sales", key=globex.admin).json()["providerId"] == theirs.provider_id
+    secret = client.post("/api/instances/sales/webhook-secret", key=globex.admin).json()
+    assert secret["webhookUrl"].endswith(f"/api/tenants/globex/instances/sales/webhook?token={secret['secret']}")
+    crossed = client.post(
+        "/api/tenants/acme/instances/sales/webhook", json_body={}, headers={"X-Switchboard-Secret": secret["secret"]}
+    )
+    assert crossed.status == 401
+    assert client.delete("/api/instances/sales", key=acme.admin).status == 204
+    assert client.get("/api/instances/sales", key=acme.admin).status == 404
+    kept = client.get("/api/instances/sales", key=globex.admin).json()
+    assert (kept["providerId"], kept["tokenHint"]) == (theirs.provider_id, "…glbx")
+
+
 def test_deleted_key_gets_401_at_once(client: Client, make_tenant: Any) -> None:
     tenant = make_tenant("acme")
     created = client.post("/api/api-keys", key=tenant.admin, json_body={"name": "sender", "scopes": ["admin"]}).json()
@@ -159,9 +181,9 @@ def test_reconfiguring_an_instance_never_undoes_a_connection_event_that_raced_it
     repository = bootstrap.catalog_repository()
     read_before_the_event = repository.find_instance
 
-    def read_then_event_arrives(name: str) -> Any:
-        stale = read_before_the_event(name)
-        bootstrap.routing_repository().apply_connection(name, "CONNECTED", 7, datetime.now(UTC))
+    def read_then_event_arrives(key: str) -> Any:
+        stale = read_before_the_event(key)
+        bootstrap.routing_repository().apply_connection(key, "CONNECTED", 7, datetime.now(UTC))
         return stale
 
     monkeypatch.setattr(repository, "find_instance", read_then_event_arrives)

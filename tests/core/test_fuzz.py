@@ -243,7 +243,7 @@ class Fuzzer:
                 f"/webhooks/{wuzapi_id}": {
                     "x-hmac-signature": hmac.new(wuzapi_secret.encode(), body, hashlib.sha256).hexdigest()
                 },
-                f"/api/instances/{instance}/webhook?token={quote(token)}": {},
+                f"/api/tenants/{demo.owner_tag}/instances/{instance}/webhook?token={quote(token)}": {},
             }
             for target, headers in deliveries.items():
                 answer = self.http.post(target, content=body, headers={**headers, "content-type": media_type})

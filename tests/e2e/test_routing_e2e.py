@@ -85,7 +85,12 @@ def test_given_a_disconnected_instance_when_a_reply_arrives_then_it_waits_and_is
         "conversation": {"id": 77, "meta": {"sender": {"phone_number": f"+{CONTACT}"}}},
     }
 
-    queued = stack.api("POST", f"/api/instances/{name}/webhook", json=reply, headers={"X-Switchboard-Secret": secret})
+    queued = stack.api(
+        "POST",
+        f"/api/tenants/{fresh_tenant.owner_tag}/instances/{name}/webhook",
+        json=reply,
+        headers={"X-Switchboard-Secret": secret},
+    )
     before = [m for m in stack.sim.sent() if m["instance"] == name]
     stack.sim.set_connection(name, True)
 
@@ -93,5 +98,10 @@ def test_given_a_disconnected_instance_when_a_reply_arrives_then_it_waits_and_is
     assert before == []
     sent = stack.wait_for(lambda: [m for m in stack.sim.sent() if m["instance"] == name], timeout=15)
     assert [(m["phone"], m["body"]) for m in sent] == [(CONTACT, "obrigado pelo contato")]
-    again = stack.api("POST", f"/api/instances/{name}/webhook", json=reply, headers={"X-Switchboard-Secret": secret})
+    again = stack.api(
+        "POST",
+        f"/api/tenants/{fresh_tenant.owner_tag}/instances/{name}/webhook",
+        json=reply,
+        headers={"X-Switchboard-Secret": secret},
+    )
     assert again.json()["status"] == "SENT"

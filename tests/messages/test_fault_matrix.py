@@ -332,7 +332,7 @@ def make_world(
             )
             numbers.append(NumberRoutes(number_id=f"num_{position}", digits=f"551190000000{position}", routes=(route,)))
             ids.append(instance_id)
-            tokens[f"instances/{instance_id}/token"] = token
+            tokens[f"instances/{TENANT}/{instance_id}/token"] = token
         config = SendingConfig(
             tenant=TENANT,
             api_key_id="key_1",

@@ -13,6 +13,7 @@ import pytest
 from standardwebhooks import Webhook
 
 from switchboard import bootstrap
+from switchboard.catalog.domain import instance_key
 from tests.support.api import Client
 from tests.support.aws import REGION, AwsResources
 from tests.support.builders import provider_event, run_effects
@@ -64,7 +65,7 @@ def world(client: Client, make_tenant: Any, provider: FakeProvider, receiver: Re
 
 
 def receipt(world: PoolWorld, provider_message_id: str, status: str) -> None:
-    instance = bootstrap.catalog_repository().find_instance(world.instances[NUMBERS[0]])
+    instance = bootstrap.catalog_repository().find_instance(instance_key("acme", world.instances[NUMBERS[0]]))
     assert instance is not None
     data = {"id": provider_message_id, "status": status, "timestamp": "2026-11-30T08:00:00Z"}
     run_effects(provider_event(instance, "receipt", data, provider_id=world.provider_id))

@@ -756,7 +756,7 @@ def test_through_the_api_a_jwt_delivery_is_applied_and_its_redelivery_is_a_dupli
     assert (again.status, again.json()["outcome"]) == (200, "duplicate")
     [job] = [json.loads(message["Body"]) for message in aws.queue_messages("ForwardQueue")]
     assert (job["instance"], job["sender"], job["text"]) == (
-        "acme-evo",
+        "acme:acme-evo",
         "5511988887777",
         "Oi, tudo bem? Quero confirmar meu horário.",
     )

@@ -10,7 +10,7 @@ from devstack import template
 UNAUTHENTICATED = {
     "POST /webhooks/{provider_id}",
     "GET /webhooks/{provider_id}",
-    "POST /api/instances/{name}/webhook",
+    "POST /api/tenants/{owner_tag}/instances/{name}/webhook",
     "GET /api/openapi.json",
     "GET /api/docs",
     "$default",

@@ -32,4 +32,4 @@ def test_given_a_connected_event_then_the_outbox_drains_and_a_redelivery_drains_
     handler(event(4, connected=True))
     handler(event(4, connected=True))
 
-    assert (states.state, drained) == ("CONNECTED", ["acme-main", "acme-main"])
+    assert (states.state, drained) == ("CONNECTED", ["acme:acme-main", "acme:acme-main"])

@@ -1,4 +1,4 @@
-"""Replies through `/api/instances/{name}/webhook`: instance secret, outbox, drain on reconnect, expiry."""
+"""Replies through `/api/tenants/{owner_tag}/instances/{name}/webhook`: secret, outbox, drain on reconnect, expiry."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def reply(message_id: int, text: str, **overrides: Any) -> dict[str, Any]:
 
 def post_reply(client: Client, secret: str | None, body: dict[str, Any], name: str = "acme-main") -> Any:
     headers = {"X-Switchboard-Secret": secret} if secret is not None else {}
-    return client.post(f"/api/instances/{name}/webhook", json_body=body, headers=headers)
+    return client.post(f"/api/tenants/acme/instances/{name}/webhook", json_body=body, headers=headers)
 
 
 def sent_to_provider(control: SimulatorControl, instance_id: str) -> list[str]:
@@ -217,8 +217,8 @@ def test_given_a_reply_older_than_its_validity_when_drained_then_failed_with_a_r
     swept = expired_clock.drain_all()
     deliver_connection(client, sim_catalog, seq=2)
 
-    assert swept["acme-main"].failed == 1
-    assert real.drain("acme-main").sent == 0
+    assert swept["acme:acme-main"].failed == 1
+    assert real.drain("acme:acme-main").sent == 0
     assert sent_to_provider(control, instance_id) == []
     answer = post_reply(client, secret, reply(500, "too late")).json()
     assert answer["status"] == "FAILED" and "expired" in answer["reason"]
@@ -248,7 +248,9 @@ def test_given_something_other_than_a_public_outgoing_message_then_ignored(
 
 
 def test_given_a_body_that_is_not_json_then_400(client: Client, sim_catalog: Catalog, secret: str) -> None:
-    answer = client.post("/api/instances/acme-main/webhook", body=b"nope", headers={"X-Switchboard-Secret": secret})
+    answer = client.post(
+        "/api/tenants/acme/instances/acme-main/webhook", body=b"nope", headers={"X-Switchboard-Secret": secret}
+    )
 
     assert (answer.status, answer.json()["error"]) == (400, "invalid_webhook_body")
 
@@ -260,12 +262,12 @@ def test_given_a_reply_left_in_the_outbox_of_a_connected_instance_when_the_sched
     deliver_connection(client, sim_catalog, seq=1, connected=False)
     post_reply(client, secret, reply(700, "swept"))
     # Connected by a path that does not drain (e.g. a reconciliation read), so only the schedule can.
-    bootstrap.routing_repository().apply_connection("acme-main", "CONNECTED", 2, datetime.now(UTC))
+    bootstrap.routing_repository().apply_connection("acme:acme-main", "CONNECTED", 2, datetime.now(UTC))
     scheduled = sample_event("scheduled.json")
 
     summary = client._api.functions.invoke("RoutingSweepFunction", scheduled)
 
-    assert summary["outboxes"]["acme-main"]["sent"] == 1
+    assert summary["outboxes"]["acme:acme-main"]["sent"] == 1
     assert sent_to_provider(control, instance_id) == ["swept"]
 
 
@@ -281,9 +283,9 @@ def test_given_chatwoots_own_message_created_posted_to_the_webhook_url_without_a
     body = (CONTRACTS / "chatwoot" / "webhook_message_created_outgoing.json").read_bytes()
 
     answer = client.post(url[url.index("/api/") :], body=body)
-    forged = client.post("/api/instances/acme-main/webhook?token=sbwh_forged", body=body)
+    forged = client.post("/api/tenants/acme/instances/acme-main/webhook?token=sbwh_forged", body=body)
 
-    assert url.endswith(f"/api/instances/acme-main/webhook?token={created['secret']}")
+    assert url.endswith(f"/api/tenants/acme/instances/acme-main/webhook?token={created['secret']}")
     assert (answer.status, answer.json()["status"]) == (200, "SENT")
     assert sent_to_provider(control, instance_id) == [json.loads(body)["content"]]
     assert forged.status == 401
@@ -296,6 +298,6 @@ def test_given_chatwoots_private_note_or_incoming_echo_then_nothing_is_sent(
     deliver_connection(client, sim_catalog, seq=1)
     for fixture in ("webhook_message_created_private_note.json", "webhook_message_created_incoming.json"):
         body = (CONTRACTS / "chatwoot" / fixture).read_bytes()
-        answer = client.post(f"/api/instances/acme-main/webhook?token={secret}", body=body)
+        answer = client.post(f"/api/tenants/acme/instances/acme-main/webhook?token={secret}", body=body)
         assert (answer.status, answer.json()["status"]) == (200, "IGNORED")
     assert sent_to_provider(control, instance_id) == []

@@ -49,7 +49,7 @@ def queue(store: FakeOutboxStore, *texts: str, at: datetime = NOW) -> None:
     for index, text in enumerate(texts):
         store.enqueue(
             OutboxEntry(
-                instance="acme-main",
+                instance=INSTANCE.key,
                 message_id=f"m{index}",
                 phone="5511988887777",
                 text=text,
@@ -64,7 +64,7 @@ def test_given_waiting_replies_when_drained_then_sent_in_order() -> None:
     outbox, store, _ = service(provider)
     queue(store, "a", "b", "c")
 
-    result = outbox.drain("acme-main")
+    result = outbox.drain("acme:acme-main")
 
     assert (result.sent, result.waiting, provider.bodies) == (3, False, ["a", "b", "c"])
 
@@ -75,8 +75,8 @@ def test_given_the_provider_is_unavailable_when_drained_then_it_stops_and_keeps_
     outbox, store, _ = service(provider)
     queue(store, "a", "b", "c")
 
-    first = outbox.drain("acme-main")
-    second = outbox.drain("acme-main")
+    first = outbox.drain("acme:acme-main")
+    second = outbox.drain("acme:acme-main")
 
     assert (first.sent, first.waiting) == (1, True)
     assert (second.sent, provider.bodies) == (2, ["a", "b", "c"])
@@ -88,7 +88,7 @@ def test_given_a_permanent_refusal_when_drained_then_that_reply_fails_reported_a
     outbox, store, notes = service(provider)
     queue(store, "a", "b", "c")
 
-    result = outbox.drain("acme-main")
+    result = outbox.drain("acme:acme-main")
 
     assert (result.sent, result.failed, provider.bodies) == (2, 1, ["a", "c"])
     assert store.outcomes["m1"].status == "FAILED" and "provider_rejected" in (store.outcomes["m1"].reason or "")
@@ -100,7 +100,7 @@ def test_given_a_disconnected_instance_when_drained_then_only_expired_replies_mo
     outbox, store, notes = service(provider, clock=NOW + timedelta(hours=4, seconds=1), connected=False)
     queue(store, "old")
     fresh = OutboxEntry(
-        instance="acme-main",
+        instance=INSTANCE.key,
         message_id="fresh",
         phone="5511988887777",
         text="fresh",
@@ -108,7 +108,7 @@ def test_given_a_disconnected_instance_when_drained_then_only_expired_replies_mo
     )
     store.enqueue(fresh)
 
-    result = outbox.drain("acme-main")
+    result = outbox.drain("acme:acme-main")
 
     assert (result.failed, result.sent, result.waiting) == (1, 0, True)
     assert [entry.text for entry in store.entries] == ["fresh"]
@@ -121,7 +121,7 @@ def test_given_no_time_budget_left_when_drained_inside_a_request_then_nothing_st
     outbox, store, _ = service(provider)
     queue(store, "a")
 
-    result = outbox.drain("acme-main", budget_seconds=0)
+    result = outbox.drain("acme:acme-main", budget_seconds=0)
 
     assert (result.sent, result.waiting, provider.bodies) == (0, True, [])
 

@@ -27,7 +27,7 @@ from switchboard.calls.dialing import DialService
 from switchboard.calls.dynamo import CallRepository
 from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.calls.service import CallService
-from switchboard.catalog.domain import Instance
+from switchboard.catalog.domain import Instance, instance_key
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.dynamo import entity_key
 from switchboard.core.secrets import SecretStore
@@ -61,13 +61,17 @@ class Connection:
     def limit_path(self) -> str:
         return f"/api/connections/{self.name}/calls-limit"
 
+    @property
+    def key(self) -> str:
+        return instance_key(self.tenant, self.name)
+
     def instance(self) -> Instance:
-        found = bootstrap.catalog_repository().find_instance(self.name)
+        found = bootstrap.catalog_repository().find_instance(instance_key(self.tenant, self.name))
         assert found is not None
         return found
 
     def line(self) -> Line:
-        line = bootstrap.call_repository().line(self.name)
+        line = bootstrap.call_repository().line(self.tenant, self.name)
         assert line is not None
         return line
 
@@ -130,11 +134,11 @@ def register(
         owner_tag_given=False,
     )
     if connected:
-        set_connected(name, True)
+        set_connected(tenant, name, True)
     if sim_limit is None:
         bootstrap.calls_config_service().refresh_from_status(instance)
     else:
-        LineRepository(bootstrap.table()).apply_snapshot(name, tenant, Snapshot(limit=limit, source="status"))
+        LineRepository(bootstrap.table()).apply_snapshot(tenant, name, Snapshot(limit=limit, source="status"))
     return Connection(name=name, sim_id=sim_id, sim_token=token, provider_id=provider.id, tenant=tenant)
 
 
@@ -189,10 +193,10 @@ def register_connection(
     )
 
 
-def set_connected(name: str, connected: bool) -> None:
+def set_connected(tenant: str, name: str, connected: bool) -> None:
     """What the `connection` effect stores (our copy of the session state), without its seq guard."""
     bootstrap.table().update_item(
-        Key=entity_key("INSTANCE", name),
+        Key=entity_key("INSTANCE", instance_key(tenant, name)),
         UpdateExpression="SET #state = :state",
         ExpressionAttributeNames={"#state": "state"},
         ExpressionAttributeValues={":state": "CONNECTED" if connected else "DISCONNECTED"},

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
-from switchboard.catalog.domain import Instance, InstanceState, Tenant, utcnow
+from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key, utcnow
 from switchboard.core.errors import AlreadyFinal, NotFound, ProviderError
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.pool.domain import Affinity
@@ -181,16 +181,16 @@ class FakeTargets:
 
 
 class FakeCatalog:
-    """`catalog.ports.Instances` and the reconciler's `TenantCatalog`: the instances given, by name."""
+    """`catalog.ports.Instances` and the reconciler's `TenantCatalog`: the instances given, by key."""
 
     def __init__(self, instances: Iterable[Instance] = ()) -> None:
-        self.instances = {item.name: item for item in instances}
+        self.instances = {item.key: item for item in instances}
 
-    def find_instance(self, name: str) -> Instance | None:
-        return self.instances.get(name)
+    def find_instance(self, key: str) -> Instance | None:
+        return self.instances.get(key)
 
     def get_instance(self, tenant: str, name: str) -> Instance:
-        found = self.instances.get(name)
+        found = self.instances.get(instance_key(tenant, name))
         if found is None or found.tenant != tenant:
             raise NotFound("instance not found")
         return found
@@ -363,11 +363,11 @@ class FakeLines:
     def __init__(self) -> None:
         self.lines: dict[str, Line] = {}
 
-    def get(self, instance_name: str) -> Line | None:
-        return self.lines.get(instance_name)
+    def get(self, tenant: str, instance_name: str) -> Line | None:
+        return self.lines.get(instance_key(tenant, instance_name))
 
-    def apply_snapshot(self, instance_name: str, tenant: str, snapshot: Snapshot) -> SnapshotResult:
-        line = self.lines.get(instance_name) or Line(instance=instance_name, tenant=tenant)
+    def apply_snapshot(self, tenant: str, instance_name: str, snapshot: Snapshot) -> SnapshotResult:
+        line = self.lines.get(instance_key(tenant, instance_name)) or Line(instance=instance_name, tenant=tenant)
         verdict = judge(line.limit, line.version, line.conflict, snapshot)
         before = line.limit
         if verdict in (Verdict.REPLACE, Verdict.RESOLVE):
@@ -375,7 +375,7 @@ class FakeLines:
             line = line.model_copy(update={"limit": snapshot.limit, "version": version, "conflict": False})
         elif verdict is Verdict.CONFLICT:
             line = line.model_copy(update={"conflict": True})
-        self.lines[instance_name] = line
+        self.lines[instance_key(tenant, instance_name)] = line
         changed = verdict is Verdict.REPLACE or (verdict is Verdict.RESOLVE and before != snapshot.limit)
         return SnapshotResult(verdict=verdict, line=line, changed=changed)
 

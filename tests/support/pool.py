@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from switchboard import bootstrap
+from switchboard.catalog.domain import instance_key
 from tests.support.api import Client, TenantKeys
 
 NUMBERS = ("5511999990001", "5511999990002", "5511999990003")
@@ -56,7 +57,8 @@ class PoolWorld:
     def set_connected(self, digits: str, connected: bool) -> None:
         """What a provider's `connection` event does: the state, ordered by its seq."""
         state = "CONNECTED" if connected else "DISCONNECTED"
-        bootstrap.routing_repository().apply_connection(self.instances[digits], state, next(_SEQ), datetime.now(UTC))
+        key = instance_key(self.tenant.owner_tag, self.instances[digits])
+        bootstrap.routing_repository().apply_connection(key, state, next(_SEQ), datetime.now(UTC))
 
     def create_send_key(self, *, default_number: str | None = None, webhook_url: str | None = None) -> None:
         body: dict[str, Any] = {"name": "sender", "scopes": ["send"]}

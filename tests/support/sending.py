@@ -32,7 +32,7 @@ def number(
 
 def instance_tokens() -> FakeSecrets:
     """Each instance's token is `token-of-<instance>`; the worker only reads them."""
-    return FakeSecrets(default=lambda name: f"token-of-{name.split('/')[1]}", read_only=True)
+    return FakeSecrets(default=lambda name: f"token-of-{name.split('/')[-2]}", read_only=True)
 
 
 class SendWorld:

@@ -39,8 +39,8 @@ def stored(aws: AwsResources, prefix: str) -> list[dict[str, Any]]:
     return [item for item in table.scan()["Items"] if str(item["pk"]).startswith(prefix)]
 
 
-def usage_in(aws: AwsResources, instance: str) -> int:
-    return sum(int(item.get("messages_in", 0)) for item in stored(aws, f"USAGE#{instance}"))
+def usage_in(aws: AwsResources, instance_key: str) -> int:
+    return sum(int(item.get("messages_in", 0)) for item in stored(aws, f"USAGE#{instance_key}"))
 
 
 def forwarded(aws: AwsResources) -> list[dict[str, Any]]:
@@ -59,10 +59,10 @@ def test_given_a_signed_message_when_delivered_then_applied_counted_and_queued_f
 
     assert answer.status == 200, answer.body
     assert answer.json() == {"outcome": "applied", "instance": "acme-main", "event": "message", "reason": None}
-    assert usage_in(aws, "acme-main") == 1
+    assert usage_in(aws, "acme:acme-main") == 1
     [job] = forwarded(aws)
     assert (job["instance"], job["owner_tag"], job["text"], job["sender"]) == (
-        "acme-main",
+        "acme:acme-main",
         "acme",
         "olá",
         "5511988887777",
@@ -153,7 +153,7 @@ def test_given_an_instance_id_not_bound_to_this_provider_when_delivered_then_404
 
     assert deliver(client, catalog.provider_id, theirs).status == 404
     assert deliver(client, catalog.provider_id, unknown).status == 404
-    assert stored(aws, "WH") == [] and usage_in(aws, "globex-main") == 0
+    assert stored(aws, "WH") == [] and usage_in(aws, "globex:globex-main") == 0
 
 
 def test_given_a_signed_body_that_is_not_an_envelope_when_delivered_then_400(client: Client, catalog: Catalog) -> None:
@@ -172,12 +172,12 @@ def test_given_the_same_event_redelivered_when_applied_then_duplicate_and_one_ef
     answers = [deliver(client, catalog.provider_id, body) for _ in range(3)]
 
     assert [a.json()["outcome"] for a in answers] == ["applied", "duplicate", "duplicate"]
-    assert usage_in(aws, "acme-main") == 1
+    assert usage_in(aws, "acme:acme-main") == 1
     assert len(forwarded(aws)) == 1
 
 
-def instance_item(aws: AwsResources, name: str) -> dict[str, Any]:
-    [item] = stored(aws, f"INSTANCE#{name}")
+def instance_item(aws: AwsResources, key: str) -> dict[str, Any]:
+    [item] = stored(aws, f"INSTANCE#{key}")
     return item
 
 
@@ -189,7 +189,7 @@ def test_given_connection_events_seq_3_1_2_when_delivered_then_the_state_is_that
         body = envelope("connection", catalog.provider_instance_id, {"connected": states[seq]}, seq=seq)
         assert deliver(client, catalog.provider_id, body).status == 200
 
-    item = instance_item(aws, "acme-main")
+    item = instance_item(aws, "acme:acme-main")
     assert (item["state"], int(item["state_seq"])) == ("DISCONNECTED", 3)
     answer = client.get("/api/instances/acme-main", key=catalog.tenant.admin).json()
     assert answer["state"] == "DISCONNECTED"
@@ -201,7 +201,7 @@ def test_given_connection_events_in_order_when_delivered_then_each_newer_one_win
     for seq, connected in ((1, True), (2, False), (3, True)):
         body = envelope("connection", catalog.provider_instance_id, {"connected": connected}, seq=seq)
         deliver(client, catalog.provider_id, body)
-        assert instance_item(aws, "acme-main")["state"] == ("CONNECTED" if connected else "DISCONNECTED")
+        assert instance_item(aws, "acme:acme-main")["state"] == ("CONNECTED" if connected else "DISCONNECTED")
 
 
 # --- durability --------------------------------------------------------------------------
@@ -234,7 +234,7 @@ def test_given_dynamodb_fails_after_the_commit_when_redelivered_then_applied_exa
     assert first.status >= 500 and first.json()["error"] == "event_not_applied"
     assert record["status"] == "pending"
     assert (second.json()["outcome"], third.json()["outcome"]) == ("applied", "duplicate")
-    assert usage_in(aws, "acme-main") == 1
+    assert usage_in(aws, "acme:acme-main") == 1
     assert len({job["event_id"] for job in forwarded(aws)}) == 1  # a second copy is dropped by the forwarder
 
 
@@ -259,7 +259,7 @@ def test_given_dynamodb_fails_before_the_commit_when_delivered_then_5xx_nothing_
 
     assert first.status >= 500 and nothing == []
     assert second.json()["outcome"] == "applied"
-    assert usage_in(aws, "acme-main") == 1
+    assert usage_in(aws, "acme:acme-main") == 1
 
 
 def test_given_an_effect_failed_and_the_provider_gave_up_when_the_sweep_runs_then_it_is_applied_once(
@@ -281,7 +281,7 @@ def test_given_an_effect_failed_and_the_provider_gave_up_when_the_sweep_runs_the
 
     assert applied == 1
     assert bootstrap.ingest_service().reapply_pending(older_than=timedelta(0)) == 0
-    assert instance_item(aws, "acme-main")["state"] == "CONNECTED"
+    assert instance_item(aws, "acme:acme-main")["state"] == "CONNECTED"
     assert deliver(client, catalog.provider_id, body).json()["outcome"] == "duplicate"
 
 
@@ -303,7 +303,7 @@ def test_given_a_redelivery_while_the_first_delivery_applies_the_event_then_200_
     [duplicate] = meanwhile
     assert (duplicate.status, duplicate.json()["outcome"]) == (200, "in_flight")
     assert (first.status, first.json()["outcome"]) == (200, "applied")
-    assert instance_item(aws, "acme-main")["state"] == "CONNECTED"
+    assert instance_item(aws, "acme:acme-main")["state"] == "CONNECTED"
     assert deliver(client, catalog.provider_id, body).json()["outcome"] == "duplicate"
 
 
@@ -329,7 +329,7 @@ def test_given_an_in_flight_answer_and_the_first_delivery_then_fails_then_the_sw
     [record] = stored(aws, "WHEVENT#")
     assert record["status"] == "pending"
     assert bootstrap.ingest_service().reapply_pending(older_than=timedelta(0)) == 1
-    assert instance_item(aws, "acme-main")["state"] == "CONNECTED"
+    assert instance_item(aws, "acme:acme-main")["state"] == "CONNECTED"
 
 
 # --- concurrency -------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def _table(session: boto3.session.Session, endpoint: str | None = None) -> Any:
 
 def _new_line(table: Any, limit: int) -> str:
     name = f"line-{uuid.uuid4().hex[:12]}"
-    LineRepository(table).apply_snapshot(name, "bench", Snapshot(limit=limit, version=1, source="status"))
+    LineRepository(table).apply_snapshot("bench", name, Snapshot(limit=limit, version=1, source="status"))
     return name
 
 

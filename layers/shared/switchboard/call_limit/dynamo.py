@@ -1,4 +1,4 @@
-"""The line item of each instance (`LINE#<name>` / `#META`): limit, version and their snapshot writes.
+"""The line item of each instance (`LINE#<instance key>` / `#META`): limit, version and their snapshot writes.
 
 The call limit owns `limit`, `version`, `updatedAt`, `conflict` (written only here); the calls capability owns
 `occupants`. Every write here keeps `occupants` (creating it empty when the item is new), so
@@ -20,6 +20,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
+from switchboard.catalog.domain import instance_key
 from switchboard.core.dynamo import from_item, is_condition_failure
 from switchboard.core.observability import logger
 
@@ -30,8 +31,8 @@ MAX_ATTEMPTS = 8
 _deserializer = TypeDeserializer()
 
 
-def line_key(instance_name: str) -> dict[str, str]:
-    return {"pk": f"LINE#{instance_name}", "sk": META}
+def line_key(tenant: str, instance_name: str) -> dict[str, str]:
+    return {"pk": f"LINE#{instance_key(tenant, instance_name)}", "sk": META}
 
 
 def line_from_item(instance_name: str, item: dict[str, Any]) -> Line:
@@ -42,11 +43,11 @@ class LineRepository:
     def __init__(self, table: Any) -> None:
         self._table = table
 
-    def get(self, instance_name: str) -> Line | None:
-        item = self._table.get_item(Key=line_key(instance_name), ConsistentRead=True).get("Item")
+    def get(self, tenant: str, instance_name: str) -> Line | None:
+        item = self._table.get_item(Key=line_key(tenant, instance_name), ConsistentRead=True).get("Item")
         return line_from_item(instance_name, item) if item else None
 
-    def apply_snapshot(self, instance_name: str, tenant: str, snapshot: Snapshot) -> SnapshotResult:
+    def apply_snapshot(self, tenant: str, instance_name: str, snapshot: Snapshot) -> SnapshotResult:
         """Apply one snapshot by the snapshot rule; returns the verdict and the stored line."""
         for _ in range(MAX_ATTEMPTS):
             current = self._replace_if_newer(instance_name, tenant, snapshot)
@@ -86,7 +87,7 @@ class LineRepository:
         expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         try:
             answer = self._table.update_item(
-                Key=line_key(instance_name),
+                Key=line_key(tenant, instance_name),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=NAMES,
@@ -102,7 +103,11 @@ class LineRepository:
         line = line_from_item(instance_name, answer["Attributes"])
         logger.info(
             "call limit snapshot applied",
-            extra={"instance": instance_name, "limit": snapshot.limit, "version": str(snapshot.version)},
+            extra={
+                "instance": instance_key(tenant, instance_name),
+                "limit": snapshot.limit,
+                "version": str(snapshot.version),
+            },
         )
         return SnapshotResult(verdict=Verdict.REPLACE, line=line, changed=True)
 
@@ -119,6 +124,7 @@ class LineRepository:
             },
         )
         return self._conditional_update(
+            current.tenant,
             instance_name,
             "SET #conflict = :true",
             "#version = :v AND #limit = :stored",
@@ -138,19 +144,21 @@ class LineRepository:
         if snapshot.updated_at is not None:
             values[":u"] = snapshot.updated_at
             sets += ", #updated = :u"
-        logger.info("call limit conflict resolved by a status read", extra={"instance": instance_name})
+        logger.info(
+            "call limit conflict resolved by a status read", extra={"instance": instance_key(tenant, instance_name)}
+        )
         return self._conditional_update(
-            instance_name, sets, "#version = :v AND (#limit <> :l OR #conflict = :true)", values
+            tenant, instance_name, sets, "#version = :v AND (#limit <> :l OR #conflict = :true)", values
         )
 
     def _conditional_update(
-        self, instance_name: str, expression: str, condition: str, values: dict[str, Any]
+        self, tenant: str, instance_name: str, expression: str, condition: str, values: dict[str, Any]
     ) -> Line | None:
         """The line after the write, or None when the condition no longer holds (judge again)."""
         used = {name: attribute for name, attribute in NAMES.items() if name in expression or name in condition}
         try:
             answer = self._table.update_item(
-                Key=line_key(instance_name),
+                Key=line_key(tenant, instance_name),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=used,

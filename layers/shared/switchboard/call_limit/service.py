@@ -44,8 +44,8 @@ CAPABILITIES_TTL_SECONDS = 60.0
 
 
 class Lines(Protocol):
-    def get(self, instance_name: str) -> Line | None: ...
-    def apply_snapshot(self, instance_name: str, tenant: str, snapshot: Snapshot) -> SnapshotResult: ...
+    def get(self, tenant: str, instance_name: str) -> Line | None: ...
+    def apply_snapshot(self, tenant: str, instance_name: str, snapshot: Snapshot) -> SnapshotResult: ...
 
 
 class Publisher(Protocol):
@@ -156,8 +156,10 @@ class CallsConfigService:
         try:
             capabilities = self.capabilities(instance)
         except ProviderError as error:
-            logger.warning("capabilities unavailable", extra={"instance": instance.name, "error": error.code})
-        return CallsOverview(instance=instance, line=self._lines.get(instance.name), capabilities=capabilities)
+            logger.warning("capabilities unavailable", extra={"instance": instance.key, "error": error.code})
+        return CallsOverview(
+            instance=instance, line=self._lines.get(instance.tenant, instance.name), capabilities=capabilities
+        )
 
     # --- the limit ---------------------------------------------------------------------------
 
@@ -173,7 +175,7 @@ class CallsConfigService:
         client, target = self._targets.target_for(instance)
         capabilities = self._capabilities.get(instance.provider_id, client, target)
         require_limit_support(capabilities, limit)
-        before = self._lines.get(instance.name)
+        before = self._lines.get(instance.tenant, instance.name)
         try:
             answer = client.set_call_settings(target, limit)
         except ProviderTimeout as lost:
@@ -200,13 +202,13 @@ class CallsConfigService:
             line = self.refresh_from_status(instance)
         except ProviderError as error:
             logger.warning(
-                "status unreadable after a lost answer", extra={"instance": instance.name, "error": error.code}
+                "status unreadable after a lost answer", extra={"instance": instance.key, "error": error.code}
             )
             raise lost from None
         before_version = before.version if before else None
         moved = line.version is not None and (before_version is None or line.version > before_version)
         if line.limit == limit and moved:
-            logger.info("call-settings answer lost; the status shows it applied", extra={"instance": instance.name})
+            logger.info("call-settings answer lost; the status shows it applied", extra={"instance": instance.key})
             return line
         raise ProviderTimeout(
             "the provider did not answer; its status shows the change was not applied",
@@ -220,7 +222,7 @@ class CallsConfigService:
             return self.refresh_from_status(instance)
         except ProviderError as error:
             logger.warning(
-                "status read after a saved limit failed", extra={"instance": instance.name, "error": error.code}
+                "status read after a saved limit failed", extra={"instance": instance.key, "error": error.code}
             )
             return self._line(instance)
 
@@ -234,7 +236,7 @@ class CallsConfigService:
 
     def apply(self, instance: Instance, snapshot: Snapshot) -> SnapshotResult:
         """Store one snapshot by the rule; publish after the commit when the stored config moved."""
-        result = self._lines.apply_snapshot(instance.name, instance.tenant, snapshot)
+        result = self._lines.apply_snapshot(instance.tenant, instance.name, snapshot)
         if result.changed:
             line = result.line
             self._publisher.publish(
@@ -295,11 +297,11 @@ class CallsConfigService:
         except ProviderError as error:
             logger.warning(
                 "status read failed; left to the reconciler",
-                extra={"instance": instance.name, "reason": reason, "error": error.code},
+                extra={"instance": instance.key, "reason": reason, "error": error.code},
             )
 
     def _line(self, instance: Instance) -> Line:
-        return self._lines.get(instance.name) or Line(instance=instance.name, tenant=instance.tenant)
+        return self._lines.get(instance.tenant, instance.name) or Line(instance=instance.name, tenant=instance.tenant)
 
 
 def _config(instance: Instance, line: Line | None) -> dict[str, Any]:

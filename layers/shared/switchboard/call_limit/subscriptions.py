@@ -130,7 +130,7 @@ class SubscriptionService:
         )
         logger.info(
             "calls subscription prepared",
-            extra={"instance": instance.name, "state": state, "ready": report.ready, "missing": still_missing},
+            extra={"instance": instance.key, "state": state, "ready": report.ready, "missing": still_missing},
         )
         return report
 

@@ -48,12 +48,12 @@ RESOLVE_DELAY_SECONDS = 15
 
 
 class Slots(Protocol):
-    def line(self, instance: str) -> Line | None: ...
+    def line(self, tenant: str, instance: str) -> Line | None: ...
     def reserve(self, attempt: DialAttempt) -> bool: ...
-    def ensure_line(self, instance: str, tenant: str) -> None: ...
+    def ensure_line(self, tenant: str, instance: str) -> None: ...
     def create_attempt(self, attempt: DialAttempt) -> DialAttempt | None: ...
     def reopen_attempt(self, attempt: DialAttempt) -> bool: ...
-    def get_attempt(self, instance: str, attempt_id: str) -> DialAttempt | None: ...
+    def get_attempt(self, tenant: str, instance: str, attempt_id: str) -> DialAttempt | None: ...
     def release(self, attempt: DialAttempt, reason: str) -> bool: ...
 
 
@@ -115,7 +115,7 @@ class DialService:
             replay = self._replay(instance, existing)
             if replay is not None:
                 return replay
-            attempt = self._slots.get_attempt(instance.name, existing.id) or existing
+            attempt = self._slots.get_attempt(instance.tenant, instance.name, existing.id) or existing
         self._admit(instance, attempt)
         return self._dial(instance, attempt)
 
@@ -134,7 +134,7 @@ class DialService:
             try:
                 admitted = self._slots.reserve(attempt)
             except LineBusy:
-                logger.info("dial refused: line busy", extra={"instance": instance.name, "reservation": attempt.id})
+                logger.info("dial refused: line busy", extra={"instance": instance.key, "reservation": attempt.id})
                 self._release(attempt, "line_busy")
                 raise
             except LineNotReady as not_ready:
@@ -142,11 +142,11 @@ class DialService:
                     raise Conflict("the connection's call limit is not known yet", code="limit_unknown") from not_ready
                 if not_ready.line is None or not_ready.line.limit is None:
                     self._refresh_limit(instance)
-                self._slots.ensure_line(instance.name, instance.tenant)
+                self._slots.ensure_line(instance.tenant, instance.name)
                 continue
             logger.info(
                 "slot reserved" if admitted else "slot reservation replayed",
-                extra={"instance": instance.name, "reservation": attempt.id},
+                extra={"instance": instance.key, "reservation": attempt.id},
             )
             return
 
@@ -157,13 +157,13 @@ class DialService:
         except ProviderTimeout:
             logger.warning(
                 "dial outcome unknown: reservation kept until resolved",
-                extra={"instance": instance.name, "reservation": attempt.id},
+                extra={"instance": instance.key, "reservation": attempt.id},
             )
-            self._reconcile.request(instance.name, RESOLVE_DELAY_SECONDS)
+            self._reconcile.request(instance.key, RESOLVE_DELAY_SECONDS)
             return DialOutcome(reservation_id=attempt.id, attempt=attempt)
         except ProviderLineBusy as busy:
             self._release(attempt, "provider_line_busy")
-            line = self._slots.line(instance.name)
+            line = self._slots.line(instance.tenant, instance.name)
             raise LineBusy(
                 "the provider has no free call slot on this connection",
                 limit=line.limit if line else None,

@@ -1,11 +1,11 @@
 """Slots, call records and dial attempts in MainTable (this module owns the line's `occupants`).
 
-Items, all in the partition of the instance's line (`pk = LINE#<instance name>`):
+Items, all in the partition of the instance's line (`pk = LINE#<instance key>`, its tenant and name):
 
 - the line (`sk = #META`, shared with the call limit): `occupants.<id>` entries written only here;
 - a dial attempt (`sk = DIAL#<reservation id>`), kept two days;
 - a call record (`sk = CALL#<provider>#<provider instance id>#<callId>`), kept 30 days after its end;
-  while live it is also in GSI2 under `LINE#<name>#LIVECALL`, so reconciliation reads live calls only.
+  while live it is also in GSI2 under `LINE#<instance key>#LIVECALL`, so reconciliation reads live calls only.
 
 Admission is one conditional UpdateItem on the line (`size(occupants) < limit AND the id is not
 there yet`): exact under concurrency, idempotent by reservation id, one request. Every other
@@ -39,20 +39,20 @@ ENDED_CALL_TTL = timedelta(days=30)
 _deserializer = TypeDeserializer()
 
 
-def _attempt_key(instance: str, attempt_id: str) -> dict[str, str]:
-    return {"pk": f"LINE#{instance}", "sk": f"DIAL#{attempt_id}"}
+def _attempt_key(tenant: str, instance: str, attempt_id: str) -> dict[str, str]:
+    return {"pk": line_key(tenant, instance)["pk"], "sk": f"DIAL#{attempt_id}"}
 
 
 def _call_key(record: CallRecord) -> dict[str, str]:
-    return call_key(record.instance, record.provider_id, record.provider_instance_id, record.call_id)
+    return call_key(record.tenant, record.instance, record.provider_id, record.provider_instance_id, record.call_id)
 
 
-def call_key(instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> dict[str, str]:
-    return {"pk": f"LINE#{instance}", "sk": f"CALL#{provider_id}#{provider_instance_id}#{call_id}"}
+def call_key(tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> dict[str, str]:
+    return {"pk": line_key(tenant, instance)["pk"], "sk": f"CALL#{provider_id}#{provider_instance_id}#{call_id}"}
 
 
-def _live_index(instance: str) -> str:
-    return f"LINE#{instance}#LIVECALL"
+def _live_index(tenant: str, instance: str) -> str:
+    return f"{line_key(tenant, instance)['pk']}#LIVECALL"
 
 
 def _epoch(delta: timedelta) -> int:
@@ -67,8 +67,8 @@ class CallRepository:
 
     # --- the line --------------------------------------------------------------------------
 
-    def line(self, instance: str) -> Line | None:
-        item = self._table.get_item(Key=line_key(instance), ConsistentRead=True).get("Item")
+    def line(self, tenant: str, instance: str) -> Line | None:
+        item = self._table.get_item(Key=line_key(tenant, instance), ConsistentRead=True).get("Item")
         return line_from_item(instance, item) if item else None
 
     def reserve(self, attempt: DialAttempt) -> bool:
@@ -79,7 +79,7 @@ class CallRepository:
         """
         try:
             self._table.update_item(
-                Key=line_key(attempt.instance),
+                Key=line_key(attempt.tenant, attempt.instance),
                 UpdateExpression="SET occupants.#id = :occupant",
                 ConditionExpression="size(occupants) < #limit AND attribute_not_exists(occupants.#id)",
                 ExpressionAttributeNames={"#id": attempt.id, "#limit": "limit"},
@@ -102,10 +102,10 @@ class CallRepository:
             ) from error
         return True
 
-    def ensure_line(self, instance: str, tenant: str) -> None:
+    def ensure_line(self, tenant: str, instance: str) -> None:
         """Create the line item or its `occupants` map if missing; never touches the call limit's attributes."""
         self._table.update_item(
-            Key=line_key(instance),
+            Key=line_key(tenant, instance),
             UpdateExpression="SET occupants = if_not_exists(occupants, :empty), tenant = if_not_exists(tenant, :t)",
             ExpressionAttributeValues={":empty": {}, ":t": tenant},
         )
@@ -114,7 +114,9 @@ class CallRepository:
 
     def create_attempt(self, attempt: DialAttempt) -> DialAttempt | None:
         """Store a new attempt; if its id exists already (a retry), return the stored one instead."""
-        item = to_item(attempt, _attempt_key(attempt.instance, attempt.id), expiresAt=_epoch(ATTEMPT_TTL))
+        item = to_item(
+            attempt, _attempt_key(attempt.tenant, attempt.instance, attempt.id), expiresAt=_epoch(ATTEMPT_TTL)
+        )
         try:
             self._table.put_item(
                 Item=item,
@@ -125,14 +127,16 @@ class CallRepository:
             if not is_condition_failure(error):
                 raise
             old = {name: _deserializer.deserialize(value) for name, value in error.response.get("Item", {}).items()}
-            return from_item(DialAttempt, old) if old else self.get_attempt(attempt.instance, attempt.id)
+            return (
+                from_item(DialAttempt, old) if old else self.get_attempt(attempt.tenant, attempt.instance, attempt.id)
+            )
         return None
 
     def reopen_attempt(self, attempt: DialAttempt) -> bool:
         """A retry of a released attempt tries again: released -> pending, once."""
         try:
             self._table.update_item(
-                Key=_attempt_key(attempt.instance, attempt.id),
+                Key=_attempt_key(attempt.tenant, attempt.instance, attempt.id),
                 UpdateExpression="SET #state = :pending REMOVE release_reason",
                 ConditionExpression="#state = :released",
                 ExpressionAttributeNames={"#state": "state"},
@@ -144,19 +148,19 @@ class CallRepository:
             raise
         return True
 
-    def get_attempt(self, instance: str, attempt_id: str) -> DialAttempt | None:
-        item = self._table.get_item(Key=_attempt_key(instance, attempt_id), ConsistentRead=True).get("Item")
+    def get_attempt(self, tenant: str, instance: str, attempt_id: str) -> DialAttempt | None:
+        item = self._table.get_item(Key=_attempt_key(tenant, instance, attempt_id), ConsistentRead=True).get("Item")
         return from_item(DialAttempt, item) if item else None
 
-    def pending_attempts(self, instance: str) -> list[DialAttempt]:
+    def pending_attempts(self, tenant: str, instance: str) -> list[DialAttempt]:
         """The attempts whose reservation is on the line: at most `limit` items, read by key."""
-        line = self.line(instance)
+        line = self.line(tenant, instance)
         ids = sorted(
             key for key, occupant in (line.occupants.items() if line else []) if occupant.kind == "reservation"
         )
         if not ids:
             return []
-        request = {self._name: {"Keys": [_attempt_key(instance, key) for key in ids], "ConsistentRead": True}}
+        request = {self._name: {"Keys": [_attempt_key(tenant, instance, key) for key in ids], "ConsistentRead": True}}
         items: list[dict[str, Any]] = []
         while request:  # keys left unprocessed (throttling) are asked again
             answer = self._client.batch_get_item(RequestItems=request)
@@ -173,7 +177,7 @@ class CallRepository:
                     {
                         "Update": {
                             "TableName": self._name,
-                            "Key": _attempt_key(attempt.instance, attempt.id),
+                            "Key": _attempt_key(attempt.tenant, attempt.instance, attempt.id),
                             "UpdateExpression": "SET #state = :released, release_reason = :reason",
                             "ConditionExpression": "#state = :pending",
                             "ExpressionAttributeNames": {"#state": "state"},
@@ -187,7 +191,7 @@ class CallRepository:
                     {
                         "Update": {
                             "TableName": self._name,
-                            "Key": line_key(attempt.instance),
+                            "Key": line_key(attempt.tenant, attempt.instance),
                             "UpdateExpression": "REMOVE occupants.#id",
                             "ConditionExpression": "attribute_exists(occupants)",
                             "ExpressionAttributeNames": {"#id": attempt.id},
@@ -200,21 +204,24 @@ class CallRepository:
             if codes[:1] == ["ConditionalCheckFailed"]:
                 return False
             if codes[1:2] == ["ConditionalCheckFailed"]:  # no occupants map yet: nothing can be reserved there
-                self.ensure_line(attempt.instance, attempt.tenant)
+                self.ensure_line(attempt.tenant, attempt.instance)
                 return self.release(attempt, reason)
             raise
         return True
 
     # --- call records ----------------------------------------------------------------------
 
-    def get_call(self, instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> CallRecord | None:
-        key = call_key(instance, provider_id, provider_instance_id, call_id)
+    def get_call(
+        self, tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str
+    ) -> CallRecord | None:
+        key = call_key(tenant, instance, provider_id, provider_instance_id, call_id)
         item = self._table.get_item(Key=key, ConsistentRead=True).get("Item")
         return from_item(CallRecord, item) if item else None
 
-    def live_calls(self, instance: str) -> list[CallRecord]:
+    def live_calls(self, tenant: str, instance: str) -> list[CallRecord]:
         """Live calls through the sparse index entry a record carries only while live (GSI2)."""
-        items = query_all(self._table, IndexName="GSI2", KeyConditionExpression=Key("gsi2pk").eq(_live_index(instance)))
+        index = _live_index(tenant, instance)
+        items = query_all(self._table, IndexName="GSI2", KeyConditionExpression=Key("gsi2pk").eq(index))
         return [from_item(CallRecord, item) for item in items]
 
     def save(self, previous: CallRecord | None, record: CallRecord, attempt: DialAttempt | None = None) -> CallRecord:
@@ -228,7 +235,7 @@ class CallRepository:
         stored = record.model_copy(update={"rev": (previous.rev if previous else 0) + 1})
         extra: dict[str, Any] = {"expiresAt": _epoch(ENDED_CALL_TTL)} if stored.ended else {}
         if stored.live:  # a sparse index of live calls: reconciliation reads only those
-            extra |= {"gsi2pk": _live_index(stored.instance), "gsi2sk": stored.call_id}
+            extra |= {"gsi2pk": _live_index(stored.tenant, stored.instance), "gsi2sk": stored.call_id}
         record_put: dict[str, Any] = {
             "TableName": self._name,
             "Item": to_item(stored, _call_key(stored), **extra),
@@ -249,7 +256,7 @@ class CallRepository:
                     {
                         "Update": {
                             "TableName": self._name,
-                            "Key": _attempt_key(attempt.instance, attempt.id),
+                            "Key": _attempt_key(attempt.tenant, attempt.instance, attempt.id),
                             "UpdateExpression": "SET #state = :connected, call_id = :call",
                             "ConditionExpression": "#state = :pending",
                             "ExpressionAttributeNames": {"#state": "state"},
@@ -293,7 +300,7 @@ class CallRepository:
         )
         update: dict[str, Any] = {
             "TableName": self._name,
-            "Key": line_key(record.instance),
+            "Key": line_key(record.tenant, record.instance),
             "UpdateExpression": expression,
             "ExpressionAttributeNames": names,
         }

@@ -48,8 +48,8 @@ BATCH_SIZE = 10  # SendMessageBatch's maximum
 
 
 class Records(Protocol):
-    def live_calls(self, instance: str) -> list[CallRecord]: ...
-    def pending_attempts(self, instance: str) -> list[DialAttempt]: ...
+    def live_calls(self, tenant: str, instance: str) -> list[CallRecord]: ...
+    def pending_attempts(self, tenant: str, instance: str) -> list[DialAttempt]: ...
     def release(self, attempt: DialAttempt, reason: str) -> bool: ...
 
 
@@ -84,11 +84,11 @@ class Reconciler:
         self._refresh_limit = refresh_limit
         self._drain_outbox = drain_outbox
 
-    def reconcile_named(self, name: str) -> ReconcileReport | None:
-        """The queue worker's entry: an instance deleted since the fan-out is skipped."""
-        instance = self._instances.find_instance(name)
+    def reconcile_by_key(self, key: str) -> ReconcileReport | None:
+        """The queue worker's entry (an `Instance.key`): an instance deleted since the fan-out is skipped."""
+        instance = self._instances.find_instance(key)
         if instance is None:
-            logger.info("reconcile skipped: instance gone", extra={"instance": name})
+            logger.info("reconcile skipped: instance gone", extra={"instance": key})
             return None
         return self.reconcile(instance)
 
@@ -100,7 +100,7 @@ class Reconciler:
         report = ReconcileReport(instance=instance.name)
         if instance.kind != "calls":
             if self._drain_outbox is not None:
-                report.outbox = self._drain_outbox(instance.name).model_dump()
+                report.outbox = self._drain_outbox(instance.key).model_dump()
             return report
         line = self._refresh_limit(instance)
         report.limit = getattr(line, "limit", None)
@@ -110,7 +110,7 @@ class Reconciler:
         for call in active:
             self._calls.apply_provider_call(instance, call, "reconcile")
         self._settle_missing(instance, client, target, {call.call_id for call in active}, report)
-        for attempt in self._records.pending_attempts(instance.name):
+        for attempt in self._records.pending_attempts(instance.tenant, instance.name):
             self._resolve(instance, client, target, attempt, report)
         self._adopt_orphans(instance, report)
         logger.info("instance reconciled", extra=report.model_dump())
@@ -124,7 +124,11 @@ class Reconciler:
         active_ids: set[str],
         report: ReconcileReport,
     ) -> None:
-        missing = [record for record in self._records.live_calls(instance.name) if record.call_id not in active_ids]
+        missing = [
+            record
+            for record in self._records.live_calls(instance.tenant, instance.name)
+            if record.call_id not in active_ids
+        ]
         history: list[ProviderCall] | None = None
         for record in missing:
             call = client.get_call(target, record.call_id)
@@ -135,7 +139,7 @@ class Reconciler:
                 report.unknown_to_provider += 1
                 logger.warning(
                     "live call unknown to the provider: left as is",
-                    extra={"instance": instance.name, "call_id": record.call_id},
+                    extra={"instance": instance.key, "call_id": record.call_id},
                 )
                 continue
             if self._calls.apply_provider_call(instance, call, "reconcile").ended:
@@ -154,7 +158,7 @@ class Reconciler:
                 report.reservations_released += 1
                 logger.warning(
                     "old unresolved reservation released",
-                    extra={"instance": instance.name, "reservation": attempt.id},
+                    extra={"instance": instance.key, "reservation": attempt.id},
                 )
             return
         try:
@@ -170,8 +174,10 @@ class Reconciler:
         report.reservations_bound += 1
 
     def _adopt_orphans(self, instance: Instance, report: ReconcileReport) -> None:
-        pending_peers = {digits(attempt.to) for attempt in self._records.pending_attempts(instance.name)}
-        for record in self._records.live_calls(instance.name):
+        pending_peers = {
+            digits(attempt.to) for attempt in self._records.pending_attempts(instance.tenant, instance.name)
+        }
+        for record in self._records.live_calls(instance.tenant, instance.name):
             if record.holds_slot is False and digits(record.peer) not in pending_peers:
                 self._calls.adopt(instance, record)
                 report.adopted += 1
@@ -186,7 +192,7 @@ class TenantCatalog(Protocol):
 
 
 class Queue(Protocol):
-    def send_batch(self, instance_names: list[str]) -> int: ...
+    def send_batch(self, instance_keys: list[str]) -> int: ...
 
 
 def every_instance(catalog: TenantCatalog) -> Iterator[Instance]:
@@ -202,7 +208,7 @@ def fan_out(instances: Iterable[Instance], queue: Queue, *, with_outbox: bool) -
     for instance in instances:
         if instance.kind != "calls" and not with_outbox:
             continue
-        batch.append(instance.name)
+        batch.append(instance.key)
         if len(batch) == BATCH_SIZE:
             sent += queue.send_batch(batch)
             batch = []
@@ -224,4 +230,4 @@ class ReconcileOnReconnect:
 
     def __call__(self, event: ProviderEvent) -> None:
         if event.instance.kind == "calls" and event.data.get("connected") is True:
-            self._queue.request(event.instance.name)
+            self._queue.request(event.instance.key)

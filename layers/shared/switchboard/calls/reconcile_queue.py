@@ -1,4 +1,4 @@
-"""ReconcileQueue: one message per instance to reconcile, `{"instance": "<name>"}`."""
+"""ReconcileQueue: one message per instance to reconcile, `{"instance": "<instance key>"}`."""
 
 from __future__ import annotations
 
@@ -29,20 +29,19 @@ class ReconcileQueue:
         except Exception:  # a failed trigger must not fail the request that asked for it
             logger.exception("reconcile request not sent", extra={"instance": instance})
 
-    def send_batch(self, instance_names: list[str]) -> int:
+    def send_batch(self, instance_keys: list[str]) -> int:
         """Send up to 10 messages in one request; entries SQS refused are sent once more, then reported."""
         if not self._url:
             raise RuntimeError("RECONCILE_QUEUE_URL is not set")
         entries = [
-            {"Id": str(index), "MessageBody": json.dumps({"instance": name})}
-            for index, name in enumerate(instance_names)
+            {"Id": str(index), "MessageBody": json.dumps({"instance": key})} for index, key in enumerate(instance_keys)
         ]
         for attempt in (1, 2):
             answer = self._sqs.send_message_batch(QueueUrl=self._url, Entries=entries)
             failed_ids = {failure["Id"] for failure in answer.get("Failed", [])}
             if not failed_ids:
-                return len(instance_names)
+                return len(instance_keys)
             entries = [entry for entry in entries if entry["Id"] in failed_ids]
             if attempt == 2:
                 logger.error("reconcile messages not sent", extra={"count": len(entries)})
-        return len(instance_names) - len(entries)
+        return len(instance_keys) - len(entries)

@@ -43,14 +43,14 @@ MAX_ATTEMPTS = 10
 
 class CallStore(Protocol):
     def get_call(
-        self, instance: str, provider_id: str, provider_instance_id: str, call_id: str
+        self, tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str
     ) -> CallRecord | None: ...
     def save(
         self, previous: CallRecord | None, record: CallRecord, attempt: DialAttempt | None = None
     ) -> CallRecord: ...
-    def get_attempt(self, instance: str, attempt_id: str) -> DialAttempt | None: ...
-    def pending_attempts(self, instance: str) -> list[DialAttempt]: ...
-    def ensure_line(self, instance: str, tenant: str) -> None: ...
+    def get_attempt(self, tenant: str, instance: str, attempt_id: str) -> DialAttempt | None: ...
+    def pending_attempts(self, tenant: str, instance: str) -> list[DialAttempt]: ...
+    def ensure_line(self, tenant: str, instance: str) -> None: ...
 
 
 def attendant_of(principal: Principal) -> str:
@@ -69,20 +69,20 @@ class CallService:
     def on_call_event(self, event: ProviderEvent) -> None:
         """Effect of a provider `call` event (registered in `bootstrap.event_handlers`)."""
         if event.instance.kind != "calls":
-            logger.info("call event on a messages instance ignored", extra={"instance": event.instance.name})
+            logger.info("call event on a messages instance ignored", extra={"instance": event.instance.key})
             return
         try:
             data = CallEventData.model_validate(event.data)
         except ValidationError:
             logger.warning(
-                "malformed call event ignored", extra={"instance": event.instance.name, "event_id": event.event_id}
+                "malformed call event ignored", extra={"instance": event.instance.key, "event_id": event.event_id}
             )
             return
         record = self._update(event.instance, data.call_id, lambda record: apply_event(record, data, event.seq))
         logger.info(
             "call event applied",
             extra={
-                "instance": event.instance.name,
+                "instance": event.instance.key,
                 "call_id": data.call_id,
                 "type": data.type,
                 "seq": event.seq,
@@ -113,7 +113,7 @@ class CallService:
             previous = self._get(instance, call_id)
             if previous is not None and previous.reservation_id == attempt.id:
                 return previous
-            current = self._store.get_attempt(instance.name, attempt.id) or attempt
+            current = self._store.get_attempt(instance.tenant, instance.name, attempt.id) or attempt
             base = previous or new_record(
                 instance.tenant, instance.name, instance.provider_id, instance.provider_instance_id, call_id
             )
@@ -138,7 +138,7 @@ class CallService:
             if stored is not None:
                 logger.info(
                     "reservation became a call",
-                    extra={"instance": instance.name, "reservation": attempt.id, "call_id": call_id},
+                    extra={"instance": instance.key, "reservation": attempt.id, "call_id": call_id},
                 )
                 return stored
         raise RuntimeError(f"dial answer for {instance.name} not settled after {MAX_ATTEMPTS} attempts")
@@ -158,7 +158,7 @@ class CallService:
             if stored is not None:
                 logger.info(
                     "call owner changed",
-                    extra={"instance": instance.name, "call_id": call_id, "owner": stored.owner, "by": attendant},
+                    extra={"instance": instance.key, "call_id": call_id, "owner": stored.owner, "by": attendant},
                 )
                 return stored
         raise RuntimeError(f"claim on {instance_name} not settled after {MAX_ATTEMPTS} attempts")
@@ -201,7 +201,7 @@ class CallService:
         try:
             call = client.get_call(target, record.call_id)
         except ProviderError as error:
-            logger.warning("call read after control failed", extra={"instance": instance.name, "error": error.code})
+            logger.warning("call read after control failed", extra={"instance": instance.key, "error": error.code})
             return record
         if call is None:
             return record
@@ -214,7 +214,9 @@ class CallService:
         return record
 
     def _get(self, instance: Instance, call_id: str) -> CallRecord | None:
-        return self._store.get_call(instance.name, instance.provider_id, instance.provider_instance_id, call_id)
+        return self._store.get_call(
+            instance.tenant, instance.name, instance.provider_id, instance.provider_instance_id, call_id
+        )
 
     def _update(self, instance: Instance, call_id: str, change: Callable[[CallRecord], CallRecord]) -> CallRecord:
         for _ in range(MAX_ATTEMPTS):
@@ -245,7 +247,9 @@ class CallService:
         which takes a slot of its own.
         """
         peer = digits(record.peer)
-        candidates = [a for a in self._store.pending_attempts(instance.name) if peer and digits(a.to) == peer]
+        candidates = [
+            a for a in self._store.pending_attempts(instance.tenant, instance.name) if peer and digits(a.to) == peer
+        ]
         if len(candidates) == 1:
             return candidates[0], True
         return None, not candidates
@@ -259,5 +263,5 @@ class CallService:
         except StaleRecord:
             return None
         except LineNotReady:
-            self._store.ensure_line(instance.name, instance.tenant)
+            self._store.ensure_line(instance.tenant, instance.name)
             return None

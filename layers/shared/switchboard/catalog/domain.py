@@ -129,6 +129,12 @@ class Provider(Record):
 InstanceState = Literal["CONNECTED", "DISCONNECTED"]
 
 
+def instance_key(tenant: str, name: str) -> str:
+    """How every capability stores and refers to an instance: a name is unique within its tenant
+    only, and neither a tenant tag nor a name can contain the colon."""
+    return f"{tenant}:{name}"
+
+
 class Instance(Record):
     name: str
     provider_id: str
@@ -141,6 +147,10 @@ class Instance(Record):
     state: InstanceState = "DISCONNECTED"
     state_seq: int | None = None  # the provider `seq` of the event that set `state`
     state_changed_at: datetime | None = None
+
+    @property
+    def key(self) -> str:
+        return instance_key(self.tenant, self.name)
 
     @property
     def connected(self) -> bool:

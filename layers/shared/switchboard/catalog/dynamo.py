@@ -14,7 +14,17 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import ApiKey, Instance, Number, Principal, Provider, Record, Scope, Tenant
+from switchboard.catalog.domain import (
+    ApiKey,
+    Instance,
+    Number,
+    Principal,
+    Provider,
+    Record,
+    Scope,
+    Tenant,
+    instance_key,
+)
 from switchboard.core.dynamo import (
     META,
     cancellation_codes,
@@ -295,11 +305,11 @@ class CatalogRepository:
         by webhook events at any moment) and attributes owned by other areas are left as they are.
         """
         binding = _binding_key(instance.provider_id, instance.provider_instance_id)
-        item = to_item(instance, entity_key("INSTANCE", instance.name), **self._instance_indexes(instance))
+        item = to_item(instance, entity_key("INSTANCE", instance.key), **self._instance_indexes(instance))
         writes = [self._new(item)] if previous is None else [self._update_instance_configuration(instance, item)]
         old_binding = previous and _binding_key(previous.provider_id, previous.provider_instance_id)
         if old_binding != binding:
-            writes.append(self._new({**binding, "tenant": instance.tenant, "name": instance.name}))
+            writes.append(self._new({**binding, "tenant": instance.tenant, "instance": instance.key}))
             if old_binding:
                 writes.append({"Delete": {"TableName": self._name, "Key": old_binding}})
         self._transact(writes, AlreadyExists("instance name or provider binding already in use"))
@@ -308,7 +318,7 @@ class CatalogRepository:
         return {
             **self._listing(instance, "INSTANCE"),
             "gsi2pk": f"NUMBER#{instance.number_id}#INSTANCE",
-            "gsi2sk": f"{instance.priority:06d}#{instance.name}",
+            "gsi2sk": f"{instance.priority:06d}#{instance.key}",
         }
 
     def _update_instance_configuration(self, instance: Instance, item: dict[str, Any]) -> dict[str, Any]:
@@ -323,7 +333,7 @@ class CatalogRepository:
         return {
             "Update": {
                 "TableName": self._name,
-                "Key": entity_key("INSTANCE", instance.name),
+                "Key": entity_key("INSTANCE", instance.key),
                 "UpdateExpression": expression,
                 "ConditionExpression": "tenant = :tenant",
                 "ExpressionAttributeNames": names,
@@ -331,16 +341,17 @@ class CatalogRepository:
             }
         }
 
-    def find_instance(self, name: str) -> Instance | None:
-        item = self._get(entity_key("INSTANCE", name))
+    def find_instance(self, key: str) -> Instance | None:
+        """Tenant-free lookup by `Instance.key`, for work that carries the key (events, jobs)."""
+        item = self._get(entity_key("INSTANCE", key))
         return from_item(Instance, item) if item else None
 
     def get_instance(self, tenant: str, name: str) -> Instance:
-        return from_item(Instance, self._owned(entity_key("INSTANCE", name), tenant, "instance"))
+        return from_item(Instance, self._owned(entity_key("INSTANCE", instance_key(tenant, name)), tenant, "instance"))
 
     def instance_for_binding(self, provider_id: str, provider_instance_id: str) -> Instance | None:
         binding = self._get(_binding_key(provider_id, provider_instance_id))
-        return self.find_instance(binding["name"]) if binding else None
+        return self.find_instance(binding["instance"]) if binding else None
 
     def instance_for_meta_phone(self, provider_id: str, meta_phone_id: str) -> Instance | None:
         """The instance of `provider_id` on the number whose Meta phone number id is `meta_phone_id`."""
@@ -366,7 +377,7 @@ class CatalogRepository:
         instance = self.get_instance(tenant, name)
         self._transact(
             [
-                self._delete_owned(entity_key("INSTANCE", name), tenant),
+                self._delete_owned(entity_key("INSTANCE", instance.key), tenant),
                 {
                     "Delete": {
                         "TableName": self._name,

@@ -19,12 +19,13 @@ from switchboard.catalog.domain import (
     Tenant,
     generate_key,
     hash_key,
+    instance_key,
     looks_like_key,
     new_id,
     secret_hint,
 )
 from switchboard.catalog.dynamo import CatalogRepository
-from switchboard.core.errors import AlreadyExists, InvalidInput, NotFound
+from switchboard.core.errors import InvalidInput, NotFound
 from switchboard.core.model import Model
 from switchboard.core.ports import Secrets
 from switchboard.core.urls import check_outbound_url
@@ -42,8 +43,8 @@ def provider_secret_name(
     return secrets.name("providers", provider_id, which)
 
 
-def instance_token_name(secrets: Secrets, instance_name: str) -> str:
-    return secrets.name("instances", instance_name, "token")
+def instance_token_name(secrets: Secrets, tenant: str, instance_name: str) -> str:
+    return secrets.name("instances", tenant, instance_name, "token")
 
 
 def _check_verify_token_kind(kind: ProviderKind) -> None:
@@ -292,9 +293,7 @@ class CatalogService:
         self._repository.get_number(principal.tenant, number_id)
         if owner_tag not in (None, principal.tenant):
             raise InvalidInput("ownerTag must be your own tenant's tag, or null for the global downstream")
-        previous = self._repository.find_instance(name)
-        if previous is not None and previous.tenant != principal.tenant:
-            raise AlreadyExists("instance name already in use")
+        previous = self._repository.find_instance(instance_key(principal.tenant, name))
         if previous is None and not token:
             raise InvalidInput("token is required when creating an instance", code="token_required")
         instance = Instance(
@@ -313,7 +312,7 @@ class CatalogService:
             **({"created_at": previous.created_at} if previous else {}),
         )
         if token:
-            self._secrets.put(instance_token_name(self._secrets, name), token)
+            self._secrets.put(instance_token_name(self._secrets, principal.tenant, name), token)
         self._repository.put_instance(instance, previous)
         self._audit.record(
             principal,
@@ -333,5 +332,5 @@ class CatalogService:
     def delete_instance(self, principal: Principal, name: str) -> None:
         current = self._repository.get_instance(principal.tenant, name)
         self._repository.delete_instance(principal.tenant, name)
-        self._secrets.delete(instance_token_name(self._secrets, name))
+        self._secrets.delete(instance_token_name(self._secrets, principal.tenant, name))
         self._audit.record(principal, "instance.deleted", name, before=current)

@@ -220,7 +220,7 @@ class SendingService:
 
     def _send(self, route: Route, message: Message) -> str:
         name = (
-            instance_token_name(self._secrets, route.instance)
+            instance_token_name(self._secrets, message.tenant, route.instance)
             if route.instance is not None
             else provider_secret_name(self._secrets, route.provider_id, "admin-token")
         )

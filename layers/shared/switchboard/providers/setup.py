@@ -28,9 +28,9 @@ class WebhookSetup:
             configured = spec_for(target.kind).configure_webhooks(client, target, url, secret)
         except Exception as exc:
             logger.warning(
-                "provider webhooks not configured", extra={"instance": instance.name, "error": type(exc).__name__}
+                "provider webhooks not configured", extra={"instance": instance.key, "error": type(exc).__name__}
             )
             return False
         if configured:
-            logger.info("provider webhooks configured", extra={"instance": instance.name})
+            logger.info("provider webhooks configured", extra={"instance": instance.key})
         return configured

@@ -45,7 +45,7 @@ class TargetResolver:
             kind=provider.kind,
             base_url=provider.base_url,
             provider_instance_id=instance.provider_instance_id,
-            instance_token=self._secrets.get(instance_token_name(self._secrets, instance.name)),
+            instance_token=self._secrets.get(instance_token_name(self._secrets, instance.tenant, instance.name)),
             admin_token=admin_token,
         )
         return self._client_for(provider.kind), target

@@ -126,7 +126,7 @@ class RoutingRepository:
 
     # --- instance connection state --------------------------------------------------------
 
-    def apply_connection(self, name: str, state: InstanceState, seq: int | None, at: datetime) -> bool:
+    def apply_connection(self, key: str, state: InstanceState, seq: int | None, at: datetime) -> bool:
         """Write the state if `seq` is newer than the stored one; returns whether it was written.
 
         An event without `seq` only applies while no sequenced state was stored.
@@ -141,7 +141,7 @@ class RoutingRepository:
             condition = "attribute_exists(pk) AND (attribute_not_exists(state_seq) OR state_seq < :seq)"
         try:
             self._table.update_item(
-                Key=entity_key("INSTANCE", name),
+                Key=entity_key("INSTANCE", key),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#state": "state"},
@@ -153,8 +153,8 @@ class RoutingRepository:
             raise
         return True
 
-    def instance_state(self, name: str) -> tuple[InstanceState, int | None] | None:
-        item = self._table.get_item(Key=entity_key("INSTANCE", name), ConsistentRead=True).get("Item")
+    def instance_state(self, key: str) -> tuple[InstanceState, int | None] | None:
+        item = self._table.get_item(Key=entity_key("INSTANCE", key), ConsistentRead=True).get("Item")
         if not item:
             return None
         seq = item.get("state_seq")

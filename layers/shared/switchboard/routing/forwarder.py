@@ -35,12 +35,12 @@ class IncomingForwardHandler:
         data = event.data
         text, sender, message_id = data.get("text"), data.get("from"), data.get("id")
         if not (isinstance(text, str) and isinstance(sender, str) and isinstance(message_id, str)):
-            logger.info("message event without text not forwarded", extra={"instance": event.instance.name})
+            logger.info("message event without text not forwarded", extra={"instance": event.instance.key})
             return
         self._queue.send(
             IncomingMessage(
                 event_id=f"{event.provider_id}#{event.instance.provider_instance_id}#{event.event_id}",
-                instance=event.instance.name,
+                instance=event.instance.key,
                 owner_tag=event.instance.owner_tag,
                 provider_message_id=message_id,
                 sender=sender.lstrip("+"),

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import Instance, Principal, secret_hint
+from switchboard.catalog.domain import Instance, Principal, instance_key, secret_hint
 from switchboard.catalog.ports import Instances
 from switchboard.core.errors import ProviderError, ProviderRejected, Unauthenticated
 from switchboard.core.model import Model
@@ -111,16 +111,16 @@ class OutboxService:
         instance = self._instances.get_instance(principal.tenant, name)
         secret = f"sbwh_{random_secrets.token_urlsafe(32)}"
         hint = secret_hint(secret)
-        self._store.set_webhook_digest(instance.tenant, name, _digest(secret), hint, self._clock())
+        self._store.set_webhook_digest(instance.tenant, instance.key, _digest(secret), hint, self._clock())
         self._audit.record(
             principal, "instance.webhook_secret_rotated", name, after={"tenant": instance.tenant, "hint": hint}
         )
         return WebhookSecret(secret=secret, hint=hint)
 
-    def authenticate(self, name: str, presented: str | None) -> Instance:
+    def authenticate(self, tenant: str, name: str, presented: str | None) -> Instance:
         """The instance if `presented` is its secret; one Unauthenticated for every failure."""
-        instance = self._instances.find_instance(name)
-        expected = self._store.webhook_digest(instance.tenant, name) if instance else None
+        instance = self._instances.find_instance(instance_key(tenant, name))
+        expected = self._store.webhook_digest(instance.tenant, instance.key) if instance else None
         candidate = _digest(presented or "")
         if instance is None or expected is None or not presented or not hmac.compare_digest(candidate, expected):
             raise Unauthenticated("invalid instance webhook secret", code="invalid_webhook_secret")
@@ -131,7 +131,7 @@ class OutboxService:
     def submit(self, instance: Instance, reply: Reply) -> Outcome:
         """Store the reply in the instance's outbox (once per message id), then drain if connected."""
         entry = OutboxEntry(
-            instance=instance.name,
+            instance=instance.key,
             message_id=reply.message_id,
             phone=reply.phone,
             text=reply.text,
@@ -140,23 +140,23 @@ class OutboxService:
             enqueued_at=self._clock(),
         )
         if self._store.enqueue(entry):
-            logger.info("reply queued", extra={"instance": instance.name, "message_id": reply.message_id})
+            logger.info("reply queued", extra={"instance": instance.key, "message_id": reply.message_id})
         if instance.connected:
-            self.drain(instance.name, budget_seconds=REQUEST_BUDGET_SECONDS)
-        return self._store.outcome(instance.name, reply.message_id) or Outcome(status="PENDING")
+            self.drain(instance.key, budget_seconds=REQUEST_BUDGET_SECONDS)
+        return self._store.outcome(instance.key, reply.message_id) or Outcome(status="PENDING")
 
-    def drain(self, name: str, budget_seconds: float | None = None) -> DrainResult:
+    def drain(self, key: str, budget_seconds: float | None = None) -> DrainResult:
         """Send the instance's waiting replies in order; expire the too old. Safe to run concurrently.
 
         With `budget_seconds` (a webhook that must answer in time) no new send starts once it is
         spent; what is left waits for the next drain (the schedule at the latest).
         """
-        instance = self._instances.find_instance(name)
+        instance = self._instances.find_instance(key)
         result = DrainResult()
         if instance is None:
             return result
         deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
-        entries = self._store.waiting(name, DRAIN_BATCH)
+        entries = self._store.waiting(key, DRAIN_BATCH)
         sender: tuple[ProviderClient, ProviderTarget] | None = None
         for entry in entries:
             if deadline is not None and time.monotonic() >= deadline:
@@ -175,35 +175,35 @@ class OutboxService:
             sender = sender or self._targets.target_for(instance)
             client, target = sender
             try:
-                sent = client.send_text(target, entry.phone, entry.text, f"outbox-{name}-{entry.message_id}")
+                sent = client.send_text(target, entry.phone, entry.text, f"outbox-{key}-{entry.message_id}")
             except ProviderRejected as exc:
                 self._store.release(entry)
                 result.failed += self._fail(instance, entry, f"refused by the provider ({exc.code})")
                 continue
             except ProviderError as exc:
                 self._store.release(entry)
-                count_metric("SendFailures", name)
-                logger.info("outbox paused", extra={"instance": name, "error": exc.code})
+                count_metric("SendFailures", key)
+                logger.info("outbox paused", extra={"instance": key, "error": exc.code})
                 result.waiting = True
                 break
             if self._store.finish(entry, "SENT", None, sent.provider_message_id):
-                self._usage.record_outgoing(instance, now, f"outbox#{name}#{entry.message_id}")
+                self._usage.record_outgoing(instance, now, f"outbox#{key}#{entry.message_id}")
                 result.sent += 1
         if len(entries) == DRAIN_BATCH and not result.waiting:
             result.waiting = True
         if result.sent or result.failed:
-            logger.info("outbox drained", extra={"instance": name, **result.model_dump()})
+            logger.info("outbox drained", extra={"instance": key, **result.model_dump()})
         return result
 
     def drain_all(self) -> dict[str, DrainResult]:
         """The scheduled pass: every instance with waiting replies (sends the connected, expires the old)."""
-        return {name: self.drain(name) for name in self._store.instances_waiting()}
+        return {key: self.drain(key) for key in self._store.instances_waiting()}
 
     def _fail(self, instance: Instance, entry: OutboxEntry, reason: str) -> int:
         if not self._store.finish(entry, "FAILED", reason, None):
             return 0
-        count_metric("SendFailures", instance.name)
-        logger.info("reply failed", extra={"instance": instance.name, "message_id": entry.message_id, "reason": reason})
+        count_metric("SendFailures", instance.key)
+        logger.info("reply failed", extra={"instance": instance.key, "message_id": entry.message_id, "reason": reason})
         self._report(instance, entry, reason)
         return 1
 
@@ -220,5 +220,5 @@ class OutboxService:
         except Exception as exc:
             logger.warning(
                 "failure not reported to the downstream",
-                extra={"instance": instance.name, "message_id": entry.message_id, "error": type(exc).__name__},
+                extra={"instance": instance.key, "message_id": entry.message_id, "error": type(exc).__name__},
             )

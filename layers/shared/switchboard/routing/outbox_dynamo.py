@@ -1,5 +1,7 @@
 """Outbox of replies waiting for their instance, and the per-instance outgoing webhook secret.
 
+`<instance>` below is the instance's key (`Instance.key`: its tenant and name).
+
 - entry `OUTBOX#<instance>` / `<enqueuedAt>#<messageId>`: waiting (PENDING) or being sent
   (SENDING, with a lease); the partition holds only unfinished entries, in order;
 - outcome `OUTBOXMSG#<instance>#<messageId>`: one per downstream message id (dedupe), with the
@@ -175,7 +177,7 @@ class OutboxRepository:
         )
 
     def webhook_digest(self, tenant: str, instance: str) -> str | None:
-        """The digest set for this instance by its tenant (a recreated name in another tenant has none)."""
+        """The digest set for this instance (by its key) by its tenant."""
         item = self._table.get_item(Key={"pk": f"OUTHOOK#{instance}", "sk": META}, ConsistentRead=True).get("Item")
         return str(item["digest"]) if item and item.get("tenant") == tenant else None
 

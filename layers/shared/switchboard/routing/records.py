@@ -33,7 +33,8 @@ class Outcome(Model):
 
 
 class DailyUsage(Model):
-    instance: str
+    tenant: str
+    instance: str  # its name within `tenant`
     owner_tag: str | None
     day: date
     messages_in: int = 0

@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
 
 from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.schemas import InstanceName
+from switchboard.catalog.schemas import InstanceName, OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.body import parse_json
 from switchboard.core.api.errors import documented
@@ -35,12 +35,14 @@ Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 
 
 @router.post(
-    "/api/instances/<name>/webhook",
+    "/api/tenants/<owner_tag>/instances/<name>/webhook",
     tags=["outgoing"],
     responses=documented(400, 401, 422),
     security=[],
 )
-def outgoing_webhook(outbox: Outbox, name: Annotated[InstanceName, Path()]) -> OutgoingView:
+def outgoing_webhook(
+    outbox: Outbox, owner_tag: Annotated[OwnerTag, Path()], name: Annotated[InstanceName, Path()]
+) -> OutgoingView:
     """The downstream's outgoing-message webhook (Chatwoot's `message_created` from an API-channel
     inbox), authenticated by the instance's secret: in the `X-Switchboard-Secret` header, or as
     `?token=` (a Chatwoot inbox's webhook URL cannot carry a header; use the `webhookUrl` that
@@ -49,7 +51,7 @@ def outgoing_webhook(outbox: Outbox, name: Annotated[InstanceName, Path()]) -> O
     event = router.current_event
     presented = event.headers.get(SECRET_HEADER.lower()) or (event.query_string_parameters or {}).get(TOKEN_PARAMETER)
     try:
-        instance = outbox.authenticate(name, presented)
+        instance = outbox.authenticate(owner_tag, name, presented)
     except Unauthenticated:
         metrics.add_metric(name="RepliesRejected", unit=MetricUnit.Count, value=1)
         raise
@@ -58,7 +60,7 @@ def outgoing_webhook(outbox: Outbox, name: Annotated[InstanceName, Path()]) -> O
     except (ValueError, ValidationError) as exc:
         raise InvalidInput("the body is not a message webhook", code="invalid_webhook_body") from exc
     reply = payload.reply()
-    metrics.add_dimension(name="instance", value=instance.name)
+    metrics.add_dimension(name="instance", value=instance.key)
     metrics.add_metric(name="RepliesReceived", unit=MetricUnit.Count, value=0 if reply is None else 1)
     if reply is None:
         return OutgoingView(status="IGNORED")
@@ -81,5 +83,6 @@ def rotate_webhook_secret(
     metrics.add_metric(name="ReplySecretsRotated", unit=MetricUnit.Count, value=1)
     base = (get_settings().public_base_url or "").rstrip("/")
     query = urlencode({TOKEN_PARAMETER: created.secret})
-    webhook_url = f"{base}/api/instances/{quote(name, safe='')}/webhook?{query}"
+    path = f"/api/tenants/{quote(principal.tenant, safe='')}/instances/{quote(name, safe='')}/webhook"
+    webhook_url = f"{base}{path}?{query}"
     return InstanceWebhookSecretView(secret=created.secret, hint=created.hint, webhook_url=webhook_url)

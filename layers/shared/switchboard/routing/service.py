@@ -191,23 +191,23 @@ class ConnectionStateHandler:
     def __call__(self, event: ProviderEvent) -> None:
         connected = event.data.get("connected") is True
         state: InstanceState = "CONNECTED" if connected else "DISCONNECTED"
-        name = event.instance.name
-        written = self._states.apply_connection(name, state, event.seq, event.received_at)
+        key = event.instance.key
+        written = self._states.apply_connection(key, state, event.seq, event.received_at)
         logger.info(
             "instance connection event",
-            extra={"instance": name, "state": state, "seq": event.seq, "applied": written},
+            extra={"instance": key, "state": state, "seq": event.seq, "applied": written},
         )
         if not connected:
             return
         if not written:
             # A redelivery finds its own state already written (same seq), an older event a newer
             # state: drain (idempotently) only if the instance is connected now.
-            current = self._states.instance_state(name)
+            current = self._states.instance_state(key)
             if current is None or current[0] != "CONNECTED":
                 return
-        self._drain(name)
+        self._drain(key)
 
 
 class InstanceStates(Protocol):
-    def apply_connection(self, name: str, state: InstanceState, seq: int | None, at: datetime) -> bool: ...
-    def instance_state(self, name: str) -> tuple[InstanceState, int | None] | None: ...
+    def apply_connection(self, key: str, state: InstanceState, seq: int | None, at: datetime) -> bool: ...
+    def instance_state(self, key: str) -> tuple[InstanceState, int | None] | None: ...

@@ -62,7 +62,7 @@ def downstream_client() -> DownstreamClient:
 
 @component
 def outbox_service() -> OutboxService:
-    """Also used by reconciliation: `drain(instance_name)`, `drain_all()`."""
+    """Also used by reconciliation: `drain(instance_key)`, `drain_all()`."""
     from switchboard.routing.outbox import OutboxService
     from switchboard.routing.outbox_dynamo import OutboxRepository
 

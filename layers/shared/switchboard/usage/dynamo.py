@@ -1,6 +1,6 @@
 """Usage counters: one item per (instance, owner tag, day) with atomic `ADD`s, listed per (owner_tag, month).
 
-`USAGE#<instance>` / `DAY#<yyyy-mm-dd>#<owner_tag>` holds `messages_in` and `messages_out`: a
+`USAGE#<instance key>` / `DAY#<yyyy-mm-dd>#<owner_tag>` holds `messages_in` and `messages_out`: a
 count belongs to the owner tag in force when it was counted, so changing an instance's tag moves
 nothing already counted (the next count starts the new tag's item). GSI1
 `USAGE#<owner_tag>#<yyyy-mm>` lists a tenant's month (one partition per tenant and month, so
@@ -36,7 +36,7 @@ class UsageRepository:
         month = day.strftime("%Y-%m")
         counter = {
             "TableName": self._name,
-            "Key": {"pk": f"USAGE#{instance.name}", "sk": f"DAY#{day.isoformat()}#{tag}"},
+            "Key": {"pk": f"USAGE#{instance.key}", "sk": f"DAY#{day.isoformat()}#{tag}"},
             "UpdateExpression": (
                 "SET instance = :instance, owner_tag = :tag, tenant = :tenant, #day = :day, "
                 "gsi1pk = :index, gsi1sk = :sort ADD #counter :one"
@@ -48,7 +48,7 @@ class UsageRepository:
                 ":tenant": instance.tenant,
                 ":day": day.isoformat(),
                 ":index": f"USAGE#{tag}#{month}",
-                ":sort": f"{instance.name}#{day.isoformat()}",
+                ":sort": f"{instance.key}#{day.isoformat()}",
                 ":one": 1,
             },
         }
@@ -79,6 +79,7 @@ class UsageRepository:
         )
         return [
             DailyUsage(
+                tenant=item["tenant"],
                 instance=item["instance"],
                 owner_tag=owner_tag,
                 day=date.fromisoformat(item["day"]),

@@ -13,6 +13,7 @@ Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
 
 
 class InstanceUsageView(View):
+    tenant: str
     instance: str
     messages_in: int
     messages_out: int

@@ -21,6 +21,7 @@ class UsageStore(Protocol):
 
 
 class InstanceUsage(Model):
+    tenant: str
     instance: str
     messages_in: int
     messages_out: int
@@ -35,7 +36,7 @@ class TenantMonthUsage(Model):
 
 
 def count_metric(name: str, instance: str, value: float = 1) -> None:
-    """One EMF metric with the instance as its only dimension (bounded: instances are catalog rows)."""
+    """One EMF metric with the instance (its key) as its only dimension (bounded: instances are catalog rows)."""
     with single_metric(
         name=name, unit=MetricUnit.Count, value=value, namespace=metrics.namespace, default_dimensions={}
     ) as metric:
@@ -55,7 +56,7 @@ class UsageRecorder:
         """Count one message sent through `instance` (once per `message_id` when given)."""
         counted = self._store.add(instance, when.astimezone(UTC).date(), "out", message_id, self._clock())
         if counted:
-            count_metric("MessagesSent", instance.name)
+            count_metric("MessagesSent", instance.key)
         return counted
 
     def summary(self, principal: Principal, month: str, tags: list[str]) -> list[TenantMonthUsage]:
@@ -64,16 +65,17 @@ class UsageRecorder:
         result = []
         for tag in wanted:
             days = self._store.month(tag, month)
-            per_instance: dict[str, InstanceUsage] = {}
+            per_instance: dict[tuple[str, str], InstanceUsage] = {}
             for day in days:
                 usage = per_instance.setdefault(
-                    day.instance, InstanceUsage(instance=day.instance, messages_in=0, messages_out=0)
+                    (day.tenant, day.instance),
+                    InstanceUsage(tenant=day.tenant, instance=day.instance, messages_in=0, messages_out=0),
                 )
                 usage.messages_in += day.messages_in
                 usage.messages_out += day.messages_out
             if not per_instance and principal.has(Scope.PLATFORM):
                 continue
-            instances = sorted(per_instance.values(), key=lambda usage: usage.instance)
+            instances = sorted(per_instance.values(), key=lambda usage: (usage.tenant, usage.instance))
             result.append(
                 TenantMonthUsage(
                     owner_tag=tag,
@@ -94,4 +96,4 @@ class IncomingUsageHandler:
 
     def __call__(self, event: ProviderEvent) -> None:
         if self._usage.record_incoming(event.instance, event.received_at, event.event_id):
-            count_metric("MessagesReceived", event.instance.name)
+            count_metric("MessagesReceived", event.instance.key)

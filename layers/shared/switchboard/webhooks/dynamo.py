@@ -50,7 +50,7 @@ class EventStore:
             **_record_key(event),
             "providerId": event.provider_id,
             "providerInstanceId": event.provider_instance_id,
-            "instanceName": event.instance_name,
+            "instanceKey": event.instance_key,
             "name": event.name,
             "eventId": event.event_id,
             "payload": json.dumps(
@@ -100,7 +100,7 @@ class EventStore:
                     **_record_key(event),
                     "providerId": event.provider_id,
                     "providerInstanceId": event.provider_instance_id,
-                    "instanceName": event.instance_name,
+                    "instanceKey": event.instance_key,
                     "name": event.name,
                     "eventId": event.event_id,
                     **_digest(event),
@@ -206,7 +206,7 @@ def _stored(item: dict[str, Any]) -> StoredEvent:
     return StoredEvent(
         provider_id=item["providerId"],
         provider_instance_id=item["providerInstanceId"],
-        instance_name=item["instanceName"],
+        instance_key=item["instanceKey"],
         name=item["name"],
         event_id=item["eventId"],
         seq=payload.get("seq"),

@@ -81,7 +81,7 @@ _DROPPED = object()
 class StoredEvent(Model):
     provider_id: str
     provider_instance_id: str
-    instance_name: str
+    instance_key: str  # `Instance.key`
     name: str
     event_id: str
     seq: int | None = None

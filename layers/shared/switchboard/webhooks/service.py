@@ -123,7 +123,7 @@ class IngestService:
         stored = StoredEvent(
             provider_id=provider.id,
             provider_instance_id=instance.provider_instance_id,
-            instance_name=instance.name,
+            instance_key=instance.key,
             name=inbound.name,
             event_id=inbound.event_id,
             seq=inbound.seq,
@@ -138,7 +138,7 @@ class IngestService:
         try:
             accepted = self._events.accept(stored, LEASE_SECONDS)
         except Exception as exc:
-            logger.warning("webhook not stored", extra={"instance": instance.name, "error": type(exc).__name__})
+            logger.warning("webhook not stored", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
         if not accepted:
             return self._redelivered(stored, instance, now)
@@ -153,7 +153,7 @@ class IngestService:
             stored = self._events.claim(candidate, now, LEASE_SECONDS)
             if not isinstance(stored, StoredEvent):
                 continue
-            instance = self._catalog.find_instance(stored.instance_name)
+            instance = self._catalog.find_instance(stored.instance_key)
             if instance is None:
                 logger.info("pending event of a deleted instance dropped", extra={"event_id": stored.event_id})
                 self._events.mark_applied(stored, now)
@@ -204,22 +204,22 @@ class IngestService:
         try:
             self._events.record_ignored(stored)
         except Exception as exc:
-            logger.warning("ignored event not recorded", extra={"instance": instance.name, "error": type(exc).__name__})
+            logger.warning("ignored event not recorded", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
         logger.info(
             "webhook event ignored",
-            extra={"instance": instance.name, "event": stored.name, "reason": stored.reason},
+            extra={"instance": instance.key, "event": stored.name, "reason": stored.reason},
         )
         return IngestResult(outcome="ignored", instance=instance.name, event=stored.name, reason=stored.reason)
 
     def _redelivered(self, stored: StoredEvent, instance: Instance, now: datetime) -> IngestResult:
         claimed = self._events.claim(stored, now, LEASE_SECONDS)
         if isinstance(claimed, StoredEvent):
-            logger.info("pending event re-applied", extra={"instance": instance.name, "event_id": stored.event_id})
+            logger.info("pending event re-applied", extra={"instance": instance.key, "event_id": stored.event_id})
             self._apply(claimed, instance)
             return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
         if claimed == "pending":
-            logger.info("event in flight elsewhere", extra={"instance": instance.name, "event_id": stored.event_id})
+            logger.info("event in flight elsewhere", extra={"instance": instance.key, "event_id": stored.event_id})
             return IngestResult(outcome="in_flight", instance=instance.name, event=stored.name)
         # "applied", or no record left beside the marker: either way the event was accepted before.
         return IngestResult(outcome="duplicate", instance=instance.name, event=stored.name)
@@ -243,7 +243,7 @@ class IngestService:
             error = exc.code if isinstance(exc, SwitchboardError) else type(exc).__name__
             logger.warning(
                 "webhook effects failed; left pending",
-                extra={"instance": instance.name, "event": stored.name, "event_id": stored.event_id, "error": error},
+                extra={"instance": instance.key, "event": stored.name, "event_id": stored.event_id, "error": error},
             )
             self._give_back(stored)
             raise EventNotApplied("the event's effects did not all run; retry") from exc
@@ -273,7 +273,7 @@ class _Credentials:
         instance = self._ingest.catalog.instance_for_binding(self._provider.id, binding)
         if instance is None or instance.tenant != self._provider.tenant:
             return None
-        return self._read(instance_token_name(self._ingest.secret_store, instance.name))
+        return self._read(instance_token_name(self._ingest.secret_store, instance.tenant, instance.name))
 
     def _read(self, name: str) -> str | None:
         return self._ingest.secret(name, self._fresh)
