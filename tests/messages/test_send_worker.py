@@ -247,6 +247,7 @@ def test_given_an_unexpected_error_then_sqs_retries_and_the_last_attempt_ends_fa
 
     assert (outcome.status, outcome.failure_reason) == (MessageStatus.FAILED, "internal_error")
     assert world.stored(message).status == MessageStatus.FAILED
+    assert world.notifier.changes == [(message.id, MessageStatus.FAILED, world.config.webhook_url)]
 
 
 def evolution_number(digits: str, name: str) -> NumberRoutes:

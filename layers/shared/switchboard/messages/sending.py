@@ -143,7 +143,16 @@ class SendingService:
             if attempt < self._max_attempts:
                 raise
             logger.exception("send failed on its last attempt", extra={"message_id": message.id})
-            return self._fail(message, None, INTERNAL_ERROR, [])
+            return self._fail(message, self._config_if_readable(job), INTERNAL_ERROR, [])
+
+    def _config_if_readable(self, job: SendJob) -> SendingConfig | None:
+        """The key's configuration, so a failure after an unexpected error still reaches the
+        client's webhook; None when it cannot be read either (the failure is still recorded)."""
+        try:
+            return self._configs.get(job.tenant, job.api_key_id)
+        except Exception:
+            logger.warning("sending configuration unreadable", extra={"message_id": job.message_id})
+            return None
 
     def _send_claimed(self, job: SendJob, message: Message, attempt: int) -> SendOutcome:
         try:
