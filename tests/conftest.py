@@ -61,7 +61,8 @@ def served_aws(monkeypatch: pytest.MonkeyPatch, aws_endpoint: AwsEndpoint) -> It
     in production either: each Lambda container has its own).
     """
     fake_aws_environment(monkeypatch)
-    httpx.post(f"{aws_endpoint.url}/moto-api/reset")
+    # Clearing every moto backend can take longer than httpx's 5 s default on a loaded machine.
+    httpx.post(f"{aws_endpoint.url}/moto-api/reset", timeout=60)
     monkeypatch.setenv("AWS_ENDPOINT_URL", aws_endpoint.url)
     resources = create_template_resources(monkeypatch)
     bootstrap.reset()

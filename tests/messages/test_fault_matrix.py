@@ -130,7 +130,8 @@ def records(aws_endpoint: AwsEndpoint) -> Iterator[AwsResources]:
     its own, `cell_table`): a real endpoint, so threads each use their own client."""
     with pytest.MonkeyPatch.context() as patch:
         fake_aws_environment(patch)
-        httpx.post(f"{aws_endpoint.url}/moto-api/reset")
+        # Clearing every moto backend can take longer than httpx's 5 s default on a loaded machine.
+        httpx.post(f"{aws_endpoint.url}/moto-api/reset", timeout=60)
         patch.setenv("AWS_ENDPOINT_URL", aws_endpoint.url)
         yield create_template_resources(patch)
 
