@@ -76,8 +76,8 @@ PRICES: dict[str, Price] = {
     ),
 }
 
-# What Lambda itself prints per invocation (START, END and REPORT lines, with the X-Ray trace id
-# of active tracing): about 330 bytes, as read from a function's log group.
+# What Lambda itself prints per invocation: its START, END and REPORT lines (the last with the
+# X-Ray trace id of active tracing), about 330 bytes by those lines' format.
 PLATFORM_LOG_BYTES = 330
 
 

@@ -388,6 +388,7 @@ def main() -> None:
         forwarded = incoming(run)
     with stage() as run:
         reserved = reservations(run)
+    print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in the README, Cost per million)")
     report([miss, hit, forwarded, reserved])
     report_sends(miss, hit)
 
