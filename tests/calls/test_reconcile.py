@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,6 +19,7 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.calls import wiring as calls_wiring
 from switchboard.calls.domain import DialAttempt, reservation_id
+from switchboard.calls.reconcile import PER_SERVER_RATE
 from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.catalog.domain import Scope, Tenant
 from switchboard.providers.base import ProviderCall
@@ -215,11 +217,14 @@ def test_the_schedule_fans_out_one_message_per_instance_in_batches(
 ) -> None:
     catalog = bootstrap.catalog_repository()
     batches: list[int] = []
+    delays: dict[str, int] = {}
     sqs = boto3.client("sqs", region_name="us-east-1")
     real_send_batch = sqs.send_message_batch
 
     def count_batch(**kwargs: Any) -> Any:
         batches.append(len(kwargs["Entries"]))
+        for entry in kwargs["Entries"]:
+            delays[json.loads(entry["MessageBody"])["instance"]] = entry["DelaySeconds"]
         return real_send_batch(**kwargs)
 
     monkeypatch.setattr(sqs, "send_message_batch", count_batch)
@@ -239,5 +244,8 @@ def test_the_schedule_fans_out_one_message_per_instance_in_batches(
 
     assert answer == {"instances": 24}
     assert batches == [10, 10, 4]
+    assert sorted(delays) == sorted(keys)
+    # One provider server: PER_SERVER_RATE of its instances each second; the first second's are visible now.
+    assert sorted(Counter(delays.values()).values()) == [4] + [PER_SERVER_RATE] * 4
     queued = [json.loads(message["Body"])["instance"] for message in aws.queue_messages("ReconcileQueue")]
-    assert sorted(queued) == sorted(keys)
+    assert sorted(queued) == sorted(key for key, delay in delays.items() if delay == 0)

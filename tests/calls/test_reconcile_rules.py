@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel
 
-from switchboard.calls.reconcile import ReconcileOnReconnect, Reconciler, every_instance, fan_out
+from switchboard.calls.reconcile import (
+    PER_SERVER_RATE,
+    SPREAD_SECONDS,
+    ReconcileOnReconnect,
+    Reconciler,
+    every_instance,
+    fan_out,
+)
+from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.catalog.domain import Instance
 from switchboard.webhooks.events import ProviderEvent
 from tests.support.builders import instance, provider_event
@@ -23,6 +32,58 @@ def test_ten_thousand_instances_fan_out_in_one_thousand_batches_of_ten() -> None
     assert len(queue.batches) == 1_000
     assert {len(batch) for batch in queue.batches} == {10}
     assert len({name for batch in queue.batches for name in batch}) == 10_000
+
+
+def test_ten_thousand_instances_on_twenty_servers_reach_each_server_at_its_rate_within_the_spread() -> None:
+    servers = [f"prv_{index}" for index in range(20)]
+    catalog = FakeCatalog(
+        [
+            instance(f"line-{index}", kind="calls", tenant=f"t{index % 37}", provider_id=servers[index % 20])
+            for index in range(10_000)
+        ]
+    )
+    queue = FakeReconcileQueue()
+
+    fan_out(every_instance(catalog), queue, with_outbox=True)
+
+    server_of = {item.name: item.provider_id for item in catalog.instances.values()}
+    per_second: Counter[tuple[str, int]] = Counter()
+    for names, delays in zip(queue.batches, queue.delays, strict=True):
+        for name, delay in zip(names, delays, strict=True):
+            per_second[(server_of[name], delay)] += 1
+    assert max(per_second.values()) == PER_SERVER_RATE
+    assert max(delay for _, delay in per_second) == 500 // PER_SERVER_RATE - 1 < SPREAD_SECONDS
+    assert {server for server, _ in per_second} == set(servers)
+
+
+def test_a_server_with_more_instances_than_its_rate_fills_in_the_spread_wraps_around() -> None:
+    catalog = FakeCatalog([instance(f"line-{index}", kind="calls", provider_id="prv_big") for index in range(25)])
+    queue = FakeReconcileQueue()
+
+    fan_out(every_instance(catalog), queue, with_outbox=True, per_server_rate=2, spread_seconds=5)
+
+    delays = [delay for batch in queue.delays for delay in batch]
+    assert delays[:10] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert delays[10:14] == [0, 0, 1, 1]
+    assert max(Counter(delays).values()) == 6  # 25 over 5 seconds: the rate times the laps begun
+
+
+class RecordingSqs:
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        self.entries.extend(Entries)
+        return {"Successful": [{"Id": entry["Id"]} for entry in Entries]}
+
+
+def test_the_queue_sends_each_delay_as_the_entry_delay_capped_at_the_sqs_maximum() -> None:
+    sqs = RecordingSqs()
+
+    sent = ReconcileQueue(sqs, "https://queue").send_batch(["a", "b", "c"], [0, 30, 5000])
+
+    assert sent == 3
+    assert [entry["DelaySeconds"] for entry in sqs.entries] == [0, 30, 900]
 
 
 def test_without_an_outbox_only_calls_instances_are_fanned_out() -> None:

@@ -396,10 +396,12 @@ class FakeReconcileQueue:
 
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
+        self.delays: list[list[int]] = []
         self.requested: list[str] = []
 
-    def send_batch(self, instance_names: list[str]) -> int:
+    def send_batch(self, instance_names: list[str], delays: list[int] | None = None) -> int:
         self.batches.append(list(instance_names))
+        self.delays.append(list(delays or [0] * len(instance_names)))
         return len(instance_names)
 
     def request(self, instance: str, delay_seconds: int = 0) -> None:

@@ -37,7 +37,7 @@ from switchboard.pool.service import SendingConfigSource
 from switchboard.providers.base import ProviderTarget, SentMessage
 
 REGION = "us-east-1"
-MESSAGES = 100
+MESSAGES = 50
 NUMBERS = ("5511999990001", "5511999990002", "5511999990003")
 
 

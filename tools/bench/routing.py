@@ -34,12 +34,13 @@ from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import logger
 from switchboard.core.secrets import SecretStore
+from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.events import ProviderEvent
 from switchboard.webhooks.service import IngestService
 
 REGION = "us-east-1"
-EVENTS = 200
+EVENTS = 100
 THREADS = 10
 ROUNDS = 20
 SECRET = secrets.token_urlsafe(24)  # a fresh one per run
@@ -101,14 +102,14 @@ def _catalog() -> tuple[str, str]:
     return provider.id, "inst-1"
 
 
-def _signed(name: str, data: dict[str, Any], seq: int, event_id: str | None = None) -> tuple[str, str, bytes]:
+def _signed(name: str, data: dict[str, Any], seq: int, event_id: str | None = None) -> WebhookRequest:
     body = json.dumps(
         {"event": name, "eventId": event_id or str(uuid.uuid4()), "instanceId": "inst-1", "seq": seq, "data": data},
         separators=(",", ":"),
     ).encode()
     stamp = str(int(time.time()))
     digest = hmac.new(SECRET.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return stamp, f"v1={digest}", body
+    return WebhookRequest(headers={"x-webhook-timestamp": stamp, "x-webhook-signature": f"v1={digest}"}, body=body)
 
 
 def in_process() -> None:
@@ -125,7 +126,7 @@ def in_process() -> None:
         messages = [
             _signed("message", {"id": f"m{n}", "from": "5511988887777", "text": "hi"}, n) for n in range(EVENTS)
         ]
-        ingest.receive(provider_id, *messages[0])  # warm: first secret read, clients built
+        ingest.receive(provider_id, messages[0])  # warm: first secret read, clients built
         for label, batch in (
             ("message, first delivery", messages[1:]),
             ("message, duplicate", messages[1:]),
@@ -133,7 +134,7 @@ def in_process() -> None:
         ):
             requests.clear()
             started = time.perf_counter()
-            outcomes = Counter(ingest.receive(provider_id, *event).outcome for event in batch)
+            outcomes = Counter(ingest.receive(provider_id, event).outcome for event in batch)
             seconds = time.perf_counter() - started
             per_event = {name: round(count / len(batch), 2) for name, count in sorted(requests.items())}
             print(f"  {label}: {len(batch)} events, {dict(outcomes)}, {1000 * seconds / len(batch):.1f} ms/event")
@@ -183,7 +184,7 @@ def contention() -> None:
     print(f"  {THREADS * ROUNDS} deliveries in {seconds:.2f} s")
 
 
-def _round(services: list[IngestService], provider_id: str, delivery: tuple[str, str, bytes]) -> list[str]:
+def _round(services: list[IngestService], provider_id: str, delivery: WebhookRequest) -> list[str]:
     barrier = threading.Barrier(len(services))
     answers: list[str] = []
     lock = threading.Lock()
@@ -191,7 +192,7 @@ def _round(services: list[IngestService], provider_id: str, delivery: tuple[str,
     def deliver(service: IngestService) -> None:
         barrier.wait()
         try:
-            answer = service.receive(provider_id, *delivery).outcome
+            answer = service.receive(provider_id, delivery).outcome
         except SwitchboardError as error:
             answer = error.code
         with lock:

@@ -14,11 +14,13 @@ Per instance (manual route, queue worker after a schedule fan-out or an admissio
 5. outgoing calls that waited for a dial answer that will never come take their own slot.
 
 The scheduled fan-out sends one queue message per instance, so a period covers any number of
-instances with bounded work per invocation.
+instances with bounded work per invocation. Each message is delayed so that no provider server
+receives more than `PER_SERVER_RATE` reconciliations per second from one period.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any, Protocol
@@ -45,6 +47,12 @@ from switchboard.webhooks.events import ProviderEvent
 
 REDIAL_WINDOW = timedelta(minutes=2)
 BATCH_SIZE = 10  # SendMessageBatch's maximum
+# A period's reconciliations reach each provider server at this rate at most (one reconciliation
+# is a few provider reads), spread over `SPREAD_SECONDS`, which stays inside the default 5-minute
+# schedule so a period is over before the next one starts. A server with more instances than
+# rate x spread wraps around: its rate grows by the rate again per lap.
+PER_SERVER_RATE = 5
+SPREAD_SECONDS = 240
 
 
 class Records(Protocol):
@@ -192,7 +200,7 @@ class TenantCatalog(Protocol):
 
 
 class Queue(Protocol):
-    def send_batch(self, instance_keys: list[str]) -> int: ...
+    def send_batch(self, instance_keys: list[str], delays: list[int] | None = None) -> int: ...
 
 
 def every_instance(catalog: TenantCatalog) -> Iterator[Instance]:
@@ -201,21 +209,39 @@ def every_instance(catalog: TenantCatalog) -> Iterator[Instance]:
         yield from catalog.list_instances(tenant.owner_tag)
 
 
-def fan_out(instances: Iterable[Instance], queue: Queue, *, with_outbox: bool) -> int:
-    """One reconcile message per instance (calls instances; messaging ones too when an outbox exists)."""
+def fan_out(
+    instances: Iterable[Instance],
+    queue: Queue,
+    *,
+    with_outbox: bool,
+    per_server_rate: int = PER_SERVER_RATE,
+    spread_seconds: int = SPREAD_SECONDS,
+) -> int:
+    """One reconcile message per instance (calls instances; messaging ones too when an outbox exists),
+    each delayed by `spread_delay` of its rank among its provider server's instances."""
     sent = 0
     batch: list[str] = []
+    delays: list[int] = []
+    per_server: Counter[str] = Counter()
     for instance in instances:
         if instance.kind != "calls" and not with_outbox:
             continue
         batch.append(instance.key)
+        delays.append(spread_delay(per_server[instance.provider_id], per_server_rate, spread_seconds))
+        per_server[instance.provider_id] += 1
         if len(batch) == BATCH_SIZE:
-            sent += queue.send_batch(batch)
-            batch = []
+            sent += queue.send_batch(batch, delays)
+            batch, delays = [], []
     if batch:
-        sent += queue.send_batch(batch)
-    logger.info("reconciliation fanned out", extra={"instances": sent})
+        sent += queue.send_batch(batch, delays)
+    logger.info("reconciliation fanned out", extra={"instances": sent, "provider_servers": len(per_server)})
     return sent
+
+
+def spread_delay(rank: int, per_second: int, spread_seconds: int) -> int:
+    """Seconds to delay a server's `rank`-th instance: `per_second` of them each second, from 0 up to
+    `spread_seconds`, then again from 0 (the listing streams, so a server's total is not known)."""
+    return (rank // max(1, per_second)) % max(1, spread_seconds)
 
 
 class ReconcileOnReconnect:

@@ -29,13 +29,16 @@ class ReconcileQueue:
         except Exception:  # a failed trigger must not fail the request that asked for it
             logger.exception("reconcile request not sent", extra={"instance": instance})
 
-    def send_batch(self, instance_keys: list[str]) -> int:
-        """Send up to 10 messages in one request; entries SQS refused are sent once more, then reported."""
+    def send_batch(self, instance_keys: list[str], delays: list[int] | None = None) -> int:
+        """Send up to 10 messages in one request, each after its delay in seconds (none: at once);
+        entries SQS refused are sent once more, then reported."""
         if not self._url:
             raise RuntimeError("RECONCILE_QUEUE_URL is not set")
-        entries = [
+        entries: list[dict[str, Any]] = [
             {"Id": str(index), "MessageBody": json.dumps({"instance": key})} for index, key in enumerate(instance_keys)
         ]
+        for entry, delay in zip(entries, delays or (), strict=False):
+            entry["DelaySeconds"] = max(0, min(delay, MAX_DELAY_SECONDS))
         for attempt in (1, 2):
             answer = self._sqs.send_message_batch(QueueUrl=self._url, Entries=entries)
             failed_ids = {failure["Id"] for failure in answer.get("Failed", [])}

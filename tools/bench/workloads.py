@@ -1,0 +1,397 @@
+"""Cost per million, from request counts measured on the real handlers.
+
+In-process moto, the template's functions run as Lambda runs them (`devstack.lambdas`), the HTTP
+API and its authorizer as API Gateway runs them (`devstack.apigw`), queues drained as Lambda's
+event source mapping does (one ReceiveMessage of up to the function's BatchSize, one invocation,
+one DeleteMessageBatch). Every AWS request is metered in billing units (`tools.bench.meter`).
+Three workloads, each run warm (one round first, not counted):
+
+- API sends in pool mode with delivery receipts: `POST /api/messages`; the send worker; a
+  provider `receipt` (delivered) through `POST /webhooks/{id}`; the client webhooks
+  (`message.sent`, `message.delivered`). Once to new recipients (affinity miss), once more to
+  the same ones (affinity hit). The provider is a recording fake; its send counts as one
+  provider request;
+- incoming messages forwarded to Chatwoot: a provider `message` event through the webhook route,
+  then the forwarder to a Chatwoot-style fake (4 senders, 5 messages each: a contact's first
+  message creates its contact and conversation, the next ones only post);
+- call reservations: `POST /api/connections/{instance}/calls` by an agent, against the provider
+  simulator, 8 per line (the line's limit).
+
+It prints per workload the requests per unit by function, then the cost per million by line,
+with Lambda durations = each invocation's own compute time measured here + the stated round
+trips of `meter.LATENCY_MS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+from moto import mock_aws
+
+from devstack.apigw import HttpApi
+from devstack.simulator import Simulator, SimulatorControl
+from switchboard import bootstrap
+from switchboard.catalog.domain import Scope
+from switchboard.core.observability import logger
+from switchboard.messages import wiring as messages_wiring
+from switchboard.providers.base import ProviderTarget, SentMessage
+from switchboard.routing import wiring as routing_wiring
+from switchboard.routing.chatwoot import ChatwootClient
+from tests.support.api import Client, new_platform_key, new_tenant
+from tests.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
+from tests.support.builders import admin
+from tests.support.connections import SIM_ADMIN_TOKEN, register
+from tests.support.downstream import FakeDownstream
+from tests.support.fakes import FakeProvider
+from tests.support.pool import NUMBERS, build_world
+from tests.support.provider_webhooks import envelope, message_data, signed_headers
+from tests.support.sqs import received_record
+from tools.bench import cost
+from tools.bench.meter import Meter, Tally, usage_of
+
+MESSAGES = 20
+SENDERS, PER_SENDER = 4, 5
+LINES, PER_LINE = 3, 8
+POOL_WEBHOOK_SECRET = "whsec-very-secret-value-1"  # noqa: S105 - build_world's provider secret
+
+# What the send path was designed to cost per message, to print beside the measured figures.
+TARGETS = {"api_dynamodb": 2, "api_sqs": 1, "worker_hit": 2, "worker_miss": 3}
+
+
+@dataclass
+class Measured:
+    name: str
+    units: int
+    tallies: dict[str, Tally]
+    api_requests: int
+
+    def usage(self, memory: dict[str, int]) -> cost.Usage:
+        return usage_of(self.tallies, self.units, memory, api_requests=self.api_requests)
+
+    def requests(self, label: str, service: str = "dynamodb") -> float:
+        tally = self.tallies.get(label)
+        if tally is None:
+            return 0.0
+        return sum(count for name, count in tally.requests.items() if name.startswith(f"{service}.")) / self.units
+
+
+class Receiver:
+    """A client's webhook endpoint on loopback: answers 204 to everything."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *_: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class CountingProvider(FakeProvider):
+    """The recording fake provider; each send counts as one provider request on the meter."""
+
+    def __init__(self, meter: Meter) -> None:
+        super().__init__()
+        self._meter = meter
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        self._meter.outbound("provider")
+        return super().send_text(target, phone, body, idempotency_key)
+
+
+class Stage:
+    """The template's resources on moto, its functions, the HTTP API, and a meter over them."""
+
+    def __init__(self, aws: AwsResources, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.aws = aws
+        self.monkeypatch = monkeypatch
+        self.api = HttpApi()
+        self.client = Client(self.api)
+        self.meter = Meter(boto3.client("dynamodb", region_name=REGION), self.api.functions)
+        self.sqs = self.meter.unmetered(boto3.client("sqs", region_name=REGION))
+        self.api_requests = 0
+        self.platform_key = new_platform_key()
+        self.tenant = new_tenant(self.client, self.platform_key, "bench")
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One request through the HTTP API (its size is far below the 512 KB a request is billed by)."""
+        self.api_requests += 1
+        with self.meter.labelled("driver"):
+            return self.client.request(method, path, **kwargs)
+
+    def drain(self, queue: str, function: str) -> None:
+        """What the event source mapping does: receive a batch, invoke, delete what succeeded.
+
+        Its receives and deletes are counted for each batch; the empty receive that ends the
+        drain is not (Lambda's pollers long-poll by time, not per message)."""
+        (event,) = self.api.functions.definition(function)["Events"].values()  # one SQS event per worker
+        batch_size = int(event["Properties"]["BatchSize"])
+        url = self.aws.queues[queue]
+        arn = f"arn:aws:sqs:{REGION}:000000000000:{queue}"
+        while True:
+            batch = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=batch_size).get("Messages", [])
+            if not batch:
+                return
+            with self.meter.labelled("event source mapping"):
+                self.meter.record("sqs", "ReceiveMessage")
+            records = [received_record(m, arn, attributes={"ApproximateReceiveCount": "1"}) for m in batch]
+            answer = self.api.functions.invoke(function, {"Records": records}) or {}
+            kept = {failure["itemIdentifier"] for failure in answer.get("batchItemFailures", [])}
+            done = [m for m in batch if m["MessageId"] not in kept]
+            if done:
+                self.sqs.delete_message_batch(
+                    QueueUrl=url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                )
+                with self.meter.labelled("event source mapping"):
+                    self.meter.record("sqs", "DeleteMessageBatch")
+            if kept:
+                raise RuntimeError(f"{function} failed {len(kept)} records")
+
+    def measure(self, name: str, units: int, work: Callable[[], None]) -> Measured:
+        self.meter.clear()
+        self.api_requests = 0
+        work()
+        tallies = {label: tally for label, tally in self.meter.tallies.items() if label != "driver"}
+        return Measured(name, units, tallies, self.api_requests)
+
+
+@contextmanager
+def stage() -> Iterator[Stage]:
+    with pytest.MonkeyPatch.context() as monkeypatch, mock_aws():
+        fake_aws_environment(monkeypatch)
+        aws = create_template_resources(monkeypatch)
+        bootstrap.reset()
+        try:
+            yield Stage(aws, monkeypatch)
+        finally:
+            bootstrap.reset()
+
+
+# --- the workloads ---------------------------------------------------------------------------
+
+
+def sends(run: Stage) -> list[Measured]:
+    provider = CountingProvider(run.meter)
+    run.monkeypatch.setattr(messages_wiring, "provider_client", lambda kind: provider)
+    receiver = Receiver()
+    try:
+        world = build_world(run.client, run.tenant, *NUMBERS)
+        world.create_send_key(webhook_url=receiver.url)
+        world.use_pool(*NUMBERS)
+        recipients = [f"55219{index:08d}" for index in range(MESSAGES)]
+
+        def one_round(targets: list[str]) -> None:
+            already = len(provider.sent)
+            for to in targets:
+                answer = run.request("POST", "/api/messages", key=world.send_key, json_body={"to": to, "text": "hi"})
+                assert answer.status == 202, answer.body
+            run.drain("SendQueue", "SendWorkerFunction")
+            for index, sent in enumerate(provider.sent[already:], start=already + 1):
+                data = {"id": f"wamid-{index}", "status": "delivered", "timestamp": "2026-11-30T08:00:00Z"}
+                body = envelope("receipt", sent.instance, data)
+                headers = signed_headers(body, POOL_WEBHOOK_SECRET)
+                answer = run.request("POST", f"/webhooks/{world.provider_id}", body=body, headers=headers)
+                assert answer.status == 200, answer.body
+            run.drain("ClientWebhookQueue", "ClientWebhooksFunction")
+
+        with run.meter.on():
+            one_round(["5531900000000"])  # warm: every function loaded, the key's config cached
+            miss = run.measure("API send, pool, new recipient", MESSAGES, lambda: one_round(recipients))
+            hit = run.measure("API send, pool, known recipient", MESSAGES, lambda: one_round(recipients))
+        return [miss, hit]
+    finally:
+        receiver.stop()
+
+
+def incoming(run: Stage) -> Measured:
+    downstream = FakeDownstream()
+    chatwoot = ChatwootClient(local_mode=True, transport=downstream.transport())
+    run.monkeypatch.setattr(routing_wiring, "downstream_client", lambda: chatwoot)
+    world = build_world(run.client, run.tenant, "5511977770001")
+    mapping = {
+        "downstreamBaseUrl": "http://127.0.0.1:9101",
+        "downstreamApiToken": "cw-token-bench-very-secret-1",
+        "downstreamAccountId": 7,
+        "downstreamInboxId": 12,
+    }
+    assert run.client.put(f"/api/tenants/{run.tenant.owner_tag}", key=run.tenant.admin, json_body=mapping).status == 200
+    instance = world.instances["5511977770001"]
+
+    def deliver(senders: list[str]) -> None:
+        for sender in senders:
+            body = envelope("message", instance, message_data("olá", sender))
+            headers = signed_headers(body, POOL_WEBHOOK_SECRET)
+            answer = run.request("POST", f"/webhooks/{world.provider_id}", body=body, headers=headers)
+            assert answer.status == 200, answer.body
+        run.drain("ForwardQueue", "ForwarderFunction")
+
+    senders = [f"55119888{index:05d}" for index in range(SENDERS)] * PER_SENDER
+    with run.meter.on():
+        deliver(["5511966660000"])
+        measured = run.measure("incoming to Chatwoot", len(senders), lambda: deliver(senders))
+    return measured
+
+
+def reservations(run: Stage) -> Measured:
+    simulator = Simulator(admin_token=SIM_ADMIN_TOKEN, fault_delay_seconds=1.0)
+    simulator.start()
+    control = SimulatorControl(simulator.base_url)
+    try:
+        lines = [register(simulator, control, tenant="bench", limit=PER_LINE) for _ in range(LINES + 1)]
+        created = bootstrap.catalog_service().create_api_key(
+            admin("bench"), tenant="bench", name="ana", environment="LIVE", scopes=[Scope.AGENT], attendant_id="ana"
+        )
+
+        def dial(names: list[str]) -> None:
+            for name in names:
+                for index in range(PER_LINE if name != lines[0].name else 1):
+                    answer = run.request(
+                        "POST",
+                        f"/api/connections/{name}/calls",
+                        key=created.plaintext,
+                        json_body={"to": f"55119777{index:05d}"},
+                        headers={"Idempotency-Key": f"dial-{uuid.uuid4().hex}"},
+                    )
+                    assert answer.status == 201, answer.body
+
+        with run.meter.on(), _provider_calls(run.meter, simulator.base_url):
+            dial([lines[0].name])
+            measured = run.measure(
+                "call reservation", LINES * PER_LINE, lambda: dial([line.name for line in lines[1:]])
+            )
+        return measured
+    finally:
+        control.close()
+        simulator.stop()
+
+
+@contextmanager
+def _provider_calls(meter: Meter, base_url: str) -> Iterator[None]:
+    """Requests to the provider simulator count as provider requests, not as generic HTTP."""
+    metered_send = httpx.Client.send
+
+    def send(client: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        answer = metered_send(client, request, **kwargs)
+        if str(request.url).startswith(base_url):
+            meter.outbound("provider", replace_http=True)
+        return answer
+
+    httpx.Client.send = send  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        httpx.Client.send = metered_send  # type: ignore[method-assign]
+
+
+# --- printing --------------------------------------------------------------------------------
+
+
+def _by_function(measured: Measured) -> str:
+    rows = []
+    for label, tally in sorted(measured.tallies.items()):
+        requests = Counter({name: count / measured.units for name, count in tally.requests.items()})
+        calls = {name: round(count, 2) for name, count in sorted(requests.items())}
+        http = {name: round(count / measured.units, 2) for name, count in tally.http.items() if count}
+        invocations = len(tally.invocations) / measured.units
+        billed = sum(i.billed_ms for i in tally.invocations) / max(1, len(tally.invocations))
+        line = f"    {label}: {invocations:.2f} invocations"
+        if tally.invocations:
+            line += f" x {billed:.0f} ms"
+        rows.append(f"{line}; {calls}" + (f"; outbound {http}" if http else ""))
+    return "\n".join(rows)
+
+
+def report(measured: list[Measured]) -> None:
+    memory = cost.function_memory()
+    for each in measured:
+        usage = each.usage(memory)
+        lines = cost.cost_per_million(usage)
+        print(f"  {each.name} ({each.units} measured, per unit):")
+        print(_by_function(each))
+        print(
+            f"    billing units: {usage.write_units:.2f} WRU, {usage.read_units:.2f} RRU, "
+            f"{usage.sqs_requests:.2f} SQS, {usage.api_requests:.2f} API, {usage.eventbridge_events:.2f} events, "
+            f"{usage.ssm_interactions:.3f} SSM, {usage.log_bytes:.0f} log bytes, {usage.invocations:.2f} invocations"
+        )
+        detail = ", ".join(f"{line} {usd:.2f}" for line, usd in lines.items())
+        print(f"    USD per million: {sum(lines.values()):.2f} ({detail})")
+        ssm = cost.ssm_per_million(usage)
+        if ssm:
+            print(f"    (Parameter Store at higher throughput would add {ssm:.2f})")
+
+
+def report_sends(miss: Measured, hit: Measured) -> None:
+    """The send path against its targets, and what the worker's in-flight record costs."""
+    api = hit.requests("MessagesFunction") + hit.requests("AuthorizerFunction")
+    print(
+        f"  send API: {api:.2f} DynamoDB requests per message ({hit.requests('AuthorizerFunction'):.2f} in the "
+        f"authorizer) + {hit.requests('MessagesFunction', 'sqs'):.2f} SQS send "
+        f"(target <= {TARGETS['api_dynamodb']} + {TARGETS['api_sqs']})"
+    )
+    print(
+        f"  send worker: {hit.requests('SendWorkerFunction'):.2f} DynamoDB requests per message on an affinity hit "
+        f"(target <= {TARGETS['worker_hit']}), {miss.requests('SendWorkerFunction'):.2f} on a miss "
+        f"(target <= {TARGETS['worker_miss']})"
+    )
+    worker = hit.tallies["SendWorkerFunction"]
+    for label, each in (("miss", miss), ("hit", hit)):
+        writes = Counter(
+            {name: count / each.units for name, count in each.tallies["SendWorkerFunction"].write_units.items()}
+        )
+        print(f"    worker write units per message, {label}: " + ", ".join(f"{n} {u:.1f}" for n, u in writes.items()))
+    api_writes = hit.tallies["MessagesFunction"].writes
+    print(
+        "    send API writes per message: "
+        + ", ".join(f"{name} {count / hit.units:.2f}" for name, count in sorted(api_writes.items()))
+        + " (request-rate buckets are taken in batches: their share falls with the rate, see quotas)"
+    )
+    in_flight = worker.write_units["UpdateItem MESSAGE"] / max(1, worker.writes["UpdateItem MESSAGE"])
+    usd = cost.PRICES["dynamodb_write"].of(in_flight) * 1e6
+    memory = cost.function_memory()["SendWorkerFunction"]
+    latency = cost.PRICES["lambda_gb_second"].of(5 / 1000 * memory / 1024) * 1e6
+    print(
+        f"  the in-flight record before each provider call: 1 UpdateItem of the message item, {in_flight:.1f} WRU "
+        f"= {usd:.2f} USD per million messages, plus {latency:.3f} USD of worker duration (5 ms at {memory} MB)"
+    )
+
+
+def main() -> None:
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the provider simulator's request lines
+    logger.setLevel("WARNING")  # the setup's lines; the meter counts the workloads' at INFO
+    with stage() as run:
+        miss, hit = sends(run)
+    with stage() as run:
+        forwarded = incoming(run)
+    with stage() as run:
+        reserved = reservations(run)
+    print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in the README, Cost per million)")
+    report([miss, hit, forwarded, reserved])
+    report_sends(miss, hit)
+
+
+if __name__ == "__main__":
+    main()
