@@ -31,7 +31,7 @@ def test_ten_thousand_instances_fan_out_in_one_thousand_batches_of_ten() -> None
     assert sent == 10_000
     assert len(queue.batches) == 1_000
     assert {len(batch) for batch in queue.batches} == {10}
-    assert len({name for batch in queue.batches for name in batch}) == 10_000
+    assert len({key for batch in queue.batches for key in batch}) == 10_000
 
 
 def test_ten_thousand_instances_on_twenty_servers_reach_each_server_at_its_rate_within_the_spread() -> None:
@@ -46,11 +46,11 @@ def test_ten_thousand_instances_on_twenty_servers_reach_each_server_at_its_rate_
 
     fan_out(every_instance(catalog), queue, with_outbox=True)
 
-    server_of = {item.name: item.provider_id for item in catalog.instances.values()}
+    server_of = {item.key: item.provider_id for item in catalog.instances.values()}
     per_second: Counter[tuple[str, int]] = Counter()
-    for names, delays in zip(queue.batches, queue.delays, strict=True):
-        for name, delay in zip(names, delays, strict=True):
-            per_second[(server_of[name], delay)] += 1
+    for keys, delays in zip(queue.batches, queue.delays, strict=True):
+        for key, delay in zip(keys, delays, strict=True):
+            per_second[(server_of[key], delay)] += 1
     assert max(per_second.values()) == PER_SERVER_RATE
     assert max(delay for _, delay in per_second) == 500 // PER_SERVER_RATE - 1 < SPREAD_SECONDS
     assert {server for server, _ in per_second} == set(servers)
