@@ -14,9 +14,6 @@ SECRET_HEADER = "X-Switchboard-Secret"  # noqa: S105 - a header name, not a secr
 TOKEN_PARAMETER = "token"  # noqa: S105 - a parameter name, not a secret
 
 
-# --- outgoing replies ----------------------------------------------------------------------
-
-
 class _Lenient(Model):
     model_config = ConfigDict(extra="ignore")
 
