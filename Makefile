@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SAM_VENV := .sam-venv
 STAMP := $(VENV)/.installed
 
-.PHONY: local test lint typecheck unit build coldstart bench clean
+.PHONY: local test lint typecheck unit build coldstart openapi bench clean
 
 $(STAMP): requirements-dev.txt layers/shared/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ build:
 ## Cold-start import cost of each handler, as a ratio to `import boto3` in the same run.
 coldstart: $(STAMP)
 	$(PY) tools/coldstart.py
+
+## The OpenAPI document the docs function serves, regenerated from the routers.
+openapi: $(STAMP)
+	$(PY) tools/openapi.py
 
 bench: $(STAMP)
 	$(PY) -m tools.bench

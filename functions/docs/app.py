@@ -1,22 +1,73 @@
-"""Serves the OpenAPI document of every route (generated from the code) and a Swagger UI."""
+"""Serves the OpenAPI document of every route and a Swagger UI.
+
+The document is generated from the routers when the code changes (`make openapi` writes
+`openapi.json` next to this module, and a test fails while it differs from what the routers
+produce), so this function imports none of the API's routes, schemas or services.
+"""
 
 from __future__ import annotations
 
+from functools import cache
+from pathlib import Path
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.core.api.errors import UNMATCHED_ROUTE_KEY, unmatched_route_answer
-from switchboard.core.api.openapi import build_documented_api, openapi_json
+from switchboard.core.api.unmatched import UNMATCHED_ROUTE_KEY, not_found_body, unmatched_route_answer
 from switchboard.core.observability import logger
 
-app = build_documented_api()
+DOCUMENT = Path(__file__).with_name("openapi.json")
+
+app = APIGatewayHttpResolver()
 
 
-@app.get("/api/openapi.json", include_in_schema=False)
+@cache
+def document() -> str:
+    return DOCUMENT.read_text(encoding="utf-8").rstrip("\n")
+
+
+@app.get("/api/openapi.json")
 def openapi_document() -> Response[str]:
-    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_json(app))
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=document())
+
+
+@app.get("/api/docs")
+def swagger_ui() -> Response[str]:
+    """The Swagger UI page with the document inline (`?format=json`: the document alone)."""
+    # Imported here: only this page needs them (and they bring pydantic with them).
+    from aws_lambda_powertools.event_handler.openapi.swagger_ui import (  # noqa: PLC0415
+        generate_oauth2_redirect_html,
+        generate_swagger_html,
+    )
+
+    query = app.current_event.query_string_parameters or {}
+    if query.get("format") == "oauth2-redirect":
+        return Response(status_code=200, content_type=content_types.TEXT_HTML, body=generate_oauth2_redirect_html())
+    # `</` escaped so the document cannot close the page's <script> element.
+    spec = document().replace("</", "<\\/")
+    if query.get("format") == "json":
+        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=spec)
+    javascript, stylesheet = swagger_assets()
+    html = generate_swagger_html(spec, javascript, stylesheet, "", None, persist_authorization=False)
+    return Response(status_code=200, content_type=content_types.TEXT_HTML, body=html)
+
+
+@cache
+def swagger_assets() -> tuple[str, str]:
+    """Swagger UI's script and stylesheet, as Powertools ships them, inlined in the page."""
+    from aws_lambda_powertools.event_handler.openapi import swagger_ui  # noqa: PLC0415
+
+    folder = Path(swagger_ui.__file__).parent
+    return (
+        (folder / "swagger-ui-bundle.min.js").read_text(encoding="utf-8"),
+        (folder / "swagger-ui.min.css").read_text(encoding="utf-8"),
+    )
+
+
+@app.not_found
+def route_not_found(_: Exception) -> Response[dict[str, str]]:
+    return Response(status_code=404, content_type=content_types.APPLICATION_JSON, body=not_found_body())
 
 
 @logger.inject_lambda_context(clear_state=True)

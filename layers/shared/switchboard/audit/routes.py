@@ -12,7 +12,7 @@ from switchboard.audit import wiring
 from switchboard.audit.dynamo import AuditLog
 from switchboard.audit.schemas import AuditView
 from switchboard.catalog.domain import PLATFORM_TENANT, Principal, Scope
-from switchboard.catalog.schemas import OwnerTag
+from switchboard.catalog.wire import OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 

@@ -14,7 +14,7 @@ from switchboard.call_limit.service import CallsConfigService
 from switchboard.call_limit.subscriptions import SubscriptionService
 from switchboard.call_limit.wiring import calls_config_service, subscription_service
 from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.schemas import InstanceName
+from switchboard.catalog.wire import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 

@@ -9,7 +9,7 @@ from pydantic import Field
 from switchboard.call_limit.domain import MAX_LIMIT, MIN_LIMIT, Line, Occupant
 from switchboard.call_limit.service import CallsOverview
 from switchboard.call_limit.subscriptions import SubscriptionReport, SubscriptionState
-from switchboard.catalog.schemas import Body, View
+from switchboard.catalog.wire import Body, View
 from switchboard.providers.base import Capabilities
 
 Version = Annotated[

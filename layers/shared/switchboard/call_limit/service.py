@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -37,7 +37,9 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderClient, ProviderTarget
 from switchboard.providers.ports import Targets
-from switchboard.webhooks.events import ProviderEvent
+
+if TYPE_CHECKING:
+    from switchboard.webhooks.events import ProviderEvent
 
 CONFIG_CHANGED = "connection.calls.config.changed"
 CAPABILITIES_TTL_SECONDS = 60.0

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
@@ -43,7 +43,9 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
 from switchboard.providers.ports import Targets
-from switchboard.webhooks.events import ProviderEvent
+
+if TYPE_CHECKING:
+    from switchboard.webhooks.events import ProviderEvent
 
 REDIAL_WINDOW = timedelta(minutes=2)
 BATCH_SIZE = 10  # SendMessageBatch's maximum

@@ -26,7 +26,7 @@ from switchboard.calls.schemas import (
 from switchboard.calls.service import CallService
 from switchboard.calls.wiring import call_service, dialing_service, reconciler
 from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.schemas import InstanceName
+from switchboard.catalog.wire import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput

@@ -9,7 +9,7 @@ from pydantic import Field, StringConstraints
 from switchboard.calls.dialing import DialOutcome
 from switchboard.calls.domain import CallRecord
 from switchboard.calls.reconcile import ReconcileReport
-from switchboard.catalog.schemas import Body, Phone, View
+from switchboard.catalog.wire import Body, Phone, View
 
 AttendantId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:@-]{1,128}$")]
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,128}$"  # printable ASCII, no spaces

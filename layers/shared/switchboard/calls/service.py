@@ -10,7 +10,7 @@ of the records (an occupant is never added twice nor freed twice).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
@@ -35,7 +35,9 @@ from switchboard.core.errors import CallEnded, Forbidden, NotFound, ProviderErro
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
 from switchboard.providers.ports import Targets
-from switchboard.webhooks.events import ProviderEvent
+
+if TYPE_CHECKING:
+    from switchboard.webhooks.events import ProviderEvent
 
 # Each retry follows a concurrent write that made progress; the bound only stops a bug from spinning.
 MAX_ATTEMPTS = 10

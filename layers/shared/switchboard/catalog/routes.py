@@ -18,7 +18,6 @@ from switchboard.catalog.schemas import (
     CreatedApiKeyView,
     CreateNumber,
     CreateProvider,
-    InstanceName,
     InstanceView,
     NumberView,
     OwnerTag,
@@ -29,6 +28,7 @@ from switchboard.catalog.schemas import (
     UpdateProvider,
 )
 from switchboard.catalog.service import CatalogService
+from switchboard.catalog.wire import InstanceName
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented

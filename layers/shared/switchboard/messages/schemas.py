@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints, field_validator
 
-from switchboard.catalog.schemas import Body, View
+from switchboard.catalog.wire import Body, View
 from switchboard.core.model import Text
 from switchboard.messages.domain import MAX_TEXT_LENGTH, MAX_VALID_FOR_SECONDS, Message, MessageStatus
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from switchboard.catalog.domain import MAX_POOL_SIZE
-from switchboard.catalog.schemas import Body, View
+from switchboard.catalog.wire import Body, View
 from switchboard.core.model import Name
 from switchboard.pool.service import PoolMember
 

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.schemas import OwnerTag
+from switchboard.catalog.wire import OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.quotas import wiring

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from switchboard.catalog.schemas import Body, View
+from switchboard.catalog.wire import Body, View
 from switchboard.quotas.domain import QuotaOverrides
 from switchboard.quotas.service import QuotaReport
 

@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
 
 from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.schemas import InstanceName, OwnerTag
+from switchboard.catalog.wire import InstanceName, OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.body import parse_json
 from switchboard.core.api.errors import documented
@@ -20,7 +20,7 @@ from switchboard.core.errors import InvalidInput, Unauthenticated
 from switchboard.core.observability import metrics
 from switchboard.core.settings import get_settings
 from switchboard.routing.outbox import OutboxService
-from switchboard.routing.schemas import (
+from switchboard.routing.reply_schemas import (
     SECRET_HEADER,
     TOKEN_PARAMETER,
     InstanceWebhookSecretView,

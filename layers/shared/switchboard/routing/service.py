@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import InstanceState, Principal, Scope, secret_hint
@@ -22,7 +22,9 @@ from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
 from switchboard.core.urls import check_outbound_url
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
-from switchboard.webhooks.events import ProviderEvent
+
+if TYPE_CHECKING:
+    from switchboard.webhooks.events import ProviderEvent
 
 CACHE_SECONDS = 30.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -12,7 +12,9 @@ from switchboard.catalog.domain import Instance, Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import metrics
 from switchboard.routing.records import DailyUsage, Direction
-from switchboard.webhooks.events import ProviderEvent
+
+if TYPE_CHECKING:
+    from switchboard.webhooks.events import ProviderEvent
 
 
 class UsageStore(Protocol):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from http import HTTPStatus
 from typing import Any
 
@@ -15,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from switchboard.core import errors
+from switchboard.core.api.unmatched import NO_SUCH_ROUTE
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 
@@ -92,25 +92,6 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
     @app.not_found
     def route_not_found(_: Exception) -> Response:
         return error_response(HTTPStatus.NOT_FOUND, "not_found", NO_SUCH_ROUTE)
-
-
-# API Gateway's route key for requests no other route matches (an unknown path, or a known path
-# with another method); the template sends them to the docs function.
-UNMATCHED_ROUTE_KEY = "$default"
-NO_SUCH_ROUTE = "no such route"
-
-
-def unmatched_route_answer() -> dict[str, Any]:
-    """The payload 2.0 proxy answer to a request of the `$default` route: our `not_found` body.
-
-    Answered without matching the path against any router: a path API Gateway did not match
-    must never reach a route's code through a looser match of the resolver."""
-    return {
-        "statusCode": int(HTTPStatus.NOT_FOUND),
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
-        "body": json.dumps({"error": "not_found", "message": NO_SUCH_ROUTE}),
-        "isBase64Encoded": False,
-    }
 
 
 def _describe(problem: dict[str, Any]) -> str:
