@@ -100,6 +100,11 @@ def _describe(problem: dict[str, Any]) -> str:
     return f"{location}: {message}" if location else str(message)
 
 
+# RFC 9110's names, which Python adopted only in 3.13: the document must not depend on the
+# interpreter that generated it.
+_PHRASES = {413: "Content Too Large", 422: "Unprocessable Content"}
+
+
 def documented(*statuses: int) -> dict[int, OpenAPIResponse]:
     """OpenAPI `responses` for the error statuses a route can answer. A route that takes an API
     key (401) also answers 429: every such request is counted against its key's and tenant's rate."""
@@ -107,7 +112,7 @@ def documented(*statuses: int) -> dict[int, OpenAPIResponse]:
         statuses = (*statuses, int(HTTPStatus.TOO_MANY_REQUESTS))
     return {
         status: {
-            "description": HTTPStatus(status).phrase,
+            "description": _PHRASES.get(status) or HTTPStatus(status).phrase,
             "content": {"application/json": {"model": ErrorBody}},
         }
         for status in statuses
