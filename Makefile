@@ -24,8 +24,7 @@ test: $(STAMP)
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(VENV)/bin/cfn-lint template.yaml
-	# One worker per core, a test module's tests on one worker (they share its module fixtures).
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest
 
 ## `sam build` (no container), in its own environment: aws-sam-cli pins its own boto3.
 build:
