@@ -245,11 +245,11 @@ def test_given_dynamodb_fails_before_the_commit_when_delivered_then_5xx_nothing_
     real = EventStore.accept
     failures = iter([throttled("TransactWriteItems")])
 
-    def failing_once(self: EventStore, event: Any, lease_seconds: int) -> bool:
+    def failing_once(self: EventStore, *args: Any) -> Any:
         error = next(failures, None)
         if error:
             raise error
-        return real(self, event, lease_seconds)
+        return real(self, *args)
 
     monkeypatch.setattr(EventStore, "accept", failing_once)
 
