@@ -77,6 +77,24 @@ def test_given_a_warm_container_then_a_first_delivery_costs_3_requests_and_a_dup
     assert stored(aws, "USAGEMARK#") == []  # the event's own marker keeps the count exact
 
 
+def test_given_events_of_an_instance_never_bound_then_404_and_the_kept_view_stays(
+    client: Client, aws: AwsResources, catalog: Catalog, aws_requests: Counter[str]
+) -> None:
+    """A provider server with users we never registered: each such event checks the stamp and
+    looks the binding up, and reads no secret."""
+    assert deliver(client, catalog.provider_id, message(catalog)).status == 200
+
+    aws_requests.clear()
+    answers = [deliver(client, catalog.provider_id, message(catalog, binding="inst-other")).status for _ in range(3)]
+    unbound_requests = dict(aws_requests)
+    aws_requests.clear()
+    known = deliver(client, catalog.provider_id, message(catalog))
+
+    assert answers == [404, 404, 404]
+    assert unbound_requests == {"dynamodb.GetItem": 3, "dynamodb.TransactGetItems": 3}
+    assert known.json()["outcome"] == "applied" and sum(aws_requests.values()) == 3
+
+
 # --- secrets -------------------------------------------------------------------------------
 
 

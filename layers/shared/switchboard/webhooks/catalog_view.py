@@ -9,7 +9,8 @@ is never acted on after a change: the check fails, nothing is stored, and the in
 view again (secrets included) and authenticates and binds the delivery again.
 
 Only what exists is kept: an unknown binding is looked up again on every delivery, so an
-instance created later is found at once. Secrets are read from the store when a view first
+instance created later is found at once (with the stamp, so that a kept view never answers
+404 where a fresh one would answer 401). Secrets are read from the store when a view first
 needs them, never from an older cache: a secret is written before the stamp that announces it.
 """
 
@@ -62,6 +63,11 @@ class ProviderViews:
             return None
         view = self._views[provider_id] = ProviderView(provider, rev)
         return view
+
+    def current(self, view: ProviderView) -> bool:
+        """Whether the view still holds (one read of the stamp; the view is kept either way)."""
+        provider, rev = self._catalog.provider_and_rev(view.provider.id)
+        return provider is not None and rev == view.rev
 
     def instance(self, view: ProviderView, binding_field: BindingField, binding: str) -> Instance | None:
         """The instance a binding names. Read after the view's stamp, so never older than it."""

@@ -229,7 +229,10 @@ class IngestService:
     def _bind(self, view: ProviderView, inbound: InboundEvent, fresh: bool) -> Instance:
         instance = self._views.instance(view, inbound.binding_field, inbound.binding)
         if instance is None or instance.tenant != view.provider.tenant:
-            if not fresh:  # a kept view may predate a rotated secret: 401 comes before 404
+            # A kept view may predate a rotated secret (401 comes before 404): its stamp is
+            # checked, and only a changed one drops it (a provider sending events of an instance
+            # it was never bound to must not make every delivery read the secrets again).
+            if not fresh and not self._views.current(view):
                 raise _Stale
             raise NotFound("unknown instance for this provider", code="unknown_instance")
         return instance
