@@ -2,7 +2,9 @@
 
 1. In-process moto, the real composition root (`bootstrap`) and effects: N signed `message` events
    (first deliveries), the same N again (duplicates) and N `connection` events, counting every
-   DynamoDB, SQS and SSM request with a botocore `before-call` hook.
+   DynamoDB, SQS and SSM request with a botocore `before-call` hook, beside the targets (a first
+   delivery at most 3 requests, a duplicate at most 2). The container is warm: its view of the
+   provider was read by an earlier delivery.
 2. Contention: 10 threads (own session and service each, like 10 containers) deliver the same
    event at once against the serialised local DynamoDB endpoint; 20 rounds; each must apply the
    effect exactly once.
@@ -12,8 +14,10 @@ It prints figures and asserts nothing. `PYTHONPATH=layers/shared .venv/bin/pytho
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
+import io
 import json
 import os
 import secrets
@@ -45,6 +49,7 @@ THREADS = 10
 ROUNDS = 20
 SECRET = secrets.token_urlsafe(24)  # a fresh one per run
 PREFIX = "/switchboard/bench"
+TARGETS = {"message, first delivery": 3, "message, duplicate": 2}  # AWS requests per event, at most
 
 
 def _environment(endpoint: str | None) -> None:
@@ -126,7 +131,8 @@ def in_process() -> None:
         messages = [
             _signed("message", {"id": f"m{n}", "from": "5511988887777", "text": "hi"}, n) for n in range(EVENTS)
         ]
-        ingest.receive(provider_id, messages[0])  # warm: first secret read, clients built
+        with contextlib.redirect_stdout(io.StringIO()):
+            ingest.receive(provider_id, messages[0])  # warm: the provider's view read, clients built
         for label, batch in (
             ("message, first delivery", messages[1:]),
             ("message, duplicate", messages[1:]),
@@ -134,11 +140,13 @@ def in_process() -> None:
         ):
             requests.clear()
             started = time.perf_counter()
-            outcomes = Counter(ingest.receive(provider_id, event).outcome for event in batch)
+            with contextlib.redirect_stdout(io.StringIO()):  # the effects' metrics (EMF lines)
+                outcomes = Counter(ingest.receive(provider_id, event).outcome for event in batch)
             seconds = time.perf_counter() - started
             per_event = {name: round(count / len(batch), 2) for name, count in sorted(requests.items())}
+            target = f" (target <= {TARGETS[label]})" if label in TARGETS else ""
             print(f"  {label}: {len(batch)} events, {dict(outcomes)}, {1000 * seconds / len(batch):.1f} ms/event")
-            print(f"    AWS requests per event: {sum(requests.values()) / len(batch):.2f} {per_event}")
+            print(f"    AWS requests per event: {sum(requests.values()) / len(batch):.2f}{target} {per_event}")
 
 
 def contention() -> None:

@@ -4,6 +4,14 @@ A tenant's admin keys are counted in one item (pk `TENANT#<tag>`, sk `ADMINKEYS`
 write adding or removing an admin key updates in the same transaction: revoking or demoting
 the last one is refused by that item's condition, so two concurrent revocations of the last
 two admin keys cannot both succeed.
+
+Each provider has a stamp (pk `PROVIDER#<id>`, sk `STAMP`, a counter `rev`) that every write
+changing what a webhook of that provider is checked and bound against bumps in the same
+transaction: the provider itself (its secrets are rotated through it), its instances and their
+bindings, and the Meta phone number ids of the numbers they are on. A container may then keep
+those records as long as the stamp holds the revision it read them at, and a transaction that
+depends on them checks the stamp instead of reading them again (`provider_unchanged`). The stamp
+outlives the provider, so a revision never comes back.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFo
 
 NOT_EXISTS = "attribute_not_exists(pk)"
 ADMIN_COUNT_SK = "ADMINKEYS"
+STAMP_SK = "STAMP"
 KEY_WRITE_ATTEMPTS = 3
 BATCH_GET_KEYS = 100  # DynamoDB's limit per BatchGetItem
 # Items other capabilities keep in an API key's partition (`APIKEY#<id>`), deleted with the key in
@@ -251,7 +260,14 @@ class CatalogRepository:
         return [from_item(Number, item) for item in self._by_index("GSI1", "gsi1pk", tenant_index(tenant, "NUMBER"))]
 
     def save_number(self, number: Number) -> None:
-        self._put_owned(to_item(number, entity_key("NUMBER", number.id), **self._listing(number, "NUMBER")), "number")
+        """Rewrite a number; its Meta phone number id binds webhooks to its instances, so the
+        stamps of their providers move with it."""
+        item = to_item(number, entity_key("NUMBER", number.id), **self._listing(number, "NUMBER"))
+        providers = {instance.provider_id for instance in self.instances_of_number(number.id)}
+        self._transact(
+            [self._put_if_owned(item), *(self._bump(provider_id) for provider_id in sorted(providers))],
+            NotFound("number not found"),
+        )
 
     def delete_number(self, tenant: str, number_id: str) -> None:
         number = self.get_number(tenant, number_id)
@@ -269,7 +285,7 @@ class CatalogRepository:
 
     def create_provider(self, provider: Provider) -> None:
         item = to_item(provider, entity_key("PROVIDER", provider.id), **self._listing(provider, "PROVIDER"))
-        self._put_new(item, AlreadyExists("provider already exists"))
+        self._transact([self._new(item), self._bump(provider.id)], AlreadyExists("provider already exists"))
 
     def get_provider(self, tenant: str, provider_id: str) -> Provider:
         return from_item(Provider, self._owned(entity_key("PROVIDER", provider_id), tenant, "provider"))
@@ -279,13 +295,38 @@ class CatalogRepository:
         item = self._get(entity_key("PROVIDER", provider_id))
         return from_item(Provider, item) if item else None
 
+    def provider_and_rev(self, provider_id: str) -> tuple[Provider | None, int]:
+        """The provider and its stamp's revision (0: never bumped), as of one moment.
+
+        A transactional read: a write bumping the stamp lands wholly before or wholly after it,
+        so the provider is never older than the revision returned with it."""
+        answer = self._client.transact_get_items(
+            TransactItems=[
+                {"Get": {"TableName": self._name, "Key": entity_key("PROVIDER", provider_id)}},
+                {"Get": {"TableName": self._name, "Key": _stamp_key(provider_id)}},
+            ]
+        )
+        provider, stamp = (response.get("Item") for response in answer["Responses"])
+        return (from_item(Provider, provider) if provider else None), int((stamp or {}).get("rev", 0))
+
+    def provider_unchanged(self, provider_id: str, rev: int) -> dict[str, Any]:
+        """A transaction entry that holds only while the provider's stamp is still at `rev`."""
+        check: dict[str, Any] = {"TableName": self._name, "Key": _stamp_key(provider_id)}
+        if rev:
+            check.update(ConditionExpression="rev = :rev", ExpressionAttributeValues={":rev": rev})
+        else:
+            check["ConditionExpression"] = "attribute_not_exists(rev)"
+        return {"ConditionCheck": check}
+
     def list_providers(self, tenant: str) -> list[Provider]:
         index = tenant_index(tenant, "PROVIDER")
         return [from_item(Provider, item) for item in self._by_index("GSI1", "gsi1pk", index)]
 
     def save_provider(self, provider: Provider) -> None:
+        """Rewrite a provider (after its secrets were written: the stamp then tells every
+        container to read them again)."""
         item = to_item(provider, entity_key("PROVIDER", provider.id), **self._listing(provider, "PROVIDER"))
-        self._put_owned(item, "provider")
+        self._transact([self._put_if_owned(item), self._bump(provider.id)], NotFound("provider not found"))
 
     def delete_provider(self, tenant: str, provider_id: str) -> None:
         self.get_provider(tenant, provider_id)
@@ -293,7 +334,8 @@ class CatalogRepository:
         if any(item.get("provider_id") == provider_id for item in self._by_index("GSI1", "gsi1pk", index)):
             raise Conflict("provider still has instances: delete them first", code="provider_in_use")
         self._transact(
-            [self._delete_owned(entity_key("PROVIDER", provider_id), tenant)], NotFound("provider not found")
+            [self._delete_owned(entity_key("PROVIDER", provider_id), tenant), self._bump(provider_id)],
+            NotFound("provider not found"),
         )
 
     # --- instances -----------------------------------------------------------------------
@@ -312,6 +354,8 @@ class CatalogRepository:
             writes.append(self._new({**binding, "tenant": instance.tenant, "instance": instance.key}))
             if old_binding:
                 writes.append({"Delete": {"TableName": self._name, "Key": old_binding}})
+        providers = {instance.provider_id, *([previous.provider_id] if previous else [])}
+        writes += [self._bump(provider_id) for provider_id in sorted(providers)]
         self._transact(writes, AlreadyExists("instance name or provider binding already in use"))
 
     def _instance_indexes(self, instance: Instance) -> dict[str, str]:
@@ -384,6 +428,7 @@ class CatalogRepository:
                         "Key": _binding_key(instance.provider_id, instance.provider_instance_id),
                     }
                 },
+                self._bump(instance.provider_id),
             ],
             NotFound("instance not found"),
         )
@@ -408,6 +453,27 @@ class CatalogRepository:
     def _new(self, item: dict[str, Any]) -> dict[str, Any]:
         return {"Put": {"TableName": self._name, "Item": item, "ConditionExpression": NOT_EXISTS}}
 
+    def _put_if_owned(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self._name,
+                "Item": item,
+                "ConditionExpression": "tenant = :tenant",
+                "ExpressionAttributeValues": {":tenant": item["tenant"]},
+            }
+        }
+
+    def _bump(self, provider_id: str) -> dict[str, Any]:
+        """The provider's stamp moves on (see the module's docstring)."""
+        return {
+            "Update": {
+                "TableName": self._name,
+                "Key": _stamp_key(provider_id),
+                "UpdateExpression": "ADD rev :one",
+                "ExpressionAttributeValues": {":one": 1},
+            }
+        }
+
     def _delete_owned(self, key: dict[str, str], tenant: str) -> dict[str, Any]:
         return {
             "Delete": {
@@ -417,26 +483,6 @@ class CatalogRepository:
                 "ExpressionAttributeValues": {":tenant": tenant},
             }
         }
-
-    def _put_new(self, item: dict[str, Any], exists: Exception) -> None:
-        try:
-            self._table.put_item(Item=item, ConditionExpression=NOT_EXISTS)
-        except ClientError as error:
-            if is_condition_failure(error):
-                raise exists from error
-            raise
-
-    def _put_owned(self, item: dict[str, Any], what: str) -> None:
-        try:
-            self._table.put_item(
-                Item=item,
-                ConditionExpression="tenant = :tenant",
-                ExpressionAttributeValues={":tenant": item["tenant"]},
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                raise NotFound(f"{what} not found") from error
-            raise
 
     def _transact(self, writes: list[dict[str, Any]], on_condition: Exception) -> None:
         try:
@@ -477,6 +523,10 @@ def _key_condition(tenant: str, *, admin: bool) -> dict[str, Any]:
 
 def _digits_key(tenant: str, digits: str) -> dict[str, str]:
     return {"pk": f"TENANT#{tenant}", "sk": f"NUMBER#{digits}"}
+
+
+def _stamp_key(provider_id: str) -> dict[str, str]:
+    return {"pk": f"PROVIDER#{provider_id}", "sk": STAMP_SK}
 
 
 def _binding_key(provider_id: str, provider_instance_id: str) -> dict[str, str]:

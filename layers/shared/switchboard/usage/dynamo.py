@@ -4,8 +4,10 @@
 count belongs to the owner tag in force when it was counted, so changing an instance's tag moves
 nothing already counted (the next count starts the new tag's item). GSI1
 `USAGE#<owner_tag>#<yyyy-mm>` lists a tenant's month (one partition per tenant and month, so
-no single hot index key). A count tied to an id (a provider event, an outbox entry) is written
-together with a marker in one transaction, so a re-applied effect never counts twice.
+no single hot index key). A message received in a provider event is counted in the transaction
+that accepts the event (`incoming_count`), so it commits exactly once with it; any other count
+tied to an id (an outbox entry, a sent message) is written together with a marker in one
+transaction, so a re-applied effect never counts twice.
 """
 
 from __future__ import annotations
@@ -32,26 +34,7 @@ class UsageRepository:
 
     def add(self, instance: Instance, day: date, direction: Direction, count_id: str | None, now: datetime) -> bool:
         """Add one message; with `count_id`, only the first time that id is counted. Returns whether it counted."""
-        tag = instance.owner_tag or UNTAGGED
-        month = day.strftime("%Y-%m")
-        counter = {
-            "TableName": self._name,
-            "Key": {"pk": f"USAGE#{instance.key}", "sk": f"DAY#{day.isoformat()}#{tag}"},
-            "UpdateExpression": (
-                "SET instance = :instance, owner_tag = :tag, tenant = :tenant, #day = :day, "
-                "gsi1pk = :index, gsi1sk = :sort ADD #counter :one"
-            ),
-            "ExpressionAttributeNames": {"#day": "day", "#counter": f"messages_{direction}"},
-            "ExpressionAttributeValues": {
-                ":instance": instance.name,
-                ":tag": tag,
-                ":tenant": instance.tenant,
-                ":day": day.isoformat(),
-                ":index": f"USAGE#{tag}#{month}",
-                ":sort": f"{instance.key}#{day.isoformat()}",
-                ":one": 1,
-            },
-        }
+        counter = self._counter(instance, day, direction)
         if count_id is None:
             self._client.update_item(**counter)
             return True
@@ -71,6 +54,32 @@ class UsageRepository:
                 return False
             raise
         return True
+
+    def incoming_count(self, instance: Instance, day: date) -> dict[str, Any]:
+        """One incoming message, as an entry of the transaction that accepts its provider event."""
+        return {"Update": self._counter(instance, day, "in")}
+
+    def _counter(self, instance: Instance, day: date, direction: Direction) -> dict[str, Any]:
+        tag = instance.owner_tag or UNTAGGED
+        month = day.strftime("%Y-%m")
+        return {
+            "TableName": self._name,
+            "Key": {"pk": f"USAGE#{instance.key}", "sk": f"DAY#{day.isoformat()}#{tag}"},
+            "UpdateExpression": (
+                "SET instance = :instance, owner_tag = :tag, tenant = :tenant, #day = :day, "
+                "gsi1pk = :index, gsi1sk = :sort ADD #counter :one"
+            ),
+            "ExpressionAttributeNames": {"#day": "day", "#counter": f"messages_{direction}"},
+            "ExpressionAttributeValues": {
+                ":instance": instance.name,
+                ":tag": tag,
+                ":tenant": instance.tenant,
+                ":day": day.isoformat(),
+                ":index": f"USAGE#{tag}#{month}",
+                ":sort": f"{instance.key}#{day.isoformat()}",
+                ":one": 1,
+            },
+        }
 
     def month(self, owner_tag: str | None, month: str) -> list[DailyUsage]:
         tag = owner_tag or UNTAGGED

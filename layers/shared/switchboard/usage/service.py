@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 class UsageStore(Protocol):
     def add(self, instance: Instance, day: date, direction: Direction, count_id: str | None, now: datetime) -> bool: ...
     def month(self, owner_tag: str | None, month: str) -> list[DailyUsage]: ...
+
+
+class IncomingCounts(Protocol):
+    def incoming_count(self, instance: Instance, day: date) -> dict[str, Any]: ...
 
 
 class InstanceUsage(Model):
@@ -49,10 +53,6 @@ class UsageRecorder:
     def __init__(self, store: UsageStore, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._store = store
         self._clock = clock
-
-    def record_incoming(self, instance: Instance, when: datetime, event_id: str) -> bool:
-        """Count one incoming message, once per provider event."""
-        return self._store.add(instance, when.astimezone(UTC).date(), "in", event_id, self._clock())
 
     def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool:
         """Count one message sent through `instance` (once per `message_id` when given)."""
@@ -90,12 +90,17 @@ class UsageRecorder:
         return result
 
 
-class IncomingUsageHandler:
-    """`message` effect: count the incoming message (idempotent per event)."""
+class IncomingUsage:
+    """`message` events: the message is counted by a write joining the transaction that accepts
+    the event, so it counts exactly once with it however often the event's effects run; the
+    metric follows once that transaction committed (a re-applied event may emit it again: the
+    stored count is the exact one)."""
 
-    def __init__(self, usage: UsageRecorder) -> None:
-        self._usage = usage
+    def __init__(self, counts: IncomingCounts) -> None:
+        self._counts = counts
 
-    def __call__(self, event: ProviderEvent) -> None:
-        if self._usage.record_incoming(event.instance, event.received_at, event.event_id):
-            count_metric("MessagesReceived", event.instance.key)
+    def writes(self, event: ProviderEvent) -> list[dict[str, Any]]:
+        return [self._counts.incoming_count(event.instance, event.received_at.astimezone(UTC).date())]
+
+    def received(self, event: ProviderEvent) -> None:
+        count_metric("MessagesReceived", event.instance.key)

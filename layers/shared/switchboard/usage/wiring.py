@@ -1,4 +1,4 @@
-"""Builds the usage recorder once per container."""
+"""Builds the usage recorder and the count of incoming messages once per container."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from switchboard.core.components import component
 from switchboard.core.wiring import table
 
 if TYPE_CHECKING:
-    from switchboard.usage.service import UsageRecorder
+    from switchboard.usage.service import IncomingUsage, UsageRecorder
 
 
 @component
@@ -18,3 +18,12 @@ def usage_recorder() -> UsageRecorder:
     from switchboard.usage.service import UsageRecorder
 
     return UsageRecorder(UsageRepository(table()))
+
+
+@component
+def incoming_usage() -> IncomingUsage:
+    """The webhook ingest counts each `message` event in the transaction that accepts it."""
+    from switchboard.usage.dynamo import UsageRepository
+    from switchboard.usage.service import IncomingUsage
+
+    return IncomingUsage(UsageRepository(table()))

@@ -8,12 +8,20 @@
   its reason when it could not be mapped). A pending record sits in a sparse
   index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a crash left behind, and
   carries a short lease so two deliveries of one event never run its effects at the same time.
+
+Both are written in one transaction with a guard (the catalog's check that what the event was
+bound against is unchanged) and the writes that join the event's acceptance (its usage count).
+A redelivery fails that transaction on the record, whose stored status comes back in the same
+answer: an applied event costs that one request.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
+import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,11 +29,15 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, cancellation_codes, is_condition_failure, query_all
-from switchboard.webhooks.events import EventStatus, StoredEvent
+from switchboard.webhooks.events import Acceptance, EventStatus, StoredEvent, TransactItem
 
 DEDUPE_DAYS = 4
 RECORD_DAYS = 8
 PENDING_SHARDS = 4
+# Concurrent transactions on one item (the guard's stamp, a usage counter) may cancel each other
+# ("TransactionConflict"): nothing was written, so the same transaction is simply tried again.
+ACCEPT_ATTEMPTS = 3
+CONFLICT_PAUSE_SECONDS = 0.02
 
 
 class EventStore:
@@ -34,11 +46,14 @@ class EventStore:
         self._client = table.meta.client
         self._name = table.name
 
-    def accept(self, event: StoredEvent, lease_seconds: int) -> bool:
-        """Write marker and pending record in one transaction, leased to the caller.
+    def accept(
+        self, event: StoredEvent, lease_seconds: int, guard: TransactItem, writes: Sequence[TransactItem] = ()
+    ) -> Acceptance:
+        """Write marker and pending record (leased to the caller) with `writes`, if `guard` holds.
 
-        Returns False when the marker already exists (a redelivery). Any other failure raises,
-        and then nothing was written.
+        Returns `accepted` when written, `stale` when the guard failed, otherwise what the
+        existing record says of a redelivery (`duplicate`, `in_flight`, `claimable`). Any other
+        failure raises, and then nothing was written.
         """
         now = event.received_at
         marker = {
@@ -64,58 +79,75 @@ class EventStore:
             "gsi1pk": _pending_index(event),
             "gsi1sk": f"{now.isoformat()}#{event.event_id}",
         }
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._name,
-                            "Item": marker,
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._name,
-                            "Item": record,
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                ]
-            )
-        except ClientError as error:
-            if "ConditionalCheckFailed" in cancellation_codes(error):
-                return False
-            raise
-        return True
+        # The guard first and the record before the marker: whichever way the reasons of a
+        # cancelled transaction are reported, a stale guard and the stored record are seen.
+        items = [
+            guard,
+            {
+                "Put": {
+                    "TableName": self._name,
+                    "Item": record,
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {"Put": {"TableName": self._name, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
+            *writes,
+        ]
+        reasons = self._transact(items)
+        if reasons is None:
+            return "accepted"
+        codes = [reason.get("Code", "None") for reason in reasons]
+        if codes[0] == "ConditionalCheckFailed":
+            return "stale"
+        if codes[1] == "ConditionalCheckFailed":
+            return _redelivery(reasons[1].get("Item") or {}, now)
+        if codes[2] == "ConditionalCheckFailed":
+            return "duplicate"  # the marker without its record: accepted before, the record is gone
+        raise RuntimeError(f"a write joining the acceptance of {event.name} events was refused: {codes[3:]}")
 
-    def record_ignored(self, event: StoredEvent) -> bool:
-        """Keep an event that is acknowledged but never applied, with its reason (no payload).
+    def _transact(self, items: list[TransactItem]) -> list[dict[str, Any]] | None:
+        """Run a transaction; None when it committed, else the reasons of a refused condition."""
+        attempt = 1
+        while True:
+            try:
+                self._client.transact_write_items(TransactItems=items)
+            except ClientError as error:
+                codes = cancellation_codes(error)
+                if "ConditionalCheckFailed" in codes:
+                    reasons: list[dict[str, Any]] = error.response.get("CancellationReasons") or [
+                        {"Code": code} for code in codes
+                    ]
+                    return reasons
+                if "TransactionConflict" not in codes or attempt == ACCEPT_ATTEMPTS:
+                    raise
+                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * attempt))
+                attempt += 1
+            else:
+                return None
 
-        Returns False when it was already recorded (a redelivery)."""
+    def record_ignored(self, event: StoredEvent, guard: TransactItem) -> Acceptance:
+        """Keep an event that is acknowledged but never applied, with its reason (no payload),
+        if `guard` holds. Returns `accepted`, `stale`, or `duplicate` (already recorded)."""
         now = event.received_at
-        try:
-            self._table.put_item(
-                Item={
-                    **_record_key(event),
-                    "providerId": event.provider_id,
-                    "providerInstanceId": event.provider_instance_id,
-                    "instanceKey": event.instance_key,
-                    "name": event.name,
-                    "eventId": event.event_id,
-                    **_digest(event),
-                    "receivedAt": now.isoformat(),
-                    "status": "ignored",
-                    "reason": event.reason or "",
-                    "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
-                },
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return False
-            raise
-        return True
+        record = {
+            **_record_key(event),
+            "providerId": event.provider_id,
+            "providerInstanceId": event.provider_instance_id,
+            "instanceKey": event.instance_key,
+            "name": event.name,
+            "eventId": event.event_id,
+            **_digest(event),
+            "receivedAt": now.isoformat(),
+            "status": "ignored",
+            "reason": event.reason or "",
+            "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
+        }
+        put = {"Put": {"TableName": self._name, "Item": record, "ConditionExpression": "attribute_not_exists(pk)"}}
+        reasons = self._transact([guard, put])
+        if reasons is None:
+            return "accepted"
+        return "stale" if reasons[0].get("Code") == "ConditionalCheckFailed" else "duplicate"
 
     def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None:
         """Lease a pending record to (re-)apply it.
@@ -174,6 +206,15 @@ class EventStore:
                 if len(found) >= limit:
                     return found
         return found
+
+
+def _redelivery(record: dict[str, Any], now: datetime) -> Acceptance:
+    """What the stored record (low-level format: {"status": {"S": "applied"}}) says of a redelivery."""
+    status = record.get("status", {}).get("S")
+    if status != "pending":
+        return "duplicate"  # applied, or ignored: acknowledged before either way
+    lease = int(record.get("leaseUntil", {}).get("N", "0"))
+    return "in_flight" if lease >= _epoch(now) else "claimable"
 
 
 def _identity(event: StoredEvent) -> str:

@@ -1,10 +1,20 @@
 """Provider webhook events, after the signature and the instance binding were verified.
 
-The ingest turns each event of an authentic delivery into a `ProviderEvent` and hands it to
-every `EffectHandler` registered for its name. Handlers must be idempotent: the ingest may run
-them again for the same event (a redelivery of an event whose effects were not all applied),
-and they guard their own state with `seq` or the config version so that an older event never
-overwrites a newer state.
+The ingest turns each event of an authentic delivery into a `ProviderEvent`. Its effects come
+in two kinds, each owned by the capability whose state it changes:
+
+- an `AcceptWrite` returns transaction entries that join the one transaction accepting the
+  event (its dedupe marker and pending record): they commit exactly once with it, never again,
+  and cost no request of their own. Only a write that cannot be refused belongs here (a counter,
+  say): a refused condition would cancel the event's acceptance with it.
+- an `EffectHandler` runs after that commit (a queue message, a state guarded by `seq`).
+  Handlers must be idempotent: the ingest may run them again for the same event (a redelivery
+  of an event whose effects were not all applied, or the sweep of pending events), and they
+  guard their own state with `seq` or the config version so that an older event never
+  overwrites a newer state.
+
+The event's `instance` is the instance's configuration as the ingest bound it (possibly kept
+by the container since an earlier delivery): an effect reads its state from its own store.
 """
 
 from __future__ import annotations
@@ -19,6 +29,11 @@ from switchboard.catalog.domain import Instance
 from switchboard.core.model import Model
 
 EventStatus = Literal["pending", "applied", "ignored"]
+# What storing an event came to: `accepted` (ours to apply), `stale` (the catalog it was bound
+# against changed: nothing written), or a redelivery: `duplicate` (applied, ignored or no record
+# left), `in_flight` (pending, leased to another delivery) or `claimable` (pending, lease run out).
+Acceptance = Literal["accepted", "stale", "duplicate", "in_flight", "claimable"]
+TransactItem = dict[str, Any]  # one entry of a DynamoDB TransactWriteItems request
 
 # A provider delivery may be up to 1 MB, most of it media posted as base64 inside a message
 # event; a DynamoDB item holds at most 400 KB. What is stored of an event is bounded well below:
@@ -113,3 +128,7 @@ class ProviderEvent(Model):
 
 class EffectHandler(Protocol):
     def __call__(self, event: ProviderEvent) -> None: ...
+
+
+class AcceptWrite(Protocol):
+    def __call__(self, event: ProviderEvent) -> list[TransactItem]: ...

@@ -6,32 +6,48 @@ then the provider and the kind's authentication (all 401 with one body), then th
 (400) and the binding of each event to one of our instances (404). Nothing is stored before
 all of them pass.
 
-Durability: a webhook is acknowledged only after its effect is durable. The dedupe marker and a
-pending event record are written in one transaction; the effects run after that commit and the
-record is then marked applied. A failure in between answers 5xx and leaves the record pending:
-the provider's redelivery (same event id) finds the marker, claims the record and runs the
-idempotent effects again; a sweep (`reapply_pending`) does the same for events the provider gave
-up on. An event the kind could not map is recorded as `ignored` with its reason and never applied.
+Durability: a webhook is acknowledged only after its effect is durable. The dedupe marker, a
+pending event record and the writes that join an event's acceptance (`AcceptWrite`: its usage
+count) are written in one transaction; the other effects run after that commit and the record
+is then marked applied. A failure in between answers 5xx and leaves the record pending: the
+provider's redelivery (same event id) finds the record, claims it and runs the idempotent
+after-commit effects again (the transaction's writes are durable already); a sweep
+(`reapply_pending`) does the same for events the provider gave up on. An event the kind could
+not map is recorded as `ignored` with its reason and never applied.
+
+Requests: the provider, its secrets and its bindings come from the container's view of the
+provider (`catalog_view`), checked by the same transaction instead of being read; a first
+delivery then costs that transaction, its after-commit effects and marking it applied, and a
+redelivery of an applied event the one transaction that finds it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
-from switchboard.catalog.domain import Instance, Provider
+from switchboard.catalog.domain import Instance
 from switchboard.catalog.service import instance_token_name, provider_secret_name
 from switchboard.core.errors import EventNotApplied, NotFound, SwitchboardError, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
 from switchboard.providers import envelope
-from switchboard.providers.base import InboundEvent, ProviderKindSpec, WebhookRequest
+from switchboard.providers.base import InboundEvent, WebhookRequest
 from switchboard.providers.kinds import spec_for
-from switchboard.webhooks.events import EffectHandler, EventStatus, ProviderEvent, StoredEvent
+from switchboard.webhooks.catalog_view import ProviderCatalog, ProviderView, ProviderViews
+from switchboard.webhooks.events import (
+    Acceptance,
+    AcceptWrite,
+    EffectHandler,
+    EventStatus,
+    ProviderEvent,
+    StoredEvent,
+    TransactItem,
+)
 
 LEASE_SECONDS = 20
 FRESH_SECRET_INTERVAL_SECONDS = 10.0
@@ -54,45 +70,40 @@ class IngestResult(Model):
     reason: str | None = None
 
 
-class CatalogReader(Protocol):
-    def find_provider(self, provider_id: str) -> Provider | None: ...
-    def instance_for_binding(self, provider_id: str, provider_instance_id: str) -> Instance | None: ...
-    def instance_for_meta_phone(self, provider_id: str, meta_phone_id: str) -> Instance | None: ...
-    def find_instance(self, name: str) -> Instance | None: ...
-
-
 class EventRepository(Protocol):
-    def accept(self, event: StoredEvent, lease_seconds: int) -> bool: ...
-    def record_ignored(self, event: StoredEvent) -> bool: ...
+    def accept(
+        self, event: StoredEvent, lease_seconds: int, guard: TransactItem, writes: Sequence[TransactItem] = ()
+    ) -> Acceptance: ...
+    def record_ignored(self, event: StoredEvent, guard: TransactItem) -> Acceptance: ...
     def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None: ...
     def mark_applied(self, event: StoredEvent, now: datetime) -> None: ...
     def release(self, event: StoredEvent) -> None: ...
     def pending(self, received_before: datetime, limit: int) -> list[StoredEvent]: ...
 
 
+class _Stale(Exception):
+    """The provider's view changed since it was read (or may have): nothing was stored."""
+
+
 class IngestService:
     def __init__(
         self,
-        catalog: CatalogReader,
+        catalog: ProviderCatalog,
         secrets: Secrets,
         events: EventRepository,
         handlers: Mapping[str, list[EffectHandler]],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        *,
+        writes: Mapping[str, list[AcceptWrite]] | None = None,
     ) -> None:
+        self._views = ProviderViews(catalog, secrets)
         self._catalog = catalog
         self._secrets = secrets
         self._events = events
         self._handlers = handlers
+        self._writes = writes or {}
         self._clock = clock
         self._fresh_reads: dict[str, float] = {}
-
-    @property
-    def secret_store(self) -> Secrets:
-        return self._secrets
-
-    @property
-    def catalog(self) -> CatalogReader:
-        return self._catalog
 
     def receive(self, provider_id: str, request: WebhookRequest) -> IngestResult:
         """Verify and apply one delivery.
@@ -101,27 +112,36 @@ class IngestService:
         and EventNotApplied (5xx); only a 2xx result means its events are durable.
         """
         envelope.check_size(request.body)
-        provider = self._catalog.find_provider(provider_id)
-        if provider is None:
-            raise envelope.refused()
-        spec = spec_for(provider.kind)
-        self._authenticate(spec, provider, request)
+        view, fresh = self._verified(provider_id, request, reload=False)
+        inbound = spec_for(view.provider.kind).events(request)
         now = self._clock()
         digest = hashlib.sha256(request.body).hexdigest()  # stored instead of the body
-        results = [self._receive_one(provider, inbound, now, digest) for inbound in spec.events(request)]
-        return _summary(results)
+        results: list[IngestResult] = []
+        retried = False
+        while True:
+            try:
+                # Every event is bound before any is stored (404 before anything is written).
+                bound = [(event, self._bind(view, event, fresh)) for event in inbound[len(results) :]]
+                results += [self._receive_one(view, event, instance, now, digest) for event, instance in bound]
+                return _summary(results)
+            except _Stale:
+                if retried:  # changed again meanwhile: the provider's retry finds it settled
+                    raise EventNotApplied("the provider's configuration changed while storing; retry") from None
+                retried = True
+                view, fresh = self._verified(provider_id, request, reload=True)
 
     def verify_subscription(self, provider_id: str, query: dict[str, str]) -> str:
         """The provider's subscription check (Meta's `hub.challenge`); Forbidden otherwise."""
-        provider = self._catalog.find_provider(provider_id)
-        if provider is None:
+        view = self._views.load(provider_id)  # rare: always read as it is now
+        if view is None:
             raise NotFound("unknown provider", code="unknown_provider")
-        return spec_for(provider.kind).verify_subscription(query, _Credentials(self, provider, fresh=False))
+        return spec_for(view.provider.kind).verify_subscription(query, _Credentials(self._views, self._secrets, view))
 
-    def _receive_one(self, provider: Provider, inbound: InboundEvent, now: datetime, digest: str) -> IngestResult:
-        instance = self._bind(provider, inbound)
+    def _receive_one(
+        self, view: ProviderView, inbound: InboundEvent, instance: Instance, now: datetime, digest: str
+    ) -> IngestResult:
         stored = StoredEvent(
-            provider_id=provider.id,
+            provider_id=view.provider.id,
             provider_instance_id=instance.provider_instance_id,
             instance_key=instance.key,
             name=inbound.name,
@@ -134,19 +154,26 @@ class IngestService:
         )
         if inbound.ignored or inbound.name not in self._handlers:
             reason = inbound.ignored or f"no effect for {inbound.name} events"
-            return self._ignore(stored.model_copy(update={"status": "ignored", "reason": reason}), instance)
+            return self._ignore(view, stored.model_copy(update={"status": "ignored", "reason": reason}), instance)
+        event = _provider_event(stored, instance)
         try:
-            accepted = self._events.accept(stored, LEASE_SECONDS)
+            writes = [entry for write in self._writes.get(stored.name, []) for entry in write(event)]
+            acceptance = self._events.accept(stored, LEASE_SECONDS, self._views.guard(view), writes)
         except Exception as exc:
             logger.warning("webhook not stored", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
-        if not accepted:
-            return self._redelivered(stored, instance, now)
-        self._apply(stored, instance)
-        return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
+        if acceptance == "stale":
+            raise _Stale
+        if acceptance == "accepted":
+            self._apply(stored, instance)
+            return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
+        return self._redelivered(stored, instance, now, acceptance)
 
     def reapply_pending(self, older_than: timedelta = timedelta(minutes=2), limit: int = 100) -> int:
-        """Apply events left pending (a crash, or a provider that stopped retrying). Returns how many."""
+        """Apply events left pending (a crash, or a provider that stopped retrying). Returns how many.
+
+        Only the after-commit effects run: the writes that joined the event's acceptance are
+        durable with its record."""
         now = self._clock()
         applied = 0
         for candidate in self._events.pending(now - older_than, limit):
@@ -167,74 +194,82 @@ class IngestService:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def _authenticate(self, spec: ProviderKindSpec, provider: Provider, request: WebhookRequest) -> None:
-        """Check with the cached secrets; on a refusal re-read them once (a rotation), rate-limited
-        per provider so forged requests cannot turn into a flood of secret-store reads."""
+    def _verified(self, provider_id: str, request: WebhookRequest, *, reload: bool) -> tuple[ProviderView, bool]:
+        """The provider's view with the delivery authenticated against it, and whether the view was
+        read during this call.
+
+        A refusal by a view kept from earlier deliveries reads it again once (a secret rotated
+        straight in the secret store moves no stamp), rate-limited per provider so forged
+        requests cannot turn into a flood of reads."""
+        view = None if reload else self._views.cached(provider_id)
+        fresh = view is None
+        if view is None:
+            view = self._views.load(provider_id)
+        if view is None:
+            raise envelope.refused()
         now = self._clock().timestamp()
         try:
-            spec.authenticate(request, _Credentials(self, provider, fresh=False), now)
+            spec_for(view.provider.kind).authenticate(request, _Credentials(self._views, self._secrets, view), now)
         except Unauthenticated:
-            last = self._fresh_reads.get(provider.id, 0.0)
-            if time.monotonic() - last < FRESH_SECRET_INTERVAL_SECONDS:
+            last = self._fresh_reads.get(provider_id, 0.0)
+            if fresh or time.monotonic() - last < FRESH_SECRET_INTERVAL_SECONDS:
                 raise envelope.refused() from None
-            self._fresh_reads[provider.id] = time.monotonic()
+            self._fresh_reads[provider_id] = time.monotonic()
         else:
-            return
+            return view, fresh
+        view = self._views.load(provider_id)
+        if view is None:
+            raise envelope.refused()
         try:
-            spec.authenticate(request, _Credentials(self, provider, fresh=True), now)
+            spec_for(view.provider.kind).authenticate(request, _Credentials(self._views, self._secrets, view), now)
         except Unauthenticated:
             raise envelope.refused() from None
+        return view, True
 
-    def secret(self, name: str, fresh: bool) -> str | None:
-        try:
-            return self._secrets.get(name, fresh=fresh)
-        except Exception:  # an absent parameter: nothing to check against
-            return None
-
-    def _bind(self, provider: Provider, inbound: InboundEvent) -> Instance:
-        if inbound.binding_field == "meta_phone_id":
-            instance = self._catalog.instance_for_meta_phone(provider.id, inbound.binding)
-        else:
-            instance = self._catalog.instance_for_binding(provider.id, inbound.binding)
-        if instance is None or instance.tenant != provider.tenant:
+    def _bind(self, view: ProviderView, inbound: InboundEvent, fresh: bool) -> Instance:
+        instance = self._views.instance(view, inbound.binding_field, inbound.binding)
+        if instance is None or instance.tenant != view.provider.tenant:
+            # A kept view may predate a rotated secret (401 comes before 404): its stamp is
+            # checked, and only a changed one drops it (a provider sending events of an instance
+            # it was never bound to must not make every delivery read the secrets again).
+            if not fresh and not self._views.current(view):
+                raise _Stale
             raise NotFound("unknown instance for this provider", code="unknown_instance")
         return instance
 
-    def _ignore(self, stored: StoredEvent, instance: Instance) -> IngestResult:
+    def _ignore(self, view: ProviderView, stored: StoredEvent, instance: Instance) -> IngestResult:
         try:
-            self._events.record_ignored(stored)
+            recorded = self._events.record_ignored(stored, self._views.guard(view))
         except Exception as exc:
             logger.warning("ignored event not recorded", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
+        if recorded == "stale":
+            raise _Stale
         logger.info(
             "webhook event ignored",
             extra={"instance": instance.key, "event": stored.name, "reason": stored.reason},
         )
         return IngestResult(outcome="ignored", instance=instance.name, event=stored.name, reason=stored.reason)
 
-    def _redelivered(self, stored: StoredEvent, instance: Instance, now: datetime) -> IngestResult:
-        claimed = self._events.claim(stored, now, LEASE_SECONDS)
+    def _redelivered(
+        self, stored: StoredEvent, instance: Instance, now: datetime, acceptance: Acceptance
+    ) -> IngestResult:
+        """A redelivery: only a pending record whose lease ran out is claimed (its after-commit
+        effects run again); the answer of the failed transaction settles the others."""
+        claimed = self._events.claim(stored, now, LEASE_SECONDS) if acceptance == "claimable" else None
         if isinstance(claimed, StoredEvent):
             logger.info("pending event re-applied", extra={"instance": instance.key, "event_id": stored.event_id})
             self._apply(claimed, instance)
             return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
-        if claimed == "pending":
+        if acceptance == "in_flight" or claimed == "pending":
             logger.info("event in flight elsewhere", extra={"instance": instance.key, "event_id": stored.event_id})
             return IngestResult(outcome="in_flight", instance=instance.name, event=stored.name)
-        # "applied", or no record left beside the marker: either way the event was accepted before.
+        # Applied or ignored, or no record left beside the marker: the event was accepted before.
         return IngestResult(outcome="duplicate", instance=instance.name, event=stored.name)
 
     def _apply(self, stored: StoredEvent, instance: Instance) -> None:
-        event = ProviderEvent(
-            provider_id=stored.provider_id,
-            instance=instance,
-            name=stored.name,
-            event_id=stored.event_id,
-            seq=stored.seq,
-            data=stored.data,
-            envelope_instance=stored.envelope_instance,
-            received_at=stored.received_at,
-        )
+        """The after-commit effects, then the record marked applied."""
+        event = _provider_event(stored, instance)
         try:
             for handler in self._handlers.get(stored.name, []):
                 handler(event)
@@ -256,27 +291,43 @@ class IngestService:
 
 
 class _Credentials:
-    """A provider's secrets, read from the secret store only when a kind asks for them."""
+    """A provider's secrets as its view holds them, read only when a kind asks for them."""
 
-    def __init__(self, ingest: IngestService, provider: Provider, *, fresh: bool) -> None:
-        self._ingest = ingest
-        self._provider = provider
-        self._fresh = fresh
+    def __init__(self, views: ProviderViews, secrets: Secrets, view: ProviderView) -> None:
+        self._views = views
+        self._secrets = secrets
+        self._view = view
 
     def webhook_secret(self) -> str | None:
-        return self._read(provider_secret_name(self._ingest.secret_store, self._provider.id, "webhook-secret"))
+        name = provider_secret_name(self._secrets, self._view.provider.id, "webhook-secret")
+        return self._views.secret(self._view, name)
 
     def verify_token(self) -> str | None:
-        return self._read(provider_secret_name(self._ingest.secret_store, self._provider.id, "verify-token"))
+        return self._views.secret(
+            self._view, provider_secret_name(self._secrets, self._view.provider.id, "verify-token")
+        )
 
     def instance_token(self, binding: str) -> str | None:
-        instance = self._ingest.catalog.instance_for_binding(self._provider.id, binding)
-        if instance is None or instance.tenant != self._provider.tenant:
+        instance = self._views.instance(self._view, "provider_instance_id", binding)
+        if instance is None or instance.tenant != self._view.provider.tenant:
             return None
-        return self._read(instance_token_name(self._ingest.secret_store, instance.tenant, instance.name))
+        return self._views.secret(self._view, instance_token_name(self._secrets, instance.tenant, instance.name))
 
-    def _read(self, name: str) -> str | None:
-        return self._ingest.secret(name, self._fresh)
+    def _provider_secret(self, which: Literal["webhook-secret", "verify-token"]) -> str | None:
+        return self._views.secret(self._view, provider_secret_name(self._secrets, self._view.provider.id, which))
+
+
+def _provider_event(stored: StoredEvent, instance: Instance) -> ProviderEvent:
+    return ProviderEvent(
+        provider_id=stored.provider_id,
+        instance=instance,
+        name=stored.name,
+        event_id=stored.event_id,
+        seq=stored.seq,
+        data=stored.data,
+        envelope_instance=stored.envelope_instance,
+        received_at=stored.received_at,
+    )
 
 
 def _summary(results: list[IngestResult]) -> IngestResult:

@@ -1,7 +1,10 @@
 """Builds the webhook ingest and the effects of each provider event, once per container.
 
-The ingest runs every effect registered for an event's name, in order; each effect belongs to
-the capability that owns the state it changes.
+An event's effects come in two registries, each effect owned by the capability whose state it
+changes: the writes joining the transaction that accepts the event (`accept_writes`: they commit
+exactly once with it) and the effects run after that commit, in order (`event_handlers`). A
+write whose condition could be refused (a state guarded by `seq`) is an after-commit effect: in
+the transaction it would cancel the event's acceptance with it.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from switchboard.core.settings import get_settings
 from switchboard.core.wiring import client, secrets, table
 from switchboard.messages.wiring import receipt_effect
 from switchboard.routing.wiring import outbox_service, routing_repository
-from switchboard.usage.wiring import usage_recorder
-from switchboard.webhooks.events import EffectHandler, ProviderEvent
+from switchboard.usage.wiring import incoming_usage
+from switchboard.webhooks.events import AcceptWrite, EffectHandler, ProviderEvent, TransactItem
 
 if TYPE_CHECKING:
     from switchboard.webhooks.service import IngestService
@@ -29,13 +32,15 @@ def ingest_service() -> IngestService:
     from switchboard.webhooks.dynamo import EventStore
     from switchboard.webhooks.service import IngestService
 
-    return IngestService(catalog_repository(), secrets(), EventStore(table()), event_handlers())
+    return IngestService(catalog_repository(), secrets(), EventStore(table()), event_handlers(), writes=accept_writes())
 
 
-def _count_incoming(event: ProviderEvent) -> None:
-    from switchboard.usage.service import IncomingUsageHandler
+def _count_incoming(event: ProviderEvent) -> list[TransactItem]:
+    return incoming_usage().writes(event)
 
-    IncomingUsageHandler(usage_recorder())(event)
+
+def _received_metric(event: ProviderEvent) -> None:
+    incoming_usage().received(event)
 
 
 def _forward_incoming(event: ProviderEvent) -> None:
@@ -67,14 +72,20 @@ def _reconcile_calls_on_reconnect(event: ProviderEvent) -> None:
 
 
 @component
+def accept_writes() -> dict[str, list[AcceptWrite]]:
+    """The writes of each provider webhook event that join the transaction accepting it."""
+    return {"message": [_count_incoming]}  # usage: counted once with the event, no marker of its own
+
+
+@component
 def event_handlers() -> dict[str, list[EffectHandler]]:
-    """The effects of each provider webhook event, in order; the ingest runs them all."""
+    """The effects of each provider webhook event run after its acceptance committed, in order."""
     handlers: dict[str, list[EffectHandler]] = {
         name: [] for name in ("message", "receipt", "connection", "call", "call_settings")
     }
     handlers["call_settings"].append(lambda event: calls_config_service().on_call_settings(event))
     handlers["connection"].append(lambda event: calls_config_service().on_connection(event))
-    handlers["message"] += [_count_incoming, _forward_incoming]  # usage, then the downstream
+    handlers["message"] += [_forward_incoming, _received_metric]  # the downstream, then the metric
     handlers["connection"].append(_connection_state)  # state by seq, then the outbox
     handlers["receipt"].append(_apply_receipt)  # status, then the client webhook
     handlers["call"].append(lambda event: call_service().on_call_event(event))
