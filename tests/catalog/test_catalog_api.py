@@ -203,3 +203,73 @@ def test_reconfiguring_an_instance_never_undoes_a_connection_event_that_raced_it
     assert answer.status == 200
     stored = client.get("/api/instances/acme-main", key=tenant.admin).json()
     assert (stored["state"], stored["priority"]) == ("CONNECTED", 3)
+
+
+def test_an_instance_keeps_its_own_configuration_until_a_put_changes_it(client: Client, make_tenant: Any) -> None:
+    tenant = make_tenant("acme")
+    created = setup_catalog(client, tenant)
+    binding = {
+        "providerId": created["provider"]["id"],
+        "providerInstanceId": "inst-1",
+        "numberId": created["number"]["id"],
+        "kind": "calls",
+    }
+    assert (created["instance"]["spamguardEnabled"], created["instance"]["inboxId"]) == (False, None)
+    assert created["instance"]["eventsWebhookUrl"] is None
+
+    configured = client.put(
+        "/api/instances/acme-main",
+        key=tenant.admin,
+        json_body={
+            **binding,
+            "spamguardEnabled": True,
+            "inboxId": 42,
+            "eventsWebhookUrl": "https://93.184.216.34/events",
+        },
+    )
+    assert configured.status == 200, configured.body
+    kept = client.put("/api/instances/acme-main", key=tenant.admin, json_body={**binding, "priority": 2})
+    assert kept.status == 200
+
+    stored = client.get("/api/instances/acme-main", key=tenant.admin).json()
+    assert (stored["spamguardEnabled"], stored["inboxId"], stored["priority"]) == (True, 42, 2)
+    assert stored["eventsWebhookUrl"] == "https://93.184.216.34/events"
+    cleared = client.put(
+        "/api/instances/acme-main", key=tenant.admin, json_body={**binding, "inboxId": None, "eventsWebhookUrl": None}
+    ).json()
+    assert (cleared["spamguardEnabled"], cleared["inboxId"], cleared["eventsWebhookUrl"]) == (True, None, None)
+    audit = client.get("/api/audit", key=tenant.admin).json()
+    assert sum(entry["action"] == "instance.updated" and entry["target"] == "acme-main" for entry in audit) == 3
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "status"),
+    [
+        ("eventsWebhookUrl", "https://10.0.0.5/events", 400),
+        ("eventsWebhookUrl", "http://93.184.216.34/events", 400),
+        ("eventsWebhookUrl", "ftp://93.184.216.34/events", 422),
+        ("inboxId", 0, 422),
+        ("inboxId", "7", 422),
+        ("spamguardEnabled", "yes", 422),
+    ],
+)
+def test_bad_instance_configuration_is_refused_and_changes_nothing(
+    client: Client, make_tenant: Any, field: str, value: Any, status: int
+) -> None:
+    tenant = make_tenant("acme")
+    created = setup_catalog(client, tenant)
+
+    answer = client.put(
+        "/api/instances/acme-main",
+        key=tenant.admin,
+        json_body={
+            "providerId": created["provider"]["id"],
+            "providerInstanceId": "inst-1",
+            "numberId": created["number"]["id"],
+            "kind": "calls",
+            field: value,
+        },
+    )
+
+    assert answer.status == status, answer.body
+    assert client.get("/api/instances/acme-main", key=tenant.admin).json() == created["instance"]

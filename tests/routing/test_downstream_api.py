@@ -116,6 +116,28 @@ def test_given_a_mapping_change_when_the_very_next_message_arrives_then_it_goes_
     assert conversation.body == {"inbox_id": 13, "contact_id": fake.contacts[(OTHER_URL, "+5511988887777")]}
 
 
+def test_given_an_instance_with_its_own_inbox_when_a_message_arrives_then_it_reaches_that_inbox_of_the_account(
+    client: Client, aws: AwsResources, catalog: Catalog, fake: FakeDownstream
+) -> None:
+    put_mapping(client, catalog.tenant.admin)
+    binding = {
+        "providerId": catalog.provider_id,
+        "providerInstanceId": catalog.provider_instance_id,
+        "numberId": catalog.number_id,
+    }
+    own_inbox = client.put(
+        f"/api/instances/{catalog.instance}", key=catalog.tenant.admin, json_body={**binding, "inboxId": 31}
+    )
+    assert own_inbox.status == 200, own_inbox.body
+
+    incoming(client, aws, catalog, "para a caixa da instância")
+
+    assert {(r.origin, r.token) for r in fake.requests} == {(ACME_URL, ACME_TOKEN)}
+    assert fake.requests[1].body == {"inbox_id": 31, "name": "+5511988887777", "phone_number": "+5511988887777"}
+    assert fake.requests[3].body == {"inbox_id": 31, "contact_id": 1}
+    assert [r.path for r in fake.messages()] == ["/api/v1/accounts/7/conversations/2/messages"]
+
+
 def test_given_no_mapping_when_a_message_arrives_then_the_global_fallback_receives_it(
     client: Client, aws: AwsResources, catalog: Catalog, fake: FakeDownstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:

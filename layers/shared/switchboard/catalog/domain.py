@@ -147,6 +147,10 @@ class Instance(Record):
     state: InstanceState = "DISCONNECTED"
     state_seq: int | None = None  # the provider `seq` of the event that set `state`
     state_changed_at: datetime | None = None
+    # Per-instance configuration, set through `PUT /api/instances/{name}`.
+    spamguard_enabled: bool = False
+    inbox_id: int | None = None  # overrides the owner tag's downstream inbox (same downstream account)
+    events_webhook_url: str | None = None
 
     @property
     def key(self) -> str:

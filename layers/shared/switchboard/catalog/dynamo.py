@@ -501,6 +501,9 @@ _INSTANCE_CONFIGURATION = (
     "kind",
     "owner_tag",
     "token_hint",
+    "spamguard_enabled",
+    "inbox_id",
+    "events_webhook_url",
 )
 
 

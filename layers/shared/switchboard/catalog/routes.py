@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
+    INSTANCE_CONFIGURATION,
     ApiKeyView,
     CreateAdminKey,
     CreateApiKey,
@@ -207,6 +208,7 @@ def put_instance(
         kind=body.kind,
         owner_tag=body.owner_tag,
         owner_tag_given="owner_tag" in body.model_fields_set,
+        configuration={name: getattr(body, name) for name in INSTANCE_CONFIGURATION if name in body.model_fields_set},
     )
     setup.configure(instance)
     return Response(

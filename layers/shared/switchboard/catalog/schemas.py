@@ -170,6 +170,17 @@ class ProviderView(View):
 
 # --- instances -----------------------------------------------------------------------------
 
+SPAMGUARD_ENABLED = (
+    "Refuse to send through this instance a text equal (trimmed, inner whitespace collapsed, casefolded) to "
+    "one of the last 2 texts sent to the same recipient through it within 24 h; the pool then tries the next "
+    "instance. Left out: kept as it is (false on create)."
+)
+INBOX_ID = (
+    "The downstream inbox of this instance's incoming messages, in the account of its owner tag's "
+    "downstream (null: that downstream's own inbox). Left out: kept as it is."
+)
+EVENTS_WEBHOOK_URL = "An https URL for this instance's events, or null. Left out: kept as it is."
+
 
 class PutInstance(Body):
     provider_id: Name
@@ -179,6 +190,13 @@ class PutInstance(Body):
     priority: Annotated[int, Field(ge=0, le=1000)] = 0
     kind: Literal["messages", "calls"] = "messages"
     owner_tag: OwnerTag | None = None
+    spamguard_enabled: bool = Field(default=False, description=SPAMGUARD_ENABLED)
+    inbox_id: Annotated[int, Field(ge=1)] | None = Field(default=None, description=INBOX_ID)
+    events_webhook_url: HttpUrl | None = Field(default=None, description=EVENTS_WEBHOOK_URL)
+
+
+# The per-instance configuration: a PUT that leaves one of these out keeps its current value.
+INSTANCE_CONFIGURATION = ("spamguard_enabled", "inbox_id", "events_webhook_url")
 
 
 class InstanceView(View):
@@ -192,6 +210,9 @@ class InstanceView(View):
     token_hint: str
     state: str
     state_changed_at: datetime | None
+    spamguard_enabled: bool = Field(description=SPAMGUARD_ENABLED)
+    inbox_id: int | None = Field(description=INBOX_ID)
+    events_webhook_url: str | None = Field(description=EVENTS_WEBHOOK_URL)
     created_at: datetime
 
     @classmethod

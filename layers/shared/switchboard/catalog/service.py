@@ -6,6 +6,7 @@ repository (every read is by the caller's tenant, and another tenant's object is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from switchboard.audit.ports import Audit
@@ -287,8 +288,15 @@ class CatalogService:
         kind: Literal["messages", "calls"],
         owner_tag: str | None,
         owner_tag_given: bool,
+        configuration: Mapping[str, Any] | None = None,
     ) -> tuple[Instance, bool]:
-        """Create or replace an instance. Returns it and whether it was created."""
+        """Create or replace an instance. Returns it and whether it was created.
+
+        `configuration` holds the per-instance settings given (`spamguard_enabled`, `inbox_id`,
+        `events_webhook_url`); one left out keeps its current value. Raises InvalidInput."""
+        configuration = dict(configuration or {})
+        if configuration.get("events_webhook_url"):
+            check_outbound_url(configuration["events_webhook_url"], local_mode=self._local_mode)
         self._repository.get_provider(principal.tenant, provider_id)
         self._repository.get_number(principal.tenant, number_id)
         if owner_tag not in (None, principal.tenant):
@@ -309,8 +317,11 @@ class CatalogService:
             state=previous.state if previous else "DISCONNECTED",
             state_seq=previous.state_seq if previous else None,
             state_changed_at=previous.state_changed_at if previous else None,
+            spamguard_enabled=previous.spamguard_enabled if previous else False,
+            inbox_id=previous.inbox_id if previous else None,
+            events_webhook_url=previous.events_webhook_url if previous else None,
             **({"created_at": previous.created_at} if previous else {}),
-        )
+        ).model_copy(update=configuration)
         if token:
             self._secrets.put(instance_token_name(self._secrets, principal.tenant, name), token)
         self._repository.put_instance(instance, previous)

@@ -46,6 +46,7 @@ class IncomingMessage(Model):
     event_id: str  # provider event id: the idempotency key of the forward
     instance: str
     owner_tag: str | None
+    inbox_id: int | None = None  # the instance's own inbox in its owner tag's downstream
     provider_message_id: str
     sender: str  # E.164 digits
     text: str

@@ -42,6 +42,7 @@ class IncomingForwardHandler:
                 event_id=f"{event.provider_id}#{event.instance.provider_instance_id}#{event.event_id}",
                 instance=event.instance.key,
                 owner_tag=event.instance.owner_tag,
+                inbox_id=event.instance.inbox_id,
                 provider_message_id=message_id,
                 sender=sender.lstrip("+"),
                 text=text,
@@ -65,6 +66,9 @@ class DownstreamForwarder:
             logger.warning("no downstream configured; message dropped", extra={"instance": message.instance})
             count_metric("ForwardsDropped", message.instance)
             return None
+        if message.inbox_id is not None:
+            # The instance's own inbox, in the same downstream account (same URL and token).
+            target = target.model_copy(update={"inbox_id": message.inbox_id})
         try:
             conversation = self._client.post_incoming(target, message)
         except Exception:
