@@ -16,6 +16,7 @@ from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdic
 from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key, utcnow
 from switchboard.core.errors import AlreadyFinal, NotFound, ProviderError
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
+from switchboard.messages.spam_guard import SentText
 from switchboard.pool.domain import Affinity
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
@@ -549,3 +550,17 @@ class FakeCredentials:
     def instance_token(self, binding: str) -> str | None:
         self.token_reads.append(binding)
         return self._tokens.get(binding)
+
+
+class FakeSpamHistory:
+    """`messages.spam_guard.SpamHistory` in memory: (instance key, recipient) -> texts, newest first."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], tuple[list[SentText], datetime]] = {}
+
+    def recent(self, instance: str, recipient: str) -> list[SentText]:
+        texts, _ = self.items.get((instance, recipient), ([], None))
+        return list(texts)
+
+    def replace(self, instance: str, recipient: str, texts: list[SentText], expires_at: datetime) -> None:
+        self.items[(instance, recipient)] = (list(texts), expires_at)

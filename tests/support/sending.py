@@ -38,7 +38,15 @@ def instance_tokens() -> FakeSecrets:
 class SendWorld:
     """A send worker over fakes; the world is also the worker's config source (`get`)."""
 
-    def __init__(self, config: SendingConfig, *, max_attempts: int = 5, usage: Any = None, secrets: Any = None) -> None:
+    def __init__(
+        self,
+        config: SendingConfig,
+        *,
+        max_attempts: int = 5,
+        usage: Any = None,
+        secrets: Any = None,
+        spam_guard: Any = None,
+    ) -> None:
         self.config = config
         self.messages = FakeMessages()
         self.provider = FakeProvider(expected_token=lambda target: f"token-of-{target.provider_instance_id}")
@@ -53,6 +61,7 @@ class SendWorld:
             notifier=self.notifier,
             max_attempts=max_attempts,
             usage=usage,
+            spam_guard=spam_guard,
         )
 
     def get(self, tenant: str, api_key_id: str) -> SendingConfig:

@@ -4,7 +4,8 @@ Items (main table):
 - message: pk `MESSAGE#<id>`, sk `#META`, with its trace (a list, appended per attempt);
 - affinity: pk `AFFINITY#<tenant>#<recipient>`, sk `#META`: the number that last sent to the
   recipient (an O(1) read, never a scan of messages);
-- receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id.
+- receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id;
+- spam guard history: pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META` (see `spam_guard.py`).
 
 Per message the worker makes: the claim (one conditional `UpdateItem` that also returns the
 message), the affinity read (pool mode), the round-robin ticket (affinity miss), the route
@@ -40,6 +41,7 @@ from switchboard.messages.domain import (
     PendingRoute,
     TraceEvent,
 )
+from switchboard.messages.spam_guard import SentText
 from switchboard.pool.domain import Affinity
 
 NOT_EXISTS = "attribute_not_exists(pk)"
@@ -400,3 +402,28 @@ def _event_item(event: TraceEvent) -> dict[str, Any]:
     """A trace event as stored: JSON types, nulls kept (the trace shows `affinityNumber: null`)."""
     item: dict[str, Any] = event.model_dump(mode="json")
     return item
+
+
+def spam_history_key(instance: str, recipient: str) -> dict[str, str]:
+    return {"pk": f"SPAMGUARD#{instance}#{recipient}", "sk": META}
+
+
+class SpamHistoryRepository:
+    """The spam guard's history: pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META`, the last
+    texts' hashes with when they were sent, and `expiresAt` (TTL) 24 h after the newest."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def recent(self, instance: str, recipient: str) -> list[SentText]:
+        item = self._table.get_item(Key=spam_history_key(instance, recipient), ConsistentRead=True).get("Item")
+        return [from_item(SentText, text) for text in item.get("texts", [])] if item else []
+
+    def replace(self, instance: str, recipient: str, texts: list[SentText], expires_at: datetime) -> None:
+        self._table.put_item(
+            Item={
+                **spam_history_key(instance, recipient),
+                "texts": [text.model_dump(mode="json") for text in texts],
+                "expiresAt": int(expires_at.timestamp()),
+            }
+        )

@@ -17,6 +17,8 @@ safe, else FAILED `ambiguous_outcome`.
   FAILED `ambiguous_outcome` rather than risk a second copy, unless the key asked for
   at-least-once delivery. On the last attempt the message ends FAILED (`ambiguous_outcome`
   after a timeout: it may have left);
+- an instance whose spam guard refuses the text (`spam_guard.py`): next instance, then next
+  number, like a refusal;
 - nothing could send: FAILED `no_number_available` (or the provider's refusal code); a message
   with validity left goes WAITING instead (see `_wait`), and one past its `expires_at` ends
   FAILED `expired` without being tried.
@@ -27,7 +29,7 @@ client webhook is queued, best effort: it never fails the send.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -60,6 +62,7 @@ from switchboard.messages.domain import (
     next_check_seconds,
 )
 from switchboard.messages.ports import DelayedJobs, Messages
+from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig, plan_numbers
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.kinds import spec_for
@@ -106,6 +109,7 @@ class SendingService:
         max_attempts: int,
         usage: Usage | None = None,
         jobs: DelayedJobs | None = None,
+        spam_guard: SpamGuard | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         """`jobs` queues the delayed job that wakes a WAITING message; without it (a worker that
@@ -119,6 +123,7 @@ class SendingService:
         self._max_attempts = max_attempts
         self._usage = usage
         self._jobs = jobs
+        self._spam_guard = spam_guard
         self._clock = clock
 
     def process(self, job: SendJob, attempt: int) -> SendOutcome:
@@ -179,7 +184,7 @@ class SendingService:
             if not number.connected:
                 events.append(_skip("pool.number.skipped", number, None, "disconnected"))
                 continue
-            for route in _routes_in_order(number, message.pending):
+            for route in self._unguarded_routes(number, message, events):
                 try:
                     message = self._mark_in_flight(message, number, route)
                 except AlreadyFinal:
@@ -215,7 +220,7 @@ class SendingService:
                     remember_affinity=not plan.keeps_affinity_after(number),
                 )
             events.append(_skip("pool.number.skipped", number, None, "no_instance_could_send"))
-        return self._nothing_sent(job, message, config, events, refusal=refusal)
+        return self._nothing_sent(job, message, config, events, refusal=refusal or _spam_guard_refusal(events))
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -278,6 +283,7 @@ class SendingService:
         )
         metrics.add_metric(name="MessagesSent", unit="Count", value=1)
         self._count_usage(route, sent)
+        self._remember_text(route, sent)
         self._notify(sent, config)
         return SendOutcome(
             message_id=message.id, status=MessageStatus.SENT, source_number=number.digits, instance=route.instance
@@ -383,6 +389,25 @@ class SendingService:
         except Exception:
             logger.exception("outgoing usage not counted", extra={"message_id": message.id})
 
+    def _unguarded_routes(self, number: NumberRoutes, message: Message, events: list[TraceEvent]) -> Iterator[Route]:
+        """The number's routes in order, less those whose spam guard refuses the text (each skip
+        traced when reached, so the trace keeps the order of the attempts)."""
+        for route in _routes_in_order(number, message.pending):
+            guard, instance = self._spam_guard, route.source
+            if guard is not None and instance is not None and guard.refuses(instance, message.to, message.text):
+                events.append(_skip("pool.instance.skipped", number, route, SPAM_GUARD))
+            else:
+                yield route
+
+    def _remember_text(self, route: Route, message: Message) -> None:
+        """The sent text in the instance's spam guard history; a failure is logged, never fails the send."""
+        if self._spam_guard is None or route.source is None:
+            return
+        try:
+            self._spam_guard.remember(route.source, message.to, message.text)
+        except Exception:
+            logger.exception("sent text not remembered by the spam guard", extra={"message_id": message.id})
+
     def _notify(self, message: Message, config: SendingConfig) -> None:
         try:
             self._notifier.message_changed(message, config.webhook_url)
@@ -397,6 +422,12 @@ def _may_resend(route: Route, config: SendingConfig) -> bool:
 def _may_resend_kind(kind: str | None, config: SendingConfig) -> bool:
     # A route without a kind was stored before routes carried one: only resendable ones were.
     return kind is None or spec_for(kind).retry_safe or config.at_least_once
+
+
+def _spam_guard_refusal(events: list[TraceEvent]) -> str | None:
+    """`spam_guard` when a spam guard refused a route: the message must not wait for a number."""
+    refused = any(event.data.get("reason") == SPAM_GUARD for event in events if event.stage == "pool.instance.skipped")
+    return SPAM_GUARD if refused else None
 
 
 def _interrupted(route: PendingRoute) -> TraceEvent:

@@ -69,7 +69,9 @@ def message_service() -> MessageService:
 
 @component
 def send_worker() -> SendWorker:
+    from switchboard.messages.dynamo import SpamHistoryRepository
     from switchboard.messages.sending import SendingService, SendWorker
+    from switchboard.messages.spam_guard import SpamGuard
 
     service = SendingService(
         message_repository(),
@@ -81,6 +83,7 @@ def send_worker() -> SendWorker:
         max_attempts=get_settings().send_max_attempts,
         usage=usage_recorder(),
         jobs=send_queue(),
+        spam_guard=SpamGuard(SpamHistoryRepository(table())),
     )
     return SendWorker(service, send_queue())
 
