@@ -13,7 +13,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
+
 from tests.support.api import Client, TenantKeys
+from tests.support.aws import REGION, AwsResources
 
 WEBHOOK_SECRET = "whsec-routing-test-secret-1"
 INSTANCE_TOKEN = "instance-token-routing-test-1"
@@ -98,3 +101,19 @@ def message_data(text: str = "hello", sender: str = "5511988887777") -> dict[str
         "text": text,
         "timestamp": "2026-11-30T08:00:00Z",
     }
+
+
+# --- what ingest left in the table and the forward queue ----------------------------------------
+
+
+def stored(aws: AwsResources, prefix: str) -> list[dict[str, Any]]:
+    table = boto3.resource("dynamodb", region_name=REGION).Table(aws.tables["MainTable"])
+    return [item for item in table.scan()["Items"] if str(item["pk"]).startswith(prefix)]
+
+
+def usage_in(aws: AwsResources, instance_key: str) -> int:
+    return sum(int(item.get("messages_in", 0)) for item in stored(aws, f"USAGE#{instance_key}"))
+
+
+def forwarded(aws: AwsResources) -> list[dict[str, Any]]:
+    return [json.loads(message["Body"]) for message in aws.queue_messages("ForwardQueue")]

@@ -11,28 +11,23 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from switchboard import bootstrap
 from tests.support.api import SECRET_WATCH, Client
-from tests.support.aws import REGION, AwsResources
-from tests.support.provider_webhooks import Catalog, deliver, envelope, message_data, signed_headers
+from tests.support.aws import AwsResources
+from tests.support.provider_webhooks import (
+    Catalog,
+    deliver,
+    envelope,
+    forwarded,
+    message_data,
+    signed_headers,
+    stored,
+    usage_in,
+)
 
 ROTATED_SECRET = "whsec-routing-test-secret-2"
-
-
-def stored(aws: AwsResources, prefix: str) -> list[dict[str, Any]]:
-    table = boto3.resource("dynamodb", region_name=REGION).Table(aws.tables["MainTable"])
-    return [item for item in table.scan()["Items"] if str(item["pk"]).startswith(prefix)]
-
-
-def usage_in(aws: AwsResources, instance_key: str) -> int:
-    return sum(int(item.get("messages_in", 0)) for item in stored(aws, f"USAGE#{instance_key}"))
-
-
-def forwarded(aws: AwsResources) -> list[dict[str, Any]]:
-    return [json.loads(message["Body"]) for message in aws.queue_messages("ForwardQueue")]
 
 
 def message(catalog: Catalog, binding: str | None = None) -> bytes:

@@ -28,24 +28,13 @@ from tests.support.provider_webhooks import (
     build_catalog,
     deliver,
     envelope,
+    forwarded,
     message_data,
     signed_headers,
+    stored,
+    usage_in,
 )
 from tests.support.samples import sample_event
-
-
-def stored(aws: AwsResources, prefix: str) -> list[dict[str, Any]]:
-    table = boto3.resource("dynamodb", region_name=REGION).Table(aws.tables["MainTable"])
-    return [item for item in table.scan()["Items"] if str(item["pk"]).startswith(prefix)]
-
-
-def usage_in(aws: AwsResources, instance_key: str) -> int:
-    return sum(int(item.get("messages_in", 0)) for item in stored(aws, f"USAGE#{instance_key}"))
-
-
-def forwarded(aws: AwsResources) -> list[dict[str, Any]]:
-    return [json.loads(message["Body"]) for message in aws.queue_messages("ForwardQueue")]
-
 
 # --- authentication ----------------------------------------------------------------------
 

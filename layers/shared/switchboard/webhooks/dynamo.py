@@ -62,17 +62,10 @@ class EventStore:
             "receivedAt": now.isoformat(),
         }
         record = {
-            **_record_key(event),
-            "providerId": event.provider_id,
-            "providerInstanceId": event.provider_instance_id,
-            "instanceKey": event.instance_key,
-            "name": event.name,
-            "eventId": event.event_id,
+            **_record_base(event),
             "payload": json.dumps(
                 {"seq": event.seq, "data": event.data, "instance": event.envelope_instance}, separators=(",", ":")
             ),
-            **_digest(event),
-            "receivedAt": now.isoformat(),
             "status": "pending",
             "leaseUntil": _epoch(now + timedelta(seconds=lease_seconds)),
             "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
@@ -131,14 +124,7 @@ class EventStore:
         if `guard` holds. Returns `accepted`, `stale`, or `duplicate` (already recorded)."""
         now = event.received_at
         record = {
-            **_record_key(event),
-            "providerId": event.provider_id,
-            "providerInstanceId": event.provider_instance_id,
-            "instanceKey": event.instance_key,
-            "name": event.name,
-            "eventId": event.event_id,
-            **_digest(event),
-            "receivedAt": now.isoformat(),
+            **_record_base(event),
             "status": "ignored",
             "reason": event.reason or "",
             "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
@@ -223,6 +209,20 @@ def _identity(event: StoredEvent) -> str:
 
 def _marker_key(event: StoredEvent) -> dict[str, str]:
     return {"pk": f"WHDEDUPE#{_identity(event)}", "sk": META}
+
+
+def _record_base(event: StoredEvent) -> dict[str, Any]:
+    """What every event record holds, applied or ignored: its key, its binding and the body's digest."""
+    return {
+        **_record_key(event),
+        "providerId": event.provider_id,
+        "providerInstanceId": event.provider_instance_id,
+        "instanceKey": event.instance_key,
+        "name": event.name,
+        "eventId": event.event_id,
+        **_digest(event),
+        "receivedAt": event.received_at.isoformat(),
+    }
 
 
 def _record_key(event: StoredEvent) -> dict[str, str]:
