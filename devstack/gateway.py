@@ -1,4 +1,5 @@
-"""The local gateway: a real HTTP server in front of the `HttpApi` emulator.
+"""The local gateway: a real HTTP server in front of the `HttpApi` emulator, and the web
+console's static files at `/console/` on the same origin (devstack/console.py).
 
 It hands the emulator what API Gateway itself sees: the path as sent (still percent-encoded),
 the raw query string, every header line as received (repeated ones kept, in order) and the
@@ -14,6 +15,7 @@ from typing import Any
 from werkzeug.serving import WSGIRequestHandler
 
 from devstack.apigw import HttpApi, HttpResponse
+from devstack.console import ConsoleFiles
 from devstack.serving import Server
 
 RAW_HEADERS = "devstack.raw_headers"
@@ -35,14 +37,19 @@ class RawHeadersHandler(WSGIRequestHandler):
 
 
 class GatewayApp:
-    """WSGI app: one HTTP request -> `HttpApi.handle` -> the proxy response."""
+    """WSGI app: one HTTP request -> the console's files, or `HttpApi.handle` -> the proxy response."""
 
-    def __init__(self, api: HttpApi) -> None:
+    def __init__(self, api: HttpApi, console: ConsoleFiles | None = None) -> None:
         self.api = api
+        self.console = console or ConsoleFiles()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         raw_uri = environ.get("RAW_URI") or environ.get("REQUEST_URI") or environ.get("PATH_INFO", "/")
         raw_path, _, query = raw_uri.partition("?")
+        page = self.console.handle(environ["REQUEST_METHOD"], raw_path, query)
+        if page is not None:
+            # A HEAD answer has no body but the length the GET's would have.
+            return self._answer(start_response, page, length=page.headers.get("content-length"))
         body = _body(environ)
         if body is None:
             return self._answer(start_response, HttpResponse(413, {"content-type": "application/json"}, TOO_LARGE))
@@ -57,10 +64,10 @@ class GatewayApp:
         return self._answer(start_response, answer)
 
     @staticmethod
-    def _answer(start_response: Any, answer: HttpResponse) -> Iterable[bytes]:
+    def _answer(start_response: Any, answer: HttpResponse, length: str | None = None) -> Iterable[bytes]:
         headers = [(name, value) for name, value in answer.headers.items() if name.lower() not in HOP_BY_HOP]
         headers += [("set-cookie", cookie) for cookie in answer.cookies]
-        headers.append(("content-length", str(len(answer.body))))
+        headers.append(("content-length", length or str(len(answer.body))))
         start_response(f"{answer.status} {_reason(answer.status)}", headers)
         return [answer.body]
 
@@ -87,8 +94,10 @@ def _reason(status: int) -> str:
 class Gateway:
     """The local API on `host:port` (0 picks a free port), served by threads."""
 
-    def __init__(self, api: HttpApi, host: str = "127.0.0.1", port: int = 3000) -> None:
-        self._server = Server(GatewayApp(api), name="gateway", host=host, port=port, handler=RawHeadersHandler)
+    def __init__(
+        self, api: HttpApi, host: str = "127.0.0.1", port: int = 3000, console: ConsoleFiles | None = None
+    ) -> None:
+        self._server = Server(GatewayApp(api, console), name="gateway", host=host, port=port, handler=RawHeadersHandler)
 
     @property
     def port(self) -> int:
