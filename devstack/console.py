@@ -83,11 +83,7 @@ class ConsoleFiles:
         if decoded.endswith("/"):
             decoded += INDEX
         parts = decoded.split("/")
-        if (
-            "\\" in decoded
-            or "\x00" in decoded
-            or any(part in {"", ".", ".."} or part.startswith(".") for part in parts)
-        ):
+        if "\\" in decoded or "\x00" in decoded or any(not part or part.startswith(".") for part in parts):
             return None
         candidate = self.root.joinpath(*parts).resolve()
         if not candidate.is_relative_to(self.root) or not candidate.is_file():
