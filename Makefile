@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SAM_VENV := .sam-venv
 STAMP := $(VENV)/.installed
 
-.PHONY: local test lint typecheck unit build coldstart openapi bench clean
+.PHONY: local test lint typecheck unit build coldstart openapi bench clean deploy-console chromium
 
 $(STAMP): requirements-dev.txt layers/shared/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ build:
 	# Lambda's file system is read-only: without bytecode in the package, every cold start compiles
 	# the layer again. Unchecked-hash .pyc files are used as they are (built by the same Python).
 	$(SAM_VENV)/bin/python -m compileall -q -j 0 --invalidation-mode unchecked-hash .aws-sam/build
+
+## Upload console/ to the deployed stack's bucket and invalidate its CloudFront distribution
+## (after `sam deploy`; STACK=<name> REGION=<region> override samconfig.toml's).
+deploy-console: $(STAMP)
+	$(PY) -m tools.deploy_console $(if $(STACK),--stack-name $(STACK)) $(if $(REGION),--region $(REGION))
 
 ## Cold-start import cost of each handler, as a ratio to `import boto3` in the same run.
 coldstart: $(STAMP)
