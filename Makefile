@@ -19,12 +19,20 @@ local: $(STAMP)
 	$(PY) -m devstack
 
 ## Every check CI runs: lint, format, types, template lint, tests.
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(VENV)/bin/cfn-lint template.yaml
 	$(PY) -m pytest
+
+## Debian's Chromium, which the browser tests (tests/console) drive: installed when missing,
+## through sudo unless root. Playwright's own browser download is never used.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		SUDO=$$(test "$$(id -u)" -eq 0 || echo sudo); \
+		$$SUDO apt-get update && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 
 ## `sam build` (no container), in its own environment: aws-sam-cli pins its own boto3.
 build:
