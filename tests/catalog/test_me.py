@@ -21,7 +21,12 @@ def new_key(client: Client, admin: str, name: str, scopes: list[str], **extra: A
 
 @pytest.mark.parametrize(
     ("scopes", "extra"),
-    [(["admin"], {}), (["agent"], {"attendantId": "maria"}), (["send"], {}), (["agent", "send"], {"attendantId": "joao"})],
+    [
+        (["admin"], {}),
+        (["agent"], {"attendantId": "maria"}),
+        (["send"], {}),
+        (["agent", "send"], {"attendantId": "joao"}),
+    ],
 )
 def test_a_key_of_any_scope_reads_who_it_is(
     client: Client, make_tenant: Any, scopes: list[str], extra: dict[str, Any]
