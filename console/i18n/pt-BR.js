@@ -194,7 +194,7 @@ export default {
 
   "field.selectionMode": "Modo de seleção",
   "field.affinityNumber": "Número do destinatário (afinidade)",
-  "field.resolvedNumber": "Número escolhido",
+  "field.resolvedNumber": "Número selecionado",
   "field.roundRobinIndex": "Posição no rodízio",
   "field.poolSize": "Tamanho do pool",
   "field.number": "Número",
