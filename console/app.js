@@ -178,7 +178,7 @@ function route({ keepMessages = false } = {}) {
     current = null;
     const main = h("main", { id: "main", tabindex: "-1" });
     clear(root, header(null), statusRegion, alertRegion, main);
-    signin.mount(main, { onSubmit: signInWith, error: signInError });
+    signin.mount(main, { onSubmit: signInWith, error: signInError, notify });
     signInError = null;
     return;
   }

@@ -125,7 +125,7 @@ export default {
   "pool.empty": "No numbers in the pool.",
   "pool.count": "{count} of {max} numbers in the pool.",
   "pool.full": "The pool has reached its limit of {max} numbers. Remove a number to add another.",
-  "pool.keyboardHint": "To reorder: drag a row, use the Move buttons, or select the row and press Alt+Up arrow / Alt+Down arrow.",
+  "pool.keyboardHint": "To reorder: drag a row, use the Move up and Move down buttons, or select the row and press Alt+Up arrow / Alt+Down arrow.",
   "pool.moveUp": "Move up",
   "pool.moveDown": "Move down",
   "pool.moveUpNamed": "Move up {number}",

@@ -125,7 +125,7 @@ export default {
   "pool.empty": "Nenhum número no pool.",
   "pool.count": "{count} de {max} números no pool.",
   "pool.full": "O pool chegou ao limite de {max} números. Remova um número para adicionar outro.",
-  "pool.keyboardHint": "Para reordenar: arraste uma linha, use os botões Mover, ou selecione a linha e tecle Alt+Seta para cima / Alt+Seta para baixo.",
+  "pool.keyboardHint": "Para reordenar: arraste uma linha, use os botões Subir e Descer, ou selecione a linha e tecle Alt+Seta para cima / Alt+Seta para baixo.",
   "pool.moveUp": "Subir",
   "pool.moveDown": "Descer",
   "pool.moveUpNamed": "Subir {number}",
@@ -194,7 +194,7 @@ export default {
 
   "field.selectionMode": "Modo de seleção",
   "field.affinityNumber": "Número do destinatário (afinidade)",
-  "field.resolvedNumber": "Número escolhido",
+  "field.resolvedNumber": "Número selecionado",
   "field.roundRobinIndex": "Posição no rodízio",
   "field.poolSize": "Tamanho do pool",
   "field.number": "Número",

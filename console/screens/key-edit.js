@@ -23,8 +23,8 @@ export function mount(main, { params, notify }) {
 
   // --- details --------------------------------------------------------------------------------
   const name = h("input", { type: "text", name: "name", required: true, maxlength: "120", autocomplete: "off" });
-  const environment = h("output", { class: "value" });
-  const environmentId = uid("env");
+  // Read-only: an API key's environment is fixed when it is created.
+  const environment = h("p", { class: "value" });
   const defaultNumber = h("select", { name: "defaultNumber" });
   const webhook = h("input", { type: "url", name: "webhookUrl", inputmode: "url", autocomplete: "off" });
   const save = h("button", { type: "submit" }, t("keyEdit.save"));
@@ -33,18 +33,18 @@ export function mount(main, { params, notify }) {
     { class: "card", "aria-labelledby": "details-title", onsubmit: saveDetails, oninput: () => (dirty = true) },
     h("h2", { id: "details-title" }, t("keyEdit.details")),
     field(t("keys.name"), name),
-    h("div", { class: "field" }, h("span", { class: "label", id: environmentId }, t("keys.environment")), environment),
+    h("div", { class: "field" }, h("span", { class: "label" }, t("keys.environment")), environment),
     field(t("keys.defaultNumber"), defaultNumber, t("keyEdit.defaultNumberHint")),
     field(t("keys.webhookUrl"), webhook, t("keys.webhookHint")),
     save,
   );
-  environment.setAttribute("aria-labelledby", environmentId);
 
   // --- pool -----------------------------------------------------------------------------------
   const toggle = h("input", { type: "checkbox", role: "switch", id: uid("pool-mode"), onchange: changeMode });
   const poolTitleId = uid("pool-title");
   const list = h("ol", { class: "pool", "aria-labelledby": poolTitleId });
-  const count = h("p", { class: "hint", "aria-live": "polite" });
+  const emptyNote = h("p", { class: "empty", hidden: true }, t("pool.empty"));
+  const count = h("p", { class: "hint" });
   const limit = h("p", { class: "limit", hidden: true }, t("pool.full", { max: MAX_POOL_SIZE }));
   const addButton = h(
     "button",
@@ -72,6 +72,7 @@ export function mount(main, { params, notify }) {
     h("div", { class: "check switch" }, toggle, h("label", { for: toggle.id }, t("pool.toggle"))),
     h("h3", { id: poolTitleId }, t("pool.numbers")),
     list,
+    emptyNote,
     h("p", { id: "pool-keyboard-hint", class: "hint" }, t("pool.keyboardHint")),
     count,
     limit,
@@ -134,12 +135,12 @@ export function mount(main, { params, notify }) {
 
   /** After a refusal: say why, in the API's words, then show what the API holds now. */
   async function refused(error, context) {
-    notify.error(error, context);
     try {
       await Promise.all([loadKey(), loadPool()]);
     } catch (reloadError) {
-      notify.error(reloadError, t("keyEdit.loadFailed"));
+      if (!(error.status >= 400)) error = reloadError;
     }
+    notify.error(error, context);
   }
 
   // --- pool rendering ---------------------------------------------------------------------------
@@ -241,7 +242,8 @@ export function mount(main, { params, notify }) {
         return row;
       }),
     );
-    if (!pool.length) list.append(h("li", { class: "empty" }, t("pool.empty")));
+    list.hidden = !pool.length;
+    emptyNote.hidden = pool.length > 0;
     clear(count, t("pool.count", { count: pool.length, max: MAX_POOL_SIZE }));
     const full = pool.length >= MAX_POOL_SIZE;
     limit.hidden = !full;
@@ -295,7 +297,10 @@ export function mount(main, { params, notify }) {
     for (const button of poolSection.querySelectorAll("button")) {
       if (value) button.disabled = true;
     }
-    if (!value) renderPool();
+    if (!value) {
+      for (const button of picker.querySelectorAll("button")) button.disabled = false;
+      renderPool();
+    }
   }
 
   // --- pool changes -----------------------------------------------------------------------------
@@ -303,15 +308,16 @@ export function mount(main, { params, notify }) {
   async function changeMode() {
     const mode = toggle.checked ? "pool" : "default";
     setBusy(true);
+    let failure = null;
     try {
       key = await api.setSelectionMode(keyId, mode);
-      notify.info(t(mode === "pool" ? "pool.modeOn" : "pool.modeOff"));
     } catch (error) {
-      await refused(error, t("pool.modeFailed"));
-    } finally {
-      setBusy(false);
-      toggle.focus();
+      failure = error;
     }
+    if (failure) await refused(failure, t("pool.modeFailed"));
+    setBusy(false);
+    toggle.focus();
+    if (!failure) notify.info(t(mode === "pool" ? "pool.modeOn" : "pool.modeOff"));
   }
 
   async function move(index, delta, button) {
@@ -322,15 +328,16 @@ export function mount(main, { params, notify }) {
     order.splice(target, 0, moved);
     const movedLabel = label(pool[index]);
     setBusy(true);
+    let failure = null;
     try {
       pool = (await api.reorderPool(keyId, order)).sort((a, b) => a.priority - b.priority);
-      notify.info(t("pool.moved", { number: movedLabel, position: target + 1 }));
     } catch (error) {
-      await refused(error, t("pool.reorderFailed"));
-    } finally {
-      setBusy(false);
-      focusRow(moved, button);
+      failure = error;
     }
+    if (failure) await refused(failure, t("pool.reorderFailed"));
+    setBusy(false);
+    focusRow(moved, button);
+    if (!failure) notify.info(t("pool.moved", { number: movedLabel, position: target + 1 }));
   }
 
   function focusRow(numberId, button) {
@@ -344,18 +351,20 @@ export function mount(main, { params, notify }) {
     const text = label(entry);
     const index = pool.indexOf(entry);
     setBusy(true);
+    let failure = null;
     try {
       await api.removeFromPool(keyId, entry.whatsappNumberId);
-      notify.info(t("pool.removed", { number: text }));
     } catch (error) {
-      notify.error(error, t("pool.removeFailed", { number: text }));
+      failure = error;
     }
     try {
       await loadPool();
     } catch (error) {
-      notify.error(error, t("keyEdit.loadFailed"));
+      failure = failure || error;
     }
     setBusy(false);
+    if (failure) notify.error(failure, t("pool.removeFailed", { number: text }));
+    else notify.info(t("pool.removed", { number: text }));
     const next = list.children[Math.min(index, list.children.length - 1)];
     if (next && next.tabIndex >= 0) next.focus();
     else addButton.focus();
@@ -375,22 +384,24 @@ export function mount(main, { params, notify }) {
     }
     setBusy(true);
     let added = 0;
+    let failure = null;
     try {
       for (const numberId of chosen) {
         await api.addToPool(keyId, numberId);
         added += 1;
       }
-      notify.info(t("pool.added", { count: added }));
       openPicker(false);
     } catch (error) {
-      notify.error(error, t("pool.addFailed"));
+      failure = error;
     }
     try {
       await loadPool();
     } catch (error) {
-      notify.error(error, t("keyEdit.loadFailed"));
+      failure = failure || error;
     }
     setBusy(false);
+    if (failure) notify.error(failure, t("pool.addFailed"));
+    else notify.info(t("pool.added", { count: added }));
     if (picker.hidden) addButton.disabled ? list.focus() : addButton.focus();
   }
 

@@ -4,6 +4,8 @@ import { api } from "../api.js";
 import { h, clear, field } from "../dom.js";
 import { t, tMaybe, formatDate, formatPhone } from "../i18n.js";
 
+const PHONE_FIELDS = new Set(["number", "resolvedNumber", "affinityNumber"]);
+
 export function mount(main, { params, notify, navigate }) {
   const messageId = params[0];
   const input = h("input", { type: "search", name: "messageId", required: true, maxlength: "64", autocomplete: "off", spellcheck: "false", value: messageId || "" });
@@ -99,6 +101,7 @@ export function mount(main, { params, notify, navigate }) {
   function show(name, value) {
     if (value === null || value === undefined) return t("common.none");
     if (name === "reason" && typeof value === "string") return reason(value);
+    if (PHONE_FIELDS.has(name) && typeof value === "string") return formatPhone(value);
     if (typeof value === "object") return JSON.stringify(value);
     return String(value);
   }

@@ -2,7 +2,7 @@
 import { h, field } from "../dom.js";
 import { t } from "../i18n.js";
 
-export function mount(main, { onSubmit, error }) {
+export function mount(main, { onSubmit, error, notify }) {
   const input = h("input", {
     type: "password",
     name: "apiKey",
@@ -10,7 +10,6 @@ export function mount(main, { onSubmit, error }) {
     spellcheck: "false",
     required: true,
   });
-  const problem = h("p", { class: "form-error", role: "alert" }, error || "");
   const button = h("button", { type: "submit" }, t("signin.submit"));
   const form = h(
     "form",
@@ -20,26 +19,26 @@ export function mount(main, { onSubmit, error }) {
         event.preventDefault();
         const key = input.value.trim();
         if (!key) {
-          problem.textContent = t("signin.empty");
+          notify.error(t("signin.empty"));
           input.focus();
           return;
         }
         button.disabled = true;
-        problem.textContent = "";
+        notify.clear();
         try {
           await onSubmit(key);
           input.value = "";
         } catch (failure) {
-          problem.textContent = failure.message;
+          notify.error(failure.message);
           button.disabled = false;
           input.focus();
         }
       },
     },
     field(t("signin.keyLabel"), input, t("signin.keyHint")),
-    problem,
     button,
   );
   main.append(h("h1", {}, t("signin.title")), h("p", {}, t("signin.intro")), form);
+  if (error) notify.error(error);
   return {};
 }
