@@ -5,8 +5,9 @@ local stack (the one `make local` runs), the console served by its gateway at `/
   installs it; Playwright's own browser download is never used). Missing, every test here fails
   and says how to install it.
 - `stack` (one per test module): a `tests.e2e.conftest.Stack` on free ports, with the seeded
-  `demo` tenant; `tenant` is a fresh tenant of its own per test (three connected numbers, the
-  third of kind `calls`; admin, send and agent keys), so tests never see each other's changes.
+  `demo` tenant; `tenant` is one more tenant for the module (three connected numbers, the third
+  of kind `calls`; admin, send and agent keys). Seeding a tenant takes seconds, so tests share
+  it: a test that changes it works on an API key of its own, or puts back what it changed.
 - `page`: a new browser context per test (its own sessionStorage, localStorage and cookies) at
   1280x800, base URL the stack's gateway; `console.open()` loads `/console/`.
 - `screenshot(page, name)`: writes `docs/screenshots/<name>.png` (the README shows them).
@@ -46,6 +47,7 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 TIMEOUT_MS = 10_000  # for one condition to hold; the local stack answers in milliseconds
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +79,7 @@ def stack() -> Iterator[Stack]:
     local.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def tenant(stack: Stack) -> SeededTenant:
     return _watched(stack.new_tenant())
 
@@ -112,11 +114,20 @@ class Console:
 
 @pytest.fixture
 def page(browser: Browser, stack: Stack) -> Iterator[Page]:
+    """Fails the test if the page threw, or the Content-Security-Policy production sends too
+    blocked anything (an inline script or style, a third-party asset)."""
     context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)  # type: ignore[arg-type]
     context.set_default_timeout(TIMEOUT_MS)
+    problems: list[str] = []
+    context.on("weberror", lambda error: problems.append(f"uncaught: {error.error}"))
     opened = context.new_page()
+    opened.on(
+        "console",
+        lambda message: problems.append(message.text) if "Content Security Policy" in message.text else None,
+    )
     yield opened
     context.close()
+    assert not problems, problems
 
 
 @pytest.fixture

@@ -1,0 +1,238 @@
+"""The pool editor ("Balanceamento de envios") of an API key, in the browser, against the API.
+
+What an admin relies on: the numbers they pick are the pool, in the order they put them (by
+drag and drop or by keyboard), that order is what the API holds after a reload, a number that
+cannot send says so, and when the API refuses a change the screen says why and shows the pool
+the API holds rather than the one the admin wished for.
+
+Each test works on a send key of its own, so tests never see each other's pools. The tenant is
+the seeded `demo` one (as `make local` shows it, for the screenshots).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from devstack.seed import SeededTenant
+from tests.console.conftest import Console
+from tests.e2e.conftest import Stack
+
+POOL = "Números no pool"
+
+
+def phone(digits: str) -> str:
+    """A number as the console writes it: +55 11 99999-0001."""
+    area, rest = digits[2:4], digits[4:]
+    return f"+55 {area} {rest[:-4]}-{rest[-4:]}"
+
+
+def label(number: dict[str, Any]) -> str:
+    return f"{phone(number['number'])} ({number['displayName']})"
+
+
+@pytest.fixture(scope="module")
+def tenant(stack: Stack) -> SeededTenant:
+    return stack.demo
+
+
+@pytest.fixture
+def numbers(console: Console, tenant: SeededTenant) -> list[dict[str, Any]]:
+    """The tenant's three numbers on the calls-capable simulator, in the seed's order (it seeds one
+    more number on each other provider kind)."""
+    listed = {number["displayName"]: number for number in console.api("GET", "/api/numbers", tenant.admin_key)}
+    return [listed[f"{tenant.owner_tag} {index}"] for index in (1, 2, 3)]
+
+
+@pytest.fixture
+def key(console: Console, tenant: SeededTenant) -> dict[str, Any]:
+    """A new send key of the tenant, with an empty pool and the default selection mode."""
+    return console.api(  # type: ignore[no-any-return]
+        "POST", "/api/api-keys", tenant.admin_key, {"name": f"pool {uuid.uuid4().hex[:8]}", "scopes": ["send"]}
+    )
+
+
+def with_pool(console: Console, tenant: SeededTenant, key: dict[str, Any], members: list[dict[str, Any]]) -> None:
+    console.api("PUT", f"/api/api-keys/{key['id']}/selection-mode", tenant.admin_key, {"numberSelectionMode": "pool"})
+    for number in members:
+        console.api("POST", f"/api/api-keys/{key['id']}/pool", tenant.admin_key, {"whatsappNumberId": number["id"]})
+
+
+def pool_in_api(console: Console, tenant: SeededTenant, key: dict[str, Any]) -> list[str]:
+    entries = console.api("GET", f"/api/api-keys/{key['id']}/pool", tenant.admin_key)
+    return [entry["whatsappNumberId"] for entry in sorted(entries, key=lambda entry: entry["priority"])]
+
+
+def open_editor(console: Console, tenant: SeededTenant, key: dict[str, Any]) -> Page:
+    page = console.sign_in_as_admin(tenant)
+    page.evaluate("route => { location.hash = route; }", f"#/keys/{key['id']}")
+    expect(page.get_by_role("heading", level=1, name=f"Editar API Key: {key['name']}")).to_be_visible()
+    return page
+
+
+def status(page: Page) -> Locator:
+    """The console's announcements (role status): what was just done."""
+    return page.get_by_role("status")
+
+
+def pool_list(page: Page) -> Locator:
+    return page.get_by_role("list", name=POOL)
+
+
+def row(page: Page, number: dict[str, Any]) -> Locator:
+    return pool_list(page).get_by_role("listitem").filter(has_text=label(number))
+
+
+def expect_order(page: Page, members: list[dict[str, Any]]) -> None:
+    rows = pool_list(page).get_by_role("listitem")
+    expect(rows).to_have_count(len(members))
+    for position, number in enumerate(members):
+        expect(rows.nth(position)).to_contain_text(f"{position + 1}.{label(number)}")
+
+
+def test_an_admin_builds_a_pool_of_three_with_the_multi_select(
+    console: Console,
+    tenant: SeededTenant,
+    key: dict[str, Any],
+    numbers: list[dict[str, Any]],
+    screenshot: Callable[[Page, str], Path],
+) -> None:
+    page = open_editor(console, tenant, key)
+    expect(page.get_by_text("Nenhum número no pool.")).to_be_visible()
+    expect(page.get_by_text("Mensagens são enviadas em sequência entre os números.", exact=False)).to_be_visible()
+
+    page.get_by_role("switch", name="Ativar balanceamento de envios").check()
+    expect(status(page)).to_have_text("Balanceamento de envios ativado.")
+
+    page.get_by_role("button", name="+ Adicionar número ao pool").click()
+    choices = page.get_by_role("group", name="Números conectados fora do pool")
+    connected = [number for number in console.api("GET", "/api/numbers", tenant.admin_key) if number["connected"]]
+    expect(choices.get_by_role("checkbox")).to_have_count(len(connected))
+    for number in numbers:
+        choices.get_by_role("checkbox", name=label(number)).check()
+    page.get_by_role("button", name="Adicionar ao pool", exact=True).click()
+
+    expect(status(page)).to_have_text("3 número(s) adicionado(s) ao pool.")
+    expect_order(page, numbers)
+    expect(page.get_by_text("3 de 10 números no pool.")).to_be_visible()
+    assert pool_in_api(console, tenant, key) == [number["id"] for number in numbers]
+    assert console.api("GET", f"/api/api-keys/{key['id']}", tenant.admin_key)["numberSelectionMode"] == "pool"
+
+    # The numbers in the pool are no longer offered.
+    page.get_by_role("button", name="+ Adicionar número ao pool").click()
+    expect(choices.get_by_role("checkbox")).to_have_count(len(connected) - 3)
+    for number in numbers:
+        expect(choices.get_by_role("checkbox", name=label(number))).to_have_count(0)
+    page.get_by_role("button", name="Cancelar").click()
+    page.get_by_role("region", name="Balanceamento de envios").evaluate("box => box.scrollIntoView()")
+    screenshot(page, "pool-editor")
+    page.set_viewport_size({"width": 360, "height": 800})
+    page.get_by_role("heading", level=2, name="Balanceamento de envios").scroll_into_view_if_needed()
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 360, "the page scrolls sideways at 360 px"
+    screenshot(page, "pool-editor-360")
+
+
+def test_reordered_by_drag_and_drop_and_by_keyboard_the_order_holds_after_a_reload(
+    console: Console, tenant: SeededTenant, key: dict[str, Any], numbers: list[dict[str, Any]]
+) -> None:
+    first, second, third = numbers
+    with_pool(console, tenant, key, numbers)
+    page = open_editor(console, tenant, key)
+    expect_order(page, [first, second, third])
+
+    row(page, third).drag_to(row(page, first))
+
+    expect(status(page)).to_have_text(f"{label(third)} agora está na posição 1.")
+    expect_order(page, [third, first, second])
+    assert pool_in_api(console, tenant, key) == [third["id"], first["id"], second["id"]]
+
+    row(page, second).focus()
+    page.keyboard.press("Alt+ArrowUp")
+
+    expect(status(page)).to_have_text(f"{label(second)} agora está na posição 2.")
+    expect_order(page, [third, second, first])
+    expect(row(page, second)).to_be_focused()  # the keyboard user keeps their place
+
+    page.keyboard.press("Alt+ArrowDown")
+    expect_order(page, [third, first, second])
+    page.keyboard.press("Alt+ArrowUp")
+    expect_order(page, [third, second, first])
+
+    page.get_by_role("button", name=f"Descer {label(third)}").click()
+    expect_order(page, [second, third, first])
+
+    page.reload()
+    expect(page.get_by_role("heading", level=1, name=f"Editar API Key: {key['name']}")).to_be_visible()
+    expect_order(page, [second, third, first])
+    assert pool_in_api(console, tenant, key) == [second["id"], third["id"], first["id"]]
+
+
+@pytest.fixture
+def first_disconnected(stack: Stack, tenant: SeededTenant, numbers: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The tenant's first number, disconnected on the simulator (and reconnected afterwards)."""
+    instance = next(i for i in tenant.instances if i.number_id == numbers[0]["id"])
+
+    def state_is(state: str) -> bool:
+        answer = stack.api("GET", f"/api/instances/{instance.name}", key=tenant.admin_key)
+        return bool(answer.json()["state"] == state)
+
+    stack.sim.set_connection(instance.sim_id, False)
+    stack.wait_for(lambda: state_is("DISCONNECTED"))
+    yield numbers[0]
+    stack.sim.set_connection(instance.sim_id, True)
+    stack.wait_for(lambda: state_is("CONNECTED"))
+
+
+def test_a_disconnected_number_says_so_and_is_not_offered(
+    console: Console, tenant: SeededTenant, key: dict[str, Any], numbers: list[dict[str, Any]], first_disconnected: Any
+) -> None:
+    down, up, other = numbers
+    with_pool(console, tenant, key, [down, up])
+
+    page = open_editor(console, tenant, key)
+
+    expect(row(page, down)).to_contain_text("desconectado")
+    expect(row(page, up)).to_contain_text("conectado")
+    expect(row(page, up)).not_to_contain_text("desconectado")
+    page.get_by_role("button", name="+ Adicionar número ao pool").click()
+    choices = page.get_by_role("group", name="Números conectados fora do pool")
+    expect(choices.get_by_role("checkbox", name=label(other))).to_be_visible()
+    expect(choices.get_by_role("checkbox", name=label(down))).to_have_count(0)
+    expect(choices.get_by_role("checkbox", name=label(up))).to_have_count(0)
+
+
+def test_a_refused_change_is_shown_in_the_apis_words_and_the_pool_read_again(
+    console: Console, tenant: SeededTenant, key: dict[str, Any], numbers: list[dict[str, Any]]
+) -> None:
+    first, second, _ = numbers
+    with_pool(console, tenant, key, [first])
+    page = open_editor(console, tenant, key)
+    expect_order(page, [first])
+
+    # Another admin adds the number this one is about to add: 409.
+    page.get_by_role("button", name="+ Adicionar número ao pool").click()
+    page.get_by_role("group", name="Números conectados fora do pool").get_by_role(
+        "checkbox", name=label(second)
+    ).check()
+    console.api("POST", f"/api/api-keys/{key['id']}/pool", tenant.admin_key, {"whatsappNumberId": second["id"]})
+    page.get_by_role("button", name="Adicionar ao pool", exact=True).click()
+
+    alert = page.get_by_role("alert")
+    expect(alert).to_have_text(
+        "Não foi possível adicionar ao pool: the number is already in this pool (number_already_in_pool)"
+    )
+    expect_order(page, [first, second])  # what the API holds, read again
+
+    # Another admin removes a number this one is about to move: the reorder is refused (4xx).
+    console.api("DELETE", f"/api/api-keys/{key['id']}/pool/{first['id']}", tenant.admin_key)
+    page.get_by_role("button", name=f"Descer {label(first)}").click()
+
+    expect(alert).to_contain_text("Não foi possível reordenar o pool: ")
+    expect(alert).to_contain_text("numberIds must list every number of the pool exactly once")
+    expect_order(page, [second])
+    assert pool_in_api(console, tenant, key) == [second["id"]]
