@@ -47,11 +47,13 @@ def stack_target(cloudformation: Any, stack_name: str) -> Target:
 
 
 def console_files(root: Path = CONSOLE) -> dict[str, Path]:
-    """Object key -> file, for every file under `root` but hidden ones (editor and OS leftovers)."""
+    """Object key -> file, for every file under `root` but hidden ones (editor and OS leftovers)
+    and the developers' notes (Markdown), which the page never loads."""
     files = {}
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if path.is_file() and not any(part.startswith(".") for part in relative.parts):
+        hidden = any(part.startswith(".") for part in relative.parts)
+        if path.is_file() and not hidden and path.suffix != ".md":
             files[PREFIX + relative.as_posix()] = path
     if not files:
         raise SystemExit(f"nothing to upload: {root} has no files")

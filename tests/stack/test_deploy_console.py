@@ -36,6 +36,7 @@ def site(tmp_path: Path) -> Path:
     (root / "style.css").write_text("body { margin: 0 }")
     (root / "i18n" / "en.js").write_text("export default {};")
     (root / ".DS_Store").write_bytes(b"\0")
+    (root / "README.md").write_text("# notes for developers")
     return root
 
 
