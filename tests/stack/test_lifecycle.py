@@ -147,9 +147,15 @@ def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leav
             headers={"authorization": f"Bearer {platform_key}"},
             trust_env=False,
         )
+        page = httpx.get(f"{api_url}/console/", trust_env=False)
 
         assert api_url == f"http://127.0.0.1:{ports['PORT']}"
         assert created.status_code == 201, created.text
+        # The banner's console URL serves the repository's console/ on the API's origin.
+        assert f"  console        {api_url}/console/   (sign in with the admin key below)\n" in output
+        assert page.status_code == 200
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        assert page.text == (ROOT / "console" / "index.html").read_text(encoding="utf-8")
         assert any("curl" in line and "/api/messages" in line for line in output)
         send_key = next(found.group(1) for line in output if (found := SEND_KEY.match(line)))
         senders = send_in_background(api_url, send_key, IN_FLIGHT)
