@@ -1,7 +1,8 @@
 """Browser tests of the web console: Debian's Chromium driven by Playwright against the whole
 local stack (the one `make local` runs), the console served by its gateway at `/console/`.
 
-- `browser` (one per session): headless Chromium from /usr/bin/chromium (`make chromium`
+- `browser` (one for the whole of tests/console, closed after its last test so that Playwright's
+  event loop is gone before other packages' tests run): headless Chromium from /usr/bin/chromium (`make chromium`
   installs it; Playwright's own browser download is never used). Missing, every test here fails
   and says how to install it.
 - `stack` (one per test module): a `tests.e2e.conftest.Stack` on free ports, with the seeded
@@ -50,7 +51,7 @@ TIMEOUT_MS = 10_000  # for one condition to hold; the local stack answers in mil
 expect.set_options(timeout=TIMEOUT_MS)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     if not CHROMIUM.is_file():
         pytest.fail(
