@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from devstack import template
 from devstack.__main__ import _banner
 from devstack.apigw import HttpResponse
-from devstack.console import CONTENT_SECURITY_POLICY, ConsoleFiles
+from devstack.console import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, ConsoleFiles
 from devstack.gateway import Gateway
 
 INDEX = b"<!doctype html><title>console</title><script type=module src=./app.js></script>"
@@ -169,3 +170,15 @@ def test_the_banner_gives_the_console_url() -> None:
         demo = None
 
     assert "  console        http://127.0.0.1:3000/console/" in _banner(Started(), 1.0).splitlines()  # type: ignore[arg-type]
+
+
+def test_production_sends_the_same_security_headers_as_the_local_gateway() -> None:
+    """CloudFront's response headers policy (template.yaml) and devstack/console.py agree, so a
+    page that works locally under the policy works deployed."""
+    [policy] = template.resources("AWS::CloudFront::ResponseHeadersPolicy").values()
+    security = policy["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
+
+    assert security["ContentSecurityPolicy"]["ContentSecurityPolicy"] == CONTENT_SECURITY_POLICY
+    assert security["ReferrerPolicy"]["ReferrerPolicy"] == SECURITY_HEADERS["referrer-policy"]
+    assert security["ContentTypeOptions"]["Override"] is True  # X-Content-Type-Options: nosniff
+    assert all(header["Override"] is True for header in security.values())
