@@ -1,4 +1,5 @@
-"""Signing in to the console: who gets in, what each key sees, and where the key is kept.
+"""Signing in to the console: who gets in, what each key sees, and where the key is kept; the
+keys screen: a new key is shown once (and kept nowhere by the page), revoking asks first.
 
 The key is the tenant's admin credential: it must live in the tab's sessionStorage only (gone
 with the tab, and sent by nothing automatically), never in localStorage, a cookie or the URL,
@@ -8,9 +9,11 @@ and signing out must forget it.
 from __future__ import annotations
 
 import secrets
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 from playwright.sync_api import Page, expect
 
 from devstack.seed import SeededTenant
@@ -29,6 +32,11 @@ def stored_everywhere(page: Page) -> dict[str, object]:
         "url": page.url,
         "title": page.title(),
     }
+
+
+def caller(stack: Stack, key: str) -> httpx.Response:
+    """`GET /api/me` with `key`, straight to the API (not through the page)."""
+    return httpx.get(f"{stack.api_url}/api/me", headers={"authorization": f"Bearer {key}"}, trust_env=False)
 
 
 def test_the_seeded_admin_signs_in_and_a_wrong_key_is_refused_in_words(
@@ -113,6 +121,8 @@ def test_an_admin_sees_none_of_another_tenants_numbers_or_keys(
 def test_the_key_lives_in_session_storage_only_and_signing_out_forgets_it(
     console: Console, tenant: SeededTenant
 ) -> None:
+    requests: list[tuple[str, str | None]] = []
+    console.page.on("request", lambda request: requests.append((request.url, request.headers.get("authorization"))))
     page = console.sign_in_as_admin(tenant)
     page.get_by_role("navigation").get_by_role("link", name="Chaves de API").click()
     expect(page.get_by_role("heading", level=1, name="Chaves de API")).to_be_visible()
@@ -122,6 +132,11 @@ def test_the_key_lives_in_session_storage_only_and_signing_out_forgets_it(
     kept.pop("session")
     assert tenant.admin_key not in str(kept)
     assert tenant.admin_key[8:] not in str(kept)  # not even without its sb_live_ prefix
+    # It goes to the API only as a Bearer token: never in a URL the page requests.
+    api_calls = [(url, authorization) for url, authorization in requests if "/api/" in url]
+    assert api_calls
+    assert all(tenant.admin_key[8:] not in url for url, _ in requests)
+    assert {authorization for _, authorization in api_calls} == {f"Bearer {tenant.admin_key}"}
 
     # A reload of the tab keeps the session (sessionStorage survives it)...
     page.reload()
@@ -145,3 +160,42 @@ def test_a_new_tab_does_not_inherit_the_key(console: Console, tenant: SeededTena
 
     expect(other.get_by_label("Chave de API")).to_be_visible()
     assert tenant.admin_key not in str(stored_everywhere(other))
+
+
+def test_a_created_key_is_shown_once_and_works_and_a_revoked_one_stops(console: Console, stack: Stack) -> None:
+    tenant = stack.demo
+    name = f"console {uuid.uuid4().hex[:8]}"
+    page = console.sign_in_as_admin(tenant)
+    page.get_by_role("navigation").get_by_role("link", name="Chaves de API").click()
+
+    page.get_by_label("Nome", exact=True).fill(name)
+    page.get_by_role("button", name="Criar chave").click()
+
+    shown = page.get_by_role("textbox", name="Nova chave (mostrada uma vez)")
+    expect(shown).to_be_visible()
+    key = shown.input_value()
+    assert key.startswith("sb_live_")
+    me = caller(stack, key)
+    assert (me.status_code, me.json()["name"], me.json()["scopes"]) == (200, name, ["send"])
+    assert key not in str(stored_everywhere(page))
+    keys = page.get_by_role("table", name="Chaves de API deste tenant")
+    expect(keys.get_by_role("rowheader", name=name)).to_be_visible()
+
+    page.get_by_role("button", name="Já guardei a chave").click()
+    expect(page.get_by_role("textbox", name="Nova chave (mostrada uma vez)")).to_have_count(0)
+    page.reload()
+    expect(keys.get_by_role("rowheader", name=name)).to_be_visible()
+    expect(page.get_by_text(key)).to_have_count(0)
+
+    page.get_by_role("button", name=f"Revogar chave {name}").click()
+    dialog = page.get_by_role("dialog", name=f"Revogar a chave {name}?")
+    dialog.get_by_role("button", name="Cancelar").click()
+    expect(keys.get_by_role("rowheader", name=name)).to_be_visible()
+    assert caller(stack, key).status_code == 200
+
+    page.get_by_role("button", name=f"Revogar chave {name}").click()
+    dialog.get_by_role("button", name="Revogar").click()
+
+    expect(page.get_by_role("status")).to_have_text(f"Chave {name} revogada.")
+    expect(keys.get_by_role("rowheader", name=name)).to_have_count(0)
+    assert caller(stack, key).status_code == 401
