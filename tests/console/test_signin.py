@@ -199,3 +199,18 @@ def test_a_created_key_is_shown_once_and_works_and_a_revoked_one_stops(console: 
     expect(page.get_by_role("status")).to_have_text(f"Chave {name} revogada.")
     expect(keys.get_by_role("rowheader", name=name)).to_have_count(0)
     assert caller(stack, key).status_code == 401
+
+
+def test_english_from_the_header_is_remembered_and_the_key_is_not(console: Console, tenant: SeededTenant) -> None:
+    page = console.sign_in_as_admin(tenant)
+
+    page.get_by_role("button", name="English").click()
+
+    expect(page.get_by_role("heading", level=1, name="Numbers and instances")).to_be_visible()
+    navigation = page.get_by_role("navigation", name="Main")
+    expect(navigation.get_by_role("link", name="API keys")).to_be_visible()
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    page.get_by_role("button", name="Sign out").click()
+    page.reload()
+    expect(page.get_by_role("button", name="Português")).to_be_visible()  # the language stayed
+    assert tenant.admin_key not in str(stored_everywhere(page))
