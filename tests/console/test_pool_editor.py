@@ -236,3 +236,22 @@ def test_a_refused_change_is_shown_in_the_apis_words_and_the_pool_read_again(
     expect(alert).to_contain_text("numberIds must list every number of the pool exactly once")
     expect_order(page, [second])
     assert pool_in_api(console, tenant, key) == [second["id"]]
+
+
+def test_a_full_pool_says_so_and_offers_nothing_more(
+    console: Console, tenant: SeededTenant, key: dict[str, Any]
+) -> None:
+    listed = console.api("GET", "/api/numbers", tenant.admin_key)
+    for index in range(10 - len(listed)):
+        digits = f"55119{uuid.uuid4().int % 10**7:07d}"
+        listed.append(
+            console.api("POST", "/api/numbers", tenant.admin_key, {"number": digits, "displayName": f"extra {index}"})
+        )
+    with_pool(console, tenant, key, listed[:10])
+
+    page = open_editor(console, tenant, key)
+
+    expect(pool_list(page).get_by_role("listitem")).to_have_count(10)
+    expect(page.get_by_text("10 de 10 números no pool.")).to_be_visible()
+    expect(page.get_by_text("O pool chegou ao limite de 10 números.", exact=False)).to_be_visible()
+    expect(page.get_by_role("button", name="+ Adicionar número ao pool")).to_be_disabled()
