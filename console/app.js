@@ -235,9 +235,10 @@ async function boot() {
       me = await api.me();
       if (!me.scopes.includes("admin") && !me.scopes.includes("agent")) throw new Error("scope");
       live.start();
-    } catch {
+    } catch (error) {
       session.signOut();
       me = null;
+      signInError = error instanceof ApiError && error.status === 401 ? t("signin.expired") : null;
     }
   }
   route();
