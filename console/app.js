@@ -158,8 +158,9 @@ async function signInWith(key) {
     throw new Error(t("signin.wrongScope", { scope }));
   }
   live.start();
-  location.hash = me.scopes.includes("admin") ? "#/numbers" : "#/agent";
-  route();
+  // A deep link opened before signing in (e.g. #/keys/<id>) is where an admin lands.
+  const wanted = ADMIN_ROUTES.some((candidate) => candidate.pattern.test(location.hash)) ? location.hash : "#/numbers";
+  navigate(me.scopes.includes("admin") ? wanted : "#/agent");
 }
 
 function signOut(reason) {
@@ -234,9 +235,10 @@ async function boot() {
       me = await api.me();
       if (!me.scopes.includes("admin") && !me.scopes.includes("agent")) throw new Error("scope");
       live.start();
-    } catch {
+    } catch (error) {
       session.signOut();
       me = null;
+      signInError = error instanceof ApiError && error.status === 401 ? t("signin.expired") : null;
     }
   }
   route();

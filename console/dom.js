@@ -81,6 +81,23 @@ export function debounce(fn, ms = 250) {
   };
 }
 
+/** Runs `fn` at most once every `ms`, the last call of a burst included. */
+export function throttle(fn, ms) {
+  let last = 0;
+  let timer = null;
+  return (...args) => {
+    const wait = last + ms - Date.now();
+    clearTimeout(timer);
+    timer = setTimeout(
+      () => {
+        last = Date.now();
+        fn(...args);
+      },
+      Math.max(0, wait),
+    );
+  };
+}
+
 /** A modal confirmation (native <dialog>: focus is kept inside, Escape cancels). Resolves true/false. */
 export function confirmDialog({ title, text, confirm, cancel, danger = true }) {
   return new Promise((resolve) => {

@@ -28,6 +28,8 @@ export class Live {
 
   start() {
     this.stopped = false;
+    this.everOpened = false;
+    this.attempt = 0;
     this.connect();
   }
 
@@ -57,9 +59,9 @@ export class Live {
       ticket = await api.liveTicket();
     } catch (error) {
       if (this.stopped) return;
-      // No ticket route (a backend without live updates) or a key that may not have one: the
-      // console works without live updates rather than retrying forever.
-      if (error instanceof ApiError && [403, 404, 405, 501].includes(error.status)) {
+      // No ticket route (a backend without live updates) or a key that may not have one (or no
+      // longer works): the console goes on without live updates rather than retrying forever.
+      if (error instanceof ApiError && [401, 403, 404, 405, 501].includes(error.status)) {
         this.setState("unavailable");
         return;
       }

@@ -92,6 +92,8 @@ export default {
   "keys.noDefaultNumber": "None",
   "keys.webhookUrl": "Webhook URL",
   "keys.webhookHint": "Optional: receives this key's message.sent, message.failed, message.delivered…",
+  "keys.atLeastOnce": "Resend after an uncertain outcome (atLeastOnce)",
+  "keys.atLeastOnceHint": "After a timeout or a lost answer, resend even through Evolution or Meta: the recipient may get a copy. Off, such a message ends FAILED ambiguous_outcome.",
   "keys.create": "Create key",
   "keys.scopeRequired": "Choose at least one scope.",
   "keys.created": "Key {name} created.",

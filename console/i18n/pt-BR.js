@@ -92,6 +92,8 @@ export default {
   "keys.noDefaultNumber": "Nenhum",
   "keys.webhookUrl": "URL do webhook",
   "keys.webhookHint": "Opcional: recebe message.sent, message.failed, message.delivered… desta chave.",
+  "keys.atLeastOnce": "Reenviar após resultado incerto (atLeastOnce)",
+  "keys.atLeastOnceHint": "Depois de um tempo esgotado ou resposta perdida, reenvia mesmo por Evolution ou Meta: o destinatário pode receber uma cópia. Desligado, a mensagem termina FAILED ambiguous_outcome.",
   "keys.create": "Criar chave",
   "keys.scopeRequired": "Escolha pelo menos um escopo.",
   "keys.created": "Chave {name} criada.",

@@ -27,15 +27,18 @@ export function mount(main, { params, notify }) {
   const environment = h("p", { class: "value" });
   const defaultNumber = h("select", { name: "defaultNumber" });
   const webhook = h("input", { type: "url", name: "webhookUrl", inputmode: "url", autocomplete: "off" });
+  const atLeastOnce = h("input", { type: "checkbox", name: "atLeastOnce", id: uid("alo"), "aria-describedby": "edit-key-alo-hint" });
   const save = h("button", { type: "submit" }, t("keyEdit.save"));
   const details = h(
     "form",
-    { class: "card", "aria-labelledby": "details-title", onsubmit: saveDetails, oninput: () => (dirty = true) },
+    { class: "card", "aria-labelledby": "details-title", onsubmit: saveDetails, oninput: () => (dirty = true), onchange: () => (dirty = true) },
     h("h2", { id: "details-title" }, t("keyEdit.details")),
     field(t("keys.name"), name),
     h("div", { class: "field" }, h("span", { class: "label" }, t("keys.environment")), environment),
     field(t("keys.defaultNumber"), defaultNumber, t("keyEdit.defaultNumberHint")),
     field(t("keys.webhookUrl"), webhook, t("keys.webhookHint")),
+    h("div", { class: "check" }, atLeastOnce, h("label", { for: atLeastOnce.id }, t("keys.atLeastOnce"))),
+    h("p", { class: "hint", id: "edit-key-alo-hint" }, t("keys.atLeastOnceHint")),
     save,
   );
 
@@ -94,6 +97,7 @@ export function mount(main, { params, notify }) {
       name.value = key.name;
       clear(environment, t(`env.${key.environment}`));
       webhook.value = key.webhookUrl || "";
+      atLeastOnce.checked = Boolean(key.atLeastOnce);
       fillDefaultNumber();
     }
   }
@@ -416,6 +420,7 @@ export function mount(main, { params, notify }) {
     if (newDefault !== (key.defaultNumber || null)) changes.defaultNumber = newDefault;
     const newWebhook = webhook.value.trim() || null;
     if (newWebhook !== (key.webhookUrl || null)) changes.webhookUrl = newWebhook;
+    if (atLeastOnce.checked !== Boolean(key.atLeastOnce)) changes.atLeastOnce = atLeastOnce.checked;
     if (!Object.keys(changes).length) {
       notify.info(t("keyEdit.nothingChanged"));
       return;

@@ -21,6 +21,7 @@ export function mount(main, { notify, me }) {
   const attendant = h("input", { type: "text", name: "attendantId", maxlength: "120", autocomplete: "off" });
   const defaultNumber = h("select", { name: "defaultNumber" });
   const webhook = h("input", { type: "url", name: "webhookUrl", inputmode: "url", autocomplete: "off" });
+  const atLeastOnce = h("input", { type: "checkbox", name: "atLeastOnce", id: uid("alo"), "aria-describedby": "new-key-alo-hint" });
   const submit = h("button", { type: "submit" }, t("keys.create"));
 
   const form = h(
@@ -42,6 +43,8 @@ export function mount(main, { notify, me }) {
     field(t("keys.attendant"), attendant, t("keys.attendantHint")),
     field(t("keys.defaultNumber"), defaultNumber),
     field(t("keys.webhookUrl"), webhook, t("keys.webhookHint")),
+    h("div", { class: "check" }, atLeastOnce, h("label", { for: atLeastOnce.id }, t("keys.atLeastOnce"))),
+    h("p", { class: "hint", id: "new-key-alo-hint" }, t("keys.atLeastOnceHint")),
     submit,
   );
 
@@ -67,6 +70,7 @@ export function mount(main, { notify, me }) {
     if (attendant.value.trim()) body.attendantId = attendant.value.trim();
     if (defaultNumber.value) body.defaultNumber = defaultNumber.value;
     if (webhook.value.trim()) body.webhookUrl = webhook.value.trim();
+    if (atLeastOnce.checked) body.atLeastOnce = true;
     submit.disabled = true;
     try {
       const key = await api.createKey(body);
@@ -134,13 +138,17 @@ export function mount(main, { notify, me }) {
       cancel: t("common.cancel"),
     });
     if (!yes) return;
+    let failure = null;
     try {
       await api.revokeKey(key.id);
-      notify.info(t("keys.revoked", { name: key.name }));
     } catch (error) {
-      notify.error(error, t("keys.revokeFailed", { name: key.name }));
+      failure = error;
     }
     await reload();
+    // The row and its button are gone: keep the keyboard user at the top of the screen.
+    main.querySelector("h1").focus();
+    if (failure) notify.error(failure, t("keys.revokeFailed", { name: key.name }));
+    else notify.info(t("keys.revoked", { name: key.name }));
   }
 
   async function reload() {

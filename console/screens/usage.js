@@ -1,6 +1,6 @@
 // Messages in and out per owner tag and month, and per instance.
 import { api } from "../api.js";
-import { h, clear, field, table } from "../dom.js";
+import { h, clear, field, table, throttle } from "../dom.js";
 import { t } from "../i18n.js";
 
 function thisMonth() {
@@ -74,6 +74,14 @@ export function mount(main, { notify }) {
     }
   }
 
+  // Every message sent changes the counts: under a steady flow, re-read at most every 5 s.
+  const reloadSoon = throttle(reload, 5000);
   reload();
-  return { reload, onFrame: (frame) => frame.type === "message.status.changed" };
+  return {
+    reload,
+    onFrame: (frame) => {
+      if (frame.type === "message.status.changed") reloadSoon();
+      return false;
+    },
+  };
 }
