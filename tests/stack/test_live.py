@@ -86,7 +86,7 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsEndpoint]:
 @pytest.fixture
 def live(endpoint: AwsEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Live]:
     running = Live(endpoint)
-    monkeypatch.setenv("EVENT_BUS_NAME", running.bus)
+    monkeypatch.setenv("TEST_BUS_NAME", running.bus)
     monkeypatch.setenv("LIVE_MANAGEMENT_URL", running.api.management_url)
     yield running
     running.close()
