@@ -218,7 +218,7 @@ class LocalStack:
         if not found:
             return
         if self._endpoint is None:
-            self.notes.append("event rules are not run locally with an external AWS endpoint")
+            self.notes.append("event rules not run: the local stack sees PutEvents on its embedded AWS endpoint only")
             return
         router = eventbridge.EventRouter(
             self.functions, found, region=REGION, retry_delays=self._event_retry_delays
