@@ -248,20 +248,23 @@ class WebSocketApi:
         self._region = region
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
-        self._server: WebSocketServer = serve(
-            self._serve,
-            host,
-            port,
-            process_request=self._handshake,
-            create_connection=_Connection,
-            server_header=None,
-            compression=None,
-            open_timeout=CONNECT_TIMEOUT,
-            ping_interval=None,
-            ping_timeout=None,
-            close_timeout=CLOSE_TIMEOUT,
-            max_size=MAX_FRAME,
-        )
+        try:
+            self._server: WebSocketServer = serve(
+                self._serve,
+                host,
+                port,
+                process_request=self._handshake,
+                create_connection=_Connection,
+                server_header=None,
+                compression=None,
+                open_timeout=CONNECT_TIMEOUT,
+                ping_interval=None,
+                ping_timeout=None,
+                close_timeout=CLOSE_TIMEOUT,
+                max_size=MAX_FRAME,
+            )
+        except OSError as error:
+            raise OSError(error.errno, f"WebSocket API on {host}:{port}: {error.strerror}") from error
         self._host = host
         self._threads = Background()
         self._threads.add(self._server.serve_forever, name=f"websocket-{definition.logical_id}")
@@ -293,6 +296,9 @@ class WebSocketApi:
     def stop(self) -> None:
         """Refuse new connections, close open ones (1001) and wait for their handlers to end."""
         self._management.stop()
+        if not self._threads.alive():  # never started (or already stopped): only the socket to close
+            self._server.socket.close()
+            return
         closer = threading.Thread(target=self._server.shutdown, name="websocket-shutdown", daemon=True)
         closer.start()
         closer.join(STOP_TIMEOUT)

@@ -113,7 +113,7 @@ def test_given_the_template_then_sam_and_plain_rules_target_their_functions_on_t
 
     found = {rule.function: rule for rule in eventbridge.rules(functions, {"TestBus": "b"}, template.LocalNames())}
 
-    assert set(found) == {"NotifyFunction", "FlakyFunction", "AuditFunction"}
+    assert set(found) == {"NotifyFunction", "FlakyFunction", "HoldFunction", "AuditFunction"}
     assert {rule.bus for rule in found.values()} == {"b"}
     assert found["NotifyFunction"].pattern["source"] == ["tests"]  # the parameter's default
     assert found["AuditFunction"].input_path == "$.detail"
@@ -294,6 +294,22 @@ def test_given_a_failing_target_then_it_is_retried_twice_then_dropped(live: Live
     attempts = [event["id"] for event in live.recorded("FlakyFunction")]
     assert attempts.count(recovers) == 3
     assert attempts.count(never) == 3  # the first attempt and two retries, then no more
+
+
+def test_given_a_target_still_running_then_put_events_has_answered_and_the_next_event_waits_its_turn(
+    live: Live,
+) -> None:
+    gate = live.functions.handler("HoldFunction").__globals__["GATE"]
+    try:
+        first = live.put("hold", {"n": 1})
+        live.put("hold", {"n": 2})  # answered while the first event's target still runs
+
+        eventually(lambda: live.recorded("HoldFunction"))
+        assert [event["id"] for event in live.recorded("HoldFunction")] == [first]
+        assert live.router.pending() == 1
+    finally:
+        gate.set()
+    eventually(lambda: len(live.recorded("HoldFunction")) == 2)
 
 
 # --- the whole flow -------------------------------------------------------------------------
