@@ -181,9 +181,7 @@ class MediaServer:
         self._thread: threading.Thread | None = None
 
     def start(self, host: str, port: int = 0) -> str:
-        self._server = serve(
-            self._sessions.serve_socket, host, port, process_request=self._sessions.check_handshake
-        )
+        self._server = serve(self._sessions.serve_socket, host, port, process_request=self._sessions.check_handshake)
         bound_host, bound_port = self._server.socket.getsockname()[:2]
         self._thread = threading.Thread(target=self._server.serve_forever, name="simulator-media", daemon=True)
         self._thread.start()
