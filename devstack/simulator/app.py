@@ -391,6 +391,7 @@ class SimulatorApp:
             Rule(f"{instance}/incoming-message", methods=["POST"], endpoint=self.incoming_message),
             Rule(f"{instance}/incoming-call", methods=["POST"], endpoint=self.incoming_call),
             Rule(f"{instance}/calls/<call_id>/<{actions}:action>", methods=["POST"], endpoint=self.call_action),
+            Rule(f"{instance}/calls/<call_id>/media", methods=["GET"], endpoint=self.call_media),
             Rule(f"{instance}/messages/<path:message_id>/status", methods=["POST"], endpoint=self.receipt),
             Rule(f"{CONTROL_PREFIX}/sent", methods=["GET"], endpoint=self.sent),
             Rule(f"{CONTROL_PREFIX}/events", methods=["GET"], endpoint=self.events),
@@ -453,6 +454,12 @@ class SimulatorApp:
     def call_action(self, request: Request, instance_id: str, call_id: str, action: str) -> Response:
         details = _parse(request, schemas.CallActionBody)
         return _json(self.state.call_action(instance_id, call_id, action, details))
+
+    def call_media(self, request: Request, instance_id: str, call_id: str) -> Response:
+        view = self.media.view(instance_id, call_id)
+        if view is None:
+            raise SimError(404, "no_media_session", "the call has no retained media session")
+        return _json(view)
 
     def receipt(self, request: Request, instance_id: str, message_id: str) -> Response:
         self.state.receipt(instance_id, message_id, _parse(request, schemas.ReceiptBody).status)

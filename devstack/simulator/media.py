@@ -135,6 +135,8 @@ class MediaSessions:
             session.ticket, session.ticket_until = None, now
             self._pending[id(connection)] = session
         if not self._is_live(session.instance_id, session.call_id):
+            with self._lock:
+                self._pending.pop(id(connection), None)
             return connection.respond(HTTPStatus.CONFLICT, "the call has ended\n")
         return None
 

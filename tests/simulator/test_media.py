@@ -73,6 +73,10 @@ def test_a_ticket_connects_once_and_only_for_a_live_call(
     assert attachment.expires_at.endswith("Z") and attachment.resumed is False
 
     with connect(attachment.media_url):
+        assert control.media_session(target.provider_instance_id, call_id) == {
+            "sessionId": attachment.session_id,
+            "connected": True,
+        }
         with pytest.raises(InvalidStatus) as reused:
             connect(attachment.media_url)
         assert reused.value.response.status_code == 404
@@ -83,6 +87,7 @@ def test_a_ticket_connects_once_and_only_for_a_live_call(
     with pytest.raises(ProviderRejected) as unknown:
         wuzapi.attach_media(target, "NO-SUCH-CALL")
     assert unknown.value.details["provider_code"] == "call_not_found"
+    assert control.media_session(target.provider_instance_id, "NO-SUCH-CALL") is None
 
 
 def test_a_reattach_within_30_s_of_a_drop_resumes_the_session_and_later_it_is_released(
