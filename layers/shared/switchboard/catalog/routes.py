@@ -20,6 +20,7 @@ from switchboard.catalog.schemas import (
     CreateNumber,
     CreateProvider,
     InstanceView,
+    MeView,
     NumberView,
     OwnerTag,
     ProviderView,
@@ -41,8 +42,19 @@ Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Setup = Annotated[WebhookSetup, Depends(webhook_setup)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 Platform = Annotated[Principal, Depends(requires(router, Scope.PLATFORM))]
+Anyone = Annotated[Principal, Depends(requires(router, *Scope))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 ID = Annotated[str, Path(max_length=64)]
+
+
+# --- the caller ----------------------------------------------------------------------------
+
+
+@router.get("/api/me", tags=["api keys"], responses=documented(401, 404))
+def get_me(catalog: Catalog, principal: Anyone) -> MeView:
+    """The calling key itself: its tenant, id, name and scopes (any scope), so a client such as the
+    console can tell which screens this key may use without trying them."""
+    return MeView.of(catalog.get_api_key(principal, principal.key_id))
 
 
 # --- API keys ------------------------------------------------------------------------------

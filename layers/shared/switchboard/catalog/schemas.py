@@ -85,6 +85,17 @@ class CreatedApiKeyView(ApiKeyView):
     key: str = Field(description="The API key. Shown only in this response: store it now.")
 
 
+class MeView(View):
+    tenant: str
+    key_id: str
+    name: str
+    scopes: list[Scope]
+
+    @classmethod
+    def of(cls, key: ApiKey) -> MeView:
+        return cls(tenant=key.tenant, key_id=key.id, name=key.name, scopes=key.scopes)
+
+
 class CreateAdminKey(Body):
     name: Name | None = Field(default=None, description="Defaults to the tenant's name followed by `admin`.")
 

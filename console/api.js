@@ -1,0 +1,79 @@
+// Every HTTP call of the console: same origin, relative paths, the key as a Bearer token.
+// The key lives in sessionStorage only: it leaves with the tab, and never goes in a URL or cookie.
+
+const STORAGE_KEY = "switchboard.apiKey";
+
+export const session = {
+  key: () => sessionStorage.getItem(STORAGE_KEY),
+  signIn: (key) => sessionStorage.setItem(STORAGE_KEY, key),
+  signOut: () => sessionStorage.removeItem(STORAGE_KEY),
+};
+
+/** A refusal by the API, with its error code and message (`{"error", "message"}`). */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function request(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const key = session.key();
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const init = { method, headers, cache: "no-store", credentials: "omit" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch {
+    throw new ApiError(0, "network", "");
+  }
+  if (response.status === 204) return null;
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    // Our errors are {error, message}; API Gateway's own (authorizer, throttle) are {message}.
+    const code = (data && data.error) || `http_${response.status}`;
+    const message = (data && (data.message || data.error)) || response.statusText || "";
+    throw new ApiError(response.status, code, message);
+  }
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  me: () => request("GET", "/api/me"),
+
+  numbers: () => request("GET", "/api/numbers"),
+  instances: () => request("GET", "/api/instances"),
+  providers: () => request("GET", "/api/providers"),
+
+  keys: () => request("GET", "/api/api-keys"),
+  key: (id) => request("GET", `/api/api-keys/${enc(id)}`),
+  createKey: (body) => request("POST", "/api/api-keys", body),
+  updateKey: (id, changes) => request("PATCH", `/api/api-keys/${enc(id)}`, changes),
+  revokeKey: (id) => request("DELETE", `/api/api-keys/${enc(id)}`),
+
+  setSelectionMode: (id, mode) =>
+    request("PUT", `/api/api-keys/${enc(id)}/selection-mode`, { numberSelectionMode: mode }),
+  pool: (id) => request("GET", `/api/api-keys/${enc(id)}/pool`),
+  addToPool: (id, numberId) => request("POST", `/api/api-keys/${enc(id)}/pool`, { whatsappNumberId: numberId }),
+  removeFromPool: (id, numberId) => request("DELETE", `/api/api-keys/${enc(id)}/pool/${enc(numberId)}`),
+  reorderPool: (id, numberIds) => request("PUT", `/api/api-keys/${enc(id)}/pool/reorder`, { numberIds }),
+
+  message: (id) => request("GET", `/api/messages/${enc(id)}`),
+  usage: (month) => request("GET", `/api/usage/summary?month=${enc(month)}`),
+  audit: (limit = 100) => request("GET", `/api/audit?limit=${enc(limit)}`),
+
+  liveTicket: () => request("POST", "/api/live/tickets"),
+};

@@ -1,0 +1,247 @@
+// The console's shell: sign-in, the header and navigation, hash routing, live updates, and the
+// two announcement regions every screen reports through.
+
+import { api, ApiError, session } from "./api.js";
+import { h, clear, debounce } from "./dom.js";
+import { t, lang, setLang } from "./i18n.js";
+import { Live } from "./live.js";
+import * as signin from "./screens/signin.js";
+import * as agent from "./screens/agent.js";
+import * as numbers from "./screens/numbers.js";
+import * as keys from "./screens/keys.js";
+import * as keyEdit from "./screens/key-edit.js";
+import * as messages from "./screens/messages.js";
+import * as usage from "./screens/usage.js";
+import * as audit from "./screens/audit.js";
+
+const ADMIN_ROUTES = [
+  { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
+  { pattern: /^#\/keys$/, screen: keys, nav: "keys" },
+  { pattern: /^#\/keys\/([^/]+)$/, screen: keyEdit, nav: "keys" },
+  { pattern: /^#\/messages(?:\/([^/]+))?$/, screen: messages, nav: "messages" },
+  { pattern: /^#\/usage$/, screen: usage, nav: "usage" },
+  { pattern: /^#\/audit$/, screen: audit, nav: "audit" },
+];
+const NAV = [
+  ["numbers", "#/numbers"],
+  ["keys", "#/keys"],
+  ["messages", "#/messages"],
+  ["usage", "#/usage"],
+  ["audit", "#/audit"],
+];
+
+const root = document.getElementById("app");
+let me = null; // GET /api/me of the signed-in key
+let current = null; // {screen, view: {reload, onFrame}}
+let liveState = "closed";
+let signInError = null;
+const live = new Live({
+  onFrame: (frame) => current && current.view.onFrame && current.view.onFrame(frame),
+  onReconnect: () => current && current.view.reload && current.view.reload(),
+  onState: (state) => {
+    liveState = state;
+    renderLiveIndicator();
+  },
+});
+
+// --- announcements ----------------------------------------------------------------------------
+
+const statusRegion = h("div", { id: "status", class: "status", role: "status", "aria-live": "polite" });
+const alertRegion = h("div", { id: "alert", class: "alert", role: "alert", "aria-live": "assertive" });
+
+/** Screens report through this: info() for done, error() for refusals in the API's own words. */
+export const notify = {
+  info(text) {
+    clear(alertRegion);
+    clear(statusRegion, h("p", {}, text));
+  },
+  error(error, context) {
+    clear(statusRegion);
+    clear(alertRegion, h("p", {}, describeError(error, context)));
+    if (error instanceof ApiError && error.status === 401) signOut(t("signin.expired"));
+  },
+  clear() {
+    clear(statusRegion);
+    clear(alertRegion);
+  },
+};
+
+export function describeError(error, context) {
+  let detail;
+  if (error instanceof ApiError) {
+    if (error.status === 0) detail = t("error.network");
+    else detail = error.message ? `${error.message} (${error.code})` : t("error.status", { status: error.status });
+  } else {
+    detail = String((error && error.message) || error);
+  }
+  return context ? `${context}: ${detail}` : detail;
+}
+
+// --- shell ------------------------------------------------------------------------------------
+
+const liveIndicator = h("span", { id: "live-indicator", class: "live" });
+
+function renderLiveIndicator() {
+  liveIndicator.dataset.state = liveState;
+  const key = { open: "live.open", unavailable: "live.unavailable", closed: "live.closed" }[liveState] || "live.reconnecting";
+  clear(liveIndicator, h("span", { class: "dot", "aria-hidden": "true" }), t(key));
+}
+
+function header(activeNav) {
+  const isAdmin = me && me.scopes.includes("admin");
+  const otherLang = lang() === "pt-BR" ? "en" : "pt-BR";
+  return h(
+    "header",
+    { class: "top" },
+    h("a", { class: "skip", href: "#main", onclick: skipToMain }, t("shell.skip")),
+    h(
+      "div",
+      { class: "bar" },
+      h("p", { class: "brand" }, t("shell.brand")),
+      me ? h("p", { class: "who" }, t("shell.signedInAs", { name: me.name, tenant: me.tenant })) : null,
+      me ? liveIndicator : null,
+      h(
+        "button",
+        { type: "button", class: "link", lang: otherLang, onclick: () => switchLanguage(otherLang) },
+        t(`shell.switchTo.${otherLang}`),
+      ),
+      me ? h("button", { type: "button", class: "secondary", onclick: () => signOut() }, t("shell.signOut")) : null,
+    ),
+    isAdmin
+      ? h(
+          "nav",
+          { "aria-label": t("nav.label") },
+          h(
+            "ul",
+            {},
+            NAV.map(([name, href]) =>
+              h(
+                "li",
+                {},
+                h("a", { href, "aria-current": name === activeNav ? "page" : undefined }, t(`nav.${name}`)),
+              ),
+            ),
+          ),
+        )
+      : null,
+  );
+}
+
+function skipToMain(event) {
+  event.preventDefault();
+  const main = document.getElementById("main");
+  if (main) main.focus();
+}
+
+function switchLanguage(code) {
+  setLang(code);
+  renderLiveIndicator();
+  route({ keepMessages: true });
+}
+
+// --- sign-in and routing ------------------------------------------------------------------------
+
+async function signInWith(key) {
+  session.signIn(key);
+  try {
+    me = await api.me();
+  } catch (error) {
+    session.signOut();
+    me = null;
+    if (error instanceof ApiError && error.status === 401) throw new Error(t("signin.refused"));
+    throw new Error(describeError(error, t("signin.failed")));
+  }
+  if (!me.scopes.includes("admin") && !me.scopes.includes("agent")) {
+    const scope = me.scopes.includes("send") ? "send" : me.scopes.join(", ");
+    session.signOut();
+    me = null;
+    throw new Error(t("signin.wrongScope", { scope }));
+  }
+  live.start();
+  // A deep link opened before signing in (e.g. #/keys/<id>) is where an admin lands.
+  const wanted = ADMIN_ROUTES.some((candidate) => candidate.pattern.test(location.hash)) ? location.hash : "#/numbers";
+  navigate(me.scopes.includes("admin") ? wanted : "#/agent");
+}
+
+function signOut(reason) {
+  live.stop();
+  session.signOut();
+  me = null;
+  signInError = reason || null;
+  if (location.hash !== "#/signin") history.replaceState(null, "", "#/signin");
+  route();
+  if (!reason) notify.info(t("signin.signedOut"));
+}
+
+function route({ keepMessages = false } = {}) {
+  if (!keepMessages) notify.clear();
+  if (!me) {
+    current = null;
+    const main = h("main", { id: "main", tabindex: "-1" });
+    clear(root, header(null), statusRegion, alertRegion, main);
+    signin.mount(main, { onSubmit: signInWith, error: signInError, notify });
+    signInError = null;
+    return;
+  }
+  const isAdmin = me.scopes.includes("admin");
+  let match = null;
+  let found = null;
+  if (isAdmin) {
+    for (const candidate of ADMIN_ROUTES) {
+      match = candidate.pattern.exec(location.hash);
+      if (match) {
+        found = candidate;
+        break;
+      }
+    }
+    if (!found) {
+      history.replaceState(null, "", "#/numbers");
+      found = ADMIN_ROUTES[0];
+      match = ["#/numbers"];
+    }
+  } else if (location.hash !== "#/agent") {
+    history.replaceState(null, "", "#/agent");
+  }
+  const screen = found ? found.screen : agent;
+  const main = h("main", { id: "main", tabindex: "-1" });
+  clear(root, header(found ? found.nav : null), statusRegion, alertRegion, main);
+  const params = match ? match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part))) : [];
+  const view = screen.mount(main, { me, params, notify, navigate });
+  const reload = view.reload ? debounce(view.reload, 150) : null;
+  // A screen's onFrame answers true when the frame concerns what it shows: it is then re-read
+  // (debounced, since frames come in bursts); a screen may also re-read only a part itself.
+  const onFrame = (frame) => {
+    if (view.onFrame && view.onFrame(frame) === true && reload) reload();
+  };
+  current = { screen, view: { reload, onFrame } };
+  const heading = main.querySelector("h1");
+  if (heading) {
+    heading.setAttribute("tabindex", "-1");
+    heading.focus();
+  }
+}
+
+function navigate(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+window.addEventListener("hashchange", () => route());
+
+async function boot() {
+  renderLiveIndicator();
+  if (session.key()) {
+    try {
+      me = await api.me();
+      if (!me.scopes.includes("admin") && !me.scopes.includes("agent")) throw new Error("scope");
+      live.start();
+    } catch (error) {
+      session.signOut();
+      me = null;
+      signInError = error instanceof ApiError && error.status === 401 ? t("signin.expired") : null;
+    }
+  }
+  route();
+}
+
+boot();

@@ -1,0 +1,87 @@
+// Messages in and out per owner tag and month, and per instance.
+import { api } from "../api.js";
+import { h, clear, field, table, throttle } from "../dom.js";
+import { t } from "../i18n.js";
+
+function thisMonth() {
+  return new Date().toISOString().slice(0, 7);
+}
+
+export function mount(main, { notify }) {
+  const month = h("input", { type: "month", name: "month", required: true, value: thisMonth() });
+  const result = h("div", {});
+  const form = h(
+    "form",
+    {
+      class: "card inline",
+      onsubmit: (event) => {
+        event.preventDefault();
+        reload();
+      },
+    },
+    field(t("usage.month"), month, t("usage.monthHint")),
+    h("button", { type: "submit" }, t("usage.show")),
+  );
+  main.append(h("h1", {}, t("usage.title")), form, result);
+
+  async function reload() {
+    const value = month.value || thisMonth();
+    result.setAttribute("aria-busy", "true");
+    try {
+      const summaries = await api.usage(value);
+      if (!summaries.length) {
+        clear(result, h("p", {}, t("usage.empty", { month: value })));
+        return;
+      }
+      clear(
+        result,
+        summaries.map((summary) =>
+          h(
+            "section",
+            { class: "card" },
+            h("h2", {}, t("usage.ownerTitle", { owner: summary.ownerTag || t("usage.noOwner"), month: summary.month })),
+            h(
+              "dl",
+              { class: "pairs" },
+              h("dt", {}, t("usage.in")),
+              h("dd", {}, String(summary.messagesIn)),
+              h("dt", {}, t("usage.out")),
+              h("dd", {}, String(summary.messagesOut)),
+            ),
+            summary.instances.length
+              ? table(
+                  t("usage.byInstance", { month: summary.month }),
+                  [t("usage.instance"), t("usage.in"), t("usage.out")],
+                  summary.instances.map((instance) =>
+                    h(
+                      "tr",
+                      {},
+                      h("th", { scope: "row" }, instance.instance),
+                      h("td", {}, String(instance.messagesIn)),
+                      h("td", {}, String(instance.messagesOut)),
+                    ),
+                  ),
+                )
+              : null,
+          ),
+        ),
+      );
+    } catch (error) {
+      clear(result);
+      notify.error(error, t("usage.loadFailed"));
+    } finally {
+      result.setAttribute("aria-busy", "false");
+    }
+  }
+
+  // Every message sent changes the counts: under a steady flow, re-read at most every 5 s.
+  const reloadSoon = throttle(reload, 5000);
+  reload();
+  return {
+    reload,
+    onFrame: (frame) => {
+      if (frame.type === "message.status.changed") reloadSoon();
+      return false;
+    },
+  };
+}
