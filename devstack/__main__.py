@@ -1,7 +1,8 @@
 """`python -m devstack` (what `make local` runs): the whole of switchboard on this machine.
 
 Ports: PORT (API, 3000), AWS_PORT (embedded AWS endpoint, 4566), SIM_PORT (provider
-simulator, 3100); 0 picks a free port. AWS_ENDPOINT_URL replaces the embedded endpoint.
+simulator, 3100), LIVE_PORT (the WebSocket API, 3001), LIVE_MANAGEMENT_PORT (its @connections
+API, 3002); 0 picks a free port. AWS_ENDPOINT_URL replaces the embedded endpoint.
 LOCAL_PLATFORM_KEY fixes the platform key; LOCAL_SCHEDULE_SECONDS every schedule's period;
 LOCAL_MAX_CONTAINERS the containers per function (see devstack/lambdas.py).
 Ctrl-C (or SIGTERM) stops everything; the process is gone within STOP_DEADLINE seconds even if
@@ -37,6 +38,7 @@ def _banner(stack: LocalStack, seconds: float) -> str:
         f"  console        {stack.api_url}/console/" + ("   (sign in with the admin key below)" if demo else ""),
         f"  AWS endpoint   {stack.aws_url}",
         f"  simulator      {stack.sim_url}",
+        *([f"  live           {stack.live_url}   (@connections: {stack.live_management_url})"] * bool(stack.live_url)),
         f"  platform key   {stack.platform_key}",
         *(f"  note           {note}" for note in stack.notes),
     ]
@@ -86,6 +88,8 @@ def main() -> int:
         port=_number("PORT", 3000),
         aws_port=_number("AWS_PORT", 4566),
         sim_port=_number("SIM_PORT", 3100),
+        live_port=_number("LIVE_PORT", 3001),
+        live_management_port=_number("LIVE_MANAGEMENT_PORT", 3002),
         aws_endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
         platform_key=os.environ.get("LOCAL_PLATFORM_KEY") or None,
         schedule_seconds=float(schedule) if schedule else None,

@@ -8,12 +8,17 @@ guarantee locally, at the cost of throughput the local stack does not need.
 A long-polling ReceiveMessage would hold that lock for its whole wait (moto sleeps inside the
 request), blocking the very SendMessage that should wake it. So a long poll is served as a
 series of short polls, each under the lock, with the lock released in between.
+
+Observers (`AwsEndpoint.observe`) see the requests of one JSON target and moto's answers, inside
+that same lock: what they see is in the order moto applied it (the local EventBridge rules read
+PutEvents so).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -25,6 +30,9 @@ from devstack.serving import Server
 
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+Observer = Callable[[bytes, str, bytes], None]  # (request body, answer status, answer body)
+
+log = logging.getLogger("devstack.aws")
 
 SHORT_POLL_INTERVAL = 0.05
 RECEIVE_TARGET = "AmazonSQS.ReceiveMessage"
@@ -48,12 +56,43 @@ class SerializedApp:
     def __init__(self, app: WsgiApp) -> None:
         self._app = app
         self._lock = threading.Lock()
+        self._observers: dict[str, list[Observer]] = {}
+
+    def observe(self, target: str, observer: Observer) -> Callable[[], None]:
+        """Call `observer` with every request of the JSON `target` (e.g. `AWSEvents.PutEvents`) and
+        moto's answer, under the lock; returns what stops it."""
+        with self._lock:
+            self._observers.setdefault(target, []).append(observer)
+
+        def forget() -> None:
+            with self._lock:
+                self._observers.get(target, []).remove(observer)
+
+        return forget
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
-        if environ.get("HTTP_X_AMZ_TARGET") == RECEIVE_TARGET:
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        if target == RECEIVE_TARGET:
             return self._receive(environ, start_response)
+        if target in self._observers:
+            return self._observed(str(target), environ, start_response)
         with self._lock:
             return [b"".join(self._app(environ, start_response))]
+
+    def _observed(self, target: str, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        call = {**environ, "wsgi.input": io.BytesIO(raw), "CONTENT_LENGTH": str(len(raw))}
+        captured = _Captured()
+        with self._lock:
+            body = b"".join(self._app(call, captured))
+            for observer in list(self._observers.get(target, [])):
+                try:
+                    observer(raw, captured.status, body)
+                except Exception:
+                    log.exception("observer of %s failed", target)
+        start_response(captured.status, captured.headers)
+        return [body]
 
     def _receive(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         """ReceiveMessage (JSON protocol): long polling as short polls, the lock free in between."""
@@ -89,8 +128,12 @@ class AwsEndpoint:
     """moto server on 127.0.0.1:`port` (0 picks a free port), serialised, served by threads."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
-        app = SerializedApp(DomainDispatcherApplication(create_backend_app))
-        self._server = Server(app, name="aws-endpoint", host=host, port=port, handler=QuietMotoHandler)
+        self._app = SerializedApp(DomainDispatcherApplication(create_backend_app))
+        self._server = Server(self._app, name="aws-endpoint", host=host, port=port, handler=QuietMotoHandler)
+
+    def observe(self, target: str, observer: Observer) -> Callable[[], None]:
+        """See `SerializedApp.observe`."""
+        return self._app.observe(target, observer)
 
     @property
     def url(self) -> str:

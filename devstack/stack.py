@@ -1,8 +1,8 @@
 """The whole of switchboard in one process: AWS endpoint, gateway, SQS poller, scheduler,
-provider simulator, and the seeded demo tenant.
+EventBridge rules, the WebSocket API, provider simulator, and the seeded demo tenant.
 
-    stack = LocalStack(port=0, aws_port=0, sim_port=0).start()   # 0: a free port
-    ...  stack.api_url, stack.sim_url, stack.platform_key, stack.demo
+    stack = LocalStack(port=0, aws_port=0, sim_port=0, live_port=0, live_management_port=0).start()
+    ...  stack.api_url, stack.live_url, stack.sim_url, stack.platform_key, stack.demo
     stack.stop()                                                  # nothing left behind
 
 The functions run in this process (as warm Lambda containers would), so the stack sets the
@@ -21,7 +21,7 @@ from typing import Any
 
 import boto3
 
-from devstack import template
+from devstack import eventbridge, template
 from devstack.apigw import HttpApi
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.gateway import Gateway
@@ -30,6 +30,7 @@ from devstack.scheduler import Scheduler
 from devstack.seed import SeededTenant, TenantExists, seed_tenant
 from devstack.simulator import Simulator
 from devstack.sqs_poller import SqsPoller
+from devstack.websocket_api import IDLE_TIMEOUT, MAX_DURATION, WebSocketApi, websocket_apis
 
 # The shared layer is importable as in Lambda (/opt/python), also under `python -m devstack`.
 mount_layers()
@@ -53,7 +54,8 @@ FAKE_CREDENTIALS = {
 class LocalStack:
     """Starts everything with threads in this process; `start()` returns once all is up.
 
-    - `port`, `aws_port`, `sim_port`: 0 picks a free port.
+    - `port`, `aws_port`, `sim_port`, `live_port` (the WebSocket API), `live_management_port`
+      (its `@connections` API): 0 picks a free port.
     - `aws_endpoint_url`: use that endpoint instead of the embedded one (resources are
       created there if missing).
     - `platform_key`: exactly this platform key (`sb_live_...`), else a random one.
@@ -63,6 +65,10 @@ class LocalStack:
     - `seed`: seed the `demo` tenant.
     - `simulator_settings`: `SimulatorConfig` fields (e.g. a short `fault_delay_seconds`).
     - `environment`: extra variables for the functions (e.g. PROVIDER_TIMEOUT_SECONDS).
+    - `live_idle_timeout`, `live_max_duration`: API Gateway's WebSocket idle timeout (10 min) and
+      maximum connection duration (2 h), shorter for tests.
+    - `event_retry_delays`: the delays before the retries of a failed async invocation by an
+      EventBridge rule (Lambda's: about 1 and 2 minutes).
     - `prefix`: the local stack name, prefixed to every table, queue, bus and secret. Embedded
       endpoints in one process share moto's state, so stacks that live in one process (tests)
       need a prefix each.
@@ -74,6 +80,11 @@ class LocalStack:
         port: int = 3000,
         aws_port: int = 4566,
         sim_port: int = 3100,
+        live_port: int = 3001,
+        live_management_port: int = 3002,
+        live_idle_timeout: float = IDLE_TIMEOUT,
+        live_max_duration: float = MAX_DURATION,
+        event_retry_delays: tuple[float, ...] = eventbridge.RETRY_DELAYS,
         aws_endpoint_url: str | None = None,
         platform_key: str | None = None,
         schedule_seconds: float | None = None,
@@ -88,6 +99,12 @@ class LocalStack:
         self._port = port
         self._aws_port = aws_port
         self._sim_port = sim_port
+        self._live_port = live_port
+        self._live_management_port = live_management_port
+        self._live_idle_timeout = live_idle_timeout
+        self._live_max_duration = live_max_duration
+        self._event_retry_delays = event_retry_delays
+        self._endpoint: AwsEndpoint | None = None
         self._external_endpoint = aws_endpoint_url
         self._platform_key = platform_key
         self._schedule_seconds = schedule_seconds
@@ -105,6 +122,8 @@ class LocalStack:
         self.aws_url = ""
         self.api_url = ""
         self.sim_url = ""
+        self.live_url = ""
+        self.live_management_url = ""
         self.platform_key = ""
         self.queues: dict[str, template.Queue] = {}
         self.tables: dict[str, str] = {}
@@ -116,6 +135,8 @@ class LocalStack:
         self.http_api: HttpApi | None = None
         self.poller: SqsPoller | None = None
         self.scheduler: Scheduler | None = None
+        self.live: WebSocketApi | None = None
+        self.events: eventbridge.EventRouter | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -134,6 +155,7 @@ class LocalStack:
             endpoint = AwsEndpoint(port=self._aws_port).start()
             self._stops.append(endpoint.stop)
             self.aws_url = endpoint.url
+            self._endpoint = endpoint
         self.functions = Functions(self._template_path)
         self._stops.append(self._drain)
         self.http_api = HttpApi(self.functions)
@@ -141,7 +163,9 @@ class LocalStack:
         self._stops.append(gateway.stop)
         self._quiesce.append(gateway.stop)
         self.api_url = gateway.url
+        self._start_live_api()
         self._set_environment(self._provision())
+        self._start_event_rules()
         gateway.start()
         simulator = Simulator(admin_token=self.sim_admin_token, **self._simulator_settings)
         self.sim_url = simulator.start(port=self._sim_port)
@@ -162,6 +186,48 @@ class LocalStack:
                 self.demo = self.seed_tenant(DEMO_TENANT, DEMO_DIGITS)
             except TenantExists as exists:
                 self.notes.append(str(exists))
+
+    def _start_live_api(self) -> None:
+        """The template's WebSocket API (the first one: the functions get one `LIVE_URL`)."""
+        assert self.functions is not None
+        apis = websocket_apis(self._template_path, set(self.functions.names()))
+        if not apis:
+            return
+        for extra in apis[1:]:
+            self.notes.append(f"WebSocket API {extra.logical_id} not served locally: only {apis[0].logical_id} is")
+        live = WebSocketApi(
+            self.functions,
+            apis[0],
+            port=self._live_port,
+            management_port=self._live_management_port,
+            idle_timeout=self._live_idle_timeout,
+            max_duration=self._live_max_duration,
+            region=REGION,
+        )
+        self._stops.append(live.stop)
+        self._quiesce.append(live.stop)
+        live.start()
+        self.live = live
+        self.live_url = live.url
+        self.live_management_url = live.management_url
+
+    def _start_event_rules(self) -> None:
+        """The template's EventBridge rules, fed by the embedded endpoint's PutEvents (see eventbridge.py)."""
+        assert self.functions is not None
+        found = eventbridge.rules(self.functions, self.buses, self.names, self.notes)
+        if not found:
+            return
+        if self._endpoint is None:
+            self.notes.append("event rules not run: the local stack sees PutEvents on its embedded AWS endpoint only")
+            return
+        router = eventbridge.EventRouter(
+            self.functions, found, region=REGION, retry_delays=self._event_retry_delays
+        ).start()
+        forget = self._endpoint.observe(eventbridge.PUT_EVENTS_TARGET, router.observe)
+        self._stops.append(lambda: router.stop(timeout=1))
+        self._stops.append(forget)
+        self._quiesce.append(router.request_stop)
+        self.events = router
 
     def stop(self) -> None:
         """Stop every part and restore the environment.
@@ -240,6 +306,10 @@ class LocalStack:
         )
         for name in ("DOWNSTREAM_BASE_URL", "DOWNSTREAM_ACCOUNT_ID", "DOWNSTREAM_INBOX_ID"):
             environment[name] = os.environ.get(name, "")
+        if self.live is not None:
+            # The template's values name the deployed API (`${LiveApi}` is unresolvable here).
+            environment["LIVE_URL"] = self.live_url
+            environment["LIVE_MANAGEMENT_URL"] = self.live_management_url
         if os.environ.get("POWERTOOLS_LOG_LEVEL"):
             environment["POWERTOOLS_LOG_LEVEL"] = os.environ["POWERTOOLS_LOG_LEVEL"]
         return {**environment, **self._extra_environment}

@@ -30,6 +30,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import payloads, schemas, wire
+from devstack.simulator.media import MediaSessions
 from devstack.simulator.model import SimError
 from devstack.simulator.payloads import Refused
 from devstack.simulator.schemas import SimulatorConfig
@@ -128,6 +129,7 @@ class SimulatorApp:
         )
         self._closing = threading.Event()
         self.state = SimulatorState(config, deliver=self.dispatcher.enqueue)
+        self.media = MediaSessions(is_live=self.state.call_is_live)
         provider_rules = self._calls_rules() + self._wuzapi_rules() + self._evolution_rules() + self._meta_rules()
         self._url_map = Map([rule for rule, _ in provider_rules] + self._control_rules())
         self._styles = {route_template(rule.rule): style for rule, style in provider_rules}
@@ -229,6 +231,7 @@ class SimulatorApp:
             Rule("/call/hangup", methods=["POST"], endpoint=self.hangup),
             Rule("/call/video", methods=["POST"], endpoint=self.video),
             Rule("/call/<call_id>", methods=["GET"], endpoint=self.get_call),
+            Rule("/call/<call_id>/attach", methods=["POST"], endpoint=self.attach_media),
         ]
         real = [
             Rule("/chat/send/text", methods=["POST"], endpoint=partial(self.wuzapi_send, flavour="calls")),
@@ -281,6 +284,15 @@ class SimulatorApp:
     def video(self, request: Request) -> Response:
         instance_id = self._instance_id(request)
         return _json(self.state.stop_video(instance_id, _parse(request, schemas.VideoBody).call_id))
+
+    def attach_media(self, request: Request, call_id: str) -> Response:
+        """A short-lived media URL for one live call (ringing, connecting, active) of this instance."""
+        instance_id = self._instance_id(request)
+        body = _parse(request, schemas.AttachBody)
+        self.state.require_live_call(instance_id, call_id)
+        if not self.media.ws_url:
+            raise SimError(503, "media_unavailable", "the media endpoint is not running")
+        return _json(self.media.attach(instance_id, call_id, resume=body.resume))
 
     # --- wuzapi (its messaging routes are the calls server's too) ----------------------------
 
@@ -379,6 +391,7 @@ class SimulatorApp:
             Rule(f"{instance}/incoming-message", methods=["POST"], endpoint=self.incoming_message),
             Rule(f"{instance}/incoming-call", methods=["POST"], endpoint=self.incoming_call),
             Rule(f"{instance}/calls/<call_id>/<{actions}:action>", methods=["POST"], endpoint=self.call_action),
+            Rule(f"{instance}/calls/<call_id>/media", methods=["GET"], endpoint=self.call_media),
             Rule(f"{instance}/messages/<path:message_id>/status", methods=["POST"], endpoint=self.receipt),
             Rule(f"{CONTROL_PREFIX}/sent", methods=["GET"], endpoint=self.sent),
             Rule(f"{CONTROL_PREFIX}/events", methods=["GET"], endpoint=self.events),
@@ -442,6 +455,12 @@ class SimulatorApp:
         details = _parse(request, schemas.CallActionBody)
         return _json(self.state.call_action(instance_id, call_id, action, details))
 
+    def call_media(self, request: Request, instance_id: str, call_id: str) -> Response:
+        view = self.media.view(instance_id, call_id)
+        if view is None:
+            raise SimError(404, "no_media_session", "the call has no retained media session")
+        return _json(view)
+
     def receipt(self, request: Request, instance_id: str, message_id: str) -> Response:
         self.state.receipt(instance_id, message_id, _parse(request, schemas.ReceiptBody).status)
         return _json({"ok": True})
@@ -481,4 +500,5 @@ class SimulatorApp:
     def reset(self, request: Request) -> Response:
         self.dispatcher.forget_pending()
         self.state.reset()
+        self.media.reset()
         return _json({"ok": True})

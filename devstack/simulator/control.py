@@ -72,6 +72,15 @@ class SimulatorControl:
         call: dict[str, Any] = self._post(f"/_sim/instances/{instance_id}/calls/{call_id}/{action}", details)["call"]
         return call
 
+    def media_session(self, instance_id: str, call_id: str) -> dict[str, Any] | None:
+        """`{sessionId, connected}` of the call's retained media session, or None."""
+        answer = self._client.get(f"/_sim/instances/{instance_id}/calls/{call_id}/media")
+        if answer.status_code == 404:
+            return None
+        answer.raise_for_status()
+        view: dict[str, Any] = answer.json()
+        return view
+
     def receipt(self, instance_id: str, message_id: str, status: str) -> None:
         """The recipient got (`delivered`), read (`read`) or never got (`failed`) a sent message."""
         path = f"/_sim/instances/{instance_id}/messages/{quote(message_id, safe='/+=')}/status"

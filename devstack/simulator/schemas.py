@@ -81,6 +81,12 @@ class DialBody(ProviderBody):
     video: StrictBool = False
 
 
+class AttachBody(ProviderBody):
+    """`resume: false` releases the call's retained media session and starts a new one."""
+
+    resume: StrictBool = True
+
+
 class CallIdBody(ProviderBody):
     call_id: StrictStr = Field(alias="callId", min_length=1)
 

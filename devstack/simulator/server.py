@@ -9,6 +9,7 @@ import httpx
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from devstack.simulator.app import SimulatorApp
+from devstack.simulator.media import MediaServer
 from devstack.simulator.schemas import SimulatorConfig
 
 
@@ -30,6 +31,7 @@ class Simulator:
         self.app = SimulatorApp(config or SimulatorConfig(**settings), webhook_transport=webhook_transport)
         self._server: BaseWSGIServer | None = None
         self._thread: threading.Thread | None = None
+        self._media = MediaServer(self.app.media)
 
     @property
     def base_url(self) -> str:
@@ -37,7 +39,13 @@ class Simulator:
             raise RuntimeError("the simulator is not running")
         return f"http://{self._server.host}:{self._server.server_port}"
 
-    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+    @property
+    def media_url(self) -> str:
+        """`ws://host:port` of the media endpoint (attachments name their full URL)."""
+        return self.app.media.ws_url
+
+    def start(self, host: str = "127.0.0.1", port: int = 0, media_port: int = 0) -> str:
+        self._media.start(host, media_port)
         self._server = make_server(host, port, self.app, threaded=True)
         self._thread = threading.Thread(target=self._server.serve_forever, name="simulator", daemon=True)
         self._thread.start()
@@ -45,6 +53,7 @@ class Simulator:
 
     def stop(self) -> None:
         self.app.close()
+        self._media.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

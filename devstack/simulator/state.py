@@ -776,6 +776,17 @@ class SimulatorState:
             call.video = True if details.video is None else details.video
             self._emit_call(instance, call, "video")
 
+    def require_live_call(self, instance_id: str, call_id: str) -> None:
+        """For a media attachment: `404 call_not_found` for an unknown call, `409 call_ended` for an ended one."""
+        with self._lock:
+            self._live_call(self._calls_instance(instance_id), call_id)
+
+    def call_is_live(self, instance_id: str, call_id: str) -> bool:
+        with self._lock:
+            instance = self._instances.get(instance_id)
+            call = instance.calls.get(call_id) if instance is not None else None
+            return call is not None and call.live
+
     def _check_slot(self, instance: Instance) -> None:
         limit = (
             instance.calls_max_concurrent

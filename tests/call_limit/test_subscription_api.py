@@ -84,6 +84,31 @@ def test_preparing_reads_the_status_for_the_initial_snapshot(client: Client, con
     assert (view["limit"], view["version"]) == (3, "2")
 
 
+def test_a_complete_subscription_is_not_ready_when_the_server_does_not_announce_call_settings_events(
+    client: Client, connect: Any, control: SimulatorControl
+) -> None:
+    """Without `calls_settings_webhook` the server sends no `call_settings`, whatever is subscribed."""
+    control.set_capabilities(calls_settings_webhook=False)
+    complete = connect(webhookUrl=HOOK, webhookSecret=SECRET)
+    lacking = connect(webhookUrl=HOOK, webhookSecret=SECRET, webhookEvents=["call"])
+
+    body = prepare(client, complete).json()
+    merged = prepare(client, lacking).json()
+
+    assert (body["state"], body["ready"], body["changed"]) == ("unannounced", False, False)
+    assert body["missing"] == ["calls_settings_webhook"]
+    assert "calls_settings_webhook" in body["reason"]
+    assert (merged["state"], merged["ready"], merged["changed"]) == ("unannounced", False, True)
+    assert merged["events"] == ["call", "call_settings", "connection"]
+    assert merged["missing"] == ["calls_settings_webhook"]
+
+
+def test_a_ready_subscription_has_no_reason(client: Client, connect: Any) -> None:
+    body = prepare(client, connect(webhookUrl=HOOK, webhookSecret=SECRET)).json()
+
+    assert (body["state"], body["ready"], body["missing"], body["reason"]) == ("ready", True, [], None)
+
+
 def test_an_inherited_global_subscription_is_reported_never_overridden(
     client: Client, connect: Any, control: SimulatorControl, simulator: Simulator
 ) -> None:
@@ -96,6 +121,7 @@ def test_an_inherited_global_subscription_is_reported_never_overridden(
 
     assert (body["state"], body["ready"], body["changed"], body["inherited"]) == ("inherited", False, False, True)
     assert body["missing"] == ["call", "call_settings"]
+    assert "call, call_settings" in body["reason"]
     assert body["filters"] == {"tag": "all"}
     assert own_secret(simulator, connection) is None  # no instance override was created
     assert control.instance(connection.sim_id)["webhook"]["inherited"] is True

@@ -19,16 +19,21 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.calls import wiring as calls_wiring
 from switchboard.calls.domain import DialAttempt, reservation_id
+from switchboard.calls.dynamo import ReconcileGate
+from switchboard.calls.on_demand import ReconcileOnDemand
 from switchboard.calls.reconcile import PER_SERVER_RATE
 from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.catalog.domain import Scope, Tenant
+from switchboard.core.errors import RateLimited
+from switchboard.core.settings import get_settings
 from switchboard.providers.base import ProviderCall
 from switchboard.webhooks import wiring as webhooks_wiring
 from tests.support.api import Client
 from tests.support.aws import AwsResources
-from tests.support.builders import admin, instance
+from tests.support.builders import admin, agent, instance
 from tests.support.connections import call_events, deliver, register
 from tests.support.sqs import sqs_record
+from tests.support.threads import at_once
 
 CALLER = "5511955554444"
 
@@ -164,25 +169,65 @@ def test_given_a_pending_reservation_the_provider_refuses_then_it_is_released(
     assert connection.occupant_kinds() == ["call"]
 
 
-def test_the_reconcile_route_needs_admin_and_answers_the_report(
+def test_the_reconcile_route_serves_the_connections_agents_and_admins_once_per_window(
     aws: AwsResources, client: Client, simulator: Simulator, control: SimulatorControl
 ) -> None:
+    """An attendant opening the calls panel reconciles it; a second open within 10 s is told to wait."""
     connection = register(simulator, control, limit=1)
+    other = register(simulator, control, limit=1)
     control.incoming_call(connection.sim_id, CALLER)
     catalog = bootstrap.catalog_service()
     admin_key = catalog.create_api_key(admin(), tenant="acme", name="a", environment="LIVE", scopes=[Scope.ADMIN])
     agent_key = catalog.create_api_key(
         admin(), tenant="acme", name="b", environment="LIVE", scopes=[Scope.AGENT], attendant_id="ana"
     )
+    send_key = catalog.create_api_key(admin(), tenant="acme", name="c", environment="LIVE", scopes=[Scope.SEND])
     path = f"/api/connections/{connection.name}/reconcile"
 
-    refused = client.post(path, key=agent_key.plaintext)
-    answer = client.post(path, key=admin_key.plaintext)
+    refused = client.post(path, key=send_key.plaintext)
+    answer = client.post(path, key=agent_key.plaintext)
+    again = client.post(path, key=admin_key.plaintext)
+    elsewhere = client.post(f"/api/connections/{other.name}/reconcile", key=agent_key.plaintext)
 
     assert refused.status == 403
     assert answer.status == 200, answer.body
     assert (answer.json()["active"], answer.json()["limit"]) == (1, 1)
     assert connection.occupant_kinds() == ["call"]
+    assert (again.status, again.json()["error"]) == (429, "rate_limited")
+    assert 1 <= int(again.headers["retry-after"]) <= 10
+    assert elsewhere.status == 200, elsewhere.body
+
+
+def test_an_on_demand_reconcile_runs_again_once_its_window_has_passed(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    connection = register(simulator, control, limit=1)
+    now = [1_000_000.0]
+    on_demand = ReconcileOnDemand(
+        bootstrap.catalog_repository(), bootstrap.reconciler(), ReconcileGate(bootstrap.table()), clock=lambda: now[0]
+    )
+    on_demand.reconcile(agent("ana"), connection.name)
+    now[0] += 9.5
+    with pytest.raises(RateLimited) as inside:
+        on_demand.reconcile(agent("bob"), connection.name)
+    assert inside.value.retry_after_seconds == 1
+
+    control.incoming_call(connection.sim_id, CALLER)
+    now[0] += 0.5
+    assert on_demand.reconcile(agent("bob"), connection.name).active == 1
+
+
+def test_two_replicas_opening_the_panel_at_once_run_one_reconciliation(
+    served_aws: AwsResources, simulator: Simulator, control: SimulatorControl
+) -> None:
+    """The window is one conditional write on DynamoDB: replicas share it."""
+    connection = register(simulator, control, limit=1)
+    gates = [ReconcileGate(boto3.session.Session().resource("dynamodb").Table(get_settings().table_name)) for _ in "ab"]
+    now = 1_000_000.0
+
+    entered = at_once([lambda gate=gate: gate.enter(connection.tenant, connection.name, now, 10) for gate in gates])
+
+    assert sorted(entered, key=lambda left: left is not None) == [None, 10.0]
 
 
 @pytest.fixture(scope="module")

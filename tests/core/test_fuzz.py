@@ -80,6 +80,8 @@ def stack() -> Iterator[LocalStack]:
         port=0,
         aws_port=0,
         sim_port=0,
+        live_port=0,
+        live_management_port=0,
         prefix=f"fuzz-{uuid.uuid4().hex[:8]}",
         environment={"PROVIDER_TIMEOUT_SECONDS": "1", "POWERTOOLS_LOG_LEVEL": "CRITICAL"},
     ).start()

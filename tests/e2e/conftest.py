@@ -147,6 +147,8 @@ def stack() -> Iterator[Stack]:
         port=0,
         aws_port=0,
         sim_port=0,
+        live_port=0,
+        live_management_port=0,
         prefix=f"e2e-{uuid.uuid4().hex[:8]}",
         simulator_settings={"fault_delay_seconds": 2.0, "webhook_retry_base_delay": 0.05},
         environment={"PROVIDER_TIMEOUT_SECONDS": "1"},

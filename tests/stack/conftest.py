@@ -20,7 +20,13 @@ def unique_prefix() -> str:
 @pytest.fixture(scope="module")
 def local_stack() -> Iterator[LocalStack]:
     stack = LocalStack(
-        port=0, aws_port=0, sim_port=0, prefix=unique_prefix(), environment={"PROVIDER_TIMEOUT_SECONDS": "1"}
+        port=0,
+        aws_port=0,
+        sim_port=0,
+        live_port=0,
+        live_management_port=0,
+        prefix=unique_prefix(),
+        environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
     ).start()
     yield stack
     stack.stop()

@@ -112,7 +112,8 @@ def settle(condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped
 
 def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leaves_nothing_behind() -> None:
     """Ctrl-C with requests in flight: gone within EXIT_SECONDS, its memory not growing meanwhile."""
-    ports = {"PORT": free_port(), "AWS_PORT": free_port(), "SIM_PORT": free_port()}
+    names = ("PORT", "AWS_PORT", "SIM_PORT", "LIVE_PORT", "LIVE_MANAGEMENT_PORT")
+    ports = {name: free_port() for name in names}
     platform_key = f"sb_live_{secrets.token_urlsafe(24)}"
     environment = {name: value for name, value in os.environ.items() if name != "AWS_ENDPOINT_URL"}
     environment.update({name: str(port) for name, port in ports.items()})
@@ -178,8 +179,11 @@ def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leav
 
 def test_given_a_started_stack_with_open_connections_when_stopped_then_no_thread_or_port_is_left() -> None:
     before = set(threading.enumerate())
-    stack = LocalStack(port=0, aws_port=0, sim_port=0, prefix=unique_prefix()).start()
-    ports = [int(url.rsplit(":", 1)[1]) for url in (stack.api_url, stack.aws_url, stack.sim_url)]
+    stack = LocalStack(
+        port=0, aws_port=0, sim_port=0, live_port=0, live_management_port=0, prefix=unique_prefix()
+    ).start()
+    urls = [stack.api_url, stack.aws_url, stack.sim_url, stack.live_url, stack.live_management_url]
+    ports = [int(url.split(":")[2].split("/")[0]) for url in urls if url]
     keep_alive = httpx.Client(trust_env=False)
     assert keep_alive.get(f"{stack.api_url}/api/openapi.json").status_code == 200
     assert keep_alive.get(f"{stack.sim_url}/v1/capabilities").status_code == 200
@@ -198,6 +202,8 @@ def test_given_an_external_endpoint_then_resources_are_created_there_once_and_a_
     options: dict[str, Any] = {
         "port": 0,
         "sim_port": 0,
+        "live_port": 0,
+        "live_management_port": 0,
         "aws_endpoint_url": endpoint.url,
         "platform_key": platform_key,
         "prefix": unique_prefix(),
@@ -212,7 +218,7 @@ def test_given_an_external_endpoint_then_resources_are_created_there_once_and_a_
             )
 
             assert again.demo is None
-            assert again.notes == ["tenant demo already exists: its keys were shown when it was seeded"]
+            assert "tenant demo already exists: its keys were shown when it was seeded" in again.notes
             assert [tenant["ownerTag"] for tenant in tenants.json()] == ["demo"]
     finally:
         endpoint.stop()

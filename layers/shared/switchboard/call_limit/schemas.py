@@ -118,14 +118,21 @@ class LineConfigView(View):
 class SubscriptionView(View):
     instance: str
     state: SubscriptionState
-    ready: bool = Field(description="True when the subscription is enabled and lists every required event.")
+    ready: bool = Field(
+        description="True when the subscription is enabled, lists every required event and the server "
+        "announces `calls_settings_webhook`."
+    )
     changed: bool
     inherited: bool
     enabled: bool
     url: str | None
     events: list[str]
     filters: dict[str, object]
-    missing: list[str] = Field(description="Required events the subscription still lacks.")
+    missing: list[str] = Field(
+        description="Required events the subscription still lacks, and required capabilities "
+        "(`calls_settings_webhook`) the server does not announce."
+    )
+    reason: str | None = Field(description="Why it is not ready, to show as is; null when ready.")
     config: LineConfigView = Field(description="The call limit as read from the status right after.")
 
     @classmethod

@@ -33,15 +33,21 @@ from switchboard.providers.base import ProviderClient, ProviderTarget, WebhookSu
 
 REQUIRED_EVENTS = ("call", "call_settings", "connection")
 OPTIONAL_EVENTS = ("limits",)
+# A server that does not announce these never sends `call_settings`, whatever the subscription
+# lists: a limit changed in the provider's panel would then reach us only by reconciliation.
+REQUIRED_CAPABILITIES = ("calls_settings_webhook",)
 
-SubscriptionState = Literal["ready", "updated", "inherited", "disabled", "missing"]
+SubscriptionState = Literal["ready", "updated", "inherited", "disabled", "missing", "unannounced"]
 
 
 class SubscriptionReport(Model):
     """What the subscription looks like now and whether call events will be delivered.
 
-    `ready` is True only for an enabled subscription listing every required event. `missing`
-    names the events it still lacks (nothing was changed for `inherited` and `missing` states).
+    `ready` is True only for an enabled subscription listing every required event on a server
+    that announces every required capability. `missing` names the events it still lacks and the
+    capabilities the server does not announce (nothing was changed for `inherited` and `missing`
+    states); `reason` says why it is not ready, for the panel to show. `unannounced`: the
+    subscription itself is complete, but the server does not announce `calls_settings_webhook`.
     """
 
     instance: str
@@ -54,6 +60,7 @@ class SubscriptionReport(Model):
     events: list[str]
     filters: dict[str, object]
     missing: list[str]
+    reason: str | None = None
     line: Line
 
 
@@ -115,17 +122,22 @@ class SubscriptionService:
             )
         line = self._calls_config.refresh_from_status(instance)
         still_missing = [name for name in wanted if name not in after.events]
+        unannounced = [name for name in REQUIRED_CAPABILITIES if not getattr(capabilities, name)]
+        if unannounced and state in ("ready", "updated"):
+            state = "unannounced"
+        ready = after.exists and after.enabled and not still_missing and not unannounced
         report = SubscriptionReport(
             instance=instance.name,
             state=state,
-            ready=after.exists and after.enabled and not still_missing,
+            ready=ready,
             changed=after is not current,
             inherited=after.inherited,
             enabled=after.enabled,
             url=after.url,
             events=after.events,
             filters=after.filters,
-            missing=still_missing,
+            missing=[*still_missing, *unannounced],
+            reason=None if ready else _reason(state, still_missing, unannounced),
             line=line,
         )
         logger.info(
@@ -147,3 +159,22 @@ class SubscriptionService:
             return ("ready" if current.enabled else "disabled"), current
         updated = client.update_webhook_events(target, [*current.events, *missing])
         return ("updated" if updated.enabled else "disabled"), updated
+
+
+def _reason(state: SubscriptionState, missing_events: list[str], unannounced: list[str]) -> str:
+    """Why call events will not all be delivered, in words an attendant's panel can show."""
+    parts: list[str] = []
+    if state == "missing":
+        parts.append("the instance has no webhook subscription: provision it at the provider")
+    elif state == "disabled":
+        parts.append("the instance's webhook subscription is disabled at the provider")
+    elif state == "inherited":
+        parts.append("the instance inherits the server's global subscription, which only the platform can change")
+    if missing_events and state != "missing":
+        parts.append(f"the subscription lacks {', '.join(missing_events)}")
+    if unannounced:
+        parts.append(
+            f"the provider server does not announce {', '.join(unannounced)}: "
+            "limit changes made in its panel reach us only by reconciliation"
+        )
+    return "; ".join(parts) or "the subscription is not enabled"

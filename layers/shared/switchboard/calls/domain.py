@@ -350,3 +350,21 @@ class DialAttempt(Model):
 def occupant_value(occupant: Occupant) -> dict[str, Any]:
     """The stored map value (camelCase, like the rest of the line)."""
     return occupant.model_dump(by_alias=True)
+
+
+# --- media attachments -----------------------------------------------------------------------
+
+
+class Attachment(Model):
+    """Which attendant a call's provider media session was last attached for."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tenant: str
+    instance: str
+    provider_id: str
+    provider_instance_id: str
+    call_id: str
+    attendant: str
+    session_id: str
+    attached_at: str

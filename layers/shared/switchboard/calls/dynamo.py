@@ -16,6 +16,7 @@ revision, so the entry is always the projection of the record.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -25,6 +26,7 @@ from botocore.exceptions import ClientError
 from switchboard.call_limit.domain import Line
 from switchboard.call_limit.dynamo import line_from_item, line_key
 from switchboard.calls.domain import (
+    Attachment,
     CallRecord,
     DialAttempt,
     LineNotReady,
@@ -328,3 +330,73 @@ class CallRepository:
             if "line" in failed:
                 raise LineNotReady(None) from error
             raise
+
+
+# --- media attachments and the reconcile gate (items in the line's partition) ------------------
+
+ATTACHMENT_TTL = timedelta(days=1)
+RECONCILE_GATE_SK = "RECONCILE#GATE"
+
+
+def _attachment_key(record: CallRecord) -> dict[str, str]:
+    call = _call_key(record)
+    return {"pk": call["pk"], "sk": "MEDIA#" + call["sk"].removeprefix("CALL#")}
+
+
+class AttachmentRepository:
+    """Who a call's media session was attached for (last writer wins: only the owner writes it)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def get_attachment(self, record: CallRecord) -> Attachment | None:
+        item = self._table.get_item(Key=_attachment_key(record), ConsistentRead=True).get("Item")
+        return from_item(Attachment, item) if item else None
+
+    def put_attachment(self, attachment: Attachment) -> None:
+        key = _attachment_key(
+            CallRecord(
+                tenant=attachment.tenant,
+                instance=attachment.instance,
+                provider_id=attachment.provider_id,
+                provider_instance_id=attachment.provider_instance_id,
+                call_id=attachment.call_id,
+            )
+        )
+        self._table.put_item(Item=to_item(attachment, key, expiresAt=_epoch(ATTACHMENT_TTL)))
+
+
+class ReconcileGate:
+    """At most one on-demand reconciliation per connection per window, shared by every replica.
+
+    One conditional write on the connection's gate item: it opens a window only when none is
+    open (`until` absent or past), so two replicas asking at once get one `True`.
+    """
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def enter(self, tenant: str, instance: str, now: float, window_seconds: float) -> float | None:
+        """None when the caller may reconcile now; else the seconds left in the open window."""
+        until = now + window_seconds
+        try:
+            self._table.update_item(
+                Key={"pk": line_key(tenant, instance)["pk"], "sk": RECONCILE_GATE_SK},
+                UpdateExpression="SET #until = :until, tenant = :tenant, expiresAt = :ttl",
+                ConditionExpression="attribute_not_exists(#until) OR #until <= :now",
+                ExpressionAttributeNames={"#until": "until"},
+                ExpressionAttributeValues={
+                    ":until": Decimal(str(until)),
+                    ":now": Decimal(str(now)),
+                    ":tenant": tenant,
+                    ":ttl": int(until) + 3600,
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            old = error.response.get("Item", {}).get("until")
+            left = float(_deserializer.deserialize(old)) - now if old else window_seconds
+            return max(0.0, left)
+        return None

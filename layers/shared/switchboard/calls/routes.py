@@ -13,9 +13,11 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.calls.dialing import DialService
-from switchboard.calls.reconcile import Reconciler
+from switchboard.calls.media import MediaService
+from switchboard.calls.on_demand import ReconcileOnDemand
 from switchboard.calls.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
+    AttachmentView,
     CallView,
     ClaimCall,
     DialCall,
@@ -24,7 +26,7 @@ from switchboard.calls.schemas import (
     VideoAction,
 )
 from switchboard.calls.service import CallService
-from switchboard.calls.wiring import call_service, dialing_service, reconciler
+from switchboard.calls.wiring import call_service, dialing_service, media_service, reconcile_on_demand
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.wire import InstanceName
 from switchboard.core.api.auth import requires
@@ -34,14 +36,18 @@ from switchboard.core.errors import InvalidInput
 router = APIGatewayHttpRouter()
 Calls = Annotated[CallService, Depends(call_service)]
 Dialing = Annotated[DialService, Depends(dialing_service)]
-Reconciliation = Annotated[Reconciler, Depends(reconciler)]
+Reconciliation = Annotated[ReconcileOnDemand, Depends(reconcile_on_demand)]
+Media = Annotated[MediaService, Depends(media_service)]
 Agent = Annotated[Principal, Depends(requires(router, Scope.AGENT))]
 AgentOrAdmin = Annotated[Principal, Depends(requires(router, Scope.AGENT, Scope.ADMIN))]
-Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 InstancePath = Annotated[InstanceName, Path()]
 CallIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:-]+$")]
 DIAL_ERRORS = documented(400, 401, 403, 404, 409, 422, 502, 504)
 CONTROL_ERRORS = documented(400, 401, 403, 404, 409, 422, 502, 504)
+RECONCILE_ERRORS = documented(400, 401, 403, 404, 409, 422, 429, 502, 504)
+ATTACH_ANSWER: dict[int, OpenAPIResponse] = {
+    200: {"description": "The media URL", "content": {"application/json": {"model": AttachmentView}}}
+}
 # Passing `responses` replaces Powertools' generated success entry, so it is listed here too.
 CALL_ANSWER: dict[int, OpenAPIResponse] = {
     200: {"description": "The call", "content": {"application/json": {"model": CallView}}}
@@ -128,10 +134,27 @@ def call_video(
 
 
 @router.post(
+    "/api/calls/<instance>/<call_id>/attach", tags=["call control"], responses={**ATTACH_ANSWER, **CONTROL_ERRORS}
+)
+def attach_media(media: Media, instance: InstancePath, call_id: CallIdPath, principal: AgentOrAdmin) -> AttachmentView:
+    """A one-time media URL for the caller's own live call (connect within `expiresAt`).
+
+    403 `not_call_owner`; 409 `call_not_claimed` (claim or answer first), `call_ended`; 422
+    `not_supported` (the provider has no call media). A reattach by the owner within 25 s of a
+    socket drop resumes the same media session (`resumed`).
+    """
+    return AttachmentView.of(media.attach(principal, instance, call_id))
+
+
+@router.post(
     "/api/connections/<instance>/reconcile",
     tags=["call control"],
-    responses={**RECONCILE_ANSWER, **CONTROL_ERRORS},
+    responses={**RECONCILE_ANSWER, **RECONCILE_ERRORS},
 )
-def reconcile(reconciler: Reconciliation, instance: InstancePath, principal: Admin) -> ReconcileView:
-    """Read the provider now (status, active calls, ends, pending reservations) and apply it with the usual guards."""
-    return ReconcileView.of(reconciler.reconcile_for(principal.tenant, instance))
+def reconcile(reconciliation: Reconciliation, instance: InstancePath, principal: AgentOrAdmin) -> ReconcileView:
+    """Read the provider now (status, active calls, ends, pending reservations) and apply it with the usual guards.
+
+    At most once per connection every 10 s (all callers and replicas together): inside that
+    window, 429 `rate_limited` with `Retry-After`; the connection's calls view is that fresh.
+    """
+    return ReconcileView.of(reconciliation.reconcile(principal, instance))

@@ -10,6 +10,7 @@ from switchboard.calls.dialing import DialOutcome
 from switchboard.calls.domain import CallRecord
 from switchboard.calls.reconcile import ReconcileReport
 from switchboard.catalog.wire import Body, Phone, View
+from switchboard.providers.base import MediaAttachment
 
 AttendantId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:@-]{1,128}$")]
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,128}$"  # printable ASCII, no spaces
@@ -93,3 +94,15 @@ class ReconcileView(View):
     @classmethod
     def of(cls, report: ReconcileReport) -> ReconcileView:
         return cls.model_validate(report.model_dump(exclude={"outbox"}))
+
+
+class AttachmentView(View):
+    """Where the owner's browser connects for this call's media; nothing else (never a provider token)."""
+
+    media_url: str = Field(description="A one-time WebSocket URL at the provider; connect before `expiresAt`.")
+    expires_at: str = Field(description="Connect before this instant (RFC 3339, UTC).")
+    resumed: bool = Field(description="True when it resumes the media session this attendant had (within 25 s).")
+
+    @classmethod
+    def of(cls, attachment: MediaAttachment) -> AttachmentView:
+        return cls(media_url=attachment.media_url, expires_at=attachment.expires_at, resumed=attachment.resumed)

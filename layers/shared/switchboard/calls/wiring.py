@@ -14,7 +14,9 @@ from switchboard.routing.wiring import outbox_service
 
 if TYPE_CHECKING:
     from switchboard.calls.dialing import DialService
-    from switchboard.calls.dynamo import CallRepository
+    from switchboard.calls.dynamo import AttachmentRepository, CallRepository, ReconcileGate
+    from switchboard.calls.media import MediaService
+    from switchboard.calls.on_demand import ReconcileOnDemand
     from switchboard.calls.reconcile import Reconciler
     from switchboard.calls.reconcile_queue import ReconcileQueue
     from switchboard.calls.service import CallService
@@ -69,3 +71,32 @@ def reconciler() -> Reconciler:
         refresh_limit=lambda instance: calls_config_service().refresh_from_status(instance),
         drain_outbox=lambda name: outbox_service().drain(name),
     )
+
+
+@component
+def attachment_repository() -> AttachmentRepository:
+    from switchboard.calls.dynamo import AttachmentRepository
+
+    return AttachmentRepository(table())
+
+
+@component
+def media_service() -> MediaService:
+    from switchboard.calls.media import MediaService
+
+    return MediaService(call_service(), catalog_repository(), targets(), attachment_repository())
+
+
+@component
+def reconcile_gate() -> ReconcileGate:
+    from switchboard.calls.dynamo import ReconcileGate
+
+    return ReconcileGate(table())
+
+
+@component
+def reconcile_on_demand() -> ReconcileOnDemand:
+    """The reconcile route's: one real reconciliation per connection per window, across replicas."""
+    from switchboard.calls.on_demand import ReconcileOnDemand
+
+    return ReconcileOnDemand(catalog_repository(), reconciler(), reconcile_gate())

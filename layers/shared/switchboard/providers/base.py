@@ -93,6 +93,20 @@ class DialResult(Model):
     call_id: str
 
 
+class MediaAttachment(Model):
+    """A call's media session at the provider. `media_url` carries a one-time ticket: never log it.
+
+    `detached_for_seconds`: how long a resumed session had been without its socket (None while
+    one is on it, or when none ever connected).
+    """
+
+    media_url: str = Field(repr=False)
+    expires_at: str
+    session_id: str
+    resumed: bool = False
+    detached_for_seconds: float | None = None
+
+
 class ProviderClient(Protocol):
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage: ...
 
@@ -119,6 +133,10 @@ class ProviderClient(Protocol):
     def hangup(self, target: ProviderTarget, call_id: str) -> None: ...
 
     def stop_video(self, target: ProviderTarget, call_id: str) -> None: ...
+
+    def attach_media(self, target: ProviderTarget, call_id: str, *, resume: bool = True) -> MediaAttachment:
+        """A short-lived media URL for one live call; `resume=False` starts a new media session."""
+        ...
 
 
 # --- incoming webhooks ----------------------------------------------------------------------

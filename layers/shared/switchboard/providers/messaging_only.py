@@ -9,6 +9,7 @@ from switchboard.providers.base import (
     Capabilities,
     DialResult,
     InstanceStatus,
+    MediaAttachment,
     ProviderCall,
     ProviderTarget,
     WebhookSubscription,
@@ -50,6 +51,9 @@ class MessagingOnly:
 
     def stop_video(self, target: ProviderTarget, call_id: str) -> None:
         raise self._no_calls()
+
+    def attach_media(self, target: ProviderTarget, call_id: str, *, resume: bool = True) -> MediaAttachment:
+        raise UnsupportedByProvider(f"{self.provider_label} has no call media", code="not_supported")
 
     def _no_calls(self) -> UnsupportedByProvider:
         return UnsupportedByProvider(f"{self.provider_label} has no calls")

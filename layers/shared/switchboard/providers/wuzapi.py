@@ -33,11 +33,13 @@ from pydantic.alias_generators import to_camel
 
 from switchboard.core.api.body import read_answer
 from switchboard.core.errors import (
+    CallEnded,
     Conflict,
     InvalidInput,
     ProviderDisconnected,
     ProviderLineBusy,
     ProviderTimeout,
+    UnsupportedByProvider,
 )
 from switchboard.core.model import Model
 from switchboard.providers import envelope, wuzapi_webhooks
@@ -49,6 +51,7 @@ from switchboard.providers.base import (
     InboundEvent,
     InstanceStatus,
     KindDefaults,
+    MediaAttachment,
     ProviderCall,
     ProviderClient,
     ProviderKindSpec,
@@ -172,6 +175,14 @@ class _CallsAnswer(_Answer):
 
 class _DialAnswer(_Answer):
     call_id: StrictStr = Field(min_length=1)
+
+
+class _AttachAnswer(_Answer):
+    media_url: StrictStr = Field(min_length=1)
+    expires_at: StrictStr
+    session_id: StrictStr = Field(min_length=1)
+    resumed: StrictBool = False
+    detached_for_seconds: float | None = Field(default=None, ge=0)
 
 
 class _Plain(Model):
@@ -414,6 +425,25 @@ class WuzapiClient:
         """Turn the camera off; the call keeps its slot."""
         response = self._call(target, "POST", "/call/video", body={"callId": call_id, "action": "stop"})
         self._http.expect_success(response, self._http.label("POST", "/call/video"))
+
+    def attach_media(self, target: ProviderTarget, call_id: str, *, resume: bool = True) -> MediaAttachment:
+        """`POST /call/{id}/attach`: a one-time media URL for a live call of this instance.
+
+        A server without the route (a plain wuzapi, an older calls server) answers 404 without
+        `call_not_found`: `UnsupportedByProvider` `not_supported`. An ended call: `CallEnded`.
+        """
+        route = "/call/{id}/attach"
+        label = self._http.label("POST", route)
+        response = self._call(
+            target, "POST", f"/call/{path_segment(call_id)}/attach", route=route, body={"resume": resume}
+        )
+        code = error_code(response)
+        if response.status_code == 404 and code != "call_not_found":
+            raise UnsupportedByProvider("the provider server offers no call media attachment", code="not_supported")
+        if response.status_code == 409 and code == "call_ended":
+            raise CallEnded("the call has ended at the provider")
+        answer = self._http.answer(response, _AttachAnswer, label)
+        return MediaAttachment.model_validate(answer.model_dump())
 
     def _calls(self, target: ProviderTarget, route: str) -> list[ProviderCall]:
         response = self._call(target, "GET", route)
