@@ -71,6 +71,8 @@ def stack() -> Iterator[Stack]:
         port=0,
         aws_port=0,
         sim_port=0,
+        live_port=0,
+        live_management_port=0,
         prefix=f"console-{uuid.uuid4().hex[:8]}",
         environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
     ).start()

@@ -165,6 +165,8 @@ def test_the_banner_gives_the_console_url() -> None:
         api_url = "http://127.0.0.1:3000"
         aws_url = "http://127.0.0.1:4566"
         sim_url = "http://127.0.0.1:3100"
+        live_url = ""
+        live_management_url = ""
         platform_key = "sb_live_x"
         notes: list[str] = []
         demo = None
