@@ -12,6 +12,7 @@ in tests/support.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -21,6 +22,7 @@ from devstack.apigw import HttpApi
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
+from switchboard.core.bus import EventPublisher
 from tests.support.api import SECRET_WATCH, Client, TenantKeys, new_platform_key, new_tenant
 
 # tests/stack imports fake_aws_environment from here.
@@ -34,6 +36,20 @@ def no_secret_in_logs() -> Iterator[None]:
     SECRET_WATCH.lines.clear()
     yield
     SECRET_WATCH.assert_logs_clean()
+
+
+@pytest.fixture
+def published(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]]]:
+    """Every domain event put on the bus during the test, in order, as (detail type, detail)."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    publish = EventPublisher.publish
+
+    def recording(self: EventPublisher, detail_type: str, detail: dict[str, Any]) -> bool:
+        events.append((detail_type, detail))
+        return publish(self, detail_type, detail)
+
+    monkeypatch.setattr(EventPublisher, "publish", recording)
+    return events
 
 
 @pytest.fixture

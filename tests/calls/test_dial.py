@@ -58,6 +58,47 @@ def test_given_a_free_slot_when_an_agent_dials_then_the_reservation_becomes_the_
     assert next(iter(occupants.values())).owner == "ana"
 
 
+def test_given_a_dial_then_the_taken_slot_and_the_agents_call_are_published_once_and_a_replay_publishes_nothing(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    connection = register(simulator, control, limit=2)
+    published.clear()
+
+    outcome = bootstrap.dialing_service().dial(agent("ana"), connection.name, PEER, False, "k")
+    deliver(connection, *call_events(control, connection))  # the provider's own word: nothing new
+    bootstrap.dialing_service().dial(agent("ana"), connection.name, PEER, False, "k")  # replay
+
+    assert outcome.call is not None
+    assert published == [
+        ("line.occupancy.changed", {"tenant": "acme", "instance": connection.name, "occupied": 1, "limit": 2}),
+        (
+            "call.state.changed",
+            {
+                "tenant": "acme",
+                "instance": connection.name,
+                "callId": outcome.call.call_id,
+                "state": "ringing",
+                "owner": "ana",
+                "attendant": "ana",
+            },
+        ),
+    ]
+
+
+def test_given_the_provider_refuses_a_dial_then_the_freed_slot_is_published(
+    aws: AwsResources, simulator: Simulator, control: SimulatorControl, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    connection = register(simulator, control, limit=1)
+    control.incoming_call(connection.sim_id, "5511955554444")
+    published.clear()
+
+    with pytest.raises(LineBusy):
+        bootstrap.dialing_service().dial(agent("ana"), connection.name, PEER, False, "k")
+
+    occupancy = [detail["occupied"] for kind, detail in published if kind == "line.occupancy.changed"]
+    assert occupancy == [1, 0]
+
+
 def test_given_no_idempotency_key_when_dialing_then_400_and_nothing_is_reserved(
     aws: AwsResources, client: Client, simulator: Simulator, control: SimulatorControl
 ) -> None:

@@ -83,7 +83,12 @@ def stack() -> Iterator[LocalStack]:
         live_port=0,
         live_management_port=0,
         prefix=f"fuzz-{uuid.uuid4().hex[:8]}",
-        environment={"PROVIDER_TIMEOUT_SECONDS": "1", "POWERTOOLS_LOG_LEVEL": "CRITICAL"},
+        # The ticket route hands out a WebSocket URL; this test opens no socket.
+        environment={
+            "PROVIDER_TIMEOUT_SECONDS": "1",
+            "POWERTOOLS_LOG_LEVEL": "CRITICAL",
+            "LIVE_URL": "ws://127.0.0.1:9/live",
+        },
     ).start()
     yield local
     local.stop()

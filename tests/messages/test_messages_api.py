@@ -161,6 +161,23 @@ def test_nothing_connected_fails_with_no_number_available(
     assert provider.sent == []
 
 
+def test_a_message_the_worker_fails_is_published_queued_then_failed(
+    world: PoolWorld, run_worker: Any, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    world.use_pool(NUMBERS[0])
+    world.set_connected(NUMBERS[0], False)
+    published.clear()
+    message_id = world.send(RECIPIENT)
+
+    run_worker()
+    run_worker()  # nothing left: nothing more told
+
+    changes = [
+        (detail["messageId"], detail["status"]) for kind, detail in published if kind == "message.status.changed"
+    ]
+    assert changes == [(message_id, "QUEUED"), (message_id, "FAILED")]
+
+
 def test_a_timeout_goes_back_to_the_queue_and_a_redelivery_after_success_sends_nothing(
     world: PoolWorld, provider: FakeProvider, run_worker: Any, aws: AwsResources
 ) -> None:

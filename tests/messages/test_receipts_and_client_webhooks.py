@@ -112,6 +112,35 @@ def test_a_failed_receipt_after_sent_ends_the_message_failed(world: PoolWorld, r
     assert (after["status"], after["failureReason"]) == ("FAILED", "provider_receipt_failed")
 
 
+def test_each_committed_status_is_published_once_and_a_duplicate_or_late_receipt_is_not(
+    world: PoolWorld, run_worker: Any, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    published.clear()
+    message = sent_message(world, run_worker)
+    receipt(world, message["providerMessageId"], "delivered")
+    receipt(world, message["providerMessageId"], "delivered")  # duplicate
+    receipt(world, message["providerMessageId"], "read")
+    receipt(world, message["providerMessageId"], "delivered")  # late
+    receipt(world, message["providerMessageId"], "failed")  # after read: ignored
+
+    changes = [detail for detail_type, detail in published if detail_type == "message.status.changed"]
+    assert [change["status"] for change in changes] == ["QUEUED", "SENT", "DELIVERED", "READ"]
+    for change in changes:
+        assert (change["tenant"], change["keyId"], change["messageId"]) == ("acme", world.send_key_id, message["id"])
+    assert [change.get("sourceNumber") for change in changes] == [None, NUMBERS[0], NUMBERS[0], NUMBERS[0]]
+
+
+def test_a_failed_receipt_is_published_as_failed(
+    world: PoolWorld, run_worker: Any, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    message = sent_message(world, run_worker)
+    published.clear()
+
+    receipt(world, message["providerMessageId"], "failed")
+
+    assert [(kind, detail["status"]) for kind, detail in published] == [("message.status.changed", "FAILED")]
+
+
 def test_client_webhook_is_signed_with_standard_webhooks_and_carries_the_source_number(
     world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver, client: Client
 ) -> None:

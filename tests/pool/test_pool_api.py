@@ -149,3 +149,28 @@ def test_rotating_the_webhook_secret_shows_it_once(client: Client, make_tenant: 
         first.json()["secret"]
         not in client.get(f"/api/api-keys/{world.send_key_id}", key=world.tenant.admin).body.decode()
     )
+
+
+def test_each_change_of_the_pool_or_its_mode_is_published_once_and_a_no_op_is_not(
+    client: Client, make_tenant: Any, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    world = build_world(client, make_tenant("acme"), *NUMBERS[:2])
+    world.create_send_key()
+    admin, key = world.tenant.admin, world.send_key_id
+    first, second = world.numbers[NUMBERS[0]], world.numbers[NUMBERS[1]]
+    changed = ("pool.changed", {"tenant": "acme", "keyId": key})
+    published.clear()
+
+    add(world, first)
+    add(world, second)
+    assert published == [changed, changed]
+
+    published.clear()
+    client.put(f"/api/api-keys/{key}/pool/reorder", key=admin, json_body={"numberIds": [first, second]})
+    client.put(f"/api/api-keys/{key}/selection-mode", key=admin, json_body={"numberSelectionMode": "default"})
+    assert published == []
+
+    client.put(f"/api/api-keys/{key}/pool/reorder", key=admin, json_body={"numberIds": [second, first]})
+    client.put(f"/api/api-keys/{key}/selection-mode", key=admin, json_body={"numberSelectionMode": "pool"})
+    client.delete(f"/api/api-keys/{key}/pool/{first}", key=admin)
+    assert published == [changed, changed, changed]

@@ -19,7 +19,7 @@ from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import PoolService, SendingConfigSource
 from tests.support import builders
 from tests.support.api import Client
-from tests.support.fakes import FakeAudit
+from tests.support.fakes import FakeAudit, FakePublisher
 from tests.support.pool import NUMBERS, PoolWorld, build_world
 
 
@@ -122,7 +122,11 @@ def test_a_number_deleted_while_it_is_being_added_is_not_added(client: Client, m
             return number
 
     service = PoolService(
-        DeletedRightAfterTheRead(), PoolRepository(bootstrap.table()), bootstrap.catalog_service(), FakeAudit()
+        DeletedRightAfterTheRead(),
+        PoolRepository(bootstrap.table()),
+        bootstrap.catalog_service(),
+        FakeAudit(),
+        FakePublisher(),
     )
     admin = builders.admin(world.tenant.owner_tag)
 

@@ -43,6 +43,9 @@ def fake_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "Switchboard",
         "POWERTOOLS_SERVICE_NAME": "switchboard",
         "POWERTOOLS_DEV": "false",
+        # What template.yaml sets from the live WebSocket API (the local stack sets its own).
+        "LIVE_URL": "ws://127.0.0.1:9/live",
+        "LIVE_MANAGEMENT_URL": "http://127.0.0.1:9/live",
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)

@@ -19,7 +19,7 @@ from switchboard.messages.domain import Message, MessageStatus, PendingRoute, Tr
 from switchboard.messages.spam_guard import SentText
 from switchboard.pool.domain import Affinity
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
-from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
+from switchboard.routing.domain import DownstreamMapping, DownstreamTarget, StateWrite
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
 
 ALL_CALLS = Capabilities(calls=True, calls_per_instance_limit=True, calls_settings_webhook=True, calls_video=True)
@@ -419,11 +419,11 @@ class FakeInstanceStates:
         self.state: InstanceState = "DISCONNECTED"
         self.seq: int | None = None
 
-    def apply_connection(self, name: str, state: InstanceState, seq: int | None, at: datetime) -> bool:
+    def apply_connection(self, name: str, state: InstanceState, seq: int | None, at: datetime) -> StateWrite:
         if seq is None or (self.seq is not None and seq <= self.seq):
-            return False
-        self.state, self.seq = state, seq
-        return True
+            return StateWrite(written=False)
+        previous, self.state, self.seq = self.state, state, seq
+        return StateWrite(written=True, previous=previous)
 
     def instance_state(self, name: str) -> tuple[InstanceState, int | None] | None:
         return self.state, self.seq

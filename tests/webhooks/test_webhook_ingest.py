@@ -196,6 +196,20 @@ def test_given_connection_events_in_order_when_delivered_then_each_newer_one_win
         assert instance_item(aws, "acme:acme-main")["state"] == ("CONNECTED" if connected else "DISCONNECTED")
 
 
+def test_given_connection_webhooks_then_each_state_change_is_published_once_after_its_write(
+    client: Client, aws: AwsResources, catalog: Catalog, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    for seq, connected in ((1, True), (1, True), (2, True), (4, False), (3, True)):
+        body = envelope("connection", catalog.provider_instance_id, {"connected": connected}, seq=seq)
+        assert deliver(client, catalog.provider_id, body).status == 200
+
+    changes = [detail for kind, detail in published if kind == "instance.connection.changed"]
+    assert [(change["tenant"], change["instance"], change["state"]) for change in changes] == [
+        ("acme", "acme-main", "CONNECTED"),
+        ("acme", "acme-main", "DISCONNECTED"),
+    ]
+
+
 # --- durability --------------------------------------------------------------------------
 
 

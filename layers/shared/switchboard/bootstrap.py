@@ -13,6 +13,8 @@ from switchboard.calls.wiring import call_repository, call_service, dialing_serv
 from switchboard.catalog.wiring import catalog_repository, catalog_service
 from switchboard.core.components import reset
 from switchboard.core.wiring import client, secrets, session, table
+from switchboard.live.wiring import connection_service, live_repository, ticket_service
+from switchboard.live.wiring import notifier as live_notifier
 from switchboard.messages.wiring import (
     client_webhook_deliverer,
     client_webhook_worker,
@@ -44,6 +46,7 @@ __all__ = [
     "client",
     "client_webhook_deliverer",
     "client_webhook_worker",
+    "connection_service",
     "dialing_service",
     "downstream_client",
     "downstream_resolver",
@@ -52,6 +55,8 @@ __all__ = [
     "forward_once",
     "ingest_service",
     "line_repository",
+    "live_notifier",
+    "live_repository",
     "message_service",
     "outbox_service",
     "pool_service",
@@ -68,5 +73,6 @@ __all__ = [
     "subscription_service",
     "table",
     "targets",
+    "ticket_service",
     "usage_recorder",
 ]

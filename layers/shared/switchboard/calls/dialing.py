@@ -148,6 +148,8 @@ class DialService:
                 "slot reserved" if admitted else "slot reservation replayed",
                 extra={"instance": instance.key, "reservation": attempt.id},
             )
+            if admitted:
+                self._calls.line_changed(instance.tenant, instance.name)
             return
 
     def _dial(self, instance: Instance, attempt: DialAttempt) -> DialOutcome:
@@ -183,4 +185,5 @@ class DialService:
         released = self._slots.release(attempt, reason)
         if released:
             logger.info("reservation released", extra={"reservation": attempt.id, "reason": reason})
+            self._calls.line_changed(attempt.tenant, attempt.instance)
         self._reconcile.request(attempt.instance)

@@ -166,6 +166,7 @@ class Reconciler:
         if attempt.age_seconds(utcnow()) > REDIAL_WINDOW.total_seconds():
             if self._records.release(attempt, "unresolved"):
                 report.reservations_released += 1
+                self._calls.line_changed(attempt.tenant, attempt.instance)
                 logger.warning(
                     "old unresolved reservation released",
                     extra={"instance": instance.key, "reservation": attempt.id},
@@ -179,6 +180,7 @@ class Reconciler:
         except (ProviderLineBusy, ProviderDisconnected, ProviderRejected, ProviderUnavailable) as refused:
             if self._records.release(attempt, refused.code):
                 report.reservations_released += 1
+                self._calls.line_changed(attempt.tenant, attempt.instance)
             return
         self._calls.bind_dial(instance, attempt, answer.call_id)
         report.reservations_bound += 1

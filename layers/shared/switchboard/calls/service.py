@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
+from switchboard.call_limit.domain import Line
 from switchboard.calls.domain import (
     CallEventData,
     CallRecord,
@@ -31,8 +32,10 @@ from switchboard.calls.domain import (
 )
 from switchboard.catalog.domain import Instance, Principal, Scope
 from switchboard.catalog.ports import Instances
+from switchboard.core.bus import CALL_STATE_CHANGED, LINE_OCCUPANCY_CHANGED
 from switchboard.core.errors import CallEnded, Forbidden, NotFound, ProviderError
 from switchboard.core.observability import logger
+from switchboard.core.ports import Publisher
 from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
 from switchboard.providers.ports import Targets
 
@@ -53,6 +56,7 @@ class CallStore(Protocol):
     def get_attempt(self, tenant: str, instance: str, attempt_id: str) -> DialAttempt | None: ...
     def pending_attempts(self, tenant: str, instance: str) -> list[DialAttempt]: ...
     def ensure_line(self, tenant: str, instance: str) -> None: ...
+    def line(self, tenant: str, instance: str) -> Line | None: ...
 
 
 def attendant_of(principal: Principal) -> str:
@@ -61,10 +65,15 @@ def attendant_of(principal: Principal) -> str:
 
 
 class CallService:
-    def __init__(self, store: CallStore, instances: Instances, targets: Targets) -> None:
+    """Publishes `call.state.changed` and `line.occupancy.changed` after the writes that change them."""
+
+    def __init__(
+        self, store: CallStore, instances: Instances, targets: Targets, *, publisher: Publisher | None = None
+    ) -> None:
         self._store = store
         self._instances = instances
         self._targets = targets
+        self._publisher = publisher
 
     # --- provider facts --------------------------------------------------------------------
 
@@ -261,9 +270,50 @@ class CallService:
     ) -> CallRecord | None:
         """The stored record, or None when a concurrent write won (the caller reads again)."""
         try:
-            return self._store.save(previous, record, attempt)
+            stored = self._store.save(previous, record, attempt)
         except StaleRecord:
             return None
         except LineNotReady:
             self._store.ensure_line(instance.tenant, instance.name)
             return None
+        self._told(previous, stored, attempt)
+        return stored
+
+    # --- live updates --------------------------------------------------------------------------
+
+    def line_changed(self, tenant: str, instance: str) -> None:
+        """After a committed change of how many slots are taken: the line, read back, on the bus."""
+        if self._publisher is None:
+            return
+        line = self._store.line(tenant, instance)
+        if line is None:
+            return
+        self._publisher.publish(
+            LINE_OCCUPANCY_CHANGED,
+            {"tenant": tenant, "instance": instance, "occupied": len(line.occupants), "limit": line.limit},
+        )
+
+    def _told(self, previous: CallRecord | None, stored: CallRecord, attempt: DialAttempt | None) -> None:
+        if self._publisher is None:
+            return
+        before = previous.state if previous else None
+        owner_before = previous.owner if previous else None
+        if stored.state != before or stored.owner != owner_before:
+            detail = {
+                "tenant": stored.tenant,
+                "instance": stored.instance,
+                "callId": stored.call_id,
+                "state": stored.state,
+            }
+            if stored.owner is not None:
+                detail["owner"] = stored.owner
+                if previous is None or stored.owner == owner_before:
+                    # Only its owner's agent console needs it; a change of owner goes to every
+                    # console of the tenant, so the previous owner's drops the call too.
+                    detail["attendant"] = stored.owner
+            self._publisher.publish(CALL_STATE_CHANGED, detail)
+        # A reservation bound to its call hands its slot over: the count moves only otherwise.
+        held_before = previous is not None and previous.occupant() is not None
+        held_after = stored.occupant() is not None
+        if int(held_after) - int(held_before) - int(attempt is not None) != 0:
+            self.line_changed(stored.tenant, stored.instance)

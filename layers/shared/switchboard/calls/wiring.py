@@ -8,7 +8,7 @@ from switchboard.call_limit.wiring import calls_config_service
 from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
 from switchboard.core.settings import get_settings
-from switchboard.core.wiring import client, table
+from switchboard.core.wiring import client, event_publisher, table
 from switchboard.providers.wiring import targets
 from switchboard.routing.wiring import outbox_service
 
@@ -33,7 +33,7 @@ def call_repository() -> CallRepository:
 def call_service() -> CallService:
     from switchboard.calls.service import CallService
 
-    return CallService(call_repository(), catalog_repository(), targets())
+    return CallService(call_repository(), catalog_repository(), targets(), publisher=event_publisher())
 
 
 @component

@@ -16,6 +16,14 @@ from switchboard.core.observability import logger, metrics
 
 SOURCE = "switchboard"
 
+# The domain events the console's live updates listen to (each detail carries `tenant`; see the
+# README's "Live updates"). `connection.calls.config.changed` is the call limit's own.
+INSTANCE_CONNECTION_CHANGED = "instance.connection.changed"
+POOL_CHANGED = "pool.changed"
+MESSAGE_STATUS_CHANGED = "message.status.changed"
+CALL_STATE_CHANGED = "call.state.changed"
+LINE_OCCUPANCY_CHANGED = "line.occupancy.changed"
+
 
 class EventPublisher:
     def __init__(self, events_client: Any, bus_name: str | None) -> None:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.logging.types import LogRecord
 
 _SECRET_IN_QUERY = re.compile(
-    r"([?&](?:token|apikey|api_key|access_token|hub\.verify_token)=)[^&\s\"'\\]+", re.IGNORECASE
+    r"([?&](?:token|ticket|apikey|api_key|access_token|hub\.verify_token)=)[^&\s\"'\\]+", re.IGNORECASE
 )
 
 

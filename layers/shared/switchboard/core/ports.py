@@ -1,8 +1,8 @@
-"""Ports that every capability shares: the secret store and queues."""
+"""Ports that every capability shares: the secret store, queues and the event bus."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Secrets(Protocol):
@@ -22,3 +22,9 @@ class Backoff(Protocol):
     """Makes a received queue message visible again after `seconds` (its retry delay)."""
 
     def delay(self, receipt_handle: str, seconds: int) -> None: ...
+
+
+class Publisher(Protocol):
+    """The event bus (`core.bus.EventPublisher`): best effort, after the change is committed."""
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> bool: ...

@@ -31,6 +31,9 @@ class Settings(Model):
     reconcile_queue_url: str | None = Field(default=None, alias="RECONCILE_QUEUE_URL")
     event_bus_name: str | None = Field(default=None, alias="EVENT_BUS_NAME")
     public_base_url: str | None = Field(default=None, alias="PUBLIC_BASE_URL")
+    # Live updates: the WebSocket URL browsers open, and the @connections endpoint the notifier posts to.
+    live_url: str | None = Field(default=None, alias="LIVE_URL")
+    live_management_url: str | None = Field(default=None, alias="LIVE_MANAGEMENT_URL")
     downstream_base_url: str | None = Field(default=None, alias="DOWNSTREAM_BASE_URL")
     downstream_account_id: str | None = Field(default=None, alias="DOWNSTREAM_ACCOUNT_ID")
     downstream_inbox_id: str | None = Field(default=None, alias="DOWNSTREAM_INBOX_ID")

@@ -56,3 +56,9 @@ class DailyQuota(Protocol):
     def charge(self, tenant: str) -> None:
         """Count one message; raises DailyQuotaExceeded when the tenant's day is spent."""
         ...
+
+
+class StatusNotifier(Protocol):
+    """Told once per committed status change of a message (see `messages.status_events`)."""
+
+    def message_changed(self, message: Message, webhook_url: str | None) -> None: ...

@@ -75,9 +75,10 @@ class ReceiptEffect:
             return
         logger.info("message status advanced", extra={"message_id": message_id, "status": str(status)})
         try:
-            webhook_url = self._configs.get(tenant, message.api_key_id).webhook_url
+            try:
+                webhook_url = self._configs.get(tenant, message.api_key_id).webhook_url
+            except NotFound:
+                webhook_url = None  # the key was revoked: no client webhook, the change is still told
             self._notifier.message_changed(message, webhook_url)
-        except NotFound:
-            return
         except Exception:  # the client webhook never fails the receipt
             logger.exception("client webhook not queued", extra={"message_id": message_id})

@@ -299,8 +299,7 @@ class SendingService:
             return SendOutcome(message_id=message.id, status="SKIPPED")
         logger.info("message failed", extra={"message_id": message.id, "reason": reason})
         metrics.add_metric(name="MessagesFailed", unit="Count", value=1)
-        if config is not None:
-            self._notify(failed, config)
+        self._notify(failed, config)
         return SendOutcome(message_id=message.id, status=MessageStatus.FAILED, failure_reason=reason)
 
     def _retry(
@@ -408,9 +407,10 @@ class SendingService:
         except Exception:
             logger.exception("sent text not remembered by the spam guard", extra={"message_id": message.id})
 
-    def _notify(self, message: Message, config: SendingConfig) -> None:
+    def _notify(self, message: Message, config: SendingConfig | None) -> None:
+        """After a committed status change; without a config (the key is gone) there is no client webhook."""
         try:
-            self._notifier.message_changed(message, config.webhook_url)
+            self._notifier.message_changed(message, config.webhook_url if config else None)
         except Exception:  # the client webhook must never fail or block the send
             logger.exception("client webhook not queued", extra={"message_id": message.id})
 

@@ -43,7 +43,7 @@ from switchboard.messages.domain import (
     body_hash,
     keyed_message_id,
 )
-from switchboard.messages.ports import DailyQuota, Messages
+from switchboard.messages.ports import DailyQuota, Messages, StatusNotifier
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 
@@ -81,8 +81,10 @@ class MessageService:
         config: IdempotencyConfig,
         *,
         daily_quota: DailyQuota | None = None,
+        status: StatusNotifier | None = None,
     ) -> None:
         self._messages = messages
+        self._status = status
         self._queue = queue
         self._daily_quota = daily_quota
         self._idempotency = config
@@ -145,6 +147,7 @@ class MessageService:
         )
         try:
             self._messages.create(message)
+            self._changed(message)
         except AlreadyExists:
             # A retry after a failed enqueue, or the same key after the idempotency window.
             message = self._messages.get(submission.tenant, message.id)
@@ -165,6 +168,17 @@ class MessageService:
 
     def _give_up(self, message: Message) -> None:
         try:
-            self._messages.record_failed(message, "not_queued", [TraceEvent(stage="message.not_queued")])
+            failed = self._messages.record_failed(message, "not_queued", [TraceEvent(stage="message.not_queued")])
         except Exception:
             logger.exception("could not mark the unqueued message", extra={"message_id": message.id})
+            return
+        self._changed(failed)
+
+    def _changed(self, message: Message) -> None:
+        """A status this service committed (QUEUED on acceptance, FAILED when it could not queue)."""
+        if self._status is None:
+            return
+        try:
+            self._status.message_changed(message, None)
+        except Exception:  # telling it never fails the request that made the change
+            logger.exception("status change not told", extra={"message_id": message.id})

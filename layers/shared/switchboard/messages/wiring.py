@@ -9,7 +9,7 @@ from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
 from switchboard.core.queue import SqsQueue
 from switchboard.core.settings import get_settings
-from switchboard.core.wiring import client, secrets, table
+from switchboard.core.wiring import client, event_publisher, secrets, table
 from switchboard.pool.wiring import pool_repository, sending_config_source
 from switchboard.providers.wiring import provider_client
 from switchboard.quotas.wiring import daily_send_quota
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from switchboard.messages.receipts import ReceiptEffect
     from switchboard.messages.sending import SendWorker
     from switchboard.messages.service import MessageService
+    from switchboard.messages.status_events import StatusChanges
 
 
 @component
@@ -48,6 +49,14 @@ def client_webhook_publisher() -> ClientWebhookPublisher:
 
 
 @component
+def status_changes() -> StatusChanges:
+    """Each committed status change: to the bus, and to the key's client webhook."""
+    from switchboard.messages.status_events import StatusChanges
+
+    return StatusChanges(event_publisher(), client_webhook_publisher())
+
+
+@component
 def message_service() -> MessageService:
     """Its own idempotency persistence layer (Powertools keeps the first config a layer sees)."""
     # Imported here: only the messages function pays for Powertools idempotency at cold start.
@@ -64,6 +73,7 @@ def message_service() -> MessageService:
         persistence,
         submission_idempotency_config(),
         daily_quota=daily_send_quota(),
+        status=status_changes(),
     )
 
 
@@ -79,7 +89,7 @@ def send_worker() -> SendWorker:
         tickets=pool_repository(),
         secrets=secrets(),
         client_for=provider_client,
-        notifier=client_webhook_publisher(),
+        notifier=status_changes(),
         max_attempts=get_settings().send_max_attempts,
         usage=usage_recorder(),
         jobs=send_queue(),
@@ -109,4 +119,4 @@ def client_webhook_worker() -> ClientWebhookWorker:
 def receipt_effect() -> ReceiptEffect:
     from switchboard.messages.receipts import ReceiptEffect
 
-    return ReceiptEffect(message_repository(), sending_config_source(), client_webhook_publisher())
+    return ReceiptEffect(message_repository(), sending_config_source(), status_changes())

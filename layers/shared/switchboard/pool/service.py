@@ -15,8 +15,10 @@ from typing import Any, Protocol
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import ApiKey, Instance, Number, Principal, Provider
+from switchboard.core.bus import POOL_CHANGED
 from switchboard.core.errors import NotFound, PoolChanged
 from switchboard.core.model import Model
+from switchboard.core.ports import Publisher
 from switchboard.pool.domain import NumberRoutes, Pool, PoolEntry, Route, SelectionMode, SendingConfig
 from switchboard.providers.kinds import spec_for
 
@@ -91,14 +93,21 @@ def routes_of(number: Number, instances: list[Instance], providers: dict[str, Pr
 
 
 class PoolService:
-    def __init__(self, catalog: Catalog, pools: Pools, keys: KeyEditor, audit: Audit) -> None:
+    """Publishes `pool.changed` after a change of a key's selection mode or pool (not after a no-op)."""
+
+    def __init__(self, catalog: Catalog, pools: Pools, keys: KeyEditor, audit: Audit, publisher: Publisher) -> None:
         self._catalog = catalog
         self._pools = pools
         self._keys = keys
         self._audit = audit
+        self._publisher = publisher
 
     def set_mode(self, principal: Principal, key_id: str, mode: SelectionMode) -> ApiKey:
-        return self._keys.update_api_key(principal, key_id, {"number_selection_mode": mode})
+        before = self._catalog.get_api_key(principal.tenant, key_id).number_selection_mode
+        updated = self._keys.update_api_key(principal, key_id, {"number_selection_mode": mode})
+        if before != updated.number_selection_mode:
+            self._changed(principal.tenant, key_id)
+        return updated
 
     def members(self, principal: Principal, key_id: str) -> list[PoolMember]:
         """The pool in priority order; an entry whose number was deleted from the catalog is left out."""
@@ -158,8 +167,13 @@ class PoolService:
                     raise
                 continue
             self._audit.record(principal, action, key_id, before=_audited(current), after=_audited(saved))
+            if saved.number_ids() != current.number_ids():
+                self._changed(principal.tenant, key_id)
             return saved, numbers
         raise PoolChanged("the pool changed meanwhile; read it again")
+
+    def _changed(self, tenant: str, key_id: str) -> None:
+        self._publisher.publish(POOL_CHANGED, {"tenant": tenant, "keyId": key_id})
 
     def _live(self, pool: Pool) -> tuple[Pool, dict[str, Number]]:
         """The pool without the entries whose number no longer exists, and the numbers of the rest."""

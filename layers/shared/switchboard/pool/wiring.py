@@ -8,7 +8,7 @@ from switchboard.audit.wiring import audit_log
 from switchboard.catalog.wiring import catalog_repository, catalog_service
 from switchboard.core.components import component
 from switchboard.core.settings import get_settings
-from switchboard.core.wiring import table
+from switchboard.core.wiring import event_publisher, table
 
 if TYPE_CHECKING:
     from switchboard.pool.dynamo import PoolRepository
@@ -26,7 +26,7 @@ def pool_repository() -> PoolRepository:
 def pool_service() -> PoolService:
     from switchboard.pool.service import PoolService
 
-    return PoolService(catalog_repository(), pool_repository(), catalog_service(), audit_log())
+    return PoolService(catalog_repository(), pool_repository(), catalog_service(), audit_log(), event_publisher())
 
 
 @component

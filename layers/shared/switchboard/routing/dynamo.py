@@ -24,7 +24,7 @@ from switchboard.core.dynamo import (
     query_all,
 )
 from switchboard.core.errors import InvalidInput, NotFound
-from switchboard.routing.domain import DownstreamMapping
+from switchboard.routing.domain import DownstreamMapping, StateWrite
 
 VERSION_KEY = {"pk": "ROUTING#VERSION", "sk": META}
 
@@ -126,8 +126,8 @@ class RoutingRepository:
 
     # --- instance connection state --------------------------------------------------------
 
-    def apply_connection(self, key: str, state: InstanceState, seq: int | None, at: datetime) -> bool:
-        """Write the state if `seq` is newer than the stored one; returns whether it was written.
+    def apply_connection(self, key: str, state: InstanceState, seq: int | None, at: datetime) -> StateWrite:
+        """Write the state if `seq` is newer than the stored one; whether it was written, and over what.
 
         An event without `seq` only applies while no sequenced state was stored.
         """
@@ -140,18 +140,21 @@ class RoutingRepository:
             expression = "SET #state = :state, state_seq = :seq, state_changed_at = :at"
             condition = "attribute_exists(pk) AND (attribute_not_exists(state_seq) OR state_seq < :seq)"
         try:
-            self._table.update_item(
+            answer = self._table.update_item(
                 Key=entity_key("INSTANCE", key),
                 UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues=values,
+                ReturnValues="ALL_OLD",
             )
         except ClientError as error:
             if is_condition_failure(error):
-                return False
+                return StateWrite(written=False)
             raise
-        return True
+        # An instance never connected has no stored state: the API shows it DISCONNECTED.
+        previous = (answer.get("Attributes") or {}).get("state", "DISCONNECTED")
+        return StateWrite(written=True, previous=previous)
 
     def instance_state(self, key: str) -> tuple[InstanceState, int | None] | None:
         item = self._table.get_item(Key=entity_key("INSTANCE", key), ConsistentRead=True).get("Item")

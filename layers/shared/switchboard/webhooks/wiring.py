@@ -16,7 +16,7 @@ from switchboard.calls.wiring import call_service, reconcile_queue
 from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
 from switchboard.core.settings import get_settings
-from switchboard.core.wiring import client, secrets, table
+from switchboard.core.wiring import client, event_publisher, secrets, table
 from switchboard.messages.wiring import receipt_effect
 from switchboard.routing.wiring import outbox_service, routing_repository
 from switchboard.usage.wiring import incoming_usage
@@ -58,7 +58,10 @@ def _connection_state(event: ProviderEvent) -> None:
     from switchboard.routing.service import ConnectionStateHandler
 
     drain = outbox_service().drain
-    ConnectionStateHandler(routing_repository(), lambda name: drain(name, REQUEST_BUDGET_SECONDS))(event)
+    handler = ConnectionStateHandler(
+        routing_repository(), lambda name: drain(name, REQUEST_BUDGET_SECONDS), event_publisher()
+    )
+    handler(event)
 
 
 def _apply_receipt(event: ProviderEvent) -> None:

@@ -26,6 +26,7 @@ ROUTE_MODULES = (
     "usage.routes",
     "audit.routes",
     "pool.routes",
+    "live.routes",
     "messages.routes",
 )
 DESCRIPTION = """\

@@ -1,0 +1,23 @@
+"""The live updates' ticket route: routes in switchboard.live.routes.
+
+The WebSocket events go to `connections.py` and the bus events to `notifier.py` (same code,
+other functions), which import no HTTP resolver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard.core.api.app import create_api
+from switchboard.core.observability import logger
+from switchboard.live import routes as live
+
+app = create_api(live.router)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

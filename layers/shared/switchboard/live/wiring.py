@@ -1,0 +1,51 @@
+"""Builds the live updates' repository, services, notifier and management API client once per container."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from switchboard.core.components import component
+from switchboard.core.settings import get_settings
+from switchboard.core.wiring import session, table
+
+if TYPE_CHECKING:
+    from switchboard.live.dynamo import LiveRepository
+    from switchboard.live.notifier import Notifier
+    from switchboard.live.service import ConnectionService, TicketService
+
+
+@component
+def live_repository() -> LiveRepository:
+    from switchboard.live.dynamo import LiveRepository
+
+    return LiveRepository(table())
+
+
+@component
+def ticket_service() -> TicketService:
+    from switchboard.live.service import TicketService
+
+    return TicketService(live_repository(), get_settings().live_url)
+
+
+@component
+def connection_service() -> ConnectionService:
+    from switchboard.live.service import ConnectionService
+
+    return ConnectionService(live_repository(), live_repository())
+
+
+@component
+def management_api() -> object:
+    """The API Gateway management API of the live WebSocket API (`LIVE_MANAGEMENT_URL`)."""
+    endpoint = get_settings().live_management_url
+    if not endpoint:
+        raise RuntimeError("LIVE_MANAGEMENT_URL is not configured")
+    return session().client("apigatewaymanagementapi", endpoint_url=endpoint)
+
+
+@component
+def notifier() -> Notifier:
+    from switchboard.live.notifier import Notifier
+
+    return Notifier(live_repository(), management_api())
