@@ -19,8 +19,8 @@ def unique_prefix() -> str:
 
 @pytest.fixture(scope="module")
 def local_stack() -> Iterator[LocalStack]:
-    stack = LocalStack(
-        port=0, aws_port=0, sim_port=0, prefix=unique_prefix(), environment={"PROVIDER_TIMEOUT_SECONDS": "1"}
-    ).start()
+    # The ticket route hands out a WebSocket URL; these tests open no socket.
+    environment = {"PROVIDER_TIMEOUT_SECONDS": "1", "LIVE_URL": "ws://127.0.0.1:9/live"}
+    stack = LocalStack(port=0, aws_port=0, sim_port=0, prefix=unique_prefix(), environment=environment).start()
     yield stack
     stack.stop()
