@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -19,3 +21,6 @@ app = create_api(messages.router)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bootstrap.message_service().bind_invocation(context)
     return app.resolve(event, context)
+
+
+imported()

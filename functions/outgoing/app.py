@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -34,3 +36,6 @@ def sweep_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, An
     summary = {"reapplied": reapplied, "outboxes": {name: result.model_dump() for name, result in drained.items()}}
     logger.info("routing sweep", extra=summary)
     return summary
+
+
+imported()
