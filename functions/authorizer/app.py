@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
@@ -31,3 +33,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             "attendantId": principal.attendant_id or "",
         },
     }
+
+
+imported()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -18,3 +20,6 @@ app = create_api(calls.router, call_control.router)
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)
+
+
+imported()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -31,3 +33,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     bootstrap.forward_idempotency_config().register_lambda_context(context)
     metrics.add_metric(name="ForwardBatchRecords", unit=MetricUnit.Count, value=len(event.get("Records", [])))
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+
+
+imported()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
@@ -29,3 +31,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     elif route == "$disconnect":
         bootstrap.connection_service().disconnect(connection_id)
     return {"statusCode": 200}
+
+
+imported()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
@@ -14,3 +16,6 @@ from switchboard.core.observability import logger
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     detail_type, detail = str(event.get("detail-type", "")), dict(event.get("detail") or {})
     return bootstrap.live_notifier().notify(detail_type, detail, str(event.get("time", "")))
+
+
+imported()

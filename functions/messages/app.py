@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard import bootstrap
 from switchboard.core.api.app import create_api
 from switchboard.core.observability import logger
 from switchboard.messages import routes as messages
+from switchboard.messages.wiring import message_service
 
 app = create_api(messages.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    bootstrap.message_service().bind_invocation(context)
+    message_service().bind_invocation(context)
     return app.resolve(event, context)
+
+
+imported()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from switchboard.coldstart import imported
+
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
@@ -19,3 +21,6 @@ from switchboard.core.observability import logger
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     sent = fan_out(every_instance(bootstrap.catalog_repository()), bootstrap.reconcile_queue(), with_outbox=True)
     return {"instances": sent}
+
+
+imported()

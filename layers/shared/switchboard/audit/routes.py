@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.audit import wiring
-from switchboard.audit.dynamo import AuditLog
 from switchboard.audit.schemas import AuditView
 from switchboard.catalog.domain import PLATFORM_TENANT, Principal, Scope
 from switchboard.catalog.wire import OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+
+if TYPE_CHECKING:
+    # The function serving these routes serves others too: each service is imported by its
+    # wiring when a route that takes it first runs.
+    from switchboard.audit.dynamo import AuditLog
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    AuditLog = Any
 
 router = APIGatewayHttpRouter()
 Audit = Annotated[AuditLog, Depends(wiring.audit_log)]

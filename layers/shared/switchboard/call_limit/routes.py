@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
@@ -10,13 +10,20 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.call_limit.schemas import CallsView, PrepareSubscription, SetCallsLimit, SubscriptionView
-from switchboard.call_limit.service import CallsConfigService
-from switchboard.call_limit.subscriptions import SubscriptionService
 from switchboard.call_limit.wiring import calls_config_service, subscription_service
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.wire import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+
+if TYPE_CHECKING:
+    # Each service is imported by its wiring when a route that takes it first runs.
+    from switchboard.call_limit.service import CallsConfigService
+    from switchboard.call_limit.subscriptions import SubscriptionService
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    CallsConfigService = Any
+    SubscriptionService = Any
 
 router = APIGatewayHttpRouter()
 CallLimit = Annotated[CallsConfigService, Depends(calls_config_service)]

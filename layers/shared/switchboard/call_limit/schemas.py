@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
 from switchboard.call_limit.domain import MAX_LIMIT, MIN_LIMIT, Line, Occupant
-from switchboard.call_limit.service import CallsOverview
 from switchboard.call_limit.subscriptions import SubscriptionReport, SubscriptionState
 from switchboard.catalog.wire import Body, View
 from switchboard.providers.base import Capabilities
+
+if TYPE_CHECKING:
+    # What the calls view is made from; the service is imported when a route that takes it first runs.
+    from switchboard.call_limit.service import CallsOverview
 
 Version = Annotated[
     str | None,

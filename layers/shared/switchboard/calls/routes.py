@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
@@ -12,9 +12,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.calls.dialing import DialService
-from switchboard.calls.media import MediaService
-from switchboard.calls.on_demand import ReconcileOnDemand
 from switchboard.calls.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AttachmentView,
@@ -25,13 +22,25 @@ from switchboard.calls.schemas import (
     ReconcileView,
     VideoAction,
 )
-from switchboard.calls.service import CallService
 from switchboard.calls.wiring import call_service, dialing_service, media_service, reconcile_on_demand
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.wire import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    # Each service is imported by its wiring when a route that takes it first runs.
+    from switchboard.calls.dialing import DialService
+    from switchboard.calls.media import MediaService
+    from switchboard.calls.on_demand import ReconcileOnDemand
+    from switchboard.calls.service import CallService
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    DialService = Any
+    MediaService = Any
+    ReconcileOnDemand = Any
+    CallService = Any
 
 router = APIGatewayHttpRouter()
 Calls = Annotated[CallService, Depends(call_service)]

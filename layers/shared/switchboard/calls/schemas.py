@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from switchboard.calls.dialing import DialOutcome
-from switchboard.calls.domain import CallRecord
-from switchboard.calls.reconcile import ReconcileReport
 from switchboard.catalog.wire import Body, Phone, View
 from switchboard.providers.base import MediaAttachment
+
+if TYPE_CHECKING:
+    # What the views are made from; the services import them when a route first runs.
+    from switchboard.calls.dialing import DialOutcome
+    from switchboard.calls.domain import CallRecord
+    from switchboard.calls.reconcile import ReconcileReport
 
 AttendantId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:@-]{1,128}$")]
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,128}$"  # printable ASCII, no spaces

@@ -3,7 +3,7 @@ the platform's admin key for an existing tenant."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
@@ -34,8 +34,14 @@ from switchboard.catalog.wire import InstanceName
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
-from switchboard.providers.setup import WebhookSetup
 from switchboard.providers.wiring import webhook_setup
+
+if TYPE_CHECKING:
+    # Only the instance routes take it: its wiring imports it when one of them first runs.
+    from switchboard.providers.setup import WebhookSetup
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    WebhookSetup = Any
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -13,7 +13,6 @@ from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
-from switchboard.messages.client_webhooks import ClientWebhookDeliverer
 from switchboard.messages.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AcceptedView,
@@ -23,6 +22,13 @@ from switchboard.messages.schemas import (
 )
 from switchboard.messages.service import MessageService
 from switchboard.messages.wiring import client_webhook_deliverer, message_service
+
+if TYPE_CHECKING:
+    # Only the webhook secret's route takes it: the other routes' containers do not import it.
+    from switchboard.messages.client_webhooks import ClientWebhookDeliverer
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    ClientWebhookDeliverer = Any
 
 router = APIGatewayHttpRouter()
 Messages = Annotated[MessageService, Depends(message_service)]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from switchboard.catalog.domain import Instance
-from switchboard.providers.base import ProviderClient, ProviderTarget
+if TYPE_CHECKING:
+    from switchboard.catalog.domain import Instance
+    from switchboard.providers.base import ProviderClient, ProviderTarget
 
 
 class Targets(Protocol):

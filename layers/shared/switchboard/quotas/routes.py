@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
@@ -14,7 +14,14 @@ from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.quotas import wiring
 from switchboard.quotas.schemas import PutQuotas, QuotasView
-from switchboard.quotas.service import QuotaService
+
+if TYPE_CHECKING:
+    # The function serving these routes serves others too: each service is imported by its
+    # wiring when a route that takes it first runs.
+    from switchboard.quotas.service import QuotaService
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    QuotaService = Any
 
 router = APIGatewayHttpRouter()
 Quotas = Annotated[QuotaService, Depends(wiring.quota_service)]

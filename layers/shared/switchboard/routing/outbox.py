@@ -18,7 +18,7 @@ import secrets as random_secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import Instance, Principal, instance_key, secret_hint
@@ -26,11 +26,13 @@ from switchboard.catalog.ports import Instances
 from switchboard.core.errors import ProviderError, ProviderRejected, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.providers.base import ProviderClient, ProviderTarget
-from switchboard.providers.ports import Targets
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
 from switchboard.usage.service import UsageRecorder, count_metric
+
+if TYPE_CHECKING:
+    from switchboard.providers.base import ProviderClient, ProviderTarget
+    from switchboard.providers.ports import Targets
 
 LEASE_SECONDS = 60
 DRAIN_BATCH = 50

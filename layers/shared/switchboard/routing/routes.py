@@ -4,7 +4,7 @@ The platform or the tenant's own admin manages its downstream mapping (PUT/DELET
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
@@ -20,13 +20,21 @@ from switchboard.catalog.schemas import (
     OwnerTag,
     TenantView,
 )
-from switchboard.catalog.service import CatalogService
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.routing.schemas import PutDownstream, TenantRoutingView
-from switchboard.routing.service import RoutingService
 from switchboard.routing.wiring import routing_service
+
+if TYPE_CHECKING:
+    # The function serving these routes serves others too: each service is imported by its
+    # wiring when a route that takes it first runs.
+    from switchboard.catalog.service import CatalogService
+    from switchboard.routing.service import RoutingService
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    CatalogService = Any
+    RoutingService = Any
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.service import CatalogService
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.usage.schemas import Month, UsageView
-from switchboard.usage.service import UsageRecorder
 from switchboard.usage.wiring import usage_recorder
+
+if TYPE_CHECKING:
+    # The function serving these routes serves others too: each service is imported by its
+    # wiring when a route that takes it first runs.
+    from switchboard.catalog.service import CatalogService
+    from switchboard.usage.service import UsageRecorder
+else:
+    # Depends() never looks at the type, and the module is not imported before a route needs it.
+    CatalogService = Any
+    UsageRecorder = Any
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]

@@ -1,0 +1,34 @@
+"""The scheduled sweep (RoutingSweepFunction): re-apply provider events left pending, then drain
+or expire every outbox.
+
+Apart from app.py, which serves the outgoing API, so that the sweep's container imports neither
+the API's resolver nor its routes, and the API's containers none of the sweep's services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard.coldstart import imported
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from switchboard.core.observability import logger, metrics
+from switchboard.routing.wiring import outbox_service
+from switchboard.webhooks.wiring import ingest_service
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """EventBridge schedule: re-apply pending provider events, then drain or expire every outbox."""
+    reapplied = ingest_service().reapply_pending()
+    drained = outbox_service().drain_all()
+    metrics.add_metric(name="WebhookEventsReapplied", unit=MetricUnit.Count, value=reapplied)
+    metrics.add_metric(name="OutboxesSwept", unit=MetricUnit.Count, value=len(drained))
+    summary = {"reapplied": reapplied, "outboxes": {name: result.model_dump() for name, result in drained.items()}}
+    logger.info("routing sweep", extra=summary)
+    return summary
+
+
+imported()
