@@ -153,11 +153,15 @@ class Instance:
     # refuses (None: until cleared).
     send_error: str | None = None
     send_error_remaining: int | None = None
+    # Who the number has a conversation with (sent to, or heard from): the reach-out timelock
+    # only refuses the others.
+    contacts: set[str] = field(default_factory=set)
 
-    def take_send_error(self) -> str | None:
-        """The injected refusal for this send, if any, counting it down."""
+    def take_send_error(self, recipient: str) -> str | None:
+        """The injected refusal for a send to `recipient`, if any, counting it down. A 463 spares
+        the number's existing contacts, as WhatsApp's reach-out timelock does."""
         code = self.send_error
-        if code is None:
+        if code is None or (code == "463" and recipient in self.contacts):
             return None
         if self.send_error_remaining is not None:
             self.send_error_remaining -= 1

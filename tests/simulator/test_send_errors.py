@@ -14,9 +14,9 @@ from tests.simulator.conftest import FlavourFactory, FlavourInstance
 PEER = "5511988887777"
 
 
-def _send(instance: FlavourInstance, text: str = "hello") -> str:
+def _send(instance: FlavourInstance, text: str = "hello", to: str = PEER) -> str:
     client = provider_client_for(instance.target().kind, local_mode=True, read_timeout=5.0)
-    return client.send_text(instance.target(), PEER, text, idempotency_key=f"m-{text}").provider_message_id
+    return client.send_text(instance.target(), to, text, idempotency_key=f"m-{text}").provider_message_id
 
 
 def _sent_by(control: SimulatorControl, instance: FlavourInstance) -> list[str]:
@@ -47,14 +47,14 @@ def test_a_send_error_with_times_stops_by_itself_and_null_stops_it(
     instance = make_flavoured("wuzapi", subscribed=False)
     control.send_error(instance.id, "463", times=1)
     with pytest.raises(ProviderThrottled):
-        _send(instance, "first")
-    _send(instance, "second")
+        _send(instance, "first", to="5511900000001")
+    _send(instance, "second", to="5511900000002")
 
     control.send_error(instance.id, "463")
     with pytest.raises(ProviderThrottled):
-        _send(instance, "third")
+        _send(instance, "third", to="5511900000003")
     control.send_error(instance.id, None)
-    _send(instance, "fourth")
+    _send(instance, "fourth", to="5511900000004")
 
     assert _sent_by(control, instance) == ["second", "fourth"]
 
@@ -96,3 +96,17 @@ def test_a_code_of_another_server_is_refused(make_flavoured: FlavourFactory, con
         control.send_error(wuzapi.id, "130429")
     with pytest.raises(httpx.HTTPStatusError):
         control.send_error(meta.id, "463")
+
+
+def test_a_timelock_spares_the_numbers_existing_contacts(
+    make_flavoured: FlavourFactory, control: SimulatorControl
+) -> None:
+    instance = make_flavoured("wuzapi", subscribed=False)
+    _send(instance, "before")  # PEER is now a contact of the number
+    control.send_error(instance.id, "463")
+
+    _send(instance, "to a contact")
+    with pytest.raises(ProviderThrottled):
+        _send(instance, "to a stranger", to="5511977776666")
+
+    assert _sent_by(control, instance) == ["before", "to a contact"]

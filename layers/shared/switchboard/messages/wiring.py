@@ -69,6 +69,7 @@ def message_service() -> MessageService:
 
 @component
 def send_worker() -> SendWorker:
+    from switchboard.health.wiring import health_watch
     from switchboard.messages.dynamo import SpamHistoryRepository
     from switchboard.messages.sending import SendingService, SendWorker
     from switchboard.messages.spam_guard import SpamGuard
@@ -84,6 +85,7 @@ def send_worker() -> SendWorker:
         usage=usage_recorder(),
         jobs=send_queue(),
         spam_guard=SpamGuard(SpamHistoryRepository(table())),
+        health=health_watch(),
     )
     return SendWorker(service, send_queue())
 
