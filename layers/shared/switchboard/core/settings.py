@@ -69,6 +69,13 @@ class Settings(Model):
     health_max_sends_per_hour: int = Field(default=600, ge=1, alias="HEALTH_MAX_SENDS_PER_HOUR")
     health_delivery_window: int = Field(default=50, ge=1, alias="HEALTH_DELIVERY_WINDOW")
     health_min_delivery_ratio: float = Field(default=0.5, ge=0, le=1, alias="HEALTH_MIN_DELIVERY_RATIO")
+    # Pacing per number (health/pacing.py): messages a minute (0: off) and burst, and the new
+    # contacts a day: on the number's first day, added each day after, at most.
+    pacing_messages_per_minute: float = Field(default=0, ge=0, alias="PACING_MESSAGES_PER_MINUTE")
+    pacing_burst: int = Field(default=5, ge=1, alias="PACING_BURST")
+    pacing_new_contacts_first_day: int = Field(default=20, ge=0, alias="PACING_NEW_CONTACTS_FIRST_DAY")
+    pacing_new_contacts_step: int = Field(default=20, ge=0, alias="PACING_NEW_CONTACTS_STEP")
+    pacing_new_contacts_max: int = Field(default=200, ge=0, alias="PACING_NEW_CONTACTS_MAX")
 
 
 @lru_cache(maxsize=1)

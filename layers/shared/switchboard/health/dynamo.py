@@ -1,4 +1,5 @@
-"""Health items: pk `HEALTH#<instance key>`, sk `#META`, one per instance.
+"""Health items: pk `HEALTH#<instance key>`, sk `#META`, one per instance (and the pacing
+items, `DynamoPaceStore`).
 
 Counters (`minute_sends`, `hour_sends`, `window_sent`, `window_delivered`, `fail_<code>`) are
 only ever added to, so concurrent workers never conflict on them; the reasons and the state are
@@ -10,19 +11,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, from_item, is_condition_failure
 from switchboard.health.domain import Health, HealthState, Reason
+from switchboard.quotas.domain import BucketMoved, Claim
 
 BATCH_GET_KEYS = 100
 FAILURE_PREFIX = "fail_"
 _CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 COUNT_ATTEMPTS = 4
+_deserializer = TypeDeserializer()
 
 
 class HealthChanged(Exception):
@@ -177,3 +181,56 @@ def _health(instance_key: str, item: dict[str, Any] | None) -> Health:
     }
     fields = {name: value for name, value in item.items() if name in Health.model_fields and value is not None}
     return from_item(Health, {**fields, "instance_key": instance_key, "failures": failures})
+
+
+class DynamoPaceStore:
+    """pk `PACE#<number id>`: sk `BUCKET` (the bucket's `tat`, in us) and `NEW#<day>` (new
+    contacts counted that UTC day), each with a TTL."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def take(self, number_id: str, claim: Claim, expires_at: int) -> int:
+        values: dict[str, Any] = {":now": claim.now, ":expires": expires_at}
+        if claim.idle:
+            update = "SET tat = :new, expiresAt = :expires"
+            condition = "attribute_not_exists(tat) OR tat <= :now"
+            values[":new"] = claim.now + claim.add
+        else:
+            update = "SET tat = tat + :add, expiresAt = :expires"
+            condition = "tat > :now AND tat <= :limit"
+            values.update({":add": claim.add, ":limit": claim.limit})
+        try:
+            answer = self._table.update_item(
+                Key={"pk": f"PACE#{number_id}", "sk": "BUCKET"},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            old = error.response.get("Item", {}).get("tat")
+            raise BucketMoved(int(_deserializer.deserialize(old)) if old else None) from error
+        return int(answer["Attributes"]["tat"])
+
+    def count_new_contact(self, number_id: str, day: date, budget: int) -> bool:
+        expires = int(datetime.combine(day + timedelta(days=2), datetime.min.time(), tzinfo=UTC).timestamp())
+        try:
+            self._table.update_item(
+                Key={"pk": f"PACE#{number_id}", "sk": f"NEW#{day.isoformat()}"},
+                UpdateExpression="ADD contacts :one SET expiresAt = :expires",
+                ConditionExpression="attribute_not_exists(contacts) OR contacts < :budget",
+                ExpressionAttributeValues={":one": 1, ":budget": budget, ":expires": expires},
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def new_contacts_on(self, number_id: str, day: date) -> int:
+        item = self._table.get_item(Key={"pk": f"PACE#{number_id}", "sk": f"NEW#{day.isoformat()}"}).get("Item")
+        return int(item["contacts"]) if item else 0

@@ -10,6 +10,7 @@ from switchboard.core.wiring import event_publisher, table
 
 if TYPE_CHECKING:
     from switchboard.health.domain import Thresholds
+    from switchboard.health.pacing import Pacer
     from switchboard.health.service import HealthWatch
 
 
@@ -42,3 +43,19 @@ def health_watch() -> HealthWatch:
         events_webhook=client_webhook_publisher(),
         cache_seconds=get_settings().health_cache_seconds,
     )
+
+
+@component
+def pacer() -> Pacer:
+    from switchboard.health.dynamo import DynamoPaceStore
+    from switchboard.health.pacing import Pacer, PacingLimits
+
+    settings = get_settings()
+    limits = PacingLimits(
+        per_minute=settings.pacing_messages_per_minute,
+        burst=settings.pacing_burst,
+        new_contacts_first_day=settings.pacing_new_contacts_first_day,
+        new_contacts_step=settings.pacing_new_contacts_step,
+        new_contacts_max=settings.pacing_new_contacts_max,
+    )
+    return Pacer(DynamoPaceStore(table()), limits)

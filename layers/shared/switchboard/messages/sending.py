@@ -74,6 +74,7 @@ NO_NUMBER = "no_number_available"
 INTERNAL_ERROR = "internal_error"
 AMBIGUOUS_OUTCOME = "ambiguous_outcome"
 LEASE_SECONDS = 60
+MAX_DELAY_SECONDS = 900  # SQS's longest per-message delay
 
 
 class ConfigSource(Protocol):
@@ -100,6 +101,19 @@ class Watch(Protocol):
     def health_of(self, instance_keys: Collection[str]) -> Mapping[str, InstanceHealth]: ...
     def sent(self, instance: Instance) -> None: ...
     def refused(self, instance: Instance, provider_code: str | None) -> None: ...
+
+
+class Pacing(Protocol):
+    """Per-number pacing (`switchboard.health.pacing.Pacer`)."""
+
+    def admit(self, number: NumberRoutes, *, new_contact: bool) -> Hold | None: ...
+
+
+class Hold(Protocol):
+    @property
+    def reason(self) -> str: ...
+    @property
+    def wait_seconds(self) -> int: ...
 
 
 class InstanceHealth(Protocol):
@@ -132,6 +146,7 @@ class SendingService:
         jobs: DelayedJobs | None = None,
         spam_guard: SpamGuard | None = None,
         health: Watch | None = None,
+        pacer: Pacing | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         """`jobs` queues the delayed job that wakes a WAITING message; without it (a worker that
@@ -147,6 +162,7 @@ class SendingService:
         self._jobs = jobs
         self._spam_guard = spam_guard
         self._health = health
+        self._pacer = pacer
         self._clock = clock
 
     def process(self, job: SendJob, attempt: int) -> SendOutcome:
@@ -197,13 +213,14 @@ class SendingService:
         events.append(TraceEvent(stage="pool.number.resolved", data=plan.resolved))
         numbers = _pending_first(plan.numbers, message, events)
         gate = self._gate(config, plan.numbers, affinity)
+        pace = PaceRecord(config, affinity)
         refusal: str | None = None
         throttled: ProviderThrottled | None = None
         for number in numbers:
             if not number.connected:
                 events.append(_skip("pool.number.skipped", number, None, "disconnected"))
                 continue
-            for route in self._unguarded_routes(number, message, events, gate):
+            for route in self._paced(self._unguarded_routes(number, message, events, gate), number, pace, events):
                 try:
                     message = self._mark_in_flight(message, number, route)
                 except AlreadyFinal:
@@ -248,8 +265,10 @@ class SendingService:
                     events=events,
                     remember_affinity=not plan.keeps_affinity_after(number),
                 )
-            events.append(_skip("pool.number.skipped", number, None, "no_instance_could_send"))
-        return self._unsent(job, message, config, events, refusal=refusal, throttled=throttled, attempt=attempt)
+            events.extend(pace.passed_over(number))
+        return self._unsent(
+            job, message, config, events, refusal=refusal, throttled=throttled, held=pace.held, attempt=attempt
+        )
 
     # --- steps -------------------------------------------------------------------------------
 
@@ -379,8 +398,11 @@ class SendingService:
         *,
         refusal: str | None,
         throttled: ProviderThrottled | None,
+        held: Hold | None,
         attempt: int,
     ) -> SendOutcome:
+        if held is not None and refusal is None:
+            return self._defer(job, message, events, held)
         if throttled is not None and refusal is None:
             # Every number tried was throttled or held back: retried later, when the ban watch
             # has paused the throttled ones for new contacts (or their limit has passed).
@@ -470,6 +492,43 @@ class SendingService:
             else:
                 yield route
 
+    def _paced(
+        self, routes: Iterator[Route], number: NumberRoutes, pace: PaceRecord, events: list[TraceEvent]
+    ) -> Iterator[Route]:
+        """`routes`, once the number's pacing admits this message (asked when its first usable
+        route comes up, so a number passed over for other reasons spends nothing)."""
+        for index, route in enumerate(routes):
+            if index == 0 and self._pacer is not None:
+                held = self._pacer.admit(number, new_contact=pace.new_contact(number))
+                if held is not None:
+                    events.append(
+                        _skip("pool.number.skipped", number, None, held.reason, retryAfterSeconds=held.wait_seconds)
+                    )
+                    pace.hold(number, held)
+                    return
+            yield route
+
+    def _defer(self, job: SendJob, message: Message, events: list[TraceEvent], held: Hold) -> SendOutcome:
+        """Every number able to send is over its pacing: back to QUEUED, and a fresh delayed job
+        (its own receive count, so waiting never reaches the queue's redrive) for when the first
+        frees up, at most SQS's 15 minutes away. QUEUED is written first: a crash before the new
+        job exists leaves the original job, which SQS delivers again."""
+        delay = max(1, min(held.wait_seconds, MAX_DELAY_SECONDS))
+        first = message.last_error != held.reason
+        if first:
+            events.append(TraceEvent(stage="send.deferred", data={"reason": held.reason, "delaySeconds": delay}))
+        if self._jobs is None:
+            raise RetryLater(f"paced: {held.reason}", delay=delay, reason=held.reason)
+        try:
+            self._messages.record_retry(message, held.reason, events if first else [], None)
+        except AlreadyFinal:
+            return SendOutcome(message_id=message.id, status="SKIPPED")
+        retry = SendJob(message_id=message.id, tenant=job.tenant, api_key_id=job.api_key_id, to=job.to)
+        self._jobs.send_later(retry.model_dump_json(exclude_none=True), delay)
+        metrics.add_metric(name="SendsPaced", unit="Count", value=1)
+        logger.info("send paced", extra={"message_id": message.id, "reason": held.reason, "delay": delay})
+        return SendOutcome(message_id=message.id, status=MessageStatus.QUEUED)
+
     def _gate(self, config: SendingConfig, numbers: list[NumberRoutes], affinity: Affinity | None) -> HealthGate | None:
         """The health of every instance the plan may use (read once per message, from the ban
         watch's per-container copy), and which number the recipient is attached to."""
@@ -516,6 +575,33 @@ class SendingService:
             self._notifier.message_changed(message, config.webhook_url)
         except Exception:  # the client webhook must never fail or block the send
             logger.exception("client webhook not queued", extra={"message_id": message.id})
+
+
+class PaceRecord:
+    """Which numbers are new to the recipient (pacing's new-contact budget), and the hold that
+    frees up soonest among the numbers pacing passed over."""
+
+    def __init__(self, config: SendingConfig, affinity: Affinity | None) -> None:
+        attached = usable_affinity(config, affinity) if config.mode == "pool" else None
+        self._attached = attached.number_id if attached is not None else None
+        # Only the pool knows who a number's contacts are; a default number has nowhere else to go.
+        self._pool_mode = config.mode == "pool" and bool(config.pool)
+        self.held: Hold | None = None
+        self.held_number: str | None = None
+
+    def new_contact(self, number: NumberRoutes) -> bool:
+        return self._pool_mode and number.number_id != self._attached
+
+    def passed_over(self, number: NumberRoutes) -> list[TraceEvent]:
+        """The trace entry of a number none of whose routes sent (pacing already traced its own)."""
+        if self.held_number == number.number_id:
+            return []
+        return [_skip("pool.number.skipped", number, None, "no_instance_could_send")]
+
+    def hold(self, number: NumberRoutes, held: Hold) -> None:
+        self.held_number = number.number_id
+        if self.held is None or held.wait_seconds < self.held.wait_seconds:
+            self.held = held
 
 
 class HealthGate:

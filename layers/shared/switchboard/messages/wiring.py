@@ -69,7 +69,7 @@ def message_service() -> MessageService:
 
 @component
 def send_worker() -> SendWorker:
-    from switchboard.health.wiring import health_watch
+    from switchboard.health.wiring import health_watch, pacer
     from switchboard.messages.dynamo import SpamHistoryRepository
     from switchboard.messages.sending import SendingService, SendWorker
     from switchboard.messages.spam_guard import SpamGuard
@@ -86,6 +86,7 @@ def send_worker() -> SendWorker:
         jobs=send_queue(),
         spam_guard=SpamGuard(SpamHistoryRepository(table())),
         health=health_watch(),
+        pacer=pacer(),
     )
     return SendWorker(service, send_queue())
 
