@@ -19,6 +19,12 @@ safe, else FAILED `ambiguous_outcome`.
   after a timeout: it may have left);
 - an instance whose spam guard refuses the text (`spam_guard.py`): next instance, then next
   number, like a refusal;
+- an instance the ban watch holds back (`health/`: paused, or paused for new contacts and the
+  recipient is not attached to its number): passed over unasked, the reason in the trace;
+- `ProviderThrottled` (WhatsApp refused the number: 463, Meta 130429 / 131056): the ban watch
+  hears it, next instance, then next number; when every number tried was throttled, `RetryLater`;
+- a number over its pacing (`health/pacing.py`): next number; when every number able to send is
+  paced, the message goes back to QUEUED with a fresh delayed job (see `_defer`);
 - nothing could send: FAILED `no_number_available` (or the provider's refusal code); a message
   with validity left goes WAITING instead (see `_wait`), and one past its `expires_at` ends
   FAILED `expired` without being tried.
