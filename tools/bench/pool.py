@@ -13,7 +13,8 @@ Per message the worker makes: the claim (conditional UpdateItem, returns the mes
 affinity GetItem (pool mode), the ticket UpdateItem (miss), and the outcome (one transaction:
 SENT + receipt index + affinity). The same scenarios run again with the ban watch on (its
 per-container health copy, 5 s, read before choosing and refreshed by each send it counts; one
-UpdateItem per message sent). It prints figures and asserts nothing. `python -m tools.bench`.
+UpdateItem per message sent), and with pacing on as well (limits high enough never to hold a
+message back: the cost of the checks). It prints figures and asserts nothing. `python -m tools.bench`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, secre
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.observability import logger
 from switchboard.health.domain import Thresholds
-from switchboard.health.dynamo import HealthRepository
+from switchboard.health.dynamo import DynamoPaceStore, HealthRepository
+from switchboard.health.pacing import Pacer, PacingLimits
 from switchboard.health.service import HealthWatch
 from switchboard.messages.domain import Message, SendJob, body_hash
 from switchboard.messages.dynamo import MessageRepository
@@ -209,9 +211,24 @@ def main() -> None:
             health=HealthWatch(HealthRepository(worker_table), limits=Thresholds(), cache_seconds=5.0),
         )
 
+        paced = SendingService(
+            messages,
+            configs=configs,
+            tickets=pools,
+            secrets=Tokens(),
+            client_for=lambda kind: NoopProvider(),
+            notifier=NoWebhooks(),
+            max_attempts=5,
+            health=HealthWatch(HealthRepository(worker_table), limits=Thresholds(), cache_seconds=5.0),
+            pacer=Pacer(
+                DynamoPaceStore(worker_table), PacingLimits(per_minute=6000, burst=1000, new_contacts_max=1000)
+            ),
+        )
+
         setup = MessageRepository(table)
         recipients = [f"5521{i:09d}" for i in range(MESSAGES)]
         watched_recipients = [f"5541{i:09d}" for i in range(MESSAGES)]
+        paced_recipients = [f"5561{i:09d}" for i in range(MESSAGES)]
         scenarios = [
             ("default mode", service, default_key, [f"5531{i:09d}" for i in range(MESSAGES)]),
             ("pool, affinity miss", service, pool_key, recipients),
@@ -219,6 +236,8 @@ def main() -> None:
             ("default + ban watch", watched, default_key, [f"5551{i:09d}" for i in range(MESSAGES)]),
             ("miss + ban watch", watched, pool_key, watched_recipients),
             ("hit + ban watch", watched, pool_key, watched_recipients),
+            ("miss + watch + pacing", paced, pool_key, paced_recipients),
+            ("hit + watch + pacing", paced, pool_key, paced_recipients),
         ]
         print(f"{'scenario':<22} {'msg/s':>6} {'requests/msg':>13}  by operation (requests/msg, mean ms in moto)")
         for label, worker, key, targets in scenarios:
