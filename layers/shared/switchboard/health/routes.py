@@ -16,13 +16,10 @@ from switchboard.core.api.errors import documented
 from switchboard.health.schemas import EventsWebhookSecretView, HealthView
 from switchboard.health.service import HealthWatch
 from switchboard.health.wiring import health_watch
-from switchboard.messages.client_webhooks import ClientWebhookDeliverer
-from switchboard.messages.wiring import client_webhook_deliverer
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Watch = Annotated[HealthWatch, Depends(health_watch)]
-Deliverer = Annotated[ClientWebhookDeliverer, Depends(client_webhook_deliverer)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ID = Annotated[str, Path(max_length=64)]
 
@@ -42,8 +39,12 @@ def get_health(catalog: Catalog, watch: Watch, name: ID, principal: Admin) -> He
     tags=["instances"],
     responses=documented(401, 403, 404, 422),
 )
-def rotate_events_webhook_secret(deliverer: Deliverer, name: ID, principal: Admin) -> EventsWebhookSecretView:
+def rotate_events_webhook_secret(name: ID, principal: Admin) -> EventsWebhookSecretView:
     """A new signing secret for the instance's `eventsWebhookUrl` deliveries (Standard Webhooks,
     like client webhooks), shown only here; the previous one stops at once. Without a rotation a
     secret is created at the first delivery and can only be read by rotating it."""
-    return EventsWebhookSecretView(instance=name, secret=deliverer.rotate_instance_secret(principal, name))
+    # Imported here: the catalog function's other routes never load the webhook signer.
+    from switchboard.messages.wiring import client_webhook_deliverer  # noqa: PLC0415
+
+    secret = client_webhook_deliverer().rotate_instance_secret(principal, name)
+    return EventsWebhookSecretView(instance=name, secret=secret)
