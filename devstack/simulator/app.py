@@ -387,6 +387,7 @@ class SimulatorApp:
             Rule(f"{instance}/call-settings", methods=["POST"], endpoint=self.panel_call_settings),
             Rule(f"{instance}/webhook-secrets", methods=["POST"], endpoint=self.webhook_secrets),
             Rule(f"{instance}/webhook-format", methods=["POST"], endpoint=self.webhook_format),
+            Rule(f"{instance}/send-error", methods=["POST"], endpoint=self.send_error),
             Rule(f"{instance}/verify-webhook", methods=["POST"], endpoint=self.verify_webhook),
             Rule(f"{instance}/incoming-message", methods=["POST"], endpoint=self.incoming_message),
             Rule(f"{instance}/incoming-call", methods=["POST"], endpoint=self.incoming_call),
@@ -426,6 +427,10 @@ class SimulatorApp:
         body = _parse(request, schemas.WebhookSecretsBody)
         self.state.set_webhook_secrets(instance_id, body.secret, body.previous_secret)
         return _json({"ok": True})
+
+    def send_error(self, request: Request, instance_id: str) -> Response:
+        body = _parse(request, schemas.SendErrorBody)
+        return _json(self.state.set_send_error(instance_id, body.code, body.times))
 
     def webhook_format(self, request: Request, instance_id: str) -> Response:
         self.state.set_webhook_format(instance_id, _parse(request, schemas.WebhookFormatBody).format)

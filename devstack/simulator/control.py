@@ -99,6 +99,10 @@ class SimulatorControl:
         events: list[dict[str, Any]] = response.json()["events"]
         return events
 
+    def send_error(self, instance_id: str, code: str | None, *, times: int | None = None) -> None:
+        """Refuse the instance's sends with `code` (`463`, `130429`, `131056`, `131049`); None stops."""
+        self._post(f"/_sim/instances/{instance_id}/send-error", {"code": code, "times": times})
+
     def fault(self, route: str, mode: str, *, times: int = 1, method: str | None = None) -> None:
         self._post("/_sim/faults", {"route": route, "mode": mode, "times": times, "method": method})
 

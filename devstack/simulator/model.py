@@ -149,6 +149,25 @@ class Instance:
     calls: dict[str, Call] = field(default_factory=dict)
     dials: dict[str, DialRecord] = field(default_factory=dict)
     reservations: set[str] = field(default_factory=set)
+    # An injected refusal of every send (`SendErrorBody`): its code and how many sends it still
+    # refuses (None: until cleared).
+    send_error: str | None = None
+    send_error_remaining: int | None = None
+    # Who the number has a conversation with (sent to, or heard from): the reach-out timelock
+    # only refuses the others.
+    contacts: set[str] = field(default_factory=set)
+
+    def take_send_error(self, recipient: str) -> str | None:
+        """The injected refusal for a send to `recipient`, if any, counting it down. A 463 spares
+        the number's existing contacts, as WhatsApp's reach-out timelock does."""
+        code = self.send_error
+        if code is None or (code == "463" and recipient in self.contacts):
+            return None
+        if self.send_error_remaining is not None:
+            self.send_error_remaining -= 1
+            if self.send_error_remaining <= 0:
+                self.send_error, self.send_error_remaining = None, None
+        return code
 
     def occupancy(self) -> int:
         """Live calls in and out, voice or video, one slot each, plus dials reserved without a call id."""

@@ -293,6 +293,41 @@ def meta_refused(status: int, code: int, message: str, *, kind: str = "OAuthExce
     return Refused(status, json.dumps({"error": error}, separators=(",", ":")).encode())
 
 
+# The Cloud API's answers to a send refused for the number's standing (Meta's error-codes page):
+# HTTP status, message, and the details it puts in `error_data`.
+META_SEND_ERRORS: dict[str, tuple[int, str, str]] = {
+    "130429": (
+        429,
+        "(#130429) Rate limit hit",
+        "Cloud API message throughput has been reached.",
+    ),
+    "131056": (
+        400,
+        "(#131056) (Business Account, Consumer Account) pair rate limit hit",
+        "Too many messages sent from the sender phone number to the same recipient phone number in a short period.",
+    ),
+    "131049": (
+        400,
+        "(#131049) This message was not delivered to maintain healthy ecosystem engagement.",
+        "In order to maintain a healthy ecosystem engagement, the message failed to be delivered.",
+    ),
+}
+
+
+def meta_send_error(code: str) -> Refused:
+    status, message, details = META_SEND_ERRORS[code]
+    error_data = {"messaging_product": "whatsapp", "details": details}
+    if code == "130429":
+        return meta_refused(status, int(code), message, error_data=error_data, error_subcode=2494055)
+    return meta_refused(status, int(code), message, error_data=error_data)
+
+
+def wuzapi_send_error(code: str) -> Refused:
+    """wuzapi answers a send whatsmeow could not make 500 `Error sending message: <err>`;
+    whatsmeow's error for a refusal by WhatsApp's server is `server returned error <code>`."""
+    return wuzapi_refused(500, f"Error sending message: server returned error {code}")
+
+
 def _fbtrace_id() -> str:
     return secrets.token_urlsafe(17)[:23]
 

@@ -190,6 +190,18 @@ class FaultBody(ControlBody):
     method: Literal["GET", "POST", "PUT", "DELETE"] | None = None
 
 
+SendErrorCode = Literal["463", "130429", "131056", "131049"]
+
+
+class SendErrorBody(ControlBody):
+    """What WhatsApp answers the instance's sends: `463` (the reach-out timelock, on the wuzapi
+    and calls servers) or a Meta Cloud API error code (on `/meta`); null stops it. `times`: how
+    many sends it refuses (absent: every send until stopped)."""
+
+    code: SendErrorCode | None
+    times: StrictInt | None = Field(default=None, ge=1)
+
+
 class RedeliverBody(ControlBody):
     event_id: StrictStr = Field(alias="eventId")
 

@@ -570,6 +570,8 @@ class SimulatorState:
             phone, text, message_id = payloads.wuzapi_send_body(raw)
             if not instance.connected:
                 raise payloads.wuzapi_refused(500, NOT_CONNECTED_TEXT)
+            if (code := instance.take_send_error(phone.removesuffix("@s.whatsapp.net"))) is not None:
+                raise payloads.wuzapi_send_error(code)
             message = self._record_send(
                 instance, phone, text, message_id or wire.whatsapp_message_id(), idempotency_key
             )
@@ -588,6 +590,8 @@ class SimulatorState:
         with self._lock:
             instance = self._instance(instance_id)
             to, text = payloads.meta_send_body(raw)
+            if (code := instance.take_send_error("".join(ch for ch in to if ch.isdigit()))) is not None:
+                raise payloads.meta_send_error(code)
             wa_id = "".join(ch for ch in to if ch.isdigit())
             message = self._record_send(instance, wa_id, text, wire.wamid(wa_id), idempotency_key)
             return payloads.meta_sent(to, message.id)
@@ -607,7 +611,20 @@ class SimulatorState:
         )
         self._sent.append(message)
         self._delivered[key] = message
+        instance.contacts.add(recipient)
         return message
+
+    def set_send_error(self, instance_id: str, code: str | None, times: int | None) -> dict[str, Any]:
+        """Every send of the instance is refused with `code` (`times` sends, or until cleared)."""
+        with self._lock:
+            instance = self._instance(instance_id)
+            if code == "463" and instance.flavour not in ("calls", "wuzapi"):
+                raise SimError(400, "not_on_this_server", "463 is a wuzapi (whatsmeow) send error")
+            if code is not None and code != "463" and instance.flavour != "meta":
+                raise SimError(400, "not_on_this_server", "Meta error codes are answered by the /meta server")
+            instance.send_error = code
+            instance.send_error_remaining = times if code is not None else None
+            return {"sendError": code, "remaining": instance.send_error_remaining}
 
     def sent_messages(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -620,6 +637,7 @@ class SimulatorState:
             if instance.flavour != "meta" and not instance.connected:
                 raise SimError(409, "not_connected", "the instance has no WhatsApp session")
             sender = sender.lstrip("+")
+            instance.contacts.add(sender)
             now = time.time()
             if instance.flavour == "calls":
                 message_id = wire.whatsapp_message_id()

@@ -1,4 +1,4 @@
-"""The catalog API: routes in switchboard.catalog.routes."""
+"""The catalog API: routes in switchboard.catalog.routes and switchboard.health.routes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from switchboard.catalog import routes as catalog
 from switchboard.core.api.app import create_api
 from switchboard.core.observability import logger
+from switchboard.health import routes as health
 
-app = create_api(catalog.router)
+app = create_api(catalog.router, health.router)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

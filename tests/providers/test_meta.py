@@ -20,6 +20,7 @@ from switchboard.core.errors import (
     Forbidden,
     InvalidInput,
     ProviderRejected,
+    ProviderThrottled,
     ProviderTimeout,
     ProviderUnavailable,
     Unauthenticated,
@@ -563,8 +564,8 @@ def test_send_without_an_access_token_is_refused_before_any_request() -> None:
 @pytest.mark.parametrize(
     ("name", "error", "code"),
     [
-        ("send_error_130429.json", ProviderUnavailable, "130429"),
-        ("send_error_131056.json", ProviderUnavailable, "131056"),
+        ("send_error_130429.json", ProviderThrottled, "130429"),
+        ("send_error_131056.json", ProviderThrottled, "131056"),
         ("send_error_190.json", ProviderRejected, "190"),
     ],
 )

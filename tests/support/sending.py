@@ -46,6 +46,7 @@ class SendWorld:
         usage: Any = None,
         secrets: Any = None,
         spam_guard: Any = None,
+        health: Any = None,
     ) -> None:
         self.config = config
         self.messages = FakeMessages()
@@ -62,6 +63,7 @@ class SendWorld:
             max_attempts=max_attempts,
             usage=usage,
             spam_guard=spam_guard,
+            health=health,
         )
 
     def get(self, tenant: str, api_key_id: str) -> SendingConfig:

@@ -11,7 +11,10 @@ so the figures are the worker's own cost). Every DynamoDB request is counted wit
 
 Per message the worker makes: the claim (conditional UpdateItem, returns the message), the
 affinity GetItem (pool mode), the ticket UpdateItem (miss), and the outcome (one transaction:
-SENT + receipt index + affinity). It prints figures and asserts nothing. `python -m tools.bench`.
+SENT + receipt index + affinity). The same scenarios run again with the ban watch on (its
+per-container health copy, 5 s, read before choosing and refreshed by each send it counts; one
+UpdateItem per message sent), and with pacing on as well (limits high enough never to hold a
+message back: the cost of the checks). It prints figures and asserts nothing. `python -m tools.bench`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from devstack import template
 from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, secret_hint
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.observability import logger
+from switchboard.health.domain import Thresholds
+from switchboard.health.dynamo import DynamoPaceStore, HealthRepository
+from switchboard.health.pacing import Pacer, PacingLimits
+from switchboard.health.service import HealthWatch
 from switchboard.messages.domain import Message, SendJob, body_hash
 from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.sending import SendingService
@@ -193,17 +200,49 @@ def main() -> None:
                 f"{dict(counter.calls)}"
             )
 
+        watched = SendingService(
+            messages,
+            configs=configs,
+            tickets=pools,
+            secrets=Tokens(),
+            client_for=lambda kind: NoopProvider(),
+            notifier=NoWebhooks(),
+            max_attempts=5,
+            health=HealthWatch(HealthRepository(worker_table), limits=Thresholds(), cache_seconds=5.0),
+        )
+
+        paced = SendingService(
+            messages,
+            configs=configs,
+            tickets=pools,
+            secrets=Tokens(),
+            client_for=lambda kind: NoopProvider(),
+            notifier=NoWebhooks(),
+            max_attempts=5,
+            health=HealthWatch(HealthRepository(worker_table), limits=Thresholds(), cache_seconds=5.0),
+            pacer=Pacer(
+                DynamoPaceStore(worker_table), PacingLimits(per_minute=6000, burst=1000, new_contacts_max=1000)
+            ),
+        )
+
         setup = MessageRepository(table)
         recipients = [f"5521{i:09d}" for i in range(MESSAGES)]
+        watched_recipients = [f"5541{i:09d}" for i in range(MESSAGES)]
+        paced_recipients = [f"5561{i:09d}" for i in range(MESSAGES)]
         scenarios = [
-            ("default mode", default_key, [f"5531{i:09d}" for i in range(MESSAGES)]),
-            ("pool, affinity miss", pool_key, recipients),
-            ("pool, affinity hit", pool_key, recipients),  # the same recipients, now attached
+            ("default mode", service, default_key, [f"5531{i:09d}" for i in range(MESSAGES)]),
+            ("pool, affinity miss", service, pool_key, recipients),
+            ("pool, affinity hit", service, pool_key, recipients),  # the same recipients, now attached
+            ("default + ban watch", watched, default_key, [f"5551{i:09d}" for i in range(MESSAGES)]),
+            ("miss + ban watch", watched, pool_key, watched_recipients),
+            ("hit + ban watch", watched, pool_key, watched_recipients),
+            ("miss + watch + pacing", paced, pool_key, paced_recipients),
+            ("hit + watch + pacing", paced, pool_key, paced_recipients),
         ]
         print(f"{'scenario':<22} {'msg/s':>6} {'requests/msg':>13}  by operation (requests/msg, mean ms in moto)")
-        for label, key, targets in scenarios:
+        for label, worker, key, targets in scenarios:
             counter.clear()
-            elapsed = _run(service, setup, key, targets)
+            elapsed = _run(worker, setup, key, targets)
             per_message = {
                 name: (round(count / len(targets), 2), round(counter.seconds[name] / count * 1000, 1))
                 for name, count in sorted(counter.calls.items())

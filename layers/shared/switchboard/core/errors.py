@@ -121,6 +121,15 @@ class ProviderDisconnected(ProviderError):
     code = "provider_disconnected"
 
 
+class ProviderThrottled(ProviderUnavailable):
+    """WhatsApp refused the send because of the number's standing, not the message: the
+    reach-out timelock (whatsmeow's server error 463) or Meta's throughput and pair rate limits
+    (130429, 131056). Not applied; another number may send it now, this one only later.
+    `details["provider_code"]` carries the provider's code."""
+
+    code = "provider_throttled"
+
+
 class ProviderLineBusy(ProviderError):
     """The provider refused a dial with 409 line_busy: it is the final admission authority."""
 

@@ -61,6 +61,24 @@ class Settings(Model):
     # stale a tenant's quotas may be in a container after the platform changes them.
     quota_allowance_seconds: float = Field(default=1.0, gt=0, le=10, alias="QUOTA_ALLOWANCE_SECONDS")
     quota_config_cache_seconds: float = Field(default=10.0, ge=0, le=60, alias="QUOTA_CONFIG_CACHE_SECONDS")
+    # Ban watch (health/domain.py): how long a provider's signal keeps an instance paused or in
+    # warning, the velocity and delivery thresholds, and how stale a container's copy may be.
+    health_cache_seconds: float = Field(default=5.0, ge=0, le=60, alias="HEALTH_CACHE_SECONDS")
+    health_timelock_pause_seconds: int = Field(default=6 * 3600, ge=0, alias="HEALTH_TIMELOCK_PAUSE_SECONDS")
+    health_throughput_pause_seconds: int = Field(default=300, ge=0, alias="HEALTH_THROUGHPUT_PAUSE_SECONDS")
+    health_pair_rate_warning_seconds: int = Field(default=600, ge=0, alias="HEALTH_PAIR_RATE_WARNING_SECONDS")
+    health_ecosystem_warning_seconds: int = Field(default=3600, ge=0, alias="HEALTH_ECOSYSTEM_WARNING_SECONDS")
+    health_max_sends_per_minute: int = Field(default=30, ge=1, alias="HEALTH_MAX_SENDS_PER_MINUTE")
+    health_max_sends_per_hour: int = Field(default=600, ge=1, alias="HEALTH_MAX_SENDS_PER_HOUR")
+    health_delivery_window: int = Field(default=50, ge=1, alias="HEALTH_DELIVERY_WINDOW")
+    health_min_delivery_ratio: float = Field(default=0.5, ge=0, le=1, alias="HEALTH_MIN_DELIVERY_RATIO")
+    # Pacing per number (health/pacing.py): messages a minute (0: off) and burst, and the new
+    # contacts a day: on the number's first day, added each day after, at most.
+    pacing_messages_per_minute: float = Field(default=0, ge=0, alias="PACING_MESSAGES_PER_MINUTE")
+    pacing_burst: int = Field(default=5, ge=1, alias="PACING_BURST")
+    pacing_new_contacts_first_day: int = Field(default=20, ge=0, alias="PACING_NEW_CONTACTS_FIRST_DAY")
+    pacing_new_contacts_step: int = Field(default=20, ge=0, alias="PACING_NEW_CONTACTS_STEP")
+    pacing_new_contacts_max: int = Field(default=200, ge=0, alias="PACING_NEW_CONTACTS_MAX")
 
 
 @lru_cache(maxsize=1)

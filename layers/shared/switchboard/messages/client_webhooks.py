@@ -15,14 +15,14 @@ from __future__ import annotations
 import base64
 import json
 import secrets as random
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
 from pydantic import ValidationError
 from standardwebhooks import Webhook
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import ApiKey, Principal, new_id, utcnow
+from switchboard.catalog.domain import ApiKey, Instance, Principal, new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.core.observability import logger
 from switchboard.core.ports import Backoff, JobQueue, Secrets
@@ -38,6 +38,10 @@ EVENT_FOR_STATUS: dict[MessageStatus, ClientEvent] = {
 }
 
 
+def instance_signing_secret_name(store: Secrets, tenant: str, instance: str) -> str:
+    return store.name("instances", tenant, instance, "events-webhook-secret")
+
+
 class HttpPoster(Protocol):
     def post(self, url: str, body: bytes, headers: dict[str, str]) -> int:
         """POST and answer the status code; raises on a transport error."""
@@ -46,6 +50,7 @@ class HttpPoster(Protocol):
 
 class Keys(Protocol):
     def get_api_key(self, tenant: str, key_id: str) -> ApiKey: ...
+    def get_instance(self, tenant: str, name: str) -> Instance: ...
 
 
 def signing_secret_name(store: Secrets, api_key_id: str) -> str:
@@ -81,6 +86,22 @@ class ClientWebhookPublisher:
         )
         self._queue.send(job.model_dump_json())
 
+    def instance_event(self, instance: Instance, event: str, data: dict[str, Any]) -> None:
+        """Queue an instance's event for its `eventsWebhookUrl` (nothing when it has none)."""
+        if not instance.events_webhook_url:
+            return
+        job = ClientWebhookJob.model_validate(
+            {
+                "id": new_id("whk"),
+                "tenant": instance.tenant,
+                "instance": instance.name,
+                "event": event,
+                "timestamp": utcnow(),
+                "data": data,
+            }
+        )
+        self._queue.send(job.model_dump_json(exclude_none=True))
+
 
 class ClientWebhookDeliverer:
     def __init__(self, keys: Keys, store: Secrets, poster: HttpPoster, audit: Audit, *, local_mode: bool) -> None:
@@ -96,22 +117,19 @@ class ClientWebhookDeliverer:
         Raises RetryLater (with `delay`) on a non-2xx answer or a transport error. The URL is
         checked against the outbound policy (SSRF) at call time; a refused URL drops the job.
         """
-        try:
-            key = self._keys.get_api_key(job.tenant, job.api_key_id)
-        except NotFound:
-            logger.info("client webhook dropped: key revoked", extra={"webhook_id": job.id})
+        destination = self._destination(job)
+        if destination is None:
             return False
-        if not key.webhook_url:
-            return False
+        webhook_url, secret_name = destination
         try:
             # The poster's transport resolves the host once and dials only an address the policy
             # allows; resolving here as well would be a second lookup that proves nothing.
-            url = check_outbound_url(key.webhook_url, local_mode=self._local_mode, resolve=False)
+            url = check_outbound_url(webhook_url, local_mode=self._local_mode, resolve=False)
         except InvalidInput as exc:
             return self._dropped(job, exc)
         body = json.dumps(job.payload(), separators=(",", ":"))
         now = utcnow()
-        signature = Webhook(self._secret(key.id)).sign(job.id, now, body)
+        signature = Webhook(self._secret(secret_name)).sign(job.id, now, body)
         headers = {
             "content-type": "application/json",
             "webhook-id": job.id,
@@ -129,6 +147,24 @@ class ClientWebhookDeliverer:
         logger.info("client webhook delivered", extra={"webhook_id": job.id, "event": job.event})
         return True
 
+    def _destination(self, job: ClientWebhookJob) -> tuple[str, str] | None:
+        """The current URL and signing secret's name: the instance's for an instance event, else
+        the API key's; None when the key or instance is gone or has no URL any more."""
+        try:
+            if job.instance is not None:
+                instance = self._keys.get_instance(job.tenant, job.instance)
+                url = instance.events_webhook_url
+                secret_name = instance_signing_secret_name(self._store, job.tenant, job.instance)
+            elif job.api_key_id is not None:
+                key = self._keys.get_api_key(job.tenant, job.api_key_id)
+                url, secret_name = key.webhook_url, signing_secret_name(self._store, key.id)
+            else:
+                return None
+        except NotFound:
+            logger.info("client webhook dropped: key or instance deleted", extra={"webhook_id": job.id})
+            return None
+        return (url, secret_name) if url else None
+
     @staticmethod
     def _dropped(job: ClientWebhookJob, refusal: InvalidInput) -> bool:
         """A refused URL stays refused: retrying would only fill the dead-letter queue."""
@@ -143,8 +179,15 @@ class ClientWebhookDeliverer:
         self._audit.record(principal, "api_key.webhook_secret_rotated", key_id)
         return secret
 
-    def _secret(self, key_id: str) -> str:
-        name = signing_secret_name(self._store, key_id)
+    def rotate_instance_secret(self, principal: Principal, name: str) -> str:
+        """A new signing secret for the instance's events webhook, returned once."""
+        self._keys.get_instance(principal.tenant, name)
+        secret = new_signing_secret()
+        self._store.put(instance_signing_secret_name(self._store, principal.tenant, name), secret)
+        self._audit.record(principal, "instance.events_webhook_secret_rotated", name)
+        return secret
+
+    def _secret(self, name: str) -> str:
         try:
             return self._store.get(name)
         except GetParameterError:

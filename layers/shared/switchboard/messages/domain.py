@@ -134,6 +134,8 @@ class SendOutcome(Model):
 
 
 ClientEvent = Literal["message.waiting", "message.sent", "message.failed", "message.delivered", "message.read"]
+# Events of an instance, for its `eventsWebhookUrl` rather than an API key's webhook.
+InstanceEvent = Literal["number.health.changed"]
 
 
 class ClientWebhookJob(Model):
@@ -143,8 +145,9 @@ class ClientWebhookJob(Model):
 
     id: str  # the Standard Webhooks `webhook-id`: the same on every retry
     tenant: str
-    api_key_id: str
-    event: ClientEvent
+    api_key_id: str | None = None  # an API key's event: to the key's webhookUrl, signed with its secret
+    instance: str | None = None  # an instance's event: to its eventsWebhookUrl, signed with its own secret
+    event: ClientEvent | InstanceEvent
     timestamp: datetime
     data: dict[str, Any]
 

@@ -19,6 +19,12 @@ safe, else FAILED `ambiguous_outcome`.
   after a timeout: it may have left);
 - an instance whose spam guard refuses the text (`spam_guard.py`): next instance, then next
   number, like a refusal;
+- an instance the ban watch holds back (`health/`: paused, or paused for new contacts and the
+  recipient is not attached to its number): passed over unasked, the reason in the trace;
+- `ProviderThrottled` (WhatsApp refused the number: 463, Meta 130429 / 131056): the ban watch
+  hears it, next instance, then next number; when every number tried was throttled, `RetryLater`;
+- a number over its pacing (`health/pacing.py`): next number; when every number able to send is
+  paced, the message goes back to QUEUED with a fresh delayed job (see `_defer`);
 - nothing could send: FAILED `no_number_available` (or the provider's refusal code); a message
   with validity left goes WAITING instead (see `_wait`), and one past its `expires_at` ends
   FAILED `expired` without being tried.
@@ -29,7 +35,7 @@ client webhook is queued, best effort: it never fails the send.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -44,6 +50,7 @@ from switchboard.core.errors import (
     ProviderDisconnected,
     ProviderError,
     ProviderRejected,
+    ProviderThrottled,
     ProviderTimeout,
     ProviderUnavailable,
     RetryLater,
@@ -63,7 +70,7 @@ from switchboard.messages.domain import (
 )
 from switchboard.messages.ports import DelayedJobs, Messages
 from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard
-from switchboard.pool.domain import NumberRoutes, Route, SendingConfig, plan_numbers
+from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers, usable_affinity
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.kinds import spec_for
 
@@ -73,6 +80,7 @@ NO_NUMBER = "no_number_available"
 INTERNAL_ERROR = "internal_error"
 AMBIGUOUS_OUTCOME = "ambiguous_outcome"
 LEASE_SECONDS = 60
+MAX_DELAY_SECONDS = 900  # SQS's longest per-message delay
 
 
 class ConfigSource(Protocol):
@@ -89,6 +97,39 @@ class Usage(Protocol):
 
 class Notifier(Protocol):
     def message_changed(self, message: Message, webhook_url: str | None) -> None: ...
+
+
+class Watch(Protocol):
+    """The ban watch (`switchboard.health.service.HealthWatch`)."""
+
+    @property
+    def now(self) -> datetime: ...
+    def health_of(self, instance_keys: Collection[str]) -> Mapping[str, InstanceHealth]: ...
+    def sent(self, instance: Instance) -> None: ...
+    def refused(self, instance: Instance, provider_code: str | None) -> None: ...
+
+
+class Pacing(Protocol):
+    """Per-number pacing (`switchboard.health.pacing.Pacer`)."""
+
+    def admit(self, number: NumberRoutes, *, new_contact: bool) -> Hold | None: ...
+
+
+class Hold(Protocol):
+    @property
+    def reason(self) -> str: ...
+    @property
+    def wait_seconds(self) -> int: ...
+
+
+class InstanceHealth(Protocol):
+    def blocks(self, now: datetime, *, new_contact: bool) -> str | None: ...
+    def active_reasons(self, now: datetime) -> Sequence[HealthReason]: ...
+
+
+class HealthReason(Protocol):
+    @property
+    def code(self) -> str: ...
 
 
 def retry_delay_seconds(attempt: int) -> int:
@@ -110,6 +151,8 @@ class SendingService:
         usage: Usage | None = None,
         jobs: DelayedJobs | None = None,
         spam_guard: SpamGuard | None = None,
+        health: Watch | None = None,
+        pacer: Pacing | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         """`jobs` queues the delayed job that wakes a WAITING message; without it (a worker that
@@ -124,6 +167,8 @@ class SendingService:
         self._usage = usage
         self._jobs = jobs
         self._spam_guard = spam_guard
+        self._health = health
+        self._pacer = pacer
         self._clock = clock
 
     def process(self, job: SendJob, attempt: int) -> SendOutcome:
@@ -164,27 +209,24 @@ class SendingService:
             config = self._configs.get(job.tenant, job.api_key_id)
         except NotFound:
             return self._fail(message, None, "api_key_revoked", [])
-        if message.in_flight is not None:
-            # The worker that held it died mid-send: the message may have left through that
-            # route, so it is resent only where a resend cannot make a copy (or the key accepts one).
-            if not _may_resend_kind(message.in_flight.kind, config):
-                return self._fail(message, config, AMBIGUOUS_OUTCOME, [_interrupted(message.in_flight)])
-            message = message.model_copy(update={"pending": message.in_flight})
-        if message.expires_at is not None and message.pending is None and self._clock() >= message.expires_at:
-            # Past its validity it must not leave (unless a timed-out send of it may have: that
-            # route is retried as usual).
-            return self._fail(message, config, EXPIRED, [])
+        checked = self._sendable(message, config)
+        if isinstance(checked, SendOutcome):
+            return checked
+        message = checked
         affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
         events: list[TraceEvent] = []
         plan = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
         events.append(TraceEvent(stage="pool.number.resolved", data=plan.resolved))
         numbers = _pending_first(plan.numbers, message, events)
+        gate = self._gate(config, plan.numbers, affinity)
+        pace = PaceRecord(config, affinity)
         refusal: str | None = None
+        throttled: ProviderThrottled | None = None
         for number in numbers:
             if not number.connected:
                 events.append(_skip("pool.number.skipped", number, None, "disconnected"))
                 continue
-            for route in self._unguarded_routes(number, message, events):
+            for route in self._paced(self._unguarded_routes(number, message, events, gate), number, pace, events):
                 try:
                     message = self._mark_in_flight(message, number, route)
                 except AlreadyFinal:
@@ -192,8 +234,18 @@ class SendingService:
                     return SendOutcome(message_id=message.id, status="SKIPPED")
                 try:
                     sent = self._send(route, message)
+                except ProviderThrottled as exc:
+                    # WhatsApp refused the number, not the message (nothing was sent): the ban
+                    # watch hears it, and the next number may send it now.
+                    code = exc.details.get("provider_code")
+                    events.append(_skip("pool.instance.skipped", number, route, exc.code, providerCode=code))
+                    self._observe_refusal(route, code)
+                    throttled = exc
+                    continue
                 except (ProviderDisconnected, ProviderRejected, InvalidInput, UnsupportedByProvider) as exc:
                     events.append(_skip("pool.instance.skipped", number, route, exc.code))
+                    if isinstance(exc, ProviderRejected):
+                        self._observe_refusal(route, exc.details.get("provider_code"))
                     if not isinstance(exc, ProviderDisconnected):
                         refusal = exc.code
                     continue
@@ -219,10 +271,27 @@ class SendingService:
                     events=events,
                     remember_affinity=not plan.keeps_affinity_after(number),
                 )
-            events.append(_skip("pool.number.skipped", number, None, "no_instance_could_send"))
-        return self._nothing_sent(job, message, config, events, refusal=refusal or _spam_guard_refusal(events))
+            events.extend(pace.passed_over(number))
+        return self._unsent(
+            job, message, config, events, refusal=refusal, throttled=throttled, held=pace.held, attempt=attempt
+        )
 
     # --- steps -------------------------------------------------------------------------------
+
+    def _sendable(self, message: Message, config: SendingConfig) -> Message | SendOutcome:
+        """The message to send (with the route a dead worker left in flight as its pending
+        route), or the outcome when it must not be sent at all."""
+        if message.in_flight is not None:
+            # The worker that held it died mid-send: the message may have left through that
+            # route, so it is resent only where a resend cannot make a copy (or the key accepts one).
+            if not _may_resend_kind(message.in_flight.kind, config):
+                return self._fail(message, config, AMBIGUOUS_OUTCOME, [_interrupted(message.in_flight)])
+            message = message.model_copy(update={"pending": message.in_flight})
+        if message.expires_at is not None and message.pending is None and self._clock() >= message.expires_at:
+            # Past its validity it must not leave (unless a timed-out send of it may have: that
+            # route is retried as usual).
+            return self._fail(message, config, EXPIRED, [])
+        return message
 
     def _mark_in_flight(self, message: Message, number: NumberRoutes, route: Route) -> Message:
         """Record the route before calling it, so a redelivery after a crash knows where the send
@@ -284,6 +353,7 @@ class SendingService:
         metrics.add_metric(name="MessagesSent", unit="Count", value=1)
         self._count_usage(route, sent)
         self._remember_text(route, sent)
+        self._observe_sent(route, sent)
         self._notify(sent, config)
         return SendOutcome(
             message_id=message.id, status=MessageStatus.SENT, source_number=number.digits, instance=route.instance
@@ -323,6 +393,28 @@ class SendingService:
             return SendOutcome(message_id=message.id, status="SKIPPED")
         logger.info("send will be retried", extra={"message_id": message.id, "reason": code, "delay": delay})
         raise RetryLater(f"transient provider failure: {code}", delay=delay, reason=code)
+
+    def _unsent(
+        self,
+        job: SendJob,
+        message: Message,
+        config: SendingConfig,
+        events: list[TraceEvent],
+        *,
+        refusal: str | None,
+        throttled: ProviderThrottled | None,
+        held: Hold | None,
+        attempt: int,
+    ) -> SendOutcome:
+        if held is not None and refusal is None:
+            return self._defer(job, message, events, held)
+        if throttled is not None and refusal is None:
+            # Every number tried was throttled or held back: retried later, when the ban watch
+            # has paused the throttled ones for new contacts (or their limit has passed).
+            return self._retry(
+                message, config=config, code=throttled.code, events=events, pending=None, attempt=attempt
+            )
+        return self._nothing_sent(job, message, config, events, refusal=refusal or _spam_guard_refusal(events))
 
     def _nothing_sent(
         self, job: SendJob, message: Message, config: SendingConfig, events: list[TraceEvent], *, refusal: str | None
@@ -388,15 +480,91 @@ class SendingService:
         except Exception:
             logger.exception("outgoing usage not counted", extra={"message_id": message.id})
 
-    def _unguarded_routes(self, number: NumberRoutes, message: Message, events: list[TraceEvent]) -> Iterator[Route]:
-        """The number's routes in order, less those whose spam guard refuses the text (each skip
-        traced when reached, so the trace keeps the order of the attempts)."""
+    def _unguarded_routes(
+        self, number: NumberRoutes, message: Message, events: list[TraceEvent], gate: HealthGate | None
+    ) -> Iterator[Route]:
+        """The number's routes in order, less those the ban watch holds back for this recipient and
+        those whose spam guard refuses the text (each skip traced when reached, so the trace keeps
+        the order of the attempts)."""
         for route in _routes_in_order(number, message.pending):
             guard, instance = self._spam_guard, route.source
-            if guard is not None and instance is not None and guard.refuses(instance, message.to, message.text):
+            held = gate.holds(number, route) if gate is not None else None
+            if held is not None:
+                reason, codes = held
+                events.append(_skip("pool.instance.skipped", number, route, reason, healthReasons=codes))
+            elif guard is not None and instance is not None and guard.refuses(instance, message.to, message.text):
                 events.append(_skip("pool.instance.skipped", number, route, SPAM_GUARD))
             else:
                 yield route
+
+    def _paced(
+        self, routes: Iterator[Route], number: NumberRoutes, pace: PaceRecord, events: list[TraceEvent]
+    ) -> Iterator[Route]:
+        """`routes`, once the number's pacing admits this message (asked when its first usable
+        route comes up, so a number passed over for other reasons spends nothing)."""
+        for index, route in enumerate(routes):
+            if index == 0 and self._pacer is not None:
+                held = self._pacer.admit(number, new_contact=pace.new_contact(number))
+                if held is not None:
+                    events.append(
+                        _skip("pool.number.skipped", number, None, held.reason, retryAfterSeconds=held.wait_seconds)
+                    )
+                    pace.hold(number, held)
+                    return
+            yield route
+
+    def _defer(self, job: SendJob, message: Message, events: list[TraceEvent], held: Hold) -> SendOutcome:
+        """Every number able to send is over its pacing: back to QUEUED, and a fresh delayed job
+        (its own receive count, so waiting never reaches the queue's redrive) for when the first
+        frees up, at most SQS's 15 minutes away. QUEUED is written first: a crash before the new
+        job exists leaves the original job, which SQS delivers again."""
+        delay = max(1, min(held.wait_seconds, MAX_DELAY_SECONDS))
+        first = message.last_error != held.reason
+        if first:
+            events.append(TraceEvent(stage="send.deferred", data={"reason": held.reason, "delaySeconds": delay}))
+        if self._jobs is None:
+            raise RetryLater(f"paced: {held.reason}", delay=delay, reason=held.reason)
+        try:
+            self._messages.record_retry(message, held.reason, events if first else [], None)
+        except AlreadyFinal:
+            return SendOutcome(message_id=message.id, status="SKIPPED")
+        retry = SendJob(message_id=message.id, tenant=job.tenant, api_key_id=job.api_key_id, to=job.to)
+        self._jobs.send_later(retry.model_dump_json(exclude_none=True), delay)
+        metrics.add_metric(name="SendsPaced", unit="Count", value=1)
+        logger.info("send paced", extra={"message_id": message.id, "reason": held.reason, "delay": delay})
+        return SendOutcome(message_id=message.id, status=MessageStatus.QUEUED)
+
+    def _gate(self, config: SendingConfig, numbers: list[NumberRoutes], affinity: Affinity | None) -> HealthGate | None:
+        """The health of every instance the plan may use (read once per message, from the ban
+        watch's per-container copy), and which number the recipient is attached to."""
+        if self._health is None:
+            return None
+        keys = [route.source.key for number in numbers for route in number.routes if route.source is not None]
+        if not keys:
+            return None
+        try:
+            health = self._health.health_of(keys)
+        except Exception:  # the ban watch unreadable: send as if every number were healthy
+            logger.exception("instance health unreadable")
+            return None
+        attached = usable_affinity(config, affinity) if config.mode == "pool" else None
+        return HealthGate(health, self._health.now, attached, pool_mode=config.mode == "pool" and bool(config.pool))
+
+    def _observe_sent(self, route: Route, message: Message) -> None:
+        if self._health is None or route.source is None:
+            return
+        try:
+            self._health.sent(route.source)
+        except Exception:
+            logger.exception("send not counted by the ban watch", extra={"message_id": message.id})
+
+    def _observe_refusal(self, route: Route, provider_code: object) -> None:
+        if self._health is None or route.source is None:
+            return
+        try:
+            self._health.refused(route.source, provider_code if isinstance(provider_code, str) else None)
+        except Exception:
+            logger.exception("refusal not recorded by the ban watch", extra={"instance": route.instance})
 
     def _remember_text(self, route: Route, message: Message) -> None:
         """The sent text in the instance's spam guard history; a failure is logged, never fails the send."""
@@ -413,6 +581,66 @@ class SendingService:
             self._notifier.message_changed(message, config.webhook_url if config else None)
         except Exception:  # the client webhook must never fail or block the send
             logger.exception("client webhook not queued", extra={"message_id": message.id})
+
+
+class PaceRecord:
+    """Which numbers are new to the recipient (pacing's new-contact budget), and the hold that
+    frees up soonest among the numbers pacing passed over."""
+
+    def __init__(self, config: SendingConfig, affinity: Affinity | None) -> None:
+        attached = usable_affinity(config, affinity) if config.mode == "pool" else None
+        self._attached = attached.number_id if attached is not None else None
+        # Only the pool knows who a number's contacts are; a default number has nowhere else to go.
+        self._pool_mode = config.mode == "pool" and bool(config.pool)
+        self.held: Hold | None = None
+        self.held_number: str | None = None
+
+    def new_contact(self, number: NumberRoutes) -> bool:
+        return self._pool_mode and number.number_id != self._attached
+
+    def passed_over(self, number: NumberRoutes) -> list[TraceEvent]:
+        """The trace entry of a number none of whose routes sent (pacing already traced its own)."""
+        if self.held_number == number.number_id:
+            return []
+        return [_skip("pool.number.skipped", number, None, "no_instance_could_send")]
+
+    def hold(self, number: NumberRoutes, held: Hold) -> None:
+        self.held_number = number.number_id
+        if self.held is None or held.wait_seconds < self.held.wait_seconds:
+            self.held = held
+
+
+class HealthGate:
+    """Which routes the ban watch holds back for one message.
+
+    A paused instance sends nothing; one paused for new contacts still sends to a recipient
+    attached to its number (the pool's affinity: an existing conversation). In default mode
+    there is no other number to go to, so only a full pause holds the default number back.
+    """
+
+    def __init__(
+        self,
+        health: Mapping[str, InstanceHealth],
+        now: datetime,
+        attached: NumberRoutes | None,
+        *,
+        pool_mode: bool,
+    ) -> None:
+        self._health = health
+        self._now = now
+        self._attached = attached.number_id if attached is not None else None
+        self._pool_mode = pool_mode
+
+    def holds(self, number: NumberRoutes, route: Route) -> tuple[str, list[str]] | None:
+        """(`health_<state>`, the active reasons' codes) when `route` must not send, else None."""
+        health = self._health.get(route.source.key) if route.source is not None else None
+        if health is None:
+            return None
+        new_contact = self._pool_mode and number.number_id != self._attached
+        state = health.blocks(self._now, new_contact=new_contact)
+        if state is None:
+            return None
+        return f"health_{state}", [reason.code for reason in health.active_reasons(self._now)]
 
 
 def _may_resend(route: Route, config: SendingConfig) -> bool:
@@ -464,8 +692,8 @@ def _pending(number: NumberRoutes, route: Route) -> PendingRoute:
     )
 
 
-def _skip(stage: str, number: NumberRoutes, route: Route | None, reason: str) -> TraceEvent:
-    return _at(stage, number, route, reason=reason)
+def _skip(stage: str, number: NumberRoutes, route: Route | None, reason: str, **data: object) -> TraceEvent:
+    return _at(stage, number, route, reason=reason, **data)
 
 
 def _at(stage: str, number: NumberRoutes, route: Route | None, **data: object) -> TraceEvent:

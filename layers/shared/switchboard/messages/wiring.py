@@ -79,6 +79,7 @@ def message_service() -> MessageService:
 
 @component
 def send_worker() -> SendWorker:
+    from switchboard.health.wiring import health_watch, pacer
     from switchboard.messages.dynamo import SpamHistoryRepository
     from switchboard.messages.sending import SendingService, SendWorker
     from switchboard.messages.spam_guard import SpamGuard
@@ -94,6 +95,8 @@ def send_worker() -> SendWorker:
         usage=usage_recorder(),
         jobs=send_queue(),
         spam_guard=SpamGuard(SpamHistoryRepository(table())),
+        health=health_watch(),
+        pacer=pacer(),
     )
     return SendWorker(service, send_queue())
 

@@ -39,6 +39,7 @@ from switchboard.core.errors import (
     InvalidInput,
     ProviderError,
     ProviderRejected,
+    ProviderThrottled,
     ProviderUnavailable,
 )
 from switchboard.core.model import Model
@@ -64,6 +65,9 @@ SEND_ROUTE = "/{version}/{phone-number-id}/messages"
 # Throughput (130429), pair rate limit (131056), app (4) and business-account (80007) call limits:
 # nothing was sent, the same request succeeds later.
 RATE_LIMIT_CODES = frozenset({"4", "80007", "130429", "131056"})
+# Of those, the number's own limits (throughput, pair rate): `ProviderThrottled`, a signal on the
+# number's health, so the pool sends through another number meanwhile.
+NUMBER_LIMIT_CODES = frozenset({"130429", "131056"})
 # Expired or invalid access token: the provider's credentials, not this message, must change.
 TOKEN_CODES = frozenset({"190"})
 # Invalid parameter, undeliverable, outside the 24 h window, per-user marketing limit.
@@ -135,6 +139,8 @@ def error_for(response: httpx.Response, label: str) -> ProviderError:
     code = error_code(response)
     suffix = f" ({status} {code})" if code else f" ({status})"
     details: dict[str, Any] = {"status": status, "provider_code": code}
+    if code in NUMBER_LIMIT_CODES:
+        return ProviderThrottled(f"{label}: the number's rate limit{suffix}", rate_limited=True, **details)
     if code in RATE_LIMIT_CODES:
         return ProviderUnavailable(f"{label}: rate limited{suffix}", rate_limited=True, **details)
     if code in TOKEN_CODES:

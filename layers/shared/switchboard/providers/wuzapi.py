@@ -23,6 +23,7 @@ and signed envelope webhooks. Wire contract, besides the HTTP error mapping of `
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -38,6 +39,7 @@ from switchboard.core.errors import (
     InvalidInput,
     ProviderDisconnected,
     ProviderLineBusy,
+    ProviderThrottled,
     ProviderTimeout,
     UnsupportedByProvider,
 )
@@ -90,6 +92,11 @@ WEBHOOK_EVENT_NAMES = frozenset(
 # Lower-cased fragments of wuzapi's 500 `error` texts (whatsmeow errors, possibly wrapped).
 _NO_SESSION = ("no session", "not connected", "not logged in", "device jid")
 _TIMED_OUT = ("timed out", "deadline exceeded")
+# whatsmeow wraps WhatsApp's refusal of a send as "server returned error <code>", which wuzapi
+# answers 500 "Error sending message: server returned error 463". 463 is the reach-out timelock:
+# the number may not start new conversations for a while.
+_SERVER_ERROR = re.compile(r"server returned error (\d{3})\b")
+_NUMBER_LIMIT_CODES = frozenset({"463"})
 
 
 class _Answer(Model):
@@ -256,6 +263,9 @@ class WuzapiClient:
                 raise ProviderDisconnected(f"{label}: the instance has no WhatsApp session", status=status)
             if any(fragment in text for fragment in _TIMED_OUT):
                 raise ProviderTimeout(f"{label}: WhatsApp did not confirm the send in time, the outcome is unknown")
+            if (code := _server_error_code(text)) in _NUMBER_LIMIT_CODES:
+                message = f"{label}: WhatsApp refused the send ({code}, reach-out timelock)"
+                raise ProviderThrottled(message, status=status, provider_code=code)
         answer = self._http.answer(response, _SentAnswer, label)
         message_id = answer.data.id if answer.data is not None else answer.id
         if message_id is None:
@@ -487,6 +497,11 @@ class WuzapiClient:
         if not target.admin_token:
             raise InvalidInput("the target has neither an instance nor an admin token")
         return {"admintoken": target.admin_token}
+
+
+def _server_error_code(text: str) -> str | None:
+    match = _SERVER_ERROR.search(text)
+    return match.group(1) if match else None
 
 
 def _error_text(response: httpx.Response) -> str:

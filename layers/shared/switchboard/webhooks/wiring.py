@@ -15,6 +15,7 @@ from switchboard.call_limit.wiring import calls_config_service
 from switchboard.calls.wiring import call_service, reconcile_queue
 from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
+from switchboard.core.observability import logger
 from switchboard.core.settings import get_settings
 from switchboard.core.wiring import client, event_publisher, secrets, table
 from switchboard.messages.wiring import receipt_effect
@@ -68,6 +69,33 @@ def _apply_receipt(event: ProviderEvent) -> None:
     receipt_effect()(event)
 
 
+def _health_on_receipt(event: ProviderEvent) -> None:
+    """A delivery receipt counts toward the instance's delivery ratio (ban watch)."""
+    from switchboard.health.wiring import health_watch
+
+    if event.data.get("status") != "delivered":
+        return
+    try:
+        health_watch().delivered(event.instance)
+    except Exception:  # the ban watch never fails the event: the receipt's own effect is applied
+        logger.exception("delivery not counted by the ban watch", extra={"instance": event.instance.key})
+
+
+def _health_on_connection(event: ProviderEvent) -> None:
+    """A logged-out disconnection pauses the instance; a connection lifts that pause."""
+    from switchboard.health.wiring import health_watch
+
+    connected, reason = event.data.get("connected"), event.data.get("reason")
+    if not isinstance(connected, bool):
+        return
+    try:
+        health_watch().connection(
+            event.instance, connected=connected, reason=reason if isinstance(reason, str) else None
+        )
+    except Exception:  # the ban watch never fails the event: the connection state is applied
+        logger.exception("connection not seen by the ban watch", extra={"instance": event.instance.key})
+
+
 def _reconcile_calls_on_reconnect(event: ProviderEvent) -> None:
     from switchboard.calls.reconcile import ReconcileOnReconnect
 
@@ -91,6 +119,8 @@ def event_handlers() -> dict[str, list[EffectHandler]]:
     handlers["message"] += [_forward_incoming, _received_metric]  # the downstream, then the metric
     handlers["connection"].append(_connection_state)  # state by seq, then the outbox
     handlers["receipt"].append(_apply_receipt)  # status, then the client webhook
+    handlers["receipt"].append(_health_on_receipt)
+    handlers["connection"].append(_health_on_connection)
     handlers["call"].append(lambda event: call_service().on_call_event(event))
     handlers["connection"].append(_reconcile_calls_on_reconnect)  # calls may have moved while away
     return handlers

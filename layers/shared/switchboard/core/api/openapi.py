@@ -19,6 +19,7 @@ ROUTE_MODULES = (
     "routing.routes",
     "quotas.routes",
     "catalog.routes",
+    "health.routes",
     "call_limit.routes",
     "calls.routes",
     "webhooks.routes",

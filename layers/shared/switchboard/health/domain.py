@@ -1,0 +1,244 @@
+"""Ban watch: the health of one instance (one WhatsApp number's session), from the provider's own
+signals and from what switchboard sees it send. Pure rules, no I/O.
+
+Each signal is a `Reason` with the state it puts the instance in, since when, and (for a pause
+that lifts by itself) until when. The instance's state is the most severe of its reasons still
+active at the time of reading, so a pause that expires needs no write: the next read, by the
+send worker or the API, already finds the instance healthy.
+
+| signal | state | lasts (default) |
+|---|---|---|
+| wuzapi/whatsmeow 463, the reach-out timelock | paused_for_new_contacts | 6 h, renewed by each 463 |
+| Meta 130429, the number's throughput limit | paused_for_new_contacts | 5 min |
+| Meta 131056, the pair rate limit | warning | 10 min |
+| Meta 131049, not delivered for ecosystem engagement | warning | 1 h |
+| disconnection with a logged-out reason | paused | until the instance connects again |
+| more sends this minute than `max_sends_per_minute` | warning | to the end of the next minute |
+| more sends this hour than `max_sends_per_hour` | paused_for_new_contacts | to the end of the hour |
+| delivered / sent < `min_delivery_ratio` over a window of `delivery_window` sends | warning | until a window is above |
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from switchboard.core.model import Model
+
+
+class HealthState(StrEnum):
+    HEALTHY = "healthy"
+    WARNING = "warning"
+    PAUSED_FOR_NEW_CONTACTS = "paused_for_new_contacts"
+    PAUSED = "paused"
+
+
+SEVERITY = {
+    HealthState.HEALTHY: 0,
+    HealthState.WARNING: 1,
+    HealthState.PAUSED_FOR_NEW_CONTACTS: 2,
+    HealthState.PAUSED: 3,
+}
+
+TIMELOCK = "timelock_463"
+THROUGHPUT = "meta_throughput_130429"
+PAIR_RATE = "meta_pair_rate_131056"
+ECOSYSTEM = "meta_ecosystem_131049"
+LOGGED_OUT = "logged_out"
+VELOCITY_MINUTE = "velocity_minute"
+VELOCITY_HOUR = "velocity_hour"
+LOW_DELIVERY = "low_delivery_ratio"
+
+
+class Thresholds(Model):
+    """The ban watch's defaults (each overridable by an environment variable, see Settings)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timelock_pause_seconds: int = Field(default=6 * 3600, ge=0)
+    throughput_pause_seconds: int = Field(default=300, ge=0)
+    pair_rate_warning_seconds: int = Field(default=600, ge=0)
+    ecosystem_warning_seconds: int = Field(default=3600, ge=0)
+    max_sends_per_minute: int = Field(default=30, ge=1)
+    max_sends_per_hour: int = Field(default=600, ge=1)
+    delivery_window: int = Field(default=50, ge=1)
+    min_delivery_ratio: float = Field(default=0.5, ge=0, le=1)
+
+
+class Reason(Model):
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    state: HealthState
+    since: datetime
+    until: datetime | None = None  # None: until the signal clears
+    count: int = 1
+
+    def active(self, now: datetime) -> bool:
+        return self.until is None or self.until > now
+
+
+class Health(Model):
+    """The stored health of one instance: reasons, the state last written, and the counters.
+
+    `version` guards the reasons (conditional writes); the counters are only ever added to,
+    so concurrent sends never conflict on them.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    instance_key: str
+    reasons: dict[str, Reason] = Field(default_factory=dict)
+    state: HealthState = HealthState.HEALTHY  # as of the last write (a pause may have expired since)
+    since: datetime | None = None
+    version: int = 0
+    at_minute: int = 0  # epoch minute of `minute_sends`
+    minute_sends: int = 0
+    at_hour: int = 0  # epoch hour of `hour_sends`
+    hour_sends: int = 0
+    window_sent: int = 0
+    window_delivered: int = 0
+    delivery_ratio: float | None = None  # of the last complete window
+    failures: dict[str, int] = Field(default_factory=dict)  # provider code -> sends it refused
+
+    def active_reasons(self, now: datetime) -> list[Reason]:
+        return sorted(
+            (reason for reason in self.reasons.values() if reason.active(now)),
+            key=lambda reason: (-SEVERITY[reason.state], reason.since),
+        )
+
+    def state_at(self, now: datetime) -> HealthState:
+        return max((reason.state for reason in self.active_reasons(now)), key=SEVERITY.__getitem__, default=HEALTHY)
+
+    def blocks(self, now: datetime, *, new_contact: bool) -> HealthState | None:
+        """The state that keeps this instance from sending now (None: it may send)."""
+        state = self.state_at(now)
+        if state is HealthState.PAUSED or (state is HealthState.PAUSED_FOR_NEW_CONTACTS and new_contact):
+            return state
+        return None
+
+
+HEALTHY = HealthState.HEALTHY
+
+
+def _after(now: datetime, seconds: int) -> datetime:
+    return now + timedelta(seconds=seconds)
+
+
+def provider_signal(code: str | None, now: datetime, limits: Thresholds) -> Reason | None:
+    """The reason a provider's refusal code gives, None for a code that says nothing of the number."""
+    if code == "463":
+        return Reason(
+            code=TIMELOCK,
+            state=HealthState.PAUSED_FOR_NEW_CONTACTS,
+            since=now,
+            until=_after(now, limits.timelock_pause_seconds),
+        )
+    if code == "130429":
+        return Reason(
+            code=THROUGHPUT,
+            state=HealthState.PAUSED_FOR_NEW_CONTACTS,
+            since=now,
+            until=_after(now, limits.throughput_pause_seconds),
+        )
+    if code == "131056":
+        return Reason(
+            code=PAIR_RATE, state=HealthState.WARNING, since=now, until=_after(now, limits.pair_rate_warning_seconds)
+        )
+    if code == "131049":
+        return Reason(
+            code=ECOSYSTEM, state=HealthState.WARNING, since=now, until=_after(now, limits.ecosystem_warning_seconds)
+        )
+    return None
+
+
+def with_reason(reasons: dict[str, Reason], reason: Reason, now: datetime) -> dict[str, Reason]:
+    """`reasons` with `reason` added; a reason still active keeps its `since` and is extended."""
+    current = reasons.get(reason.code)
+    if current is not None and current.active(now):
+        until = None if current.until is None or reason.until is None else max(current.until, reason.until)
+        reason = current.model_copy(update={"until": until, "count": current.count + 1, "state": reason.state})
+    return {**reasons, reason.code: reason}
+
+
+def without(reasons: dict[str, Reason], code: str) -> dict[str, Reason]:
+    return {key: value for key, value in reasons.items() if key != code}
+
+
+def pruned(reasons: dict[str, Reason], now: datetime) -> dict[str, Reason]:
+    """Only the reasons still active: an expired one is history, not state."""
+    return {code: reason for code, reason in reasons.items() if reason.active(now)}
+
+
+def after_send(health: Health, now: datetime, limits: Thresholds) -> dict[str, Reason]:
+    """The reasons once the send just counted in `health` is taken into account (velocity, and
+    delivery at the end of a window)."""
+    reasons = pruned(health.reasons, now)
+    minute_end = datetime.fromtimestamp((health.at_minute + 2) * 60, UTC)
+    if health.minute_sends > limits.max_sends_per_minute and VELOCITY_MINUTE not in reasons:
+        reasons = with_reason(
+            reasons, Reason(code=VELOCITY_MINUTE, state=HealthState.WARNING, since=now, until=minute_end), now
+        )
+    hour_end = datetime.fromtimestamp((health.at_hour + 1) * 3600, UTC)
+    if health.hour_sends > limits.max_sends_per_hour and VELOCITY_HOUR not in reasons:
+        reasons = with_reason(
+            reasons,
+            Reason(code=VELOCITY_HOUR, state=HealthState.PAUSED_FOR_NEW_CONTACTS, since=now, until=hour_end),
+            now,
+        )
+    ratio = window_ratio(health, limits)
+    if ratio is not None:
+        if ratio < limits.min_delivery_ratio:
+            if LOW_DELIVERY not in reasons:
+                reasons = with_reason(reasons, Reason(code=LOW_DELIVERY, state=HealthState.WARNING, since=now), now)
+        else:
+            reasons = without(reasons, LOW_DELIVERY)
+    return reasons
+
+
+def window_ratio(health: Health, limits: Thresholds) -> float | None:
+    """Delivered over sent once a window of `delivery_window` sends is complete, else None."""
+    if health.window_sent < limits.delivery_window:
+        return None
+    return min(1.0, health.window_delivered / health.window_sent)
+
+
+def view(health: Health, now: datetime) -> dict[str, Any]:
+    """What the API and the `number.health.changed` event say of an instance's health."""
+    active = health.active_reasons(now)
+    state = health.state_at(now)
+    return {
+        "state": str(state),
+        "since": _since(health, active, state, now),
+        "pausedUntil": _paused_until(active),
+        "reasons": [
+            {
+                "code": reason.code,
+                "state": str(reason.state),
+                "since": reason.since.isoformat(),
+                "until": reason.until.isoformat() if reason.until else None,
+                "count": reason.count,
+            }
+            for reason in active
+        ],
+    }
+
+
+def _since(health: Health, active: list[Reason], state: HealthState, now: datetime) -> str | None:
+    if state is HEALTHY:
+        # Healthy since the last reason ended (or the last write that left it healthy).
+        ended = [reason.until for reason in health.reasons.values() if reason.until is not None and reason.until <= now]
+        latest = max([*ended, *([health.since] if health.since and health.state is HEALTHY else [])], default=None)
+        return latest.isoformat() if latest else None
+    return min(reason.since for reason in active if reason.state is state).isoformat()
+
+
+def _paused_until(active: list[Reason]) -> str | None:
+    """When the last active pause lifts by itself (None: no pause, or one that waits for its signal)."""
+    pauses = [reason for reason in active if SEVERITY[reason.state] >= SEVERITY[HealthState.PAUSED_FOR_NEW_CONTACTS]]
+    if not pauses or any(reason.until is None for reason in pauses):
+        return None
+    return max(reason.until for reason in pauses if reason.until is not None).isoformat()

@@ -1,0 +1,223 @@
+"""The ban watch's use cases: what the send worker, receipts and connection events tell it, what
+the pool reads before choosing a number, and what the API shows.
+
+Every observation is best effort for the caller (a failure here never fails a send); a change of
+state is committed first (conditional write on the item's version, re-read on a lost race), then
+published as `number.health.changed` on the bus and to the instance's events webhook.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection
+from datetime import datetime
+from typing import Any, Protocol
+
+from switchboard.catalog.domain import Instance, utcnow
+from switchboard.core.observability import logger, metrics
+from switchboard.health.domain import (
+    LOGGED_OUT,
+    Health,
+    HealthState,
+    Reason,
+    Thresholds,
+    after_send,
+    provider_signal,
+    pruned,
+    view,
+    window_ratio,
+    with_reason,
+    without,
+)
+from switchboard.health.dynamo import HealthChanged
+
+HEALTH_CHANGED = "number.health.changed"
+SAVE_ATTEMPTS = 3
+
+
+class HealthStore(Protocol):
+    def get(self, instance_key: str) -> Health: ...
+    def get_many(self, instance_keys: Collection[str]) -> dict[str, Health]: ...
+    def count_send(self, instance_key: str, now: datetime) -> Health: ...
+    def count_failure(self, instance_key: str, provider_code: str) -> Health: ...
+    def count_delivery(self, instance_key: str) -> None: ...
+    def save_reasons(
+        self,
+        health: Health,
+        reasons: dict[str, Reason],
+        state: HealthState,
+        since: datetime | None,
+        *,
+        close_window: tuple[int, int, float] | None = None,
+    ) -> Health: ...
+
+
+class Publisher(Protocol):
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> bool: ...
+
+
+class EventsWebhook(Protocol):
+    def instance_event(self, instance: Instance, event: str, data: dict[str, Any]) -> None:
+        """Queue `event` for the instance's `eventsWebhookUrl` (nothing when it has none)."""
+        ...
+
+
+Change = Callable[[Health], tuple[dict[str, Reason], tuple[int, int, float] | None]]
+
+
+class HealthWatch:
+    def __init__(
+        self,
+        store: HealthStore,
+        *,
+        limits: Thresholds,
+        publisher: Publisher | None = None,
+        events_webhook: EventsWebhook | None = None,
+        cache_seconds: float = 5.0,
+        clock: Callable[[], datetime] = utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._limits = limits
+        self._publisher = publisher
+        self._events_webhook = events_webhook
+        self._cache_seconds = cache_seconds
+        self._clock = clock
+        self._monotonic = monotonic
+        self._cache: dict[str, tuple[float, Health]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def now(self) -> datetime:
+        return self._clock()
+
+    # --- what the pool reads -------------------------------------------------------------
+
+    def health_of(self, instance_keys: Collection[str]) -> dict[str, Health]:
+        """The instances' health, from this container's copy when younger than `cache_seconds`
+        (every observation this container makes refreshes it), else one batch read."""
+        now = self._monotonic()
+        with self._lock:
+            fresh = {
+                key: cached[1]
+                for key in instance_keys
+                if (cached := self._cache.get(key)) is not None and now - cached[0] < self._cache_seconds
+            }
+        missing = [key for key in instance_keys if key not in fresh]
+        if missing:
+            read = self._store.get_many(missing)
+            for health in read.values():
+                self._remember(health)
+            fresh.update(read)
+        return fresh
+
+    def read(self, instance: Instance) -> Health:
+        health = self._store.get(instance.key)
+        self._remember(health)
+        return health
+
+    # --- what the send worker, receipts and connections say ------------------------------
+
+    def sent(self, instance: Instance) -> None:
+        now = self._clock()
+        health = self._store.count_send(instance.key, now)
+        self._remember(health)
+
+        def change(current: Health) -> tuple[dict[str, Reason], tuple[int, int, float] | None]:
+            ratio = window_ratio(current, self._limits)
+            window = (current.window_sent, current.window_delivered, ratio) if ratio is not None else None
+            return after_send(current, now, self._limits), window
+
+        self._change(instance, health, change, now)
+
+    def refused(self, instance: Instance, provider_code: str | None) -> None:
+        """A send refused by the provider: counted by code; a code that speaks of the number
+        (463, 130429, 131056, 131049) adds its reason."""
+        if not provider_code:
+            return
+        now = self._clock()
+        health = self._store.count_failure(instance.key, provider_code)
+        self._remember(health)
+        reason = provider_signal(provider_code, now, self._limits)
+        if reason is None:
+            return
+        metrics.add_metric(name="HealthSignals", unit="Count", value=1)
+        self._change(
+            instance, health, lambda current: (with_reason(pruned(current.reasons, now), reason, now), None), now
+        )
+
+    def delivered(self, instance: Instance) -> None:
+        self._store.count_delivery(instance.key)
+
+    def connection(self, instance: Instance, *, connected: bool, reason: str | None) -> None:
+        """A logged-out disconnection pauses the instance; connecting again lifts that pause."""
+        now = self._clock()
+        if connected:
+            current = self._store.get(instance.key)
+            if LOGGED_OUT in current.reasons:
+                self._change(
+                    instance, current, lambda health: (without(pruned(health.reasons, now), LOGGED_OUT), None), now
+                )
+            return
+        if reason is None or not reason.startswith(LOGGED_OUT):
+            return
+        logged_out = Reason(code=LOGGED_OUT, state=HealthState.PAUSED, since=now)
+        current = self._store.get(instance.key)
+        self._change(
+            instance, current, lambda health: (with_reason(pruned(health.reasons, now), logged_out, now), None), now
+        )
+
+    # --- steps ---------------------------------------------------------------------------
+
+    def _change(self, instance: Instance, health: Health, change: Change, now: datetime) -> None:
+        for attempt in range(SAVE_ATTEMPTS):
+            reasons, window = change(health)
+            state = _state_of(reasons, now)
+            if reasons == health.reasons and state is health.state and window is None:
+                return
+            since = now if state is not health.state or health.since is None else health.since
+            try:
+                saved = self._store.save_reasons(health, reasons, state, since, close_window=window)
+            except HealthChanged:
+                if attempt == SAVE_ATTEMPTS - 1:
+                    logger.warning("health not updated: too many concurrent writers", extra={"instance": instance.name})
+                    return
+                health = self._store.get(instance.key)
+                continue
+            self._remember(saved)
+            if state is not health.state:
+                self._announce(instance, saved, health.state, now)
+            return
+
+    def _announce(self, instance: Instance, health: Health, previous: HealthState, now: datetime) -> None:
+        detail = {
+            "tenant": instance.tenant,
+            "instance": instance.name,
+            "numberId": instance.number_id,
+            "previousState": str(previous),
+            **view(health, now),
+            "at": now.isoformat(),
+        }
+        logger.info(
+            "instance health changed",
+            extra={"instance": instance.name, "state": detail["state"], "previous": str(previous)},
+        )
+        metrics.add_metric(name="HealthChanges", unit="Count", value=1)
+        if self._publisher is not None:
+            self._publisher.publish(HEALTH_CHANGED, detail)
+        if self._events_webhook is not None:
+            try:
+                self._events_webhook.instance_event(instance, HEALTH_CHANGED, detail)
+            except Exception:  # the events webhook never fails the observation
+                logger.exception("events webhook not queued", extra={"instance": instance.name})
+
+    def _remember(self, health: Health) -> None:
+        with self._lock:
+            if len(self._cache) >= 4096:
+                self._cache.clear()
+            self._cache[health.instance_key] = (self._monotonic(), health)
+
+
+def _state_of(reasons: dict[str, Reason], now: datetime) -> HealthState:
+    return Health(instance_key="", reasons=reasons).state_at(now)
