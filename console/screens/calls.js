@@ -265,14 +265,17 @@ export function mount(main, { me, notify }) {
   /** After a reload of the tab: attach again to the calls this tab had media for, if still mine. */
   function resumeMedia(views) {
     const wanted = remembered();
+    const mine = new Set();
     for (const view of views) {
       for (const call of view.calls) {
         const id = `${view.instance}/${call.callId}`;
-        if (wanted[id] && !media.has(id) && call.owner === myself && LIVE_STATES.has(call.state)) {
-          startMedia(view.instance, call);
-        }
+        if (call.owner !== myself || !LIVE_STATES.has(call.state)) continue;
+        mine.add(id);
+        if (wanted[id] && !media.has(id)) startMedia(view.instance, call);
       }
     }
+    // A remembered call that ended or changed hands while the tab was away is forgotten.
+    for (const id of Object.keys(wanted)) if (!mine.has(id) && !media.has(id)) remember(id, null);
   }
 
   function startMedia(instance, call) {
