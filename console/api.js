@@ -11,15 +11,17 @@ export const session = {
 
 /** A refusal by the API, with its error code and message (`{"error", "message"}`). */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, body = null, retryAfter = null) {
     super(message);
     this.status = status;
     this.code = code;
+    this.body = body; // the whole error body: some refusals carry data (line_busy: limit, occupants)
+    this.retryAfter = retryAfter;
   }
 }
 
-async function request(method, path, body) {
-  const headers = { Accept: "application/json" };
+async function request(method, path, body, extraHeaders = {}) {
+  const headers = { Accept: "application/json", ...extraHeaders };
   const key = session.key();
   if (key) headers.Authorization = `Bearer ${key}`;
   const init = { method, headers, cache: "no-store", credentials: "omit" };
@@ -44,8 +46,10 @@ async function request(method, path, body) {
     // Our errors are {error, message}; API Gateway's own (authorizer, throttle) are {message}.
     const code = (data && data.error) || `http_${response.status}`;
     const message = (data && (data.message || data.error)) || response.statusText || "";
-    throw new ApiError(response.status, code, message);
+    throw new ApiError(response.status, code, message, data, response.headers.get("Retry-After"));
   }
+  // 202 (a dial whose outcome is unknown) is a success with a body the caller must read.
+  if (data && typeof data === "object" && !Array.isArray(data)) Object.defineProperty(data, "httpStatus", { value: response.status });
   return data;
 }
 
@@ -74,6 +78,20 @@ export const api = {
   message: (id) => request("GET", `/api/messages/${enc(id)}`),
   usage: (month) => request("GET", `/api/usage/summary?month=${enc(month)}`),
   audit: (limit = 100) => request("GET", `/api/audit?limit=${enc(limit)}`),
+
+  connections: () => request("GET", "/api/connections"),
+  calls: (instance) => request("GET", `/api/connections/${enc(instance)}/calls`),
+  setCallsLimit: (instance, limit) =>
+    request("PUT", `/api/connections/${enc(instance)}/calls-limit`, { callsMaxConcurrent: limit }),
+  prepareSubscription: (instance) => request("POST", `/api/connections/${enc(instance)}/subscription`, {}),
+  reconcile: (instance) => request("POST", `/api/connections/${enc(instance)}/reconcile`),
+  dial: (instance, to, video, idempotencyKey) =>
+    request("POST", `/api/connections/${enc(instance)}/calls`, { to, video }, { "Idempotency-Key": idempotencyKey }),
+  claimCall: (instance, callId, transferTo) =>
+    request("POST", `/api/calls/${enc(instance)}/${enc(callId)}/claim`, transferTo ? { transferTo } : {}),
+  hangupCall: (instance, callId) => request("POST", `/api/calls/${enc(instance)}/${enc(callId)}/hangup`),
+  stopVideo: (instance, callId) => request("POST", `/api/calls/${enc(instance)}/${enc(callId)}/video`, { action: "stop" }),
+  attachMedia: (instance, callId) => request("POST", `/api/calls/${enc(instance)}/${enc(callId)}/attach`),
 
   liveTicket: () => request("POST", "/api/live/tickets"),
 };

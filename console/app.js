@@ -6,7 +6,7 @@ import { h, clear, debounce } from "./dom.js";
 import { t, lang, setLang } from "./i18n.js";
 import { Live } from "./live.js";
 import * as signin from "./screens/signin.js";
-import * as agent from "./screens/agent.js";
+import * as calls from "./screens/calls.js";
 import * as numbers from "./screens/numbers.js";
 import * as keys from "./screens/keys.js";
 import * as keyEdit from "./screens/key-edit.js";
@@ -14,8 +14,10 @@ import * as messages from "./screens/messages.js";
 import * as usage from "./screens/usage.js";
 import * as audit from "./screens/audit.js";
 
+const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ADMIN_ROUTES = [
   { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
+  CALLS_ROUTE,
   { pattern: /^#\/keys$/, screen: keys, nav: "keys" },
   { pattern: /^#\/keys\/([^/]+)$/, screen: keyEdit, nav: "keys" },
   { pattern: /^#\/messages(?:\/([^/]+))?$/, screen: messages, nav: "messages" },
@@ -24,6 +26,7 @@ const ADMIN_ROUTES = [
 ];
 const NAV = [
   ["numbers", "#/numbers"],
+  ["calls", "#/calls"],
   ["keys", "#/keys"],
   ["messages", "#/messages"],
   ["usage", "#/usage"],
@@ -37,7 +40,7 @@ let liveState = "closed";
 let signInError = null;
 const live = new Live({
   onFrame: (frame) => current && current.view.onFrame && current.view.onFrame(frame),
-  onReconnect: () => current && current.view.reload && current.view.reload(),
+  onReconnect: () => current && current.view.onReconnect && current.view.onReconnect(),
   onState: (state) => {
     liveState = state;
     renderLiveIndicator();
@@ -107,14 +110,15 @@ function header(activeNav) {
       ),
       me ? h("button", { type: "button", class: "secondary", onclick: () => signOut() }, t("shell.signOut")) : null,
     ),
-    isAdmin
+    me
       ? h(
           "nav",
           { "aria-label": t("nav.label") },
           h(
             "ul",
             {},
-            NAV.map(([name, href]) =>
+            // An agent key has the calls panel only; the administration screens need an admin key.
+            NAV.filter(([name]) => isAdmin || name === "calls").map(([name, href]) =>
               h(
                 "li",
                 {},
@@ -160,7 +164,7 @@ async function signInWith(key) {
   live.start();
   // A deep link opened before signing in (e.g. #/keys/<id>) is where an admin lands.
   const wanted = ADMIN_ROUTES.some((candidate) => candidate.pattern.test(location.hash)) ? location.hash : "#/numbers";
-  navigate(me.scopes.includes("admin") ? wanted : "#/agent");
+  navigate(me.scopes.includes("admin") ? wanted : "#/calls");
 }
 
 function signOut(reason) {
@@ -199,12 +203,14 @@ function route({ keepMessages = false } = {}) {
       found = ADMIN_ROUTES[0];
       match = ["#/numbers"];
     }
-  } else if (location.hash !== "#/agent") {
-    history.replaceState(null, "", "#/agent");
+  } else {
+    if (location.hash !== "#/calls") history.replaceState(null, "", "#/calls");
+    found = CALLS_ROUTE;
+    match = ["#/calls"];
   }
-  const screen = found ? found.screen : agent;
+  const screen = found.screen;
   const main = h("main", { id: "main", tabindex: "-1" });
-  clear(root, header(found ? found.nav : null), statusRegion, alertRegion, main);
+  clear(root, header(found.nav), statusRegion, alertRegion, main);
   const params = match ? match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part))) : [];
   const view = screen.mount(main, { me, params, notify, navigate });
   const reload = view.reload ? debounce(view.reload, 150) : null;
@@ -213,7 +219,9 @@ function route({ keepMessages = false } = {}) {
   const onFrame = (frame) => {
     if (view.onFrame && view.onFrame(frame) === true && reload) reload();
   };
-  current = { screen, view: { reload, onFrame } };
+  // After a reconnect a screen re-reads everything (the calls panel also reconciles first).
+  const onReconnect = view.onReconnect || view.reload;
+  current = { screen, view: { reload, onFrame, onReconnect } };
   const heading = main.querySelector("h1");
   if (heading) {
     heading.setAttribute("tabindex", "-1");

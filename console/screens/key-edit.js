@@ -1,6 +1,6 @@
 // One API key's edit screen: name, environment, default number, webhook URL, and its number pool
 // ("Balanceamento de envios"): the selection mode, the ordered pool (drag and drop, or the keyboard:
-// Alt+ArrowUp / Alt+ArrowDown on a row, or the move buttons), adding connected numbers, removing.
+// Alt+ArrowUp / Alt+ArrowDown on a row, or the move buttons), adding numbers that can send, removing.
 // Whenever the API refuses a change the pool is re-read from the API: the screen never keeps a
 // state the API did not accept.
 import { api } from "../api.js";
@@ -14,6 +14,7 @@ export function mount(main, { params, notify }) {
   const keyId = params[0];
   let key = null;
   let numbers = [];
+  let canSend = new Set(); // ids of the numbers that can send messages now
   let pool = [];
   let busy = false;
   let dirty = false; // the details form has edits not yet saved
@@ -117,8 +118,16 @@ export function mount(main, { params, notify }) {
   }
 
   async function loadPool() {
-    const [entries, loadedNumbers] = await Promise.all([api.pool(keyId), api.numbers()]);
+    const [entries, loadedNumbers, instances] = await Promise.all([api.pool(keyId), api.numbers(), api.instances()]);
     numbers = loadedNumbers;
+    // The pool's own rule for "can send": a Meta Cloud number, or a connected instance of kind
+    // `messages`. A number whose only connected instance is of kind `calls` is connected but
+    // cannot send, so it is not offered (once in the pool it would show as disconnected).
+    const sending = instances.filter((instance) => instance.kind === "messages" && instance.state === "CONNECTED");
+    canSend = new Set([
+      ...numbers.filter((number) => number.metaPhoneId).map((number) => number.id),
+      ...sending.map((instance) => instance.numberId),
+    ]);
     pool = entries.sort((a, b) => a.priority - b.priority);
     renderPool();
     if (!dirty) fillDefaultNumber();
@@ -259,7 +268,7 @@ export function mount(main, { params, notify }) {
 
   function available() {
     const inPool = new Set(pool.map((entry) => entry.whatsappNumberId));
-    return numbers.filter((number) => number.connected && !inPool.has(number.id));
+    return numbers.filter((number) => canSend.has(number.id) && !inPool.has(number.id));
   }
 
   function renderChoices() {

@@ -37,7 +37,13 @@ def test_a_key_of_any_scope_reads_who_it_is(
     answer = client.get("/api/me", key=created["key"])
 
     assert answer.status == 200, answer.body
-    assert answer.json() == {"tenant": "acme", "keyId": created["id"], "name": "front desk", "scopes": sorted(scopes)}
+    assert answer.json() == {
+        "tenant": "acme",
+        "keyId": created["id"],
+        "name": "front desk",
+        "scopes": sorted(scopes),
+        "attendantId": extra.get("attendantId"),  # whom the calls of an agent key belong to
+    }
 
 
 def test_each_tenant_sees_only_its_own_key(client: Client, make_tenant: Any) -> None:

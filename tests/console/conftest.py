@@ -45,6 +45,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
     "--disable-quic",
+    # The calls panel's media: Chromium's fake microphone and camera, permission granted without
+    # a prompt (harmless for the screens that never ask for them).
+    "--use-fake-ui-for-media-stream",
+    "--use-fake-device-for-media-stream",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
 TIMEOUT_MS = 10_000  # for one condition to hold; the local stack answers in milliseconds

@@ -57,6 +57,15 @@ def key(console: Console, tenant: SeededTenant) -> dict[str, Any]:
     )
 
 
+def sending(console: Console, tenant: SeededTenant) -> list[dict[str, Any]]:
+    """The tenant's numbers that can send messages now (what the pool editor offers): a Meta Cloud
+    number, or one with a connected instance of kind `messages`; in the API's order."""
+    instances = console.api("GET", "/api/instances", tenant.admin_key)
+    senders = {i["numberId"] for i in instances if i["kind"] == "messages" and i["state"] == "CONNECTED"}
+    listed = console.api("GET", "/api/numbers", tenant.admin_key)
+    return [number for number in listed if number["metaPhoneId"] or number["id"] in senders]
+
+
 def with_pool(console: Console, tenant: SeededTenant, key: dict[str, Any], members: list[dict[str, Any]]) -> None:
     console.api("PUT", f"/api/api-keys/{key['id']}/selection-mode", tenant.admin_key, {"numberSelectionMode": "pool"})
     for number in members:
@@ -102,6 +111,11 @@ def test_an_admin_builds_a_pool_of_three_with_the_multi_select(
     numbers: list[dict[str, Any]],
     screenshot: Callable[[Page, str], Path],
 ) -> None:
+    # The third seeded number has only a `calls` instance: connected, but it cannot send.
+    calls_only = numbers[2]
+    offered = sending(console, tenant)
+    assert calls_only not in offered
+    members = [numbers[0], numbers[1], next(number for number in offered if number not in numbers)]
     page = open_editor(console, tenant, key)
     expect(page.get_by_text("Nenhum número no pool.")).to_be_visible()
     expect(page.get_by_text("Mensagens são enviadas em sequência entre os números.", exact=False)).to_be_visible()
@@ -111,22 +125,22 @@ def test_an_admin_builds_a_pool_of_three_with_the_multi_select(
 
     page.get_by_role("button", name="+ Adicionar número ao pool").click()
     choices = page.get_by_role("group", name="Números conectados fora do pool")
-    connected = [number for number in console.api("GET", "/api/numbers", tenant.admin_key) if number["connected"]]
-    expect(choices.get_by_role("checkbox")).to_have_count(len(connected))
-    for number in numbers:
+    expect(choices.get_by_role("checkbox")).to_have_count(len(offered))
+    expect(choices.get_by_role("checkbox", name=label(calls_only))).to_have_count(0)
+    for number in members:
         choices.get_by_role("checkbox", name=label(number)).check()
     page.get_by_role("button", name="Adicionar ao pool", exact=True).click()
 
     expect(status(page)).to_have_text("3 número(s) adicionado(s) ao pool.")
-    expect_order(page, numbers)
+    expect_order(page, members)
     expect(page.get_by_text("3 de 10 números no pool.")).to_be_visible()
-    assert pool_in_api(console, tenant, key) == [number["id"] for number in numbers]
+    assert pool_in_api(console, tenant, key) == [number["id"] for number in members]
     assert console.api("GET", f"/api/api-keys/{key['id']}", tenant.admin_key)["numberSelectionMode"] == "pool"
 
     # The numbers in the pool are no longer offered.
     page.get_by_role("button", name="+ Adicionar número ao pool").click()
-    expect(choices.get_by_role("checkbox")).to_have_count(len(connected) - 3)
-    for number in numbers:
+    expect(choices.get_by_role("checkbox")).to_have_count(len(offered) - 3)
+    for number in members:
         expect(choices.get_by_role("checkbox", name=label(number))).to_have_count(0)
     page.get_by_role("button", name="Cancelar").click()
     page.get_by_role("region", name="Balanceamento de envios").evaluate("box => box.scrollIntoView()")
@@ -191,7 +205,8 @@ def first_disconnected(stack: Stack, tenant: SeededTenant, numbers: list[dict[st
 def test_a_disconnected_number_says_so_and_is_not_offered(
     console: Console, tenant: SeededTenant, key: dict[str, Any], numbers: list[dict[str, Any]], first_disconnected: Any
 ) -> None:
-    down, up, other = numbers
+    down, up, calls_only = numbers
+    other = next(number for number in sending(console, tenant) if number not in numbers)
     with_pool(console, tenant, key, [down, up])
 
     page = open_editor(console, tenant, key)
@@ -204,6 +219,7 @@ def test_a_disconnected_number_says_so_and_is_not_offered(
     expect(choices.get_by_role("checkbox", name=label(other))).to_be_visible()
     expect(choices.get_by_role("checkbox", name=label(down))).to_have_count(0)
     expect(choices.get_by_role("checkbox", name=label(up))).to_have_count(0)
+    expect(choices.get_by_role("checkbox", name=label(calls_only))).to_have_count(0)  # connected, cannot send
 
 
 def test_a_refused_change_is_shown_in_the_apis_words_and_the_pool_read_again(

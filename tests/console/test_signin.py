@@ -74,19 +74,20 @@ def test_a_send_key_is_refused_with_the_reason(console: Console, tenant: SeededT
     assert tenant.send_key not in str(stored_everywhere(page))
 
 
-def test_an_agent_key_sees_no_admin_screen(console: Console, tenant: SeededTenant) -> None:
+def test_an_agent_key_lands_on_the_calls_panel_and_sees_no_admin_screen(console: Console, tenant: SeededTenant) -> None:
     page = console.sign_in(tenant.agent_key)
 
-    expect(page.get_by_role("heading", level=1, name="Console do atendente")).to_be_visible()
+    expect(page.get_by_role("heading", level=1, name="Painel de ligações")).to_be_visible()
     expect(page.get_by_text("as telas de administração precisam de uma chave admin", exact=False)).to_be_visible()
-    expect(page.get_by_role("navigation")).to_have_count(0)
+    expect(page.get_by_role("navigation").get_by_role("link")).to_have_text(["Ligações"])
 
-    # Typing an admin screen's address leads back to the agent's landing.
+    # Typing an admin screen's address leads back to the agent's landing: the calls panel.
     for route in ("#/numbers", "#/keys", f"#/keys/{tenant.send_key_id}", "#/audit"):
         page.evaluate("route => { location.hash = route; }", route)
-        expect(page).to_have_url(page.url.split("#")[0] + "#/agent")
-        expect(page.get_by_role("heading", level=1, name="Console do atendente")).to_be_visible()
-        expect(page.get_by_role("table")).to_have_count(0)
+        expect(page).to_have_url(page.url.split("#")[0] + "#/calls")
+        expect(page.get_by_role("heading", level=1, name="Painel de ligações")).to_be_visible()
+        expect(page.get_by_role("table", name="Chaves de API deste tenant")).to_have_count(0)
+        expect(page.get_by_role("heading", level=1, name="Números e instâncias")).to_have_count(0)
 
 
 def test_an_admin_sees_none_of_another_tenants_numbers_or_keys(

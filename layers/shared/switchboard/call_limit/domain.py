@@ -22,6 +22,7 @@ MIN_LIMIT = 1
 MAX_LIMIT = 8
 MAX_VERSION = 2**63 - 1
 
+SnapshotSource = Literal["post", "status", "call_settings", "connection"]
 OccupantKind = Literal["reservation", "call"]
 OccupantState = Literal["reserved", "ringing", "connecting", "active"]
 Direction = Literal["incoming", "outgoing"]
@@ -56,6 +57,8 @@ class Line(Model):
     version: int | None = None
     updated_at: str | None = None
     conflict: bool = False
+    # Where the stored limit came from (the snapshot that last set it); None on lines stored before.
+    source: SnapshotSource | None = None
     occupants: dict[str, Occupant] = Field(default_factory=dict)
 
     @property
@@ -76,9 +79,6 @@ class Line(Model):
 
     def reservations(self) -> list[Occupant]:
         return sorted((o for o in self.occupants.values() if o.kind == "reservation"), key=lambda o: o.since)
-
-
-SnapshotSource = Literal["post", "status", "call_settings", "connection"]
 
 
 class Snapshot(Model):

@@ -25,7 +25,13 @@ from switchboard.core.dynamo import from_item, is_condition_failure
 from switchboard.core.observability import logger
 
 META = "#META"
-NAMES = {"#limit": "limit", "#version": "version", "#conflict": "conflict", "#updated": "updatedAt"}
+NAMES = {
+    "#limit": "limit",
+    "#version": "version",
+    "#conflict": "conflict",
+    "#updated": "updatedAt",
+    "#source": "source",
+}
 # Each decision loses at most one race per concurrent newer snapshot; this bound only stops a bug from spinning.
 MAX_ATTEMPTS = 8
 _deserializer = TypeDeserializer()
@@ -70,8 +76,20 @@ class LineRepository:
 
     def _replace_if_newer(self, instance_name: str, tenant: str, snapshot: Snapshot) -> SnapshotResult | Line:
         """REPLACE when the rule says so; otherwise the line as it is (from the failed write)."""
-        values: dict[str, Any] = {":tenant": tenant, ":l": snapshot.limit, ":empty": {}, ":false": False}
-        sets = ["tenant = :tenant", "#limit = :l", "#conflict = :false", "occupants = if_not_exists(occupants, :empty)"]
+        values: dict[str, Any] = {
+            ":tenant": tenant,
+            ":l": snapshot.limit,
+            ":empty": {},
+            ":false": False,
+            ":s": snapshot.source,
+        }
+        sets = [
+            "tenant = :tenant",
+            "#limit = :l",
+            "#conflict = :false",
+            "#source = :s",
+            "occupants = if_not_exists(occupants, :empty)",
+        ]
         removes: list[str] = []
         if snapshot.version is None:
             condition = "attribute_not_exists(#version) AND (attribute_not_exists(#limit) OR #limit <> :l)"
@@ -139,8 +157,9 @@ class LineRepository:
             ":v": Decimal(snapshot.version or 0),
             ":false": False,
             ":true": True,
+            ":s": snapshot.source,
         }
-        sets = "SET tenant = :tenant, #limit = :l, #conflict = :false"
+        sets = "SET tenant = :tenant, #limit = :l, #conflict = :false, #source = :s"
         if snapshot.updated_at is not None:
             values[":u"] = snapshot.updated_at
             sets += ", #updated = :u"

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from switchboard.call_limit.domain import MAX_LIMIT, MIN_LIMIT, Line, Occupant
+from switchboard.call_limit.domain import MAX_LIMIT, MIN_LIMIT, Line, Occupant, SnapshotSource
 from switchboard.call_limit.subscriptions import SubscriptionReport, SubscriptionState
 from switchboard.catalog.wire import Body, View
 from switchboard.providers.base import Capabilities
@@ -83,6 +83,10 @@ class CallsView(View):
     limit: int | None
     version: Version
     updated_at: str | None
+    source: SnapshotSource | None = Field(
+        description="Where the stored limit came from: `post` (set through this API), `status` (a status read), "
+        "`call_settings` (the provider's panel, by webhook) or `connection` (a connection event); null if unknown."
+    )
     conflict: bool = Field(description="An equal version with another value was seen; a status read settles it.")
     capabilities: CapabilitiesView | None = Field(description="Null when the provider server could not be asked.")
     connected: bool
@@ -100,6 +104,7 @@ class CallsView(View):
             limit=line.limit,
             version=version_text(line.version),
             updated_at=line.updated_at,
+            source=line.source,
             conflict=line.conflict,
             capabilities=CapabilitiesView.of(overview.capabilities) if overview.capabilities else None,
             connected=overview.instance.connected,

@@ -14,6 +14,7 @@ from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
     INSTANCE_CONFIGURATION,
     ApiKeyView,
+    ConnectionView,
     CreateAdminKey,
     CreateApiKey,
     CreatedApiKeyView,
@@ -48,6 +49,7 @@ Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Setup = Annotated[WebhookSetup, Depends(webhook_setup)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 Platform = Annotated[Principal, Depends(requires(router, Scope.PLATFORM))]
+AdminOrAgent = Annotated[Principal, Depends(requires(router, Scope.ADMIN, Scope.AGENT))]
 Anyone = Annotated[Principal, Depends(requires(router, *Scope))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 ID = Annotated[str, Path(max_length=64)]
@@ -239,6 +241,17 @@ def put_instance(
 @router.get("/api/instances", tags=["instances"], responses=ERRORS)
 def list_instances(catalog: Catalog, principal: Admin) -> list[InstanceView]:
     return [InstanceView.of(instance) for instance in catalog.list_instances(principal)]
+
+
+@router.get("/api/connections", tags=["calls"], responses=ERRORS)
+def list_connections(catalog: Catalog, principal: AdminOrAgent) -> list[ConnectionView]:
+    """The tenant's calls connections (instances of kind `calls`) with their number, for the calls panel."""
+    numbers = {number.id: number for number in catalog.list_numbers(principal)}
+    instances = sorted(
+        (instance for instance in catalog.list_instances(principal) if instance.kind == "calls"),
+        key=lambda instance: instance.name,
+    )
+    return [ConnectionView.of(instance, numbers.get(instance.number_id)) for instance in instances]
 
 
 @router.get("/api/instances/<name>", tags=["instances"], responses=ERRORS)

@@ -90,10 +90,13 @@ class MeView(View):
     key_id: str
     name: str
     scopes: list[Scope]
+    attendant_id: str | None = Field(
+        default=None, description="The attendant behind an agent key; calls are owned by it (else by the key id)."
+    )
 
     @classmethod
     def of(cls, key: ApiKey) -> MeView:
-        return cls(tenant=key.tenant, key_id=key.id, name=key.name, scopes=key.scopes)
+        return cls(tenant=key.tenant, key_id=key.id, name=key.name, scopes=key.scopes, attendant_id=key.attendant_id)
 
 
 class CreateAdminKey(Body):
@@ -208,6 +211,26 @@ class PutInstance(Body):
 
 # The per-instance configuration: a PUT that leaves one of these out keeps its current value.
 INSTANCE_CONFIGURATION = ("spamguard_enabled", "inbox_id", "events_webhook_url")
+
+
+class ConnectionView(View):
+    """A calls connection as an attendant's console needs it: no token hint, no webhook settings."""
+
+    name: str
+    number_id: str
+    number: str | None
+    display_name: str | None
+    connected: bool
+
+    @classmethod
+    def of(cls, instance: Instance, number: Number | None) -> ConnectionView:
+        return cls(
+            name=instance.name,
+            number_id=instance.number_id,
+            number=number.number if number else None,
+            display_name=number.display_name if number else None,
+            connected=instance.connected,
+        )
 
 
 class InstanceView(View):
