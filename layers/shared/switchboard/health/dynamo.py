@@ -15,18 +15,17 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, from_item, is_condition_failure
 from switchboard.health.domain import Health, HealthState, Reason
-from switchboard.quotas.domain import BucketMoved, Claim
+from switchboard.quotas.domain import Claim
+from switchboard.quotas.dynamo import take_bucket
 
 BATCH_GET_KEYS = 100
 FAILURE_PREFIX = "fail_"
 _CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 COUNT_ATTEMPTS = 4
-_deserializer = TypeDeserializer()
 
 
 class HealthChanged(Exception):
@@ -191,30 +190,7 @@ class DynamoPaceStore:
         self._table = table
 
     def take(self, number_id: str, claim: Claim, expires_at: int) -> int:
-        values: dict[str, Any] = {":now": claim.now, ":expires": expires_at}
-        if claim.idle:
-            update = "SET tat = :new, expiresAt = :expires"
-            condition = "attribute_not_exists(tat) OR tat <= :now"
-            values[":new"] = claim.now + claim.add
-        else:
-            update = "SET tat = tat + :add, expiresAt = :expires"
-            condition = "tat > :now AND tat <= :limit"
-            values.update({":add": claim.add, ":limit": claim.limit})
-        try:
-            answer = self._table.update_item(
-                Key={"pk": f"PACE#{number_id}", "sk": "BUCKET"},
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeValues=values,
-                ReturnValues="UPDATED_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            old = error.response.get("Item", {}).get("tat")
-            raise BucketMoved(int(_deserializer.deserialize(old)) if old else None) from error
-        return int(answer["Attributes"]["tat"])
+        return take_bucket(self._table, {"pk": f"PACE#{number_id}", "sk": "BUCKET"}, claim, expires_at)
 
     def count_new_contact(self, number_id: str, day: date, budget: int) -> bool:
         expires = int(datetime.combine(day + timedelta(days=2), datetime.min.time(), tzinfo=UTC).timestamp())

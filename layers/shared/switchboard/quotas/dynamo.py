@@ -34,30 +34,42 @@ class DynamoBuckets:
     def take(self, tenant: str, bucket: str, claim: Claim, expires_at: int) -> int:
         """Apply the claim; returns the bucket's new `tat`. Raises BucketMoved with the stored
         `tat` when the bucket is not as claimed (the failed write returns it: no extra read)."""
-        values: dict[str, Any] = {":now": claim.now, ":expires": expires_at, ":tenant": tenant}
-        if claim.idle:
-            update = "SET tat = :new, expiresAt = :expires, tenant = :tenant"
-            condition = "attribute_not_exists(tat) OR tat <= :now"
-            values[":new"] = claim.now + claim.add
-        else:
-            update = "SET tat = tat + :add, expiresAt = :expires, tenant = :tenant"
-            condition = "tat > :now AND tat <= :limit"
-            values.update({":add": claim.add, ":limit": claim.limit})
-        try:
-            answer = self._table.update_item(
-                Key={"pk": _partition(tenant), "sk": f"BUCKET#{bucket}"},
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeValues=values,
-                ReturnValues="UPDATED_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            old = error.response.get("Item", {}).get("tat")
-            raise BucketMoved(int(_deserializer.deserialize(old)) if old else None) from error
-        return int(answer["Attributes"]["tat"])
+        key = {"pk": _partition(tenant), "sk": f"BUCKET#{bucket}"}
+        return take_bucket(self._table, key, claim, expires_at, tenant=tenant)
+
+
+def take_bucket(table: Any, key: dict[str, str], claim: Claim, expires_at: int, **extra: Any) -> int:
+    """One conditional UpdateItem applying `claim` to the bucket item at `key` (its `tat`, and the
+    `extra` attributes set alongside); returns the new `tat`, or raises BucketMoved with the stored
+    one, which the failed write returns."""
+    values: dict[str, Any] = {":now": claim.now, ":expires": expires_at}
+    assignments = ["expiresAt = :expires"]
+    for name, value in extra.items():
+        values[f":{name}"] = value
+        assignments.append(f"{name} = :{name}")
+    if claim.idle:
+        update = "SET tat = :new, " + ", ".join(assignments)
+        condition = "attribute_not_exists(tat) OR tat <= :now"
+        values[":new"] = claim.now + claim.add
+    else:
+        update = "SET tat = tat + :add, " + ", ".join(assignments)
+        condition = "tat > :now AND tat <= :limit"
+        values.update({":add": claim.add, ":limit": claim.limit})
+    try:
+        answer = table.update_item(
+            Key=key,
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            ReturnValues="UPDATED_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as error:
+        if not is_condition_failure(error):
+            raise
+        old = error.response.get("Item", {}).get("tat")
+        raise BucketMoved(int(_deserializer.deserialize(old)) if old else None) from error
+    return int(answer["Attributes"]["tat"])
 
 
 class DynamoQuotaStore:
