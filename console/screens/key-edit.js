@@ -162,6 +162,26 @@ export function mount(main, { params, notify }) {
     return `${formatPhone(entry.whatsappNumber.number)} (${entry.whatsappNumber.displayName})`;
   }
 
+  // "Subir"/"Descer" of one row: the keyboard and screen reader alternative to dragging it.
+  function moveButton(text, index, step, atEnd) {
+    const action = step < 0 ? "up" : "down";
+    const [named, short, arrow] =
+      step < 0 ? ["pool.moveUpNamed", "pool.moveUp", "↑ "] : ["pool.moveDownNamed", "pool.moveDown", "↓ "];
+    return h(
+      "button",
+      {
+        type: "button",
+        class: "icon secondary",
+        "data-action": action,
+        "aria-label": t(named, { number: text }),
+        disabled: atEnd || busy,
+        onclick: () => move(index, step, action),
+      },
+      h("span", { "aria-hidden": "true" }, arrow),
+      t(short),
+    );
+  }
+
   function renderPool() {
     // A re-render (a live update, a reload) must not take the keyboard user's place away.
     const active = document.activeElement;
@@ -171,32 +191,8 @@ export function mount(main, { params, notify }) {
       list,
       pool.map((entry, index) => {
         const text = label(entry);
-        const up = h(
-          "button",
-          {
-            type: "button",
-            class: "icon secondary",
-            "data-action": "up",
-            "aria-label": t("pool.moveUpNamed", { number: text }),
-            disabled: index === 0 || busy,
-            onclick: () => move(index, -1, "up"),
-          },
-          h("span", { "aria-hidden": "true" }, "↑ "),
-          t("pool.moveUp"),
-        );
-        const down = h(
-          "button",
-          {
-            type: "button",
-            class: "icon secondary",
-            "data-action": "down",
-            "aria-label": t("pool.moveDownNamed", { number: text }),
-            disabled: index === pool.length - 1 || busy,
-            onclick: () => move(index, 1, "down"),
-          },
-          h("span", { "aria-hidden": "true" }, "↓ "),
-          t("pool.moveDown"),
-        );
+        const up = moveButton(text, index, -1, index === 0);
+        const down = moveButton(text, index, 1, index === pool.length - 1);
         const remove = h(
           "button",
           {
