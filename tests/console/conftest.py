@@ -20,7 +20,6 @@ as a screen reader user would find them.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,8 +28,8 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from devstack.seed import SeededTenant
-from devstack.stack import LocalStack
 from tests.e2e.conftest import Stack, _watched
+from tests.support.stacks import stack_on_free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -71,13 +70,8 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
-    local = LocalStack(
-        port=0,
-        aws_port=0,
-        sim_port=0,
-        live_port=0,
-        live_management_port=0,
-        prefix=f"console-{uuid.uuid4().hex[:8]}",
+    local = stack_on_free_ports(
+        "console",
         environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
     ).start()
     shared = Stack(local)

@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 
 from devstack.stack import LocalStack
+from tests.support.stacks import stack_on_free_ports
 
 EXAMPLES_PER_MODE = 2  # with both modes, each key scope once per operation
 DEEP = 5000
@@ -76,19 +77,8 @@ def is_our_error_body(status: int, body: bytes) -> bool:
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    local = LocalStack(
-        port=0,
-        aws_port=0,
-        sim_port=0,
-        live_port=0,
-        live_management_port=0,
-        prefix=f"fuzz-{uuid.uuid4().hex[:8]}",
-        # The ticket route hands out a WebSocket URL; this test opens no socket.
-        environment={
-            "PROVIDER_TIMEOUT_SECONDS": "1",
-            "POWERTOOLS_LOG_LEVEL": "CRITICAL",
-            "LIVE_URL": "ws://127.0.0.1:9/live",
-        },
+    local = stack_on_free_ports(
+        "fuzz", environment={"PROVIDER_TIMEOUT_SECONDS": "1", "POWERTOOLS_LOG_LEVEL": "CRITICAL"}
     ).start()
     yield local
     local.stop()

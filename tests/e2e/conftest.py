@@ -53,6 +53,7 @@ from devstack.seed import SeededTenant
 from devstack.simulator import SimulatorControl
 from devstack.stack import LocalStack
 from tests.support.api import SECRET_WATCH
+from tests.support.stacks import stack_on_free_ports
 
 T = TypeVar("T")
 
@@ -143,13 +144,8 @@ def _watched(tenant: SeededTenant) -> SeededTenant:
 
 @pytest.fixture(scope="package")
 def stack() -> Iterator[Stack]:
-    local = LocalStack(
-        port=0,
-        aws_port=0,
-        sim_port=0,
-        live_port=0,
-        live_management_port=0,
-        prefix=f"e2e-{uuid.uuid4().hex[:8]}",
+    local = stack_on_free_ports(
+        "e2e",
         simulator_settings={"fault_delay_seconds": 2.0, "webhook_retry_base_delay": 0.05},
         environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
     ).start()

@@ -4,28 +4,18 @@ the next module's tests change the process environment the in-process functions 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from devstack.stack import LocalStack
-
-
-def unique_prefix() -> str:
-    """Embedded endpoints in one process share moto's state: each stack gets its own names."""
-    return f"stack-{uuid.uuid4().hex[:8]}"
+from tests.support.stacks import stack_on_free_ports
 
 
 @pytest.fixture(scope="module")
 def local_stack() -> Iterator[LocalStack]:
-    stack = LocalStack(
-        port=0,
-        aws_port=0,
-        sim_port=0,
-        live_port=0,
-        live_management_port=0,
-        prefix=unique_prefix(),
+    stack = stack_on_free_ports(
+        "stack",
         environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
     ).start()
     yield stack

@@ -22,7 +22,7 @@ import pytest
 
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.stack import LocalStack
-from tests.stack.conftest import unique_prefix
+from tests.support.stacks import stack_on_free_ports, unique_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 READY = "switchboard local: ready on "
@@ -179,9 +179,7 @@ def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leav
 
 def test_given_a_started_stack_with_open_connections_when_stopped_then_no_thread_or_port_is_left() -> None:
     before = set(threading.enumerate())
-    stack = LocalStack(
-        port=0, aws_port=0, sim_port=0, live_port=0, live_management_port=0, prefix=unique_prefix()
-    ).start()
+    stack = stack_on_free_ports("stack").start()
     urls = [stack.api_url, stack.aws_url, stack.sim_url, stack.live_url, stack.live_management_url]
     ports = [int(url.split(":")[2].split("/")[0]) for url in urls if url]
     keep_alive = httpx.Client(trust_env=False)

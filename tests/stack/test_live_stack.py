@@ -23,8 +23,8 @@ from websockets.sync.client import connect
 from devstack import template
 from devstack.stack import LocalStack
 from devstack.template import Intrinsic
-from tests.stack.conftest import unique_prefix
 from tests.stack.test_lifecycle import port_is_free, settle
+from tests.support.stacks import unique_prefix
 
 FIXTURE = Path(__file__).parent / "fixtures" / "live.yaml"
 KEPT = {"AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Events::EventBus", "AWS::Serverless::LayerVersion"}
