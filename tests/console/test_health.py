@@ -46,7 +46,9 @@ def test_a_number_answering_463_shows_paused_for_new_contacts_live(
     first = send(stack, tenant, "5511966660001", "hello")
     assert first["status"] == "SENT", first
     paused = first["instance"]
-    healthy = [i.name for i in tenant.instances if i.kind == "messages" and i.name != paused]
+    healthy = [
+        instance.name for instance in tenant.instances if instance.kind == "messages" and instance.name != paused
+    ]
     sim_id = next(instance.sim_id for instance in tenant.instances if instance.name == paused)
 
     page = numbers_screen(console, tenant)
@@ -75,8 +77,11 @@ def test_the_spam_guard_switch_saves_keeps_the_rest_of_the_instance_and_survives
     console: Console, tenant: SeededTenant
 ) -> None:
     name = next(instance.name for instance in tenant.instances if instance.kind == "messages")
-    before = console.api("GET", f"/api/instances/{name}", key=tenant.admin_key)
-    assert before["spamguardEnabled"] is False
+    seeded = console.api("GET", f"/api/instances/{name}", key=tenant.admin_key)
+    assert seeded["spamguardEnabled"] is False
+    identity = {field: seeded[field] for field in ("providerId", "providerInstanceId", "numberId", "kind")}
+    # A priority other than the route's default: a save that dropped it would put it back to 0.
+    before = console.api("PUT", f"/api/instances/{name}", key=tenant.admin_key, json=identity | {"priority": 7})
     page = numbers_screen(console, tenant)
     form = page.get_by_role("form", name=f"Configuração de {name}")
     switch = form.get_by_role("checkbox", name="Proteção contra spam", exact=False)
@@ -88,7 +93,16 @@ def test_the_spam_guard_switch_saves_keeps_the_rest_of_the_instance_and_survives
 
     after = console.api("GET", f"/api/instances/{name}", key=tenant.admin_key)
     assert (after["spamguardEnabled"], after["inboxId"]) == (True, 42)
-    unchanged = ["providerId", "providerInstanceId", "numberId", "priority", "kind", "ownerTag", "tokenHint", "eventsWebhookUrl"]
+    unchanged = [
+        "providerId",
+        "providerInstanceId",
+        "numberId",
+        "priority",
+        "kind",
+        "ownerTag",
+        "tokenHint",
+        "eventsWebhookUrl",
+    ]
     assert {field: after[field] for field in unchanged} == {field: before[field] for field in unchanged}
 
     page.reload()
@@ -107,6 +121,5 @@ def test_the_spam_guard_switch_saves_keeps_the_rest_of_the_instance_and_survives
         "PUT",
         f"/api/instances/{name}",
         key=tenant.admin_key,
-        json={field: before[field] for field in ("providerId", "providerInstanceId", "numberId", "priority", "kind")}
-        | {"spamguardEnabled": False, "inboxId": None},
+        json=identity | {"priority": seeded["priority"], "spamguardEnabled": False, "inboxId": None},
     )
