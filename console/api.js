@@ -61,6 +61,9 @@ export const api = {
   numbers: () => request("GET", "/api/numbers"),
   instances: () => request("GET", "/api/instances"),
   providers: () => request("GET", "/api/providers"),
+  instance: (name) => request("GET", `/api/instances/${enc(name)}`),
+  putInstance: (name, body) => request("PUT", `/api/instances/${enc(name)}`, body),
+  health: (name) => request("GET", `/api/instances/${enc(name)}/health`),
 
   keys: () => request("GET", "/api/api-keys"),
   key: (id) => request("GET", `/api/api-keys/${enc(id)}`),

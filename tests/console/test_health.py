@@ -1,0 +1,125 @@
+"""The numbers screen shows each instance's health as the pool sees it, and lets an admin edit an
+instance's own settings: a number WhatsApp starts refusing with 463 turns "pausado para novos
+contatos" on the open screen without a reload; the spam guard switch saves and survives one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Locator, Page, expect
+
+from devstack.seed import SeededTenant
+from tests.console.conftest import Console
+from tests.e2e.conftest import Stack
+
+NEW_RECIPIENTS = [f"55119666601{index:02d}" for index in range(6)]
+
+
+def numbers_screen(console: Console, tenant: SeededTenant) -> Page:
+    page = console.sign_in_as_admin(tenant)
+    page.get_by_role("link", name="Números").click()
+    expect(page.get_by_role("heading", level=1, name="Números e instâncias")).to_be_visible()
+    return page
+
+
+def instance_row(page: Page, name: str) -> Locator:
+    return page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=name, exact=True))
+
+
+def send(stack: Stack, tenant: SeededTenant, to: str, text: str) -> dict[str, Any]:
+    answer = stack.api("POST", "/api/messages", key=tenant.send_key, json={"to": to, "text": text})
+    assert answer.status_code == 202, answer.text
+
+    def finished() -> dict[str, Any] | None:
+        message = stack.api("GET", f"/api/messages/{answer.json()['id']}", key=tenant.send_key).json()
+        return message if message["status"] in ("SENT", "FAILED") else None
+
+    return stack.wait_for(finished, timeout=30)
+
+
+def test_a_number_answering_463_shows_paused_for_new_contacts_live(
+    console: Console, stack: Stack, tenant: SeededTenant, screenshot: Callable[[Page, str], Path]
+) -> None:
+    assert tenant.pool_mode and tenant.connected, tenant.notes
+    first = send(stack, tenant, "5511966660001", "hello")
+    assert first["status"] == "SENT", first
+    paused = first["instance"]
+    healthy = [
+        instance.name for instance in tenant.instances if instance.kind == "messages" and instance.name != paused
+    ]
+    sim_id = next(instance.sim_id for instance in tenant.instances if instance.name == paused)
+
+    page = numbers_screen(console, tenant)
+    expect(page.locator("body")).to_have_attribute("data-live", "open")
+    expect(instance_row(page, paused)).to_contain_text("saudável")
+
+    stack.sim.send_error(sim_id, "463")
+    for to in NEW_RECIPIENTS:
+        send(stack, tenant, to, f"welcome {to}")
+    health = console.api("GET", f"/api/instances/{paused}/health", key=tenant.admin_key)
+    assert health["state"] == "paused_for_new_contacts", health
+
+    # No reload: the number.health.changed frame made the screen read the health again.
+    row = instance_row(page, paused)
+    expect(row).to_contain_text("pausado para novos contatos")
+    expect(row).to_contain_text("Pausa até")
+    reasons = row.get_by_role("list", name=f"Motivos da saúde de {paused}")
+    expect(reasons).to_contain_text("463")
+    for name in healthy:
+        expect(instance_row(page, name)).to_contain_text("saudável")
+    screenshot(page, "numbers-health")
+    stack.sim.send_error(sim_id, None)
+
+
+def test_the_spam_guard_switch_saves_keeps_the_rest_of_the_instance_and_survives_a_reload(
+    console: Console, tenant: SeededTenant
+) -> None:
+    name = next(instance.name for instance in tenant.instances if instance.kind == "messages")
+    seeded = console.api("GET", f"/api/instances/{name}", key=tenant.admin_key)
+    assert seeded["spamguardEnabled"] is False
+    identity = {field: seeded[field] for field in ("providerId", "providerInstanceId", "numberId", "kind")}
+    # A priority other than the route's default: a save that dropped it would put it back to 0.
+    before = console.api("PUT", f"/api/instances/{name}", key=tenant.admin_key, json=identity | {"priority": 7})
+    page = numbers_screen(console, tenant)
+    form = page.get_by_role("form", name=f"Configuração de {name}")
+    switch = form.get_by_role("checkbox", name="Proteção contra spam", exact=False)
+    expect(switch).not_to_be_checked()
+    form.get_by_label("ID da caixa de entrada (inboxId)").fill("42")
+    switch.check()
+    form.get_by_role("button", name=f"Salvar configuração de {name}").click()
+    expect(page.get_by_role("status")).to_contain_text(f"Configuração de {name} salva.")
+
+    after = console.api("GET", f"/api/instances/{name}", key=tenant.admin_key)
+    assert (after["spamguardEnabled"], after["inboxId"]) == (True, 42)
+    unchanged = [
+        "providerId",
+        "providerInstanceId",
+        "numberId",
+        "priority",
+        "kind",
+        "ownerTag",
+        "tokenHint",
+        "eventsWebhookUrl",
+    ]
+    assert {field: after[field] for field in unchanged} == {field: before[field] for field in unchanged}
+
+    page.reload()
+    form = page.get_by_role("form", name=f"Configuração de {name}")
+    expect(form.get_by_role("checkbox", name="Proteção contra spam", exact=False)).to_be_checked()
+    expect(form.get_by_label("ID da caixa de entrada (inboxId)")).to_have_value("42")
+
+    # A refusal is shown in the API's words, and nothing changes.
+    form.get_by_label("URL do webhook de eventos").fill("ftp://example.com/events")
+    form.get_by_role("button", name=f"Salvar configuração de {name}").click()
+    expect(page.get_by_role("alert")).to_contain_text(f"Não foi possível salvar a configuração de {name}")
+    assert console.api("GET", f"/api/instances/{name}", key=tenant.admin_key)["eventsWebhookUrl"] is None
+
+    # Put it back: the module's tenant is shared.
+    console.api(
+        "PUT",
+        f"/api/instances/{name}",
+        key=tenant.admin_key,
+        json=identity | {"priority": seeded["priority"], "spamguardEnabled": False, "inboxId": None},
+    )
