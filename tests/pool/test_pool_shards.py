@@ -26,7 +26,7 @@ class CounterTable:
         self.items: Counter[str] = Counter()
         self.meta = self
 
-    def update_item(self, *, Key: dict[str, str], ExpressionAttributeValues: dict[str, Any], **_: Any) -> Any:  # noqa: N803
+    def update_item(self, *, Key: dict[str, str], ExpressionAttributeValues: dict[str, Any], **_: Any) -> Any:
         self.items[Key["pk"]] += ExpressionAttributeValues[":one"]
         return {"Attributes": {"ticket": self.items[Key["pk"]]}}
 
@@ -102,4 +102,3 @@ def test_sharded_tickets_count_per_shard_item_in_dynamodb(aws: AwsResources) -> 
     stored = {shard: table.get_item(Key={"pk": f"POOLRR#key_1#{shard}", "sk": "#META"})["Item"] for shard in range(3)}
     assert {shard: int(item["ticket"]) for shard, item in stored.items()} == {0: 1, 1: 1, 2: 3}
     assert all(int(item["expiresAt"]) > 0 for item in stored.values())
-

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections import Counter
+from functools import partial
 from typing import Any
 
 from switchboard.core.settings import Settings
@@ -39,7 +40,7 @@ class _CounterTable:
         self.totals: Counter[str] = Counter()
         self.window: Counter[str] = Counter()
 
-    def update_item(self, *, Key: dict[str, str], ExpressionAttributeValues: dict[str, Any], **_: Any) -> Any:  # noqa: N803
+    def update_item(self, *, Key: dict[str, str], ExpressionAttributeValues: dict[str, Any], **_: Any) -> Any:
         self.totals[Key["pk"]] += ExpressionAttributeValues[":one"]
         self.window[Key["pk"]] += 1
         return {"Attributes": {"ticket": self.totals[Key["pk"]]}}
@@ -60,7 +61,7 @@ def busiest_item(shards: int) -> int:
         table.window.clear()
         for _ in range(RATE):
             plan_numbers(config, None, lambda: tickets.next_ticket("key_1"))
-        busiest = max(busiest, max(table.window.values()))
+        busiest = max(busiest, *table.window.values())
     return busiest
 
 
@@ -70,10 +71,8 @@ def spreads(shards: int) -> list[float]:
     worst: list[float] = []
     for seed in range(SEEDS):
         tickets = PoolRepository(_CounterTable(), shards=shards, pick_shard=random.Random(seed).randrange)
-        chosen = Counter(
-            plan_numbers(config, None, lambda: tickets.next_ticket("key_1")).numbers[0].digits
-            for _ in range(RECIPIENTS)
-        )
+        take = partial(tickets.next_ticket, "key_1")
+        chosen = Counter(plan_numbers(config, None, take).numbers[0].digits for _ in range(RECIPIENTS))
         worst.append(max(abs(chosen[n.digits] - share) / share for n in config.pool))
     return worst
 

@@ -42,9 +42,7 @@ def counter_key(api_key_id: str, shard: int) -> dict[str, str]:
 
 
 class PoolRepository:
-    def __init__(
-        self, table: Any, *, shards: int = 1, pick_shard: Callable[[int], int] = random.randrange
-    ) -> None:
+    def __init__(self, table: Any, *, shards: int = 1, pick_shard: Callable[[int], int] = random.randrange) -> None:
         if shards < 1:
             raise ValueError("shards must be at least 1")
         self._shards = shards
