@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "layers" / "shared")]
 
-BENCHMARKS = ("pool", "routing", "calls", "quotas", "workloads", "reconcile")
+BENCHMARKS = ("pool", "shards", "routing", "calls", "quotas", "workloads", "reconcile")
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def pool_repository() -> PoolRepository:
     from switchboard.pool.dynamo import PoolRepository
 
-    return PoolRepository(table())
+    return PoolRepository(table(), shards=get_settings().pool_ticket_shards)
 
 
 @component

@@ -1,0 +1,98 @@
+"""Round-robin counter: writes per DynamoDB item at 5,000 affinity misses/s, and the pool's spread.
+
+A model, not a DynamoDB: the real `PoolRepository.next_ticket` and `plan_numbers` run against an
+in-memory table that counts the `ADD` each ticket makes on its item. One API key, a pool of 50
+numbers, every message a new recipient (the worst case: each one takes a ticket). DynamoDB takes
+about 1,000 writes/s on one item (1,000 WCU per partition, and one item never spans partitions),
+so the busiest item's writes per second is what caps the key. Printed with one counter item and
+with the default shard count; asserts nothing. `python -m tools.bench`.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections import Counter
+from functools import partial
+from typing import Any
+
+from switchboard.core.settings import Settings
+from switchboard.pool.domain import NumberRoutes, SendingConfig, plan_numbers
+from switchboard.pool.dynamo import PoolRepository
+
+ITEM_WRITES_PER_SECOND = 1_000
+RATE = 5_000  # affinity misses per second for one API key
+SECONDS = 4
+POOL = 50
+RECIPIENTS = 10_000
+SEEDS = 10
+SPREAD_TARGET = 0.01
+
+
+class _CounterTable:
+    """Counts the `ADD ticket 1` per item, per simulated second."""
+
+    client = None
+    name = "model"
+
+    def __init__(self) -> None:
+        self.meta = self
+        self.totals: Counter[str] = Counter()
+        self.window: Counter[str] = Counter()
+
+    def update_item(self, *, Key: dict[str, str], ExpressionAttributeValues: dict[str, Any], **_: Any) -> Any:
+        self.totals[Key["pk"]] += ExpressionAttributeValues[":one"]
+        self.window[Key["pk"]] += 1
+        return {"Attributes": {"ticket": self.totals[Key["pk"]]}}
+
+
+def _pool() -> SendingConfig:
+    # Routes do not matter here: the ticket alone decides which number a plan starts with.
+    numbers = tuple(NumberRoutes(number_id=f"num_{index}", digits=f"55119{index:08d}") for index in range(POOL))
+    return SendingConfig(tenant="bench", api_key_id="key_1", mode="pool", default=None, pool=numbers)
+
+
+def busiest_item(shards: int) -> int:
+    """The most writes one counter item took in any simulated second at RATE misses/s."""
+    table = _CounterTable()
+    tickets = PoolRepository(table, shards=shards, pick_shard=random.Random(shards).randrange)
+    config, busiest = _pool(), 0
+    for _ in range(SECONDS):
+        table.window.clear()
+        for _ in range(RATE):
+            plan_numbers(config, None, lambda: tickets.next_ticket("key_1"))
+        busiest = max(busiest, *table.window.values())
+    return busiest
+
+
+def spreads(shards: int) -> list[float]:
+    """Per seed: how far the pool's furthest number is from its even share, over RECIPIENTS."""
+    config, share = _pool(), RECIPIENTS / POOL
+    worst: list[float] = []
+    for seed in range(SEEDS):
+        tickets = PoolRepository(_CounterTable(), shards=shards, pick_shard=random.Random(seed).randrange)
+        take = partial(tickets.next_ticket, "key_1")
+        chosen = Counter(plan_numbers(config, None, take).numbers[0].digits for _ in range(RECIPIENTS))
+        worst.append(max(abs(chosen[n.digits] - share) / share for n in config.pool))
+    return worst
+
+
+def main() -> None:
+    default = Settings.model_fields["pool_ticket_shards"].default
+    print(f"one API key, {POOL} numbers, {RATE:,} affinity misses/s, item limit {ITEM_WRITES_PER_SECOND:,} writes/s")
+    for shards in (1, default):
+        busiest = busiest_item(shards)
+        capacity = ITEM_WRITES_PER_SECOND * shards
+        verdict = "within" if busiest <= ITEM_WRITES_PER_SECOND else "OVER"
+        print(
+            f"  {shards:>2} shard(s): busiest item {busiest:,} writes/s (target <= {ITEM_WRITES_PER_SECOND:,}: "
+            f"{verdict}); key capacity ~{capacity:,} tickets/s"
+        )
+    for shards in (1, default):
+        worst = spreads(shards)
+        print(
+            f"  {shards:>2} shard(s), {RECIPIENTS:,} recipients x {SEEDS} seeds: furthest number from its share "
+            f"median {statistics.median(worst):.1%}, max {max(worst):.1%} of its share (target +-{SPREAD_TARGET:.0%}; "
+            f"bound: < {shards} sends = {shards / (RECIPIENTS / POOL):.1%}); as traffic: {1 / POOL:.2%} "
+            f"+- {max(worst) / POOL:.3%} points"
+        )
