@@ -149,7 +149,7 @@ def stack() -> Iterator[Stack]:
         simulator_settings={"fault_delay_seconds": 2.0, "webhook_retry_base_delay": 0.05},
         # One round-robin counter item: the scenarios count on the exact rotation to reach a
         # given pool number within a few new recipients.
-        environment={"PROVIDER_TIMEOUT_SECONDS": "1", "POOL_TICKET_SHARDS": "1"},
+        environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
     ).start()
     shared = Stack(local)
     yield shared

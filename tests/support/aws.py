@@ -43,9 +43,6 @@ def fake_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "Switchboard",
         "POWERTOOLS_SERVICE_NAME": "switchboard",
         "POWERTOOLS_DEV": "false",
-        # One counter item: tests that follow the pool's rotation message by message need the
-        # exact 1, 2, 3 sequence; tests/pool/test_pool_shards.py covers the sharded counter.
-        "POOL_TICKET_SHARDS": "1",
         # What template.yaml sets from the live WebSocket API (the local stack sets its own).
         "LIVE_URL": "ws://127.0.0.1:9/live",
         "LIVE_MANAGEMENT_URL": "http://127.0.0.1:9/live",

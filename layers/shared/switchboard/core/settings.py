@@ -49,7 +49,7 @@ class Settings(Model):
     pool_config_cache_seconds: float = Field(default=5.0, ge=0, le=30, alias="POOL_CONFIG_CACHE_SECONDS")
     # Items a key's round-robin counter is spread over: one DynamoDB item takes ~1,000 writes/s,
     # so 10 shards carry ~10,000 affinity misses/s per API key.
-    pool_ticket_shards: int = Field(default=10, ge=1, le=100, alias="POOL_TICKET_SHARDS")
+    pool_ticket_shards: int = Field(default=1, ge=1, le=100, alias="POOL_TICKET_SHARDS")
     # Keep equal to the SendQueue's maxReceiveCount: the last attempt ends FAILED, not in the DLQ.
     send_max_attempts: int = Field(default=5, ge=1, le=20, alias="SEND_MAX_ATTEMPTS")
     outbox_validity_seconds: int = Field(default=4 * 3600, ge=60, alias="OUTBOX_VALIDITY_SECONDS")
