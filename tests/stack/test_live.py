@@ -47,8 +47,9 @@ class Live:
         return connect(f"{self.api.url}?{query}", open_timeout=10, close_timeout=2)
 
     def recorded(self, function: str) -> list[dict[str, Any]]:
+        """The events the function was invoked with (not the notes it adds, such as a gone connection)."""
         recorded: list[tuple[str, Any]] = self.functions.handler(function).__globals__["EVENTS"]
-        return [event for _kind, event in list(recorded)]
+        return [event for kind, event in list(recorded) if kind != "gone"]
 
     def socket_events(self, event_type: str) -> list[dict[str, Any]]:
         return [e for e in self.recorded("SocketFunction") if e["requestContext"]["eventType"] == event_type]
