@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -11,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from switchboard.core.settings import get_settings
-from switchboard.pool.domain import SendingConfig, plan_numbers
-from switchboard.pool.dynamo import SHARD_STRIDE, PoolRepository
+from switchboard.pool.domain import SendingConfig, Ticket, plan_numbers
+from switchboard.pool.dynamo import InTurn, PoolRepository
 from tests.support.aws import AwsResources
 from tests.support.sending import number
 
@@ -39,26 +40,52 @@ def pool_of(size: int) -> SendingConfig:
     return SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", default=None, pool=numbers)
 
 
-def first_numbers(config: SendingConfig, tickets: PoolRepository, recipients: int) -> Counter[str]:
+def first_numbers(config: SendingConfig, take: Callable[[], Ticket], recipients: int) -> Counter[str]:
     chosen: Counter[str] = Counter()
     for _ in range(recipients):
-        plan = plan_numbers(config, None, lambda: tickets.next_ticket("key_1"))
-        chosen[plan.numbers[0].digits] += 1
+        chosen[plan_numbers(config, None, take).numbers[0].digits] += 1
     return chosen
 
 
-def test_ten_thousand_recipients_over_ten_shards_share_a_fifty_number_pool_evenly() -> None:
+def containers(table: CounterTable, shards: int, count: int, seed: int) -> Callable[[], Ticket]:
+    """`count` send-worker containers, each with its own counter client, taking tickets in a random order."""
+    pick = random.Random(seed)
+    clients = [PoolRepository(table, shards=shards, pick_shard=InTurn(pick.randrange(shards))) for _ in range(count)]
+    return lambda: pick.choice(clients).next_ticket("key_1")
+
+
+def worst_share(config: SendingConfig, chosen: Counter[str], recipients: int) -> float:
+    share = recipients / len(config.pool)
+    return max(abs(chosen[n.digits] - share) / share for n in config.pool)
+
+
+def test_ten_thousand_recipients_over_ten_shards_share_a_fifty_number_pool_within_one_percent() -> None:
     table = CounterTable()
-    tickets = PoolRepository(table, shards=10, pick_shard=random.Random(20261201).randrange)
     config = pool_of(50)
 
-    chosen = first_numbers(config, tickets, 10_000)
+    chosen = first_numbers(config, containers(table, shards=10, count=40, seed=20261201), 10_000)
 
     assert len(table.items) == 10  # the writes went to ten items, not one
-    assert set(chosen) == {n.digits for n in config.pool}
-    share = 10_000 / 50
-    worst = max(abs(count - share) / share for count in chosen.values())
-    assert worst <= 0.025, f"a number is {worst:.1%} off its share"
+    assert worst_share(config, chosen, 10_000) <= 0.01  # 200 each, +-2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    first=st.integers(min_value=0, max_value=200),
+    pool_size=st.integers(min_value=1, max_value=64),
+    shards=st.integers(min_value=1, max_value=16),
+    recipients=st.integers(min_value=0, max_value=600),
+)
+def test_one_container_taking_the_shards_in_turn_keeps_every_number_within_two_sends_of_its_share(
+    first: int, pool_size: int, shards: int, recipients: int
+) -> None:
+    tickets = PoolRepository(CounterTable(), shards=shards, pick_shard=InTurn(first))
+    config = pool_of(pool_size)
+
+    chosen = first_numbers(config, lambda: tickets.next_ticket("key_1"), recipients)
+
+    share = recipients / pool_size
+    assert all(abs(chosen[n.digits] - share) < 2 for n in config.pool)
 
 
 @settings(max_examples=40, deadline=None)
@@ -68,15 +95,15 @@ def test_ten_thousand_recipients_over_ten_shards_share_a_fifty_number_pool_evenl
     shards=st.integers(min_value=1, max_value=16),
     recipients=st.integers(min_value=0, max_value=600),
 )
-def test_every_number_stays_within_one_send_per_shard_of_its_share(
+def test_however_the_shards_are_picked_every_number_stays_within_one_send_per_shard_of_its_share(
     seed: int, pool_size: int, shards: int, recipients: int
 ) -> None:
-    # Each shard walks the whole pool, so it gives every number its share to within one send,
-    # whatever the pool's size and however unevenly the random pick spread the tickets.
+    # Each shard walks the whole pool on its own, so it gives every number its share to within
+    # one send whatever the pool's size, even when the shards were taken very unevenly.
     tickets = PoolRepository(CounterTable(), shards=shards, pick_shard=random.Random(seed).randrange)
     config = pool_of(pool_size)
 
-    chosen = first_numbers(config, tickets, recipients)
+    chosen = first_numbers(config, lambda: tickets.next_ticket("key_1"), recipients)
 
     share = recipients / pool_size
     for candidate in config.pool:
@@ -87,7 +114,7 @@ def test_one_shard_counts_one_two_three_on_a_single_item() -> None:
     table = CounterTable()
     tickets = PoolRepository(table, shards=1)
 
-    assert [tickets.next_ticket("key_1") for _ in range(3)] == [1, 2, 3]
+    assert [tickets.next_ticket("key_1") for _ in range(3)] == [Ticket(1), Ticket(2), Ticket(3)]
     assert list(table.items) == ["POOLRR#key_1#0"]
 
 
@@ -98,7 +125,13 @@ def test_sharded_tickets_count_per_shard_item_in_dynamodb(aws: AwsResources) -> 
 
     issued = [tickets.next_ticket("key_1") for _ in range(5)]
 
-    assert issued == [2 * SHARD_STRIDE + 1, 1, 2 * SHARD_STRIDE + 2, 2 * SHARD_STRIDE + 3, SHARD_STRIDE + 1]
+    assert issued == [Ticket(1, 2, 3), Ticket(1, 0, 3), Ticket(2, 2, 3), Ticket(3, 2, 3), Ticket(1, 1, 3)]
     stored = {shard: table.get_item(Key={"pk": f"POOLRR#key_1#{shard}", "sk": "#META"})["Item"] for shard in range(3)}
     assert {shard: int(item["ticket"]) for shard, item in stored.items()} == {0: 1, 1: 1, 2: 3}
     assert all(int(item["expiresAt"]) > 0 for item in stored.values())
+
+
+def test_in_turn_a_container_visits_every_shard_once_per_round_from_its_first() -> None:
+    turns = InTurn(first=7)
+
+    assert [turns(4) for _ in range(6)] == [3, 0, 1, 2, 3, 0]

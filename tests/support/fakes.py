@@ -17,7 +17,7 @@ from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance
 from switchboard.core.errors import AlreadyFinal, NotFound, ProviderError
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import SentText
-from switchboard.pool.domain import Affinity
+from switchboard.pool.domain import Affinity, Ticket
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget, StateWrite
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
@@ -319,11 +319,11 @@ class FakeTickets:
     def __init__(self) -> None:
         self.value = 0
 
-    def __call__(self) -> int:
+    def __call__(self) -> Ticket:
         self.value += 1
-        return self.value
+        return Ticket(self.value)
 
-    def next_ticket(self, api_key_id: str) -> int:
+    def next_ticket(self, api_key_id: str) -> Ticket:
         return self()
 
 

@@ -70,7 +70,15 @@ from switchboard.messages.domain import (
 )
 from switchboard.messages.ports import DelayedJobs, Messages
 from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard
-from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers, usable_affinity
+from switchboard.pool.domain import (
+    Affinity,
+    NumberRoutes,
+    Route,
+    SendingConfig,
+    Ticket,
+    plan_numbers,
+    usable_affinity,
+)
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.kinds import spec_for
 
@@ -88,7 +96,7 @@ class ConfigSource(Protocol):
 
 
 class Tickets(Protocol):
-    def next_ticket(self, api_key_id: str) -> int: ...
+    def next_ticket(self, api_key_id: str) -> Ticket: ...
 
 
 class Usage(Protocol):

@@ -8,9 +8,10 @@ and each number's usable routes, cached a few seconds per container), reads the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field
 
@@ -159,12 +160,36 @@ def usable_affinity(config: SendingConfig, affinity: Affinity | None) -> NumberR
     return None
 
 
-def plan_numbers(config: SendingConfig, affinity: Affinity | None, take_ticket: Callable[[], int]) -> NumberPlan:
+class Ticket(NamedTuple):
+    """One turn of a key's round-robin counter: the `count`-th (1-based) of shard `shard` of `shards`.
+
+    One shard walks the pool 1, 2, 3, ... from its first number. With several, the shards' counts
+    interleave as one counter's would (shard 0's first ticket, shard 1's first, ..., then every
+    shard's second), so shards taken in turn walk the pool as one counter does and a number's
+    share is off only by how unevenly the shards were taken, not by how many there are.
+    """
+
+    count: int
+    shard: int = 0
+    shards: int = 1
+
+    def index(self, size: int) -> int:
+        position = (self.count - 1) * self.shards + self.shard
+        common = math.gcd(self.shards, size)
+        if common > 1:
+            # Interleaved alone, a shard would only ever reach the numbers `shard` modulo `common`
+            # (10 shards, a pool of 10: one number each); after every full turn of all shards
+            # over the pool, step one number so that each shard walks the whole pool too.
+            position += position // (self.shards * size // common)
+        return position % size
+
+
+def plan_numbers(config: SendingConfig, affinity: Affinity | None, take_ticket: Callable[[], Ticket]) -> NumberPlan:
     """Affinity first, else the round-robin ticket; then every other pool number in rotation.
 
     Default mode, or an empty pool, uses the default number only. `take_ticket` (an atomic
-    counter, 1-based) is called only when affinity does not decide. Disconnected numbers stay
-    in the list: the worker records each one it passes over.
+    counter) is called only when affinity does not decide. Disconnected numbers stay in the
+    list: the worker records each one it passes over.
     """
     if config.mode != "pool" or not config.pool:
         default = config.default
@@ -178,7 +203,7 @@ def plan_numbers(config: SendingConfig, affinity: Affinity | None, take_ticket: 
     if attached is not None and attached.connected:
         start = pool.index(attached)
     else:
-        ticket_index = (take_ticket() - 1) % len(pool)
+        ticket_index = take_ticket().index(len(pool))
         start = ticket_index
     ordered = pool[start:] + pool[:start]
     first = next((number for number in ordered if number.connected), None)

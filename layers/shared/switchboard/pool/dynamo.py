@@ -2,20 +2,21 @@
 
 - pool: pk `APIKEY#<id>`, sk `POOL`: the ordered entries and a `version` (optimistic lock); a
   write also checks that the key still exists in the caller's tenant, in one transaction;
-- counter: `shards` items, pk `POOLRR#<id>#<shard>`, sk `#META`: each ticket picks a shard at
-  random and does `ADD ticket 1` on it (atomic, one request), with `expiresAt` pushed 24 h ahead
-  on every use so an idle key's counter expires. One item takes ~1,000 writes/s; spreading the
-  counter lets one key take ~1,000 tickets/s per shard.
+- counter: `shards` items, pk `POOLRR#<id>#<shard>`, sk `#META`: each ticket does `ADD ticket 1`
+  on one of them (atomic, one request), with `expiresAt` pushed 24 h ahead on every use so an
+  idle key's counter expires. One item takes ~1,000 writes/s; spreading the counter lets one key
+  take ~1,000 tickets/s per shard.
 
-A shard's ticket is `shard * SHARD_STRIDE + count`: the pool walks `(ticket - 1) % size`, so each
-shard walks the whole pool one number at a time from its own starting point, and every number
-gets within `shards` sends of its even share whatever the pool's size (a stride that only
-interleaved the shards, `count * shards + shard`, would pin each shard to a fraction of a pool
-whose size shares a factor with the shard count).
+Which shard: each container takes the shards in turn, from a random first one. Random picks
+would let the shards' counts drift apart like a random walk (about the square root of the tickets
+per shard); in turn, each container leaves them at most one ticket apart, so they drift only by
+how many containers stopped mid-round. `Ticket.index` then spaces the shards' starting points
+evenly around the pool, which keeps a number's share within a send or two of even.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Callable
@@ -25,12 +26,10 @@ from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, cancellation_codes, entity_key, from_item, to_item
 from switchboard.core.errors import NotFound, PoolChanged
-from switchboard.pool.domain import Pool
+from switchboard.pool.domain import Pool, Ticket
 
 POOL_SK = "POOL"
 COUNTER_IDLE_SECONDS = 24 * 3600
-# Prime and larger than any pool: the shards' starting points differ for every pool size.
-SHARD_STRIDE = 1_000_003
 
 
 def pool_key(api_key_id: str) -> dict[str, str]:
@@ -41,12 +40,23 @@ def counter_key(api_key_id: str, shard: int) -> dict[str, str]:
     return {"pk": f"POOLRR#{api_key_id}#{shard}", "sk": META}
 
 
+class InTurn:
+    """This container's shard picks: one after the other, from a random first one (so that
+    containers started together do not all begin on the same shard)."""
+
+    def __init__(self, first: int | None = None) -> None:
+        self._turns = itertools.count(random.randrange(1 << 30) if first is None else first)
+
+    def __call__(self, shards: int) -> int:
+        return next(self._turns) % shards
+
+
 class PoolRepository:
-    def __init__(self, table: Any, *, shards: int = 1, pick_shard: Callable[[int], int] = random.randrange) -> None:
+    def __init__(self, table: Any, *, shards: int = 1, pick_shard: Callable[[int], int] | None = None) -> None:
         if shards < 1:
             raise ValueError("shards must be at least 1")
         self._shards = shards
-        self._pick_shard = pick_shard
+        self._pick_shard = pick_shard or InTurn()
         self._table = table
         self._client = table.meta.client
         self._name = table.name
@@ -112,12 +122,8 @@ class PoolRepository:
             raise
         return saved
 
-    def next_ticket(self, api_key_id: str) -> int:
-        """The next round-robin ticket of the key: one atomic `ADD` on a shard picked at random.
-
-        With one shard the tickets are 1, 2, 3, ...; with more, each shard counts on its own and
-        its tickets are offset by `shard * SHARD_STRIDE`.
-        """
+    def next_ticket(self, api_key_id: str) -> Ticket:
+        """The next round-robin ticket of the key: one atomic `ADD` on this container's next shard."""
         shard = self._pick_shard(self._shards)
         answer = self._table.update_item(
             Key=counter_key(api_key_id, shard),
@@ -125,4 +131,4 @@ class PoolRepository:
             ExpressionAttributeValues={":one": 1, ":expires": int(time.time()) + COUNTER_IDLE_SECONDS},
             ReturnValues="UPDATED_NEW",
         )
-        return shard * SHARD_STRIDE + int(answer["Attributes"]["ticket"])
+        return Ticket(int(answer["Attributes"]["ticket"]), shard, self._shards)
