@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -160,7 +161,8 @@ def usable_affinity(config: SendingConfig, affinity: Affinity | None) -> NumberR
     return None
 
 
-class Ticket(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Ticket:
     """One turn of a key's round-robin counter: the `count`-th (1-based) of shard `shard` of `shards`.
 
     One shard walks the pool 1, 2, 3, ... from its first number. With several, the shards' counts
@@ -173,7 +175,7 @@ class Ticket(NamedTuple):
     shard: int = 0
     shards: int = 1
 
-    def index(self, size: int) -> int:
+    def pool_index(self, size: int) -> int:
         position = (self.count - 1) * self.shards + self.shard
         common = math.gcd(self.shards, size)
         if common > 1:
@@ -203,7 +205,7 @@ def plan_numbers(config: SendingConfig, affinity: Affinity | None, take_ticket: 
     if attached is not None and attached.connected:
         start = pool.index(attached)
     else:
-        ticket_index = take_ticket().index(len(pool))
+        ticket_index = take_ticket().pool_index(len(pool))
         start = ticket_index
     ordered = pool[start:] + pool[:start]
     first = next((number for number in ordered if number.connected), None)
