@@ -59,6 +59,7 @@ export const api = {
   me: () => request("GET", "/api/me"),
 
   numbers: () => request("GET", "/api/numbers"),
+  updateNumber: (id, changes) => request("PATCH", `/api/numbers/${enc(id)}`, changes),
   instances: () => request("GET", "/api/instances"),
   providers: () => request("GET", "/api/providers"),
   instance: (name) => request("GET", `/api/instances/${enc(name)}`),

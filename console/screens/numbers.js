@@ -1,7 +1,8 @@
 // Numbers and their instances: provider kind, priority, kind, connection state, last change, the
 // instance's health (what the pool does with it: healthy, warning, paused for new contacts,
-// paused; why, since when, until when) and, for each instance, its own settings (spam guard,
-// downstream inbox, events webhook) edited in place.
+// paused; why, since when, until when), for each instance, its own settings (spam guard,
+// downstream inbox, events webhook) edited in place, and for each number its own sending pace
+// (an override of the deployment's pacing; an empty field follows the default).
 import { api } from "../api.js";
 import { h, clear, field, table, uid } from "../dom.js";
 import { t, tMaybe, formatDate, formatPhone } from "../i18n.js";
@@ -10,6 +11,16 @@ const FRAMES = new Set(["instance.connection.changed", "number.health.changed"])
 const HEALTH_CLASS = { healthy: "ok", warning: "warn", paused_for_new_contacts: "warn", paused: "off" };
 // What is typed in an instance's settings survives the re-renders live frames cause.
 const drafts = new Map(); // instance name -> {spamguardEnabled, inboxId, eventsWebhookUrl}
+const pacingDrafts = new Map(); // number id -> {messagesPerMinute: "…", burst: "…", …} as typed
+// A number's pacing fields: the API's name, whether it takes a fraction, its least value, and the
+// i18n key of what it means beyond its label (null: the label says it all).
+const PACING_FIELDS = [
+  { name: "messagesPerMinute", step: "any", min: "0", hint: "pacing.messagesPerMinuteHint" },
+  { name: "burst", step: "1", min: "1", hint: null },
+  { name: "newContactsFirstDay", step: "1", min: "0", hint: "pacing.newContactsFirstDayHint" },
+  { name: "newContactsStep", step: "1", min: "0", hint: null },
+  { name: "newContactsMax", step: "1", min: "0", hint: null },
+];
 
 export function badge(connected) {
   return h(
@@ -105,6 +116,93 @@ function settingsForm(instance, { notify, reload }) {
   );
 }
 
+/** The number's own pacing. Sent as a whole: a field left empty follows the deployment's default
+ * (shown as the field's placeholder and in its hint), and all empty clears the override. The form
+ * does not block out-of-range values itself: the API's refusal is shown in its words. */
+function pacingForm(number, { notify, reload }) {
+  const own = number.pacing || {};
+  const defaults = number.pacingDefaults || {};
+  const draft =
+    pacingDrafts.get(number.id) ||
+    Object.fromEntries(PACING_FIELDS.map(({ name }) => [name, own[name] == null ? "" : String(own[name])]));
+  const inputs = new Map();
+  const remember = () =>
+    pacingDrafts.set(number.id, Object.fromEntries([...inputs].map(([name, input]) => [name, input.value])));
+  const phone = formatPhone(number.number);
+  const fields = PACING_FIELDS.map(({ name, step, min, hint }) => {
+    const fallback = defaults[name] == null ? "" : String(defaults[name]);
+    const input = h("input", {
+      type: "number",
+      name,
+      min,
+      step,
+      inputmode: step === "1" ? "numeric" : "decimal",
+      value: draft[name],
+      placeholder: fallback,
+      oninput: remember,
+    });
+    inputs.set(name, input);
+    // A rate of 0 is pacing off: say so, rather than a bare 0 that reads like "send nothing".
+    const shown = name === "messagesPerMinute" && fallback === "0" ? t("pacing.offValue") : fallback || t("common.none");
+    const explained = [hint ? t(hint) : null, t("pacing.defaultHint", { value: shown })];
+    return field(t(`pacing.${name}`), input, explained.filter(Boolean).join(" "));
+  });
+  const save = h("button", { type: "submit" }, t("pacing.save", { number: phone }));
+  const reset = h(
+    "button",
+    { type: "button", class: "secondary", onclick: () => send(null, t("pacing.cleared", { number: phone })) },
+    t("pacing.clear", { number: phone }),
+  );
+  const titleId = uid("pacing");
+
+  async function send(pacing, done) {
+    save.disabled = reset.disabled = true;
+    try {
+      await api.updateNumber(number.id, { pacing });
+      pacingDrafts.delete(number.id);
+      notify.info(done);
+      await reload();
+    } catch (error) {
+      notify.error(error, t("pacing.saveFailed", { number: phone }));
+    } finally {
+      save.disabled = reset.disabled = false;
+    }
+  }
+
+  function submit(event) {
+    event.preventDefault();
+    const pacing = {};
+    for (const [name, input] of inputs) {
+      const text = input.value.trim();
+      if (text !== "") pacing[name] = Number(text);
+    }
+    send(Object.keys(pacing).length ? pacing : null, t("pacing.saved", { number: phone }));
+  }
+
+  return h(
+    "form",
+    {
+      class: "stack pacing-config",
+      "aria-labelledby": titleId,
+      onsubmit: submit,
+      novalidate: true,
+      dataset: { number: number.id },
+    },
+    h("h3", { id: titleId }, t("pacing.title", { number: phone })),
+    h("p", { class: "hint" }, t("pacing.intro")),
+    h("div", { class: "pacing-fields" }, fields),
+    h("div", { class: "actions" }, save, reset),
+  );
+}
+
+/** Which form a control belongs to, to find it again after a re-render. */
+function formKey(form) {
+  if (!form) return null;
+  if (form.dataset.instance) return `instance:${form.dataset.instance}`;
+  if (form.dataset.number) return `number:${form.dataset.number}`;
+  return null;
+}
+
 export function mount(main, { notify }) {
   const body = h("div", { class: "stack", "aria-busy": "true" });
   main.append(h("h1", {}, t("numbers.title")), h("p", {}, t("numbers.intro")), body);
@@ -123,7 +221,7 @@ export function mount(main, { notify }) {
       }
       // Keep focus where it was across a live re-render (the settings of the instance being edited).
       const focused = document.activeElement && body.contains(document.activeElement) ? document.activeElement : null;
-      const focusedForm = focused && focused.form ? focused.form.dataset.instance : null;
+      const focusedForm = focused ? formKey(focused.form) : null;
       const focusedIndex = focused && focused.form ? Array.from(focused.form.elements).indexOf(focused) : -1;
       clear(
         body,
@@ -166,11 +264,12 @@ export function mount(main, { notify }) {
                   own.map((instance) => settingsForm(instance, { notify, reload })),
                 ]
               : h("p", {}, t("numbers.noInstances")),
+            pacingForm(number, { notify, reload }),
           );
         }),
       );
       if (focusedForm) {
-        const form = Array.from(body.querySelectorAll("form")).find((each) => each.dataset.instance === focusedForm);
+        const form = Array.from(body.querySelectorAll("form")).find((each) => formKey(each) === focusedForm);
         if (form && form.elements[focusedIndex]) form.elements[focusedIndex].focus();
       }
     } catch (error) {

@@ -108,11 +108,28 @@ def looks_like_key(value: str) -> bool:
     return bool(re.fullmatch(r"sb_(live|test)_[A-Za-z0-9_-]{20,100}", value))
 
 
+class PacingOverride(Model):
+    """A number's own pacing (health/pacing.py): each field set replaces the deployment's default
+    for this number only; a field left `None` follows the default."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages_per_minute: float | None = Field(default=None, ge=0)  # 0: this number is not paced
+    burst: int | None = Field(default=None, ge=1)
+    new_contacts_first_day: int | None = Field(default=None, ge=0)
+    new_contacts_step: int | None = Field(default=None, ge=0)
+    new_contacts_max: int | None = Field(default=None, ge=0)
+
+    def set_fields(self) -> list[str]:
+        return [name for name, value in self.model_dump().items() if value is not None]
+
+
 class Number(Record):
     id: str
     number: str
     display_name: str
     meta_phone_id: str | None = None
+    pacing: PacingOverride | None = None  # None: the deployment's pacing
 
 
 class Provider(Record):

@@ -35,6 +35,7 @@ from switchboard.catalog.wire import InstanceName
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.health.wiring import pacing_defaults
 from switchboard.providers.wiring import webhook_setup
 
 if TYPE_CHECKING:
@@ -127,24 +128,34 @@ def delete_api_key(catalog: Catalog, key_id: ID, principal: Admin) -> Response[N
 @router.post("/api/numbers", status_code=201, tags=["numbers"], responses=ERRORS)
 def create_number(catalog: Catalog, body: CreateNumber, principal: Admin) -> NumberView:
     number = catalog.create_number(principal, body.number, body.display_name, body.meta_phone_id)
-    return NumberView.of(number, catalog.number_connected(number))
+    return NumberView.of(number, catalog.number_connected(number), pacing_defaults())
 
 
 @router.get("/api/numbers", tags=["numbers"], responses=ERRORS)
 def list_numbers(catalog: Catalog, principal: Admin) -> list[NumberView]:
-    return [NumberView.of(number, catalog.number_connected(number)) for number in catalog.list_numbers(principal)]
+    defaults = pacing_defaults()
+    return [
+        NumberView.of(number, catalog.number_connected(number), defaults) for number in catalog.list_numbers(principal)
+    ]
 
 
 @router.get("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
 def get_number(catalog: Catalog, number_id: ID, principal: Admin) -> NumberView:
     number = catalog.get_number(principal, number_id)
-    return NumberView.of(number, catalog.number_connected(number))
+    return NumberView.of(number, catalog.number_connected(number), pacing_defaults())
 
 
 @router.patch("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
 def update_number(catalog: Catalog, number_id: ID, body: UpdateNumber, principal: Admin) -> NumberView:
-    number = catalog.update_number(principal, number_id, body.model_dump(exclude_unset=True))
-    return NumberView.of(number, catalog.number_connected(number))
+    """Change a number's display name, Meta phone number id or its own pacing. `pacing` replaces
+    the number's override as a whole: each field it sets replaces the deployment's default for this
+    number only (`messagesPerMinute: 0` turns pacing off for it, above 0 turns it on even where the
+    deployment's is off); a field left out follows the default; `"pacing": null` clears it."""
+    changes = body.model_dump(exclude_unset=True, exclude={"pacing"})
+    if "pacing" in body.model_fields_set:
+        changes["pacing"] = body.pacing.override() if body.pacing is not None else None
+    number = catalog.update_number(principal, number_id, changes)
+    return NumberView.of(number, catalog.number_connected(number), pacing_defaults())
 
 
 @router.delete("/api/numbers/<number_id>", status_code=204, tags=["numbers"], responses=ERRORS)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, Scope, Tenant
+from switchboard.catalog.domain import ApiKey, Instance, Number, PacingOverride, Provider, Scope, Tenant
 from switchboard.catalog.wire import Body, HttpUrl, Name, OwnerTag, PatchBody, Phone, Secret, View
 from switchboard.core import model as core_model
 from switchboard.providers.kinds import ProviderKind
+
+if TYPE_CHECKING:
+    from switchboard.health.pacing import PacingLimits
 
 # --- tenants -------------------------------------------------------------------------------
 
@@ -117,11 +120,69 @@ class CreateNumber(Body):
     meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
 
 
+MESSAGES_PER_MINUTE = "Messages a minute this number may send (a token bucket); 0: this number is not paced."
+BURST = "Messages this number may send at once before its rate applies."
+NEW_CONTACTS_FIRST_DAY = "New contacts (recipients not attached to the number) it may reach on its first day."
+NEW_CONTACTS_STEP = "How many more new contacts it may reach each following day."
+NEW_CONTACTS_MAX = "The most new contacts it may reach in one UTC day, however old it is."
+
+
+class PacingBody(Body):
+    """A number's own pacing, replacing its current override: a field left out or null follows the
+    deployment's default (`pacingDefaults`)."""
+
+    messages_per_minute: float | None = Field(
+        default=None, ge=0, le=60_000, allow_inf_nan=False, description=MESSAGES_PER_MINUTE
+    )
+    burst: int | None = Field(default=None, ge=1, le=100_000, description=BURST)
+    new_contacts_first_day: int | None = Field(default=None, ge=0, le=1_000_000, description=NEW_CONTACTS_FIRST_DAY)
+    new_contacts_step: int | None = Field(default=None, ge=0, le=1_000_000, description=NEW_CONTACTS_STEP)
+    new_contacts_max: int | None = Field(default=None, ge=0, le=1_000_000, description=NEW_CONTACTS_MAX)
+
+    def override(self) -> PacingOverride | None:
+        """The stored override; None when every field follows the default."""
+        override = PacingOverride.model_validate(self.model_dump())
+        return override if override.set_fields() else None
+
+
 class UpdateNumber(PatchBody):
     not_nullable = ("display_name",)
 
     display_name: Name | None = None
     meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
+    pacing: PacingBody | None = Field(
+        default=None, description="This number's own pacing; null (or an empty object) clears it. Left out: kept."
+    )
+
+
+class PacingView(View):
+    """A number's override: a null field follows the deployment's default."""
+
+    messages_per_minute: float | None = Field(description=MESSAGES_PER_MINUTE)
+    burst: int | None = Field(description=BURST)
+    new_contacts_first_day: int | None = Field(description=NEW_CONTACTS_FIRST_DAY)
+    new_contacts_step: int | None = Field(description=NEW_CONTACTS_STEP)
+    new_contacts_max: int | None = Field(description=NEW_CONTACTS_MAX)
+
+
+class PacingDefaultsView(View):
+    """The deployment's pacing (its environment), which a number follows where its override is silent."""
+
+    messages_per_minute: float = Field(description=MESSAGES_PER_MINUTE)
+    burst: int = Field(description=BURST)
+    new_contacts_first_day: int = Field(description=NEW_CONTACTS_FIRST_DAY)
+    new_contacts_step: int = Field(description=NEW_CONTACTS_STEP)
+    new_contacts_max: int = Field(description=NEW_CONTACTS_MAX)
+
+    @classmethod
+    def of(cls, limits: PacingLimits) -> PacingDefaultsView:
+        return cls(
+            messages_per_minute=limits.per_minute,
+            burst=limits.burst,
+            new_contacts_first_day=limits.new_contacts_first_day,
+            new_contacts_step=limits.new_contacts_step,
+            new_contacts_max=limits.new_contacts_max,
+        )
 
 
 class NumberView(View):
@@ -130,11 +191,21 @@ class NumberView(View):
     display_name: str
     meta_phone_id: str | None
     connected: bool
+    pacing: PacingView | None = Field(description="This number's own pacing; null: it follows `pacingDefaults`.")
+    pacing_defaults: PacingDefaultsView = Field(
+        description="The deployment's pacing, which applies to every field the number's own leaves null."
+    )
     created_at: datetime
 
     @classmethod
-    def of(cls, number: Number, connected: bool) -> NumberView:
-        return cls.model_validate({**number.model_dump(exclude={"tenant"}), "connected": connected})
+    def of(cls, number: Number, connected: bool, pacing_defaults: PacingLimits) -> NumberView:
+        return cls.model_validate(
+            {
+                **number.model_dump(exclude={"tenant"}),
+                "connected": connected,
+                "pacing_defaults": PacingDefaultsView.of(pacing_defaults),
+            }
+        )
 
 
 # --- providers -----------------------------------------------------------------------------

@@ -14,6 +14,10 @@ writes so that replicas never overspend them together:
 A number over either rule is passed over (the next pool number may send); when none can, the
 message goes back to SendQueue as a fresh delayed job for when the first one frees up: never a
 busy loop, never a lost message. `per_minute = 0` turns pacing off (the default).
+
+The limits come from the deployment's settings, and a number may override any of them (the
+catalog's `Number.pacing`, carried on `NumberRoutes`): its own rate, burst or ramp, or pacing
+on for it alone (a rate above 0 while the default is off) or off for it alone (a rate of 0).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Protocol
 
 from pydantic import ConfigDict, Field
 
-from switchboard.catalog.domain import utcnow
+from switchboard.catalog.domain import PacingOverride, utcnow
 from switchboard.core.model import Model
 from switchboard.pool.domain import NumberRoutes
 from switchboard.quotas.domain import US, Bucket, BucketMoved, Claim, Rate
@@ -34,6 +38,9 @@ from switchboard.quotas.domain import US, Bucket, BucketMoved, Claim, Rate
 PACING_RATE = "pacing_rate"
 PACING_NEW_CONTACTS = "pacing_new_contacts"
 TAKE_ATTEMPTS = 3
+# Distinct limits a container keeps buckets for; past it the caches start over (an operator
+# editing overrides again and again must not grow a long-lived container without end).
+MAX_CACHED_LIMITS = 256
 
 
 class PacingLimits(Model):
@@ -48,6 +55,19 @@ class PacingLimits(Model):
     @property
     def enabled(self) -> bool:
         return self.per_minute > 0
+
+    def overridden_by(self, override: PacingOverride | None) -> PacingLimits:
+        """These limits with each field the number's override sets replacing the default."""
+        if override is None:
+            return self
+        changes = {
+            "per_minute": override.messages_per_minute,
+            "burst": override.burst,
+            "new_contacts_first_day": override.new_contacts_first_day,
+            "new_contacts_step": override.new_contacts_step,
+            "new_contacts_max": override.new_contacts_max,
+        }
+        return self.model_copy(update={name: value for name, value in changes.items() if value is not None})
 
 
 def new_contact_budget(age_days: int, limits: PacingLimits) -> int:
@@ -77,40 +97,65 @@ class PaceStore(Protocol):
 class Pacer:
     def __init__(self, store: PaceStore, limits: PacingLimits, clock: Callable[[], datetime] = utcnow) -> None:
         self._store = store
-        self._limits = limits
-        self._bucket = Bucket.of(Rate(per_second=max(limits.per_minute, 1e-6) / 60, burst=limits.burst))
+        self._defaults = limits
         self._clock = clock
         self._seen: dict[str, int | None] = {}  # number id -> its bucket's last known `tat`
+        # One merge per distinct override and one bucket per distinct limits, not one per send.
+        self._limits: dict[PacingOverride, PacingLimits] = {}
+        self._buckets: dict[PacingLimits, Bucket] = {}
         self._lock = threading.Lock()
 
     @property
-    def enabled(self) -> bool:
-        return self._limits.enabled
+    def defaults(self) -> PacingLimits:
+        return self._defaults
+
+    def limits_for(self, number: NumberRoutes) -> PacingLimits:
+        """The number's limits: its override over the deployment's defaults."""
+        if number.pacing is None:
+            return self._defaults
+        with self._lock:
+            limits = self._limits.get(number.pacing)
+            if limits is None:
+                if len(self._limits) >= MAX_CACHED_LIMITS:
+                    self._limits.clear()
+                limits = self._limits[number.pacing] = self._defaults.overridden_by(number.pacing)
+        return limits
+
+    def _bucket(self, limits: PacingLimits) -> Bucket:
+        with self._lock:
+            bucket = self._buckets.get(limits)
+            if bucket is None:
+                if len(self._buckets) >= MAX_CACHED_LIMITS:
+                    self._buckets.clear()
+                rate = Rate(per_second=max(limits.per_minute, 1e-6) / 60, burst=limits.burst)
+                bucket = self._buckets[limits] = Bucket.of(rate)
+        return bucket
 
     def admit(self, number: NumberRoutes, *, new_contact: bool) -> Held | None:
         """Take one message from the number's bucket and, for a new contact, one from its day's
         budget; the reason and the wait when it may not send now."""
-        if not self._limits.enabled:
+        limits = self.limits_for(number)
+        if not limits.enabled:
             return None
         now = self._clock()
-        held = self._take_token(number.number_id, now)
+        held = self._take_token(number.number_id, self._bucket(limits), now)
         if held is not None or not new_contact:
             return held
-        budget = new_contact_budget(_age_days(number, now), self._limits)
+        budget = new_contact_budget(_age_days(number, now), limits)
         if budget > 0 and self._store.count_new_contact(number.number_id, now.date(), budget):
             return None
         return Held(reason=PACING_NEW_CONTACTS, wait_seconds=seconds_to_next_day(now))
 
-    def _take_token(self, number_id: str, now: datetime) -> Held | None:
+    def _take_token(self, number_id: str, bucket: Bucket, now: datetime) -> Held | None:
         at = int(now.timestamp() * US)
         with self._lock:
             tat = self._seen.get(number_id)
         for _ in range(TAKE_ATTEMPTS):
-            claim = self._bucket.claim(tat, at, 1)
+            claim = bucket.claim(tat, at, 1)
             if claim is None:
-                return Held(reason=PACING_RATE, wait_seconds=max(1, math.ceil(self._bucket.wait(tat, at, 1))))
+                return Held(reason=PACING_RATE, wait_seconds=max(1, math.ceil(bucket.wait(tat, at, 1))))
             try:
-                tat = self._store.take(number_id, claim, self._bucket.expires(at))
+                tat = self._store.take(number_id, claim, bucket.expires(at))
             except BucketMoved as moved:
                 tat = moved.current
                 continue
@@ -119,7 +164,7 @@ class Pacer:
                     self._seen[number_id] = tat
             return None
         # Lost every race to other replicas: the bucket is busy; try again in one interval.
-        return Held(reason=PACING_RATE, wait_seconds=max(1, math.ceil(self._bucket.interval / US)))
+        return Held(reason=PACING_RATE, wait_seconds=max(1, math.ceil(bucket.interval / US)))
 
 
 def _age_days(number: NumberRoutes, now: datetime) -> int:

@@ -10,7 +10,7 @@ from switchboard.core.wiring import event_publisher, table
 
 if TYPE_CHECKING:
     from switchboard.health.domain import Thresholds
-    from switchboard.health.pacing import Pacer
+    from switchboard.health.pacing import Pacer, PacingLimits
     from switchboard.health.service import HealthWatch
 
 
@@ -45,17 +45,23 @@ def health_watch() -> HealthWatch:
     )
 
 
-@component
-def pacer() -> Pacer:
-    from switchboard.health.dynamo import DynamoPaceStore
-    from switchboard.health.pacing import Pacer, PacingLimits
+def pacing_defaults() -> PacingLimits:
+    """The deployment's pacing, which every number follows where its own override is silent."""
+    from switchboard.health.pacing import PacingLimits
 
     settings = get_settings()
-    limits = PacingLimits(
+    return PacingLimits(
         per_minute=settings.pacing_messages_per_minute,
         burst=settings.pacing_burst,
         new_contacts_first_day=settings.pacing_new_contacts_first_day,
         new_contacts_step=settings.pacing_new_contacts_step,
         new_contacts_max=settings.pacing_new_contacts_max,
     )
-    return Pacer(DynamoPaceStore(table()), limits)
+
+
+@component
+def pacer() -> Pacer:
+    from switchboard.health.dynamo import DynamoPaceStore
+    from switchboard.health.pacing import Pacer
+
+    return Pacer(DynamoPaceStore(table()), pacing_defaults())

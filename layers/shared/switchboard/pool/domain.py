@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.catalog.domain import MAX_POOL_SIZE, Instance, new_id, utcnow
+from switchboard.catalog.domain import MAX_POOL_SIZE, Instance, PacingOverride, new_id, utcnow
 from switchboard.core.errors import AlreadyExists, Conflict, InvalidInput, NotFound
 from switchboard.core.model import Model
 from switchboard.providers.kinds import ProviderKind
@@ -103,6 +103,8 @@ class NumberRoutes(Model):
     digits: str
     added_at: datetime | None = None  # when it joined the pool; None for the default number
     routes: tuple[Route, ...] = ()
+    # The number's own pacing, read with the number: the pacer needs no read of its own per send.
+    pacing: PacingOverride | None = None
 
     @property
     def connected(self) -> bool:

@@ -256,4 +256,5 @@ class SendingConfigSource:
             digits=number.number,
             added_at=entry.added_at if entry else None,
             routes=routes_of(number, self._catalog.instances_of_number(number.id), providers),
+            pacing=number.pacing,
         )
