@@ -4,7 +4,8 @@ signals and from what switchboard sees it send. Pure rules, no I/O.
 Each signal is a `Reason` with the state it puts the instance in, since when, and (for a pause
 that lifts by itself) until when. The instance's state is the most severe of its reasons still
 active at the time of reading, so a pause that expires needs no write: the next read, by the
-send worker or the API, already finds the instance healthy.
+send worker or the API, already finds the instance healthy (the scheduled reconciliation then
+writes and announces the change, `HealthWatch.refresh`).
 
 | signal | state | lasts (default) |
 |---|---|---|
@@ -16,12 +17,13 @@ send worker or the API, already finds the instance healthy.
 | more sends this minute than `max_sends_per_minute` | warning | to the end of the next minute |
 | more sends this hour than `max_sends_per_hour` | paused_for_new_contacts | to the end of the hour |
 | delivered / sent < `min_delivery_ratio` over a window of `delivery_window` sends | warning | until a window is above |
-| distinct texts / sample < `min_text_diversity` while distinct recipients / sample >= 0.5, over a full sample of `diversity_sample` sends | warning | until the sample is diverse again |
+| distinct texts < `min_text_diversity`, recipients >= 0.5, of `diversity_sample` sends | warning | until diverse |
 
 The diversity sample keeps, for each of the last `diversity_sample` sends, short hashes of the
-recipient and of the normalised text (never the number or the text: the item is readable through
-the API). The same text to many different people is what bulk-spam detection punishes; the same
-text to the few people of a conversation is not.
+recipient and of the normalised text (never the number or the text: the health item is
+operational data, read by the API and the pool, not a message store). The same text to many
+different people is what bulk-spam detection punishes; the same text to the few people of a
+conversation is not.
 """
 
 from __future__ import annotations

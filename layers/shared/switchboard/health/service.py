@@ -193,9 +193,8 @@ class HealthWatch:
         self._remember(health)
         state = health.state_at(now)
         if state is not health.state:
-            self._change(
-                instance, health, lambda current: (pruned(current.reasons, now), None), now, since=lapsed_at(health, now)
-            )
+            lapsed = lapsed_at(health, now)
+            self._change(instance, health, lambda current: (pruned(current.reasons, now), None), now, since=lapsed)
         return state
 
     # --- steps ---------------------------------------------------------------------------
