@@ -80,6 +80,7 @@ export default {
   "health.reason.velocity_minute": "too many sends in the last minute",
   "health.reason.velocity_hour": "too many sends in the last hour",
   "health.reason.low_delivery_ratio": "low delivery ratio",
+  "health.reason.repeated_text": "the same text sent to many different people",
   "instanceConfig.title": "Settings of {instance}",
   "instanceConfig.spamguard": "Spam guard (never repeat the same text to the same recipient)",
   "instanceConfig.inbox": "Inbox id (inboxId)",

@@ -80,6 +80,7 @@ export default {
   "health.reason.velocity_minute": "envios demais no último minuto",
   "health.reason.velocity_hour": "envios demais na última hora",
   "health.reason.low_delivery_ratio": "taxa de entrega baixa",
+  "health.reason.repeated_text": "o mesmo texto enviado a muitas pessoas diferentes",
   "instanceConfig.title": "Configuração de {instance}",
   "instanceConfig.spamguard": "Proteção contra spam (não repetir o mesmo texto ao mesmo destinatário)",
   "instanceConfig.inbox": "ID da caixa de entrada (inboxId)",

@@ -2,6 +2,8 @@
 
 Per instance (manual route, queue worker after a schedule fan-out or an admission error):
 
+0. every instance: its ban-watch health (one read; a pause that expired since the last write is
+   written and announced as `number.health.changed` now rather than at the instance's next send);
 1. the limit: `GET /instance/status` through the call limit's snapshot rule;
 2. `GET /call/active`: every live call applied with the same forward-only guards as events
    (unknown calls are adopted; a newer state stored meanwhile is never undone);
@@ -74,6 +76,7 @@ class ReconcileReport(Model):
     reservations_kept: int = 0
     adopted: int = 0
     outbox: dict[str, Any] | None = None  # the outbox drain's result (messaging instances)
+    health: str | None = None  # the instance's health state now (None: not read)
 
 
 class Reconciler:
@@ -86,6 +89,7 @@ class Reconciler:
         *,
         refresh_limit: Callable[[Instance], Any],
         drain_outbox: Callable[[str], BaseModel] | None = None,
+        refresh_health: Callable[[Instance], Any] | None = None,
     ) -> None:
         self._instances = instances
         self._records = records
@@ -93,6 +97,7 @@ class Reconciler:
         self._targets = targets
         self._refresh_limit = refresh_limit
         self._drain_outbox = drain_outbox
+        self._refresh_health = refresh_health
 
     def reconcile_by_key(self, key: str) -> ReconcileReport | None:
         """The queue worker's entry (an `Instance.key`): an instance deleted since the fan-out is skipped."""
@@ -108,6 +113,7 @@ class Reconciler:
     def reconcile(self, instance: Instance) -> ReconcileReport:
         """Raises ProviderError when the provider cannot be read (the queue retries the message)."""
         report = ReconcileReport(instance=instance.name)
+        report.health = self._health(instance)
         if instance.kind != "calls":
             if self._drain_outbox is not None:
                 report.outbox = self._drain_outbox(instance.key).model_dump()
@@ -125,6 +131,17 @@ class Reconciler:
         self._adopt_orphans(instance, report)
         logger.info("instance reconciled", extra=report.model_dump())
         return report
+
+    def _health(self, instance: Instance) -> str | None:
+        """Best effort: the health check never holds back the provider's reconciliation (and is
+        not retried with it: the next period reads again)."""
+        if self._refresh_health is None:
+            return None
+        try:
+            return str(self._refresh_health(instance))
+        except Exception:
+            logger.exception("health not refreshed", extra={"instance": instance.key})
+            return None
 
     def _settle_missing(
         self,

@@ -9,6 +9,7 @@ from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
 from switchboard.core.settings import get_settings
 from switchboard.core.wiring import client, event_publisher, table
+from switchboard.health.wiring import health_watch
 from switchboard.providers.wiring import targets
 from switchboard.routing.wiring import outbox_service
 
@@ -60,7 +61,8 @@ def dialing_service() -> DialService:
 
 @component
 def reconciler() -> Reconciler:
-    """Calls instances: limit, live calls, reservations; messaging instances: their outbox."""
+    """Every instance: its health (an expired pause announced); calls instances: limit, live calls,
+    reservations; messaging instances: their outbox."""
     from switchboard.calls.reconcile import Reconciler
 
     return Reconciler(
@@ -70,6 +72,8 @@ def reconciler() -> Reconciler:
         targets(),
         refresh_limit=lambda instance: calls_config_service().refresh_from_status(instance),
         drain_outbox=lambda name: outbox_service().drain(name),
+        # The ban watch is built on the first instance reconciled, not with the reconciler.
+        refresh_health=lambda instance: health_watch().refresh(instance),
     )
 
 

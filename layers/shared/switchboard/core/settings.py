@@ -75,6 +75,10 @@ class Settings(Model):
     health_max_sends_per_hour: int = Field(default=600, ge=1, alias="HEALTH_MAX_SENDS_PER_HOUR")
     health_delivery_window: int = Field(default=50, ge=1, alias="HEALTH_DELIVERY_WINDOW")
     health_min_delivery_ratio: float = Field(default=0.5, ge=0, le=1, alias="HEALTH_MIN_DELIVERY_RATIO")
+    # Diversity: the sample of recent sends (recipient and text hashes, one slot each) and the
+    # share of distinct texts under which the same text to many people is a warning.
+    health_diversity_sample: int = Field(default=50, ge=1, le=500, alias="HEALTH_DIVERSITY_SAMPLE")
+    health_min_text_diversity: float = Field(default=0.1, ge=0, le=1, alias="HEALTH_MIN_TEXT_DIVERSITY")
     # Pacing per number (health/pacing.py): messages a minute (0: off) and burst, and the new
     # contacts a day: on the number's first day, added each day after, at most.
     pacing_messages_per_minute: float = Field(default=0, ge=0, alias="PACING_MESSAGES_PER_MINUTE")

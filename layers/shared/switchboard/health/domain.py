@@ -4,7 +4,8 @@ signals and from what switchboard sees it send. Pure rules, no I/O.
 Each signal is a `Reason` with the state it puts the instance in, since when, and (for a pause
 that lifts by itself) until when. The instance's state is the most severe of its reasons still
 active at the time of reading, so a pause that expires needs no write: the next read, by the
-send worker or the API, already finds the instance healthy.
+send worker or the API, already finds the instance healthy (the scheduled reconciliation then
+writes and announces the change, `HealthWatch.refresh`).
 
 | signal | state | lasts (default) |
 |---|---|---|
@@ -16,10 +17,18 @@ send worker or the API, already finds the instance healthy.
 | more sends this minute than `max_sends_per_minute` | warning | to the end of the next minute |
 | more sends this hour than `max_sends_per_hour` | paused_for_new_contacts | to the end of the hour |
 | delivered / sent < `min_delivery_ratio` over a window of `delivery_window` sends | warning | until a window is above |
+| distinct texts < `min_text_diversity`, recipients >= 0.5, of `diversity_sample` sends | warning | until diverse |
+
+The diversity sample keeps, for each of the last `diversity_sample` sends, short hashes of the
+recipient and of the normalised text (never the number or the text: the health item is
+operational data, read by the API and the pool, not a message store). The same text to many
+different people is what bulk-spam detection punishes; the same text to the few people of a
+conversation is not.
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -27,6 +36,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from switchboard.core.model import Model
+from switchboard.messages.spam_guard import text_hash
 
 
 class HealthState(StrEnum):
@@ -51,6 +61,14 @@ LOGGED_OUT = "logged_out"
 VELOCITY_MINUTE = "velocity_minute"
 VELOCITY_HOUR = "velocity_hour"
 LOW_DELIVERY = "low_delivery_ratio"
+REPEATED_TEXT = "repeated_text"
+
+# Distinct recipients over the sample from which a sample of repeated texts is a broadcast, not a
+# conversation.
+BROADCAST_RECIPIENTS = 0.5
+# Hex characters kept of each hash: enough to tell 500 sends apart, too few to make the stored
+# value an identifier of the recipient.
+FINGERPRINT_LENGTH = 8
 
 
 class Thresholds(Model):
@@ -66,6 +84,8 @@ class Thresholds(Model):
     max_sends_per_hour: int = Field(default=600, ge=1)
     delivery_window: int = Field(default=50, ge=1)
     min_delivery_ratio: float = Field(default=0.5, ge=0, le=1)
+    diversity_sample: int = Field(default=50, ge=1, le=500)
+    min_text_diversity: float = Field(default=0.1, ge=0, le=1)
 
 
 class Reason(Model):
@@ -103,6 +123,9 @@ class Health(Model):
     window_delivered: int = 0
     delivery_ratio: float | None = None  # of the last complete window
     failures: dict[str, int] = Field(default_factory=dict)  # provider code -> sends it refused
+    send_seq: int = 0  # sends ever counted; the next send's sample slot is `send_seq mod diversity_sample`
+    sample_recipients: dict[int, str] = Field(default_factory=dict)  # slot -> recipient fingerprint
+    sample_texts: dict[int, str] = Field(default_factory=dict)  # slot -> text fingerprint
 
     def active_reasons(self, now: datetime) -> list[Reason]:
         return sorted(
@@ -126,6 +149,38 @@ HEALTHY = HealthState.HEALTHY
 
 def _after(now: datetime, seconds: int) -> datetime:
     return now + timedelta(seconds=seconds)
+
+
+class Diversity(Model):
+    """Distinct recipients and distinct texts over the sample of recent sends (ratios None when empty)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sample: int = 0
+    recipients: float | None = None
+    texts: float | None = None
+
+
+def fingerprints(instance_key: str, recipient: str, text: str) -> tuple[str, str]:
+    """What the diversity sample keeps of a send: short hashes of the recipient (salted with the
+    instance, so equal numbers do not match across instances) and of the text as the spam guard
+    compares it (trimmed, whitespace collapsed, casefolded)."""
+    person = hashlib.sha256(f"{instance_key}\0{recipient.strip()}".encode()).hexdigest()
+    return person[:FINGERPRINT_LENGTH], text_hash(text)[:FINGERPRINT_LENGTH]
+
+
+def diversity(health: Health, limits: Thresholds) -> Diversity:
+    """The sample's slots below `diversity_sample` (slots past a lowered sample size are ignored)."""
+    slots = [
+        slot for slot in health.sample_recipients if slot < limits.diversity_sample and slot in health.sample_texts
+    ]
+    if not slots:
+        return Diversity()
+    recipients = len({health.sample_recipients[slot] for slot in slots})
+    texts = len({health.sample_texts[slot] for slot in slots})
+    return Diversity(
+        sample=len(slots), recipients=round(recipients / len(slots), 4), texts=round(texts / len(slots), 4)
+    )
 
 
 def provider_signal(code: str | None, now: datetime, limits: Thresholds) -> Reason | None:
@@ -174,8 +229,8 @@ def pruned(reasons: dict[str, Reason], now: datetime) -> dict[str, Reason]:
 
 
 def after_send(health: Health, now: datetime, limits: Thresholds) -> dict[str, Reason]:
-    """The reasons once the send just counted in `health` is taken into account (velocity, and
-    delivery at the end of a window)."""
+    """The reasons once the send just counted in `health` is taken into account (velocity,
+    delivery at the end of a window, and the diversity of a full sample)."""
     reasons = pruned(health.reasons, now)
     minute_end = datetime.fromtimestamp((health.at_minute + 2) * 60, UTC)
     if health.minute_sends > limits.max_sends_per_minute and VELOCITY_MINUTE not in reasons:
@@ -196,7 +251,19 @@ def after_send(health: Health, now: datetime, limits: Thresholds) -> dict[str, R
                 reasons = with_reason(reasons, Reason(code=LOW_DELIVERY, state=HealthState.WARNING, since=now), now)
         else:
             reasons = without(reasons, LOW_DELIVERY)
-    return reasons
+    return _judge_diversity(reasons, diversity(health, limits), now, limits)
+
+
+def _judge_diversity(
+    reasons: dict[str, Reason], sample: Diversity, now: datetime, limits: Thresholds
+) -> dict[str, Reason]:
+    if sample.sample < limits.diversity_sample or sample.texts is None or sample.recipients is None:
+        return reasons  # too few sends to judge: a reason already there stays until a full sample clears it
+    if sample.texts < limits.min_text_diversity and sample.recipients >= BROADCAST_RECIPIENTS:
+        if REPEATED_TEXT in reasons:
+            return reasons
+        return with_reason(reasons, Reason(code=REPEATED_TEXT, state=HealthState.WARNING, since=now), now)
+    return without(reasons, REPEATED_TEXT)
 
 
 def window_ratio(health: Health, limits: Thresholds) -> float | None:
@@ -206,7 +273,19 @@ def window_ratio(health: Health, limits: Thresholds) -> float | None:
     return min(1.0, health.window_delivered / health.window_sent)
 
 
-def view(health: Health, now: datetime) -> dict[str, Any]:
+def lapsed_at(health: Health, now: datetime) -> datetime:
+    """When the instance reached the state it is in at `now` by the expiry of its more severe
+    reasons (`now` when nothing expired): the moment the last of those lifted."""
+    floor = SEVERITY[health.state_at(now)]
+    lifted = [
+        reason.until
+        for reason in health.reasons.values()
+        if reason.until is not None and reason.until <= now and SEVERITY[reason.state] > floor
+    ]
+    return max(lifted, default=now)
+
+
+def view(health: Health, now: datetime, limits: Thresholds) -> dict[str, Any]:
     """What the API and the `number.health.changed` event say of an instance's health."""
     active = health.active_reasons(now)
     state = health.state_at(now)
@@ -224,6 +303,7 @@ def view(health: Health, now: datetime) -> dict[str, Any]:
             }
             for reason in active
         ],
+        "diversity": diversity(health, limits).model_dump(),
     }
 
 

@@ -5,6 +5,16 @@ Counters (`minute_sends`, `hour_sends`, `window_sent`, `window_delivered`, `fail
 only ever added to, so concurrent workers never conflict on them; the reasons and the state are
 rewritten under the item's `version` (a conditional write). A send costs one UpdateItem (two at
 a minute's turn, three at an hour's), which answers the counters the ban watch judges on.
+
+The diversity sample rides in that same UpdateItem: the send's recipient and text fingerprints
+go to the top-level attributes `dr_<slot>` and `dt_<slot>`, and `send_seq` counts the sends.
+Top-level attributes, not a map: `SET sample.#slot` fails on an item (or an item without the
+map) that does not exist yet, and creating the map first would cost a second request. The slot
+is chosen by the caller before the write (`send_seq mod size` from the item it last saw, so one
+worker writing in turn keeps exactly the last `size` sends; a worker that has not seen the item
+picks a slot at random): the write cannot read `send_seq` before naming the attribute it sets.
+Two workers with the same stale `send_seq` write the same slot, and the sample loses one send,
+which a ratio over 50 sends can afford.
 """
 
 from __future__ import annotations
@@ -24,6 +34,8 @@ from switchboard.quotas.dynamo import take_bucket
 
 BATCH_GET_KEYS = 100
 FAILURE_PREFIX = "fail_"
+RECIPIENT_PREFIX = "dr_"
+TEXT_PREFIX = "dt_"
 _CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 COUNT_ATTEMPTS = 4
 
@@ -61,17 +73,27 @@ class HealthRepository:
                 request = answer.get("UnprocessedKeys") or {}
         return found
 
-    def count_send(self, instance_key: str, now: datetime) -> Health:
-        """One more send this minute, this hour and in the delivery window; the item after it."""
+    def count_send(self, instance_key: str, now: datetime, sample: SampleEntry | None = None) -> Health:
+        """One more send this minute, this hour and in the delivery window, and (with `sample`:
+        slot, recipient and text fingerprints) in the diversity sample; the item after it."""
         minute, hour = int(now.timestamp()) // 60, int(now.timestamp()) // 3600
-        values = {":m": minute, ":h": hour, ":one": 1}
-        same_minute = ("ADD minute_sends :one, hour_sends :one, window_sent :one", "at_minute = :m")
+        values: dict[str, Any] = {":m": minute, ":h": hour, ":one": 1}
+        sets: list[str] = []
+        if sample is not None:
+            slot, recipient, text = sample
+            sets = [f"{RECIPIENT_PREFIX}{int(slot)} = :dr", f"{TEXT_PREFIX}{int(slot)} = :dt"]
+            values.update({":dr": recipient, ":dt": text})
+        adds = ["window_sent :one", "send_seq :one"]
+        same_minute = (
+            _update(sets, ["minute_sends :one", "hour_sends :one", *adds]),
+            "at_minute = :m",
+        )
         new_minute = (
-            "SET at_minute = :m, minute_sends = :one ADD hour_sends :one, window_sent :one",
+            _update(["at_minute = :m", "minute_sends = :one", *sets], ["hour_sends :one", *adds]),
             "(attribute_not_exists(at_minute) OR at_minute < :m) AND at_hour = :h",
         )
         new_hour = (
-            "SET at_minute = :m, minute_sends = :one, at_hour = :h, hour_sends = :one ADD window_sent :one",
+            _update(["at_minute = :m", "minute_sends = :one", "at_hour = :h", "hour_sends = :one", *sets], adds),
             "attribute_not_exists(at_hour) OR at_hour < :h",
         )
         for _ in range(COUNT_ATTEMPTS):
@@ -165,6 +187,21 @@ class HealthRepository:
         return attributes
 
 
+SampleEntry = tuple[int, str, str]
+
+
+def _update(sets: list[str], adds: list[str]) -> str:
+    return " ".join(part for part in (f"SET {', '.join(sets)}" if sets else "", f"ADD {', '.join(adds)}") if part)
+
+
+def _sample(item: dict[str, Any], prefix: str) -> dict[int, str]:
+    return {
+        int(slot): value
+        for name, value in item.items()
+        if name.startswith(prefix) and (slot := name.removeprefix(prefix)).isdigit() and isinstance(value, str)
+    }
+
+
 def _stored_reason(reason: Reason) -> dict[str, Any]:
     stored: dict[str, Any] = reason.model_dump(mode="json", exclude_none=True)
     return stored
@@ -179,7 +216,16 @@ def _health(instance_key: str, item: dict[str, Any] | None) -> Health:
         if name.startswith(FAILURE_PREFIX) and isinstance(value, Decimal | int)
     }
     fields = {name: value for name, value in item.items() if name in Health.model_fields and value is not None}
-    return from_item(Health, {**fields, "instance_key": instance_key, "failures": failures})
+    return from_item(
+        Health,
+        {
+            **fields,
+            "instance_key": instance_key,
+            "failures": failures,
+            "sample_recipients": _sample(item, RECIPIENT_PREFIX),
+            "sample_texts": _sample(item, TEXT_PREFIX),
+        },
+    )
 
 
 class DynamoPaceStore:

@@ -30,7 +30,7 @@ def get_health(catalog: Catalog, watch: Watch, name: ID, principal: Admin) -> He
     delivery), when a pause lifts, and the counters it is judged on. A pause that has expired is
     already gone here; the pool reads the same state."""
     instance = catalog.get_instance(principal, name)
-    return HealthView.of(instance, watch.read(instance), watch.now)
+    return HealthView.of(instance, watch.read(instance), watch.now, watch.limits)
 
 
 @router.post(

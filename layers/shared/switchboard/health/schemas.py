@@ -9,7 +9,7 @@ from pydantic import Field
 
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.wire import View
-from switchboard.health.domain import Health, view
+from switchboard.health.domain import Health, Thresholds, view
 
 State = Literal["healthy", "warning", "paused_for_new_contacts", "paused"]
 
@@ -17,7 +17,7 @@ State = Literal["healthy", "warning", "paused_for_new_contacts", "paused"]
 class ReasonView(View):
     code: str = Field(
         description="timelock_463, meta_throughput_130429, meta_pair_rate_131056, meta_ecosystem_131049, "
-        "logged_out, velocity_minute, velocity_hour or low_delivery_ratio"
+        "logged_out, velocity_minute, velocity_hour, low_delivery_ratio or repeated_text"
     )
     state: State = Field(description="The state this reason puts the instance in.")
     since: datetime
@@ -36,6 +36,14 @@ class DeliveryView(View):
     last_ratio: float | None = Field(description="Delivered over sent in the last complete window.")
 
 
+class DiversityView(View):
+    sample: int = Field(description="Recent sends sampled (up to HEALTH_DIVERSITY_SAMPLE, default 50).")
+    recipients: float | None = Field(description="Distinct recipients over the sample; null before any send.")
+    texts: float | None = Field(
+        description="Distinct texts (compared trimmed and casefolded) over the sample; null before any send."
+    )
+
+
 class HealthView(View):
     instance: str
     number_id: str
@@ -48,11 +56,15 @@ class HealthView(View):
     reasons: list[ReasonView]
     velocity: VelocityView
     delivery: DeliveryView
+    diversity: DiversityView = Field(
+        description="The recipients and texts of the recent sends: the same text to many different people "
+        "(texts under HEALTH_MIN_TEXT_DIVERSITY, recipients at least half) puts the instance in warning."
+    )
     failures: dict[str, int] = Field(description="Sends refused by the provider, by the provider's code.")
 
     @classmethod
-    def of(cls, instance: Instance, health: Health, now: datetime) -> HealthView:
-        current = view(health, now)
+    def of(cls, instance: Instance, health: Health, now: datetime, limits: Thresholds) -> HealthView:
+        current = view(health, now, limits)
         minute, hour = int(now.timestamp()) // 60, int(now.timestamp()) // 3600
         return cls.model_validate(
             {
@@ -72,6 +84,7 @@ class HealthView(View):
                     "last_ratio": health.delivery_ratio,
                 },
                 "failures": health.failures,
+                "diversity": current["diversity"],
             }
         )
 

@@ -4,10 +4,15 @@ the pool reads before choosing a number, and what the API shows.
 Every observation is best effort for the caller (a failure here never fails a send); a change of
 state is committed first (conditional write on the item's version, re-read on a lost race), then
 published as `number.health.changed` on the bus and to the instance's events webhook.
+
+A pause that expires changes the state without any write; the scheduled reconciliation calls
+`refresh` for every instance each period, so that change is announced within a period even when
+the instance sends nothing.
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -23,6 +28,8 @@ from switchboard.health.domain import (
     Reason,
     Thresholds,
     after_send,
+    fingerprints,
+    lapsed_at,
     provider_signal,
     pruned,
     view,
@@ -30,7 +37,7 @@ from switchboard.health.domain import (
     with_reason,
     without,
 )
-from switchboard.health.dynamo import HealthChanged
+from switchboard.health.dynamo import HealthChanged, SampleEntry
 
 HEALTH_CHANGED = "number.health.changed"
 SAVE_ATTEMPTS = 3
@@ -39,7 +46,7 @@ SAVE_ATTEMPTS = 3
 class HealthStore(Protocol):
     def get(self, instance_key: str) -> Health: ...
     def get_many(self, instance_keys: Collection[str]) -> dict[str, Health]: ...
-    def count_send(self, instance_key: str, now: datetime) -> Health: ...
+    def count_send(self, instance_key: str, now: datetime, sample: SampleEntry | None = None) -> Health: ...
     def count_failure(self, instance_key: str, provider_code: str) -> Health: ...
     def count_delivery(self, instance_key: str) -> None: ...
     def save_reasons(
@@ -92,6 +99,10 @@ class HealthWatch:
     def now(self) -> datetime:
         return self._clock()
 
+    @property
+    def limits(self) -> Thresholds:
+        return self._limits
+
     # --- what the pool reads -------------------------------------------------------------
 
     def health_of(self, instance_keys: Collection[str]) -> dict[str, Health]:
@@ -119,9 +130,13 @@ class HealthWatch:
 
     # --- what the send worker, receipts and connections say ------------------------------
 
-    def sent(self, instance: Instance) -> None:
+    def sent(self, instance: Instance, recipient: str | None = None, text: str | None = None) -> None:
+        """A successful send: counted, and (given its recipient and text) sampled for diversity."""
         now = self._clock()
-        health = self._store.count_send(instance.key, now)
+        sample = None
+        if recipient is not None and text is not None:
+            sample = (self._next_slot(instance.key), *fingerprints(instance.key, recipient, text))
+        health = self._store.count_send(instance.key, now, sample)
         self._remember(health)
 
         def change(current: Health) -> tuple[dict[str, Reason], tuple[int, int, float] | None]:
@@ -168,17 +183,44 @@ class HealthWatch:
             instance, current, lambda health: (with_reason(pruned(health.reasons, now), logged_out, now), None), now
         )
 
+    # --- what the scheduled reconciliation asks -----------------------------------------
+
+    def refresh(self, instance: Instance) -> HealthState:
+        """The state now, written and announced when it moved since the last write (a pause that
+        expired): one read, and a write only then. Returns the state now."""
+        now = self._clock()
+        health = self._store.get(instance.key)
+        self._remember(health)
+        state = health.state_at(now)
+        if state is not health.state:
+            lapsed = lapsed_at(health, now)
+            self._change(instance, health, lambda current: (pruned(current.reasons, now), None), now, since=lapsed)
+        return state
+
     # --- steps ---------------------------------------------------------------------------
 
-    def _change(self, instance: Instance, health: Health, change: Change, now: datetime) -> None:
+    def _next_slot(self, instance_key: str) -> int:
+        """The diversity slot of the next send: after the last `send_seq` this container saw of
+        the instance (however old: it is only a hint), at random when it saw none."""
+        with self._lock:
+            cached = self._cache.get(instance_key)
+        if cached is None:
+            return secrets.randbelow(self._limits.diversity_sample)
+        return cached[1].send_seq % self._limits.diversity_sample
+
+    def _change(
+        self, instance: Instance, health: Health, change: Change, now: datetime, *, since: datetime | None = None
+    ) -> None:
+        """Save `change(health)`; a state that moves is dated `since` (default `now`) and announced."""
+        changed_at = since if since is not None else now
         for attempt in range(SAVE_ATTEMPTS):
             reasons, window = change(health)
             state = _state_of(reasons, now)
             if reasons == health.reasons and state is health.state and window is None:
                 return
-            since = now if state is not health.state or health.since is None else health.since
+            dated = changed_at if state is not health.state or health.since is None else health.since
             try:
-                saved = self._store.save_reasons(health, reasons, state, since, close_window=window)
+                saved = self._store.save_reasons(health, reasons, state, dated, close_window=window)
             except HealthChanged:
                 if attempt == SAVE_ATTEMPTS - 1:
                     logger.warning("health not updated: too many concurrent writers", extra={"instance": instance.name})
@@ -196,7 +238,7 @@ class HealthWatch:
             "instance": instance.name,
             "numberId": instance.number_id,
             "previousState": str(previous),
-            **view(health, now),
+            **view(health, now, self._limits),
             "at": now.isoformat(),
         }
         logger.info(

@@ -27,6 +27,8 @@ def thresholds() -> Thresholds:
         max_sends_per_hour=settings.health_max_sends_per_hour,
         delivery_window=settings.health_delivery_window,
         min_delivery_ratio=settings.health_min_delivery_ratio,
+        diversity_sample=settings.health_diversity_sample,
+        min_text_diversity=settings.health_min_text_diversity,
     )
 
 

@@ -113,7 +113,7 @@ class Watch(Protocol):
     @property
     def now(self) -> datetime: ...
     def health_of(self, instance_keys: Collection[str]) -> Mapping[str, InstanceHealth]: ...
-    def sent(self, instance: Instance) -> None: ...
+    def sent(self, instance: Instance, recipient: str | None = None, text: str | None = None) -> None: ...
     def refused(self, instance: Instance, provider_code: str | None) -> None: ...
 
 
@@ -562,7 +562,7 @@ class SendingService:
         if self._health is None or route.source is None:
             return
         try:
-            self._health.sent(route.source)
+            self._health.sent(route.source, message.to, message.text)
         except Exception:
             logger.exception("send not counted by the ban watch", extra={"message_id": message.id})
 
