@@ -166,13 +166,14 @@ def test_a_reattach_within_25_s_of_a_drop_resumes_the_same_session_and_later_sta
     with connect(first["mediaUrl"]) as socket:
         socket.send("x")
         socket.recv(timeout=5)
-    session = session_of(simulator, connection, call_id)
     wait_detached(simulator, connection, call_id)
+    session = session_of(simulator, connection, call_id)
 
     clock.now += 24
     soon = attach(client, connection, call_id, ana).json()
     assert soon["resumed"] is True
-    assert session_of(simulator, connection, call_id) == session
+    resumed = session_of(simulator, connection, call_id)
+    assert session is not None and resumed is not None and resumed["sessionId"] == session["sessionId"]
     with connect(soon["mediaUrl"]) as socket:
         socket.send("back")
         assert socket.recv(timeout=5) == f"{call_id}:back"
