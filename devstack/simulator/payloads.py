@@ -323,9 +323,9 @@ def meta_send_error(code: str) -> Refused:
 
 
 def wuzapi_send_error(code: str) -> Refused:
-    """wuzapi answers a send whatsmeow could not make 500 `Error sending message: <err>`;
+    """wuzapi answers a send whatsmeow could not make 500 `error sending message: <err>`;
     whatsmeow's error for a refusal by WhatsApp's server is `server returned error <code>`."""
-    return wuzapi_refused(500, f"Error sending message: server returned error {code}")
+    return wuzapi_refused(500, f"error sending message: server returned error {code}")
 
 
 def _fbtrace_id() -> str:

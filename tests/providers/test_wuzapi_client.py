@@ -15,6 +15,7 @@ from switchboard.core.errors import (
     ProviderDisconnected,
     ProviderError,
     ProviderRejected,
+    ProviderThrottled,
     ProviderTimeout,
     ProviderUnavailable,
 )
@@ -120,6 +121,15 @@ def test_a_send_that_whatsapp_did_not_confirm_in_time_has_an_unknown_outcome() -
     with pytest.raises(ProviderTimeout) as unknown:
         send()
     assert_clean(unknown.value)
+
+
+def test_whatsapps_463_refusal_is_the_numbers_reach_out_timelock() -> None:
+    _, send = send_with(answer("answer_send_text_error_463_timelock.json", 500))
+
+    with pytest.raises(ProviderThrottled) as throttled:
+        send()
+    assert throttled.value.details["provider_code"] == "463"
+    assert_clean(throttled.value)
 
 
 def test_any_other_500_is_unavailable() -> None:

@@ -34,7 +34,7 @@ def test_a_wuzapi_timelock_answers_whatsmeows_error_463(
         f"{instance.base_url}/chat/send/text", headers={"Token": instance.token}, json={"Phone": PEER, "Body": "x"}
     )
     assert raw.status_code == 500
-    assert raw.json() == {"code": 500, "error": "Error sending message: server returned error 463", "success": False}
+    assert raw.json() == {"code": 500, "error": "error sending message: server returned error 463", "success": False}
     with pytest.raises(ProviderThrottled) as raised:
         _send(instance)
     assert raised.value.details["provider_code"] == "463"

@@ -93,7 +93,7 @@ WEBHOOK_EVENT_NAMES = frozenset(
 _NO_SESSION = ("no session", "not connected", "not logged in", "device jid")
 _TIMED_OUT = ("timed out", "deadline exceeded")
 # whatsmeow wraps WhatsApp's refusal of a send as "server returned error <code>", which wuzapi
-# answers 500 "Error sending message: server returned error 463". 463 is the reach-out timelock:
+# answers 500 "error sending message: server returned error 463". 463 is the reach-out timelock:
 # the number may not start new conversations for a while.
 _SERVER_ERROR = re.compile(r"server returned error (\d{3})\b")
 _NUMBER_LIMIT_CODES = frozenset({"463"})
