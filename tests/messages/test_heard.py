@@ -8,6 +8,7 @@ import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -66,8 +67,9 @@ def test_an_incoming_message_marks_its_sender_heard_in_the_transaction_that_acce
     # What a message event cost before the mark: the acceptance, then the record marked applied.
     assert calls.names() == Counter({"TransactWriteItems": 1, "UpdateItem": 1})
     [(_, transaction)] = [(name, params) for name, params in calls.calls if name == "TransactWriteItems"]
-    keys = [next(iter(entry.values()))["Key"]["pk"]["S"] for entry in transaction["TransactItems"] if "Put" not in entry]
-    puts = [entry["Put"]["Item"]["pk"]["S"] for entry in transaction["TransactItems"] if "Put" in entry]
+    entries = transaction["TransactItems"]
+    keys = [next(iter(entry.values()))["Key"]["pk"]["S"] for entry in entries if "Put" not in entry]
+    puts = [entry["Put"]["Item"]["pk"]["S"] for entry in entries if "Put" in entry]
     [affinity] = [key for key in keys if key.startswith("AFFINITY#")]
     assert any(put.startswith("WHEVENT#") for put in puts)  # one transaction with the event's record
     assert affinity.endswith(f"#{SENDER}")  # the + dropped, as the send API drops it
@@ -97,7 +99,9 @@ def test_an_item_only_heard_reads_as_no_affinity_and_a_send_keeps_what_was_heard
     assert usable_affinity(config, heard_only) is None
     assert (tickets.value, plan.resolved["affinityNumber"]) == (1, None)  # the round robin decides
 
-    message = Message(tenant=tenant, id=new_id("msg"), api_key_id="key_1", to=SENDER, text="hi", body_hash=body_hash(SENDER, "hi"))
+    message = Message(
+        tenant=tenant, id=new_id("msg"), api_key_id="key_1", to=SENDER, text="hi", body_hash=body_hash(SENDER, "hi")
+    )
     repository.create(message)
     claimed = repository.claim(message.id, tenant, "lease-1", 60)
     assert claimed is not None
@@ -140,10 +144,15 @@ def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_t
     )
     received = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
     event = ProviderEvent(
-        provider_id="prv_1", instance=instance, name="message", event_id=inbound.event_id, data=inbound.data, received_at=received
+        provider_id="prv_1",
+        instance=instance,
+        name="message",
+        event_id=inbound.event_id,
+        data=inbound.data,
+        received_at=received,
     )
 
-    [write] = HeardFrom(MessageRepository(_OfflineTable())).writes(event)
+    [write] = HeardFrom(MessageRepository(_offline_table())).writes(event)
 
     update = write["Update"]
     to = SendMessage.model_validate({"to": f"+{inbound.data['from']}", "text": "reply"}).to
@@ -163,13 +172,9 @@ def test_an_event_naming_no_phone_number_marks_nobody(sender: str | None) -> Non
         provider_id="prv_1", instance=instance, name="message", event_id="m1", data=data, received_at=datetime.now(UTC)
     )
 
-    assert HeardFrom(MessageRepository(_OfflineTable())).writes(event) == []
+    assert HeardFrom(MessageRepository(_offline_table())).writes(event) == []
 
 
-class _OfflineTable:
+def _offline_table() -> Any:
     """What the repository reads of its table to build a transaction entry: no request is made."""
-
-    name = "main"
-
-    class meta:  # noqa: N801 - the boto3 resource's attribute
-        client = None
+    return SimpleNamespace(name="main", meta=SimpleNamespace(client=None))

@@ -214,7 +214,12 @@ class MessageRepository:
                         "TableName": self._name,
                         "Key": affinity_key(message.tenant, message.to),
                         "UpdateExpression": "SET #n = :id, #d = :number, #s = :at, #t = :tenant",
-                        "ExpressionAttributeNames": {"#n": "number_id", "#d": "number", "#s": "sent_at", "#t": "tenant"},
+                        "ExpressionAttributeNames": {
+                            "#n": "number_id",
+                            "#d": "number",
+                            "#s": "sent_at",
+                            "#t": "tenant",
+                        },
                         "ExpressionAttributeValues": {
                             ":id": number_id,
                             ":number": source_number,
