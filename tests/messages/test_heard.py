@@ -13,10 +13,11 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from switchboard.catalog.domain import Instance, new_id
 from switchboard.core.wiring import table as shared_table
-from switchboard.messages.domain import Message, body_hash
+from switchboard.messages.domain import Message, MessageStatus, body_hash
 from switchboard.messages.dynamo import MessageRepository, affinity_key
 from switchboard.messages.heard import HeardFrom
 from switchboard.messages.schemas import SendMessage
@@ -120,6 +121,51 @@ def test_an_item_only_heard_reads_as_no_affinity_and_a_send_keeps_what_was_heard
     assert both is not None
     assert (both.number_id, both.number) == ("num_other", other.digits)
     assert both.heard == heard_only.heard
+
+
+class ConflictOnce:
+    """The table's client, whose first transaction is cancelled as DynamoDB cancels one that met
+    another transaction on the same item (the acceptance of the recipient's incoming message)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.transactions = 0
+
+    def transact_write_items(self, **request: Any) -> Any:
+        self.transactions += 1
+        if self.transactions == 1:
+            reasons = [{"Code": "None"}, {"Code": "None"}, {"Code": "TransactionConflict"}]
+            error = {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"}
+            raise ClientError({"Error": error, "CancellationReasons": reasons}, "TransactWriteItems")
+        return self._client.transact_write_items(**request)
+
+
+def test_a_send_recorded_while_the_recipient_writes_in_is_recorded_on_the_next_try(aws: AwsResources) -> None:
+    repository = MessageRepository(main_table(aws))
+    message = Message(
+        tenant="acme", id="msg_1", api_key_id="key_1", to=SENDER, text="hi", body_hash=body_hash(SENDER, "hi")
+    )
+    repository.create(message)
+    claimed = repository.claim(message.id, "acme", "lease-1", 60)
+    assert claimed is not None
+    conflicting = ConflictOnce(repository._client)
+    repository._client = conflicting
+
+    repository.record_sent(
+        claimed,
+        number_id="num_main",
+        source_number="5511999990001",
+        instance="main",
+        provider_id="prv_1",
+        provider_message_id="wamid-1",
+        events=[],
+        remember_affinity=True,
+    )
+
+    assert conflicting.transactions == 2
+    assert repository.get("acme", message.id).status is MessageStatus.SENT
+    affinity = repository.affinity("acme", SENDER)
+    assert affinity is not None and affinity.number_id == "num_main"
 
 
 # --- every kind's incoming text names the person as the send API does ----------------------------

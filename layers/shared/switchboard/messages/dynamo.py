@@ -22,6 +22,7 @@ only by the job carrying its `wake_token`.
 
 from __future__ import annotations
 
+import random
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -54,6 +55,8 @@ _NAMES = {"#status": "status", "#trace": "trace"}
 # A number's "heard from" is one top-level attribute per number: SET on a nested map path fails
 # on an item that does not exist yet, and a top-level one is created with the item.
 HEARD_PREFIX = "heard_"
+SENT_ATTEMPTS = 3
+CONFLICT_PAUSE_SECONDS = 0.02
 
 
 def message_key(message_id: str) -> dict[str, str]:
@@ -229,13 +232,28 @@ class MessageRepository:
                     }
                 }
             )
-        try:
-            self._client.transact_write_items(TransactItems=writes)
-        except ClientError as error:
-            if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
-                raise AlreadyFinal("the message is no longer held by this worker") from error
-            raise
+        self._transact_sent(writes)
         return sent
+
+    def _transact_sent(self, writes: list[dict[str, Any]]) -> None:
+        """The SENT transaction. The message has left: a "TransactionConflict" (the recipient's
+        affinity item written at that moment by the acceptance of a message they sent) wrote
+        nothing and is simply tried again, rather than leaving a sent message to look
+        interrupted. Raises AlreadyFinal."""
+        attempt = 1
+        while True:
+            try:
+                self._client.transact_write_items(TransactItems=writes)
+            except ClientError as error:
+                codes = cancellation_codes(error)
+                if codes[:1] == ["ConditionalCheckFailed"]:
+                    raise AlreadyFinal("the message is no longer held by this worker") from error
+                if "TransactionConflict" not in codes or attempt == SENT_ATTEMPTS:
+                    raise
+                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * attempt))
+                attempt += 1
+            else:
+                return
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
         """QUEUED or claimed -> FAILED with `reason`. Raises AlreadyFinal."""
