@@ -103,6 +103,11 @@ class WatchedWorld(SendWorld):
         skipped = [event.data for event in self.stored(message).trace if event.stage == "pool.instance.skipped"]
         return outcome.status, outcome.instance, skipped
 
+    def wrote(self, recipient: str, name: str, ago: timedelta) -> None:
+        """`recipient` wrote to `name`'s number `ago` (what an incoming message leaves: `heard`)."""
+        heard = {self.instances[name].number_id: datetime.fromtimestamp(self.clock.now, UTC) - ago}
+        self.messages.affinities[("acme", recipient)] = Affinity(heard=heard)
+
     def later(self, delta: timedelta) -> None:
         self.clock.now += delta.total_seconds()
 
@@ -141,6 +146,30 @@ def test_given_a_463_then_the_number_is_paused_for_new_contacts_and_its_attached
     status, sent_by, skipped = world.send(ATTACHED)
     assert (status, sent_by, skipped) == (MessageStatus.SENT, "a", [])
     assert [sent.instance for sent in world.provider.sent] == ["b", "b", "a"]
+
+
+@pytest.mark.parametrize(
+    ("wrote_ago", "expected"),
+    [
+        (timedelta(hours=1), ("a", [])),
+        (timedelta(hours=25), ("b", [("a", "health_paused_for_new_contacts")])),
+    ],
+)
+def test_given_a_number_paused_for_new_contacts_then_a_recipient_who_wrote_to_it_within_a_day_is_still_served_by_it(
+    aws: AwsResources, wrote_ago: timedelta, expected: tuple[str, list[tuple[str, str]]]
+) -> None:
+    world = WatchedWorld(aws, instance("a"), instance("b"))
+    world.provider.failures["a"] = [ProviderThrottled("timelock", provider_code="463")]
+    world.send(NEW[0])
+    assert world.state("a") is HealthState.PAUSED_FOR_NEW_CONTACTS
+    # They wrote to `a` and were never sent anything: no affinity, the round robin lands on `a`.
+    world.wrote(NEW[1], "a", ago=wrote_ago)
+    world.tickets.value = 0
+
+    status, sent_by, skipped = world.send(NEW[1])
+
+    assert (status, sent_by) == (MessageStatus.SENT, expected[0])
+    assert [(data["instance"], data["reason"]) for data in skipped] == expected[1]
 
 
 def test_given_the_pause_expires_then_the_number_takes_new_contacts_again_and_the_change_is_announced(

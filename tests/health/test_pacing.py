@@ -215,6 +215,22 @@ def test_a_reply_to_an_attached_recipient_is_not_held_back_by_the_new_contact_bu
     assert world.process(world.queue_message("5511988880003")).status is MessageStatus.SENT
 
 
+def test_a_reply_to_a_recipient_who_wrote_to_the_number_within_a_day_is_not_held_back_by_the_budget() -> None:
+    limits = PacingLimits(per_minute=600, burst=100, new_contacts_first_day=1, new_contacts_step=0)
+    world = PacedWorld(number_of("a"), limits=limits)
+    assert world.process(world.queue_message("5511988880001")).status is MessageStatus.SENT  # the day's budget
+    number = world.config.pool[0]
+    world.messages.affinities[("acme", "5511988880002")] = Affinity(heard={number.number_id: T0 - timedelta(hours=1)})
+    world.messages.affinities[("acme", "5511988880003")] = Affinity(heard={number.number_id: T0 - timedelta(hours=25)})
+
+    replied = world.process(world.queue_message("5511988880002"))
+    stale = world.process(world.queue_message("5511988880003"))
+
+    assert replied.status is MessageStatus.SENT
+    assert stale.status is MessageStatus.QUEUED
+    assert world.messages.items[stale.message_id].last_error == PACING_NEW_CONTACTS
+
+
 def test_a_young_number_has_a_smaller_budget_than_an_old_one() -> None:
     limits = PacingLimits(per_minute=600, burst=100, new_contacts_first_day=2, new_contacts_step=3)
     store = MemoryPaceStore()

@@ -268,8 +268,13 @@ class FakeMessages:
         )
         self.items[message.id] = sent
         if remember:
+            # Like the repository's update: who the recipient wrote to (`heard`) stays.
+            known = self.affinities.get((message.tenant, message.to))
             self.affinities[(message.tenant, message.to)] = Affinity(
-                number_id=fields["number_id"], number=fields["source_number"], sent_at=utcnow()
+                number_id=fields["number_id"],
+                number=fields["source_number"],
+                sent_at=utcnow(),
+                heard=known.heard if known is not None else {},
             )
         return sent
 

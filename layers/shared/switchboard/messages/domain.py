@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -25,6 +26,9 @@ from switchboard.catalog.domain import Record, utcnow
 from switchboard.core.model import Model
 
 MAX_TEXT_LENGTH = 4096  # WhatsApp's limit for a text body
+# A recipient in E.164, with or without the leading +; stored (and keyed) as its digits only.
+RECIPIENT_PATTERN = r"^\+?[1-9][0-9]{7,14}$"
+_RECIPIENT = re.compile(RECIPIENT_PATTERN)
 # The longest a message may wait for a number. A day covers an overnight outage (a number
 # re-paired the next morning); beyond it a text is stale, and the API's Idempotency-Key window
 # (24 h) would no longer protect the client's retry of a message still waiting.
@@ -188,3 +192,10 @@ def keyed_message_id(api_key_id: str, idempotency_key: str) -> str:
     """The id of the message an (API key, Idempotency-Key) pair stands for: a retry finds it again."""
     digest = hashlib.sha256(f"{api_key_id}\n{idempotency_key}".encode()).hexdigest()
     return f"msg_{digest[:24]}"
+
+
+def recipient_digits(phone: str) -> str | None:
+    """`phone` as a message's `to` is stored (E.164 digits, no +), or None when it is not a
+    phone number: the send API and an incoming message's sender both go through it, so a
+    person who wrote in and a message sent to them name one recipient."""
+    return phone.removeprefix("+") if _RECIPIENT.fullmatch(phone) else None

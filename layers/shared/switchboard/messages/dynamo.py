@@ -3,7 +3,12 @@
 Items (main table):
 - message: pk `MESSAGE#<id>`, sk `#META`, with its trace (a list, appended per attempt);
 - affinity: pk `AFFINITY#<tenant>#<recipient>`, sk `#META`: the number that last sent to the
-  recipient (an O(1) read, never a scan of messages);
+  recipient (`number_id`, `number`, `sent_at`) and, one top-level `heard_<number id>` (epoch
+  seconds) per number, when the recipient last wrote to that number (an O(1) read, never a scan
+  of messages). The send writes the first, the acceptance of an incoming message the second
+  (`heard_write`), each an update leaving the other's attributes alone; an item may hold only
+  `heard_*` (someone who wrote in and was never sent anything). Like the affinity it is, the
+  item has no TTL: it lives as long as the tenant knows the recipient;
 - receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id;
 - spam guard history: pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META` (see `spam_guard.py`).
 
@@ -17,8 +22,9 @@ only by the job carrying its `wake_token`.
 
 from __future__ import annotations
 
+import random
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -46,6 +52,11 @@ from switchboard.pool.domain import Affinity
 
 NOT_EXISTS = "attribute_not_exists(pk)"
 _NAMES = {"#status": "status", "#trace": "trace"}
+# A number's "heard from" is one top-level attribute per number: SET on a nested map path fails
+# on an item that does not exist yet, and a top-level one is created with the item.
+HEARD_PREFIX = "heard_"
+SENT_ATTEMPTS = 3
+CONFLICT_PAUSE_SECONDS = 0.02
 
 
 def message_key(message_id: str) -> dict[str, str]:
@@ -120,8 +131,22 @@ class MessageRepository:
         return from_item(Message, answer["Attributes"])
 
     def affinity(self, tenant: str, recipient: str) -> Affinity | None:
+        """The recipient's affinity and the numbers that heard from them, in one read."""
         item = self._table.get_item(Key=affinity_key(tenant, recipient), ConsistentRead=True).get("Item")
-        return from_item(Affinity, item) if item else None
+        return _affinity(item) if item else None
+
+    def heard_write(self, tenant: str, recipient: str, number_id: str, at: datetime) -> dict[str, Any]:
+        """The transaction entry recording that `recipient` wrote to `number_id` at `at`: it joins
+        the acceptance of the incoming message (no request of its own) and cannot be refused."""
+        return {
+            "Update": {
+                "TableName": self._name,
+                "Key": affinity_key(tenant, recipient),
+                "UpdateExpression": "SET #heard = :at, tenant = :tenant",
+                "ExpressionAttributeNames": {"#heard": f"{HEARD_PREFIX}{number_id}"},
+                "ExpressionAttributeValues": {":at": int(at.timestamp()), ":tenant": tenant},
+            }
+        }
 
     def record_sent(
         self,
@@ -171,7 +196,6 @@ class MessageRepository:
             events=events,
             remove=["pending", "last_error", "lease_token", "lease_until"],
         )
-        affinity = Affinity(number_id=number_id, number=source_number, sent_at=now)
         writes: list[dict[str, Any]] = [
             {"Update": {"TableName": self._name, **update}},
             {
@@ -186,15 +210,50 @@ class MessageRepository:
             },
         ]
         if remember_affinity:
-            item = to_item(affinity, affinity_key(message.tenant, message.to), tenant=message.tenant)
-            writes.append({"Put": {"TableName": self._name, "Item": item}})
-        try:
-            self._client.transact_write_items(TransactItems=writes)
-        except ClientError as error:
-            if cancellation_codes(error)[:1] == ["ConditionalCheckFailed"]:
-                raise AlreadyFinal("the message is no longer held by this worker") from error
-            raise
+            # An update, not a put: the item's `heard_*` (who the recipient wrote to) stay.
+            writes.append(
+                {
+                    "Update": {
+                        "TableName": self._name,
+                        "Key": affinity_key(message.tenant, message.to),
+                        "UpdateExpression": "SET #n = :id, #d = :number, #s = :at, #t = :tenant",
+                        "ExpressionAttributeNames": {
+                            "#n": "number_id",
+                            "#d": "number",
+                            "#s": "sent_at",
+                            "#t": "tenant",
+                        },
+                        "ExpressionAttributeValues": {
+                            ":id": number_id,
+                            ":number": source_number,
+                            ":at": now.isoformat(),
+                            ":tenant": message.tenant,
+                        },
+                    }
+                }
+            )
+        self._transact_sent(writes)
         return sent
+
+    def _transact_sent(self, writes: list[dict[str, Any]]) -> None:
+        """The SENT transaction. The message has left: a "TransactionConflict" (the recipient's
+        affinity item written at that moment by the acceptance of a message they sent) wrote
+        nothing and is simply tried again, rather than leaving a sent message to look
+        interrupted. Raises AlreadyFinal."""
+        attempt = 1
+        while True:
+            try:
+                self._client.transact_write_items(TransactItems=writes)
+            except ClientError as error:
+                codes = cancellation_codes(error)
+                if codes[:1] == ["ConditionalCheckFailed"]:
+                    raise AlreadyFinal("the message is no longer held by this worker") from error
+                if "TransactionConflict" not in codes or attempt == SENT_ATTEMPTS:
+                    raise
+                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * attempt))
+                attempt += 1
+            else:
+                return
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
         """QUEUED or claimed -> FAILED with `reason`. Raises AlreadyFinal."""
@@ -396,6 +455,17 @@ class MessageRepository:
             if is_condition_failure(error):
                 raise AlreadyFinal("the message is no longer held by this worker") from error
             raise
+
+
+def _affinity(item: dict[str, Any]) -> Affinity:
+    """An affinity item as the domain reads it: its `heard_<number id>` attributes as `heard`."""
+    heard = {
+        name.removeprefix(HEARD_PREFIX): datetime.fromtimestamp(int(value), UTC)
+        for name, value in item.items()
+        if name.startswith(HEARD_PREFIX)
+    }
+    rest = {name: value for name, value in item.items() if not name.startswith(HEARD_PREFIX)}
+    return from_item(Affinity, {**rest, "heard": heard})
 
 
 def _event_item(event: TraceEvent) -> dict[str, Any]:

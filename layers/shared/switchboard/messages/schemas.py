@@ -9,13 +9,20 @@ from pydantic import Field, StringConstraints, field_validator
 
 from switchboard.catalog.wire import Body, View
 from switchboard.core.model import Text
-from switchboard.messages.domain import MAX_TEXT_LENGTH, MAX_VALID_FOR_SECONDS, Message, MessageStatus
+from switchboard.messages.domain import (
+    MAX_TEXT_LENGTH,
+    MAX_VALID_FOR_SECONDS,
+    RECIPIENT_PATTERN,
+    Message,
+    MessageStatus,
+    recipient_digits,
+)
 
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
 
 
 class SendMessage(Body):
-    to: Annotated[str, StringConstraints(pattern=r"^\+?[1-9][0-9]{7,14}$")] = Field(
+    to: Annotated[str, StringConstraints(pattern=RECIPIENT_PATTERN)] = Field(
         description="Recipient in E.164, with or without the leading +."
     )
     text: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)]
@@ -34,7 +41,10 @@ class SendMessage(Body):
     @field_validator("to")
     @classmethod
     def _digits(cls, value: str) -> str:
-        return value.removeprefix("+")
+        digits = recipient_digits(value)
+        if digits is None:  # the pattern already refused it; kept for the type checker
+            raise ValueError("to must be a phone number in E.164")
+        return digits
 
     @field_validator("text")
     @classmethod

@@ -20,7 +20,8 @@ safe, else FAILED `ambiguous_outcome`.
 - an instance whose spam guard refuses the text (`spam_guard.py`): next instance, then next
   number, like a refusal;
 - an instance the ban watch holds back (`health/`: paused, or paused for new contacts and the
-  recipient is not attached to its number): passed over unasked, the reason in the trace;
+  recipient is a new contact of its number: neither attached to it nor heard by it within the
+  last 24 h): passed over unasked, the reason in the trace;
 - `ProviderThrottled` (WhatsApp refused the number: 463, Meta 130429 / 131056): the ban watch
   hears it, next instance, then next number; when every number tried was throttled, `RetryLater`;
 - a number over its pacing (`health/pacing.py`): next number; when every number able to send is
@@ -76,8 +77,8 @@ from switchboard.pool.domain import (
     Route,
     SendingConfig,
     Ticket,
+    known_to,
     plan_numbers,
-    usable_affinity,
 )
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.kinds import spec_for
@@ -227,7 +228,7 @@ class SendingService:
         events.append(TraceEvent(stage="pool.number.resolved", data=plan.resolved))
         numbers = _pending_first(plan.numbers, message, events)
         gate = self._gate(config, plan.numbers, affinity)
-        pace = PaceRecord(config, affinity)
+        pace = PaceRecord(config, affinity, self._clock())
         refusal: str | None = None
         throttled: ProviderThrottled | None = None
         for number in numbers:
@@ -544,7 +545,7 @@ class SendingService:
 
     def _gate(self, config: SendingConfig, numbers: list[NumberRoutes], affinity: Affinity | None) -> HealthGate | None:
         """The health of every instance the plan may use (read once per message, from the ban
-        watch's per-container copy), and which number the recipient is attached to."""
+        watch's per-container copy), and which numbers the recipient is no new contact of."""
         if self._health is None:
             return None
         keys = [route.source.key for number in numbers for route in number.routes if route.source is not None]
@@ -555,8 +556,9 @@ class SendingService:
         except Exception:  # the ban watch unreadable: send as if every number were healthy
             logger.exception("instance health unreadable")
             return None
-        attached = usable_affinity(config, affinity) if config.mode == "pool" else None
-        return HealthGate(health, self._health.now, attached, pool_mode=config.mode == "pool" and bool(config.pool))
+        now = self._health.now
+        pool_mode = config.mode == "pool" and bool(config.pool)
+        return HealthGate(health, now, known_to(config, affinity, now), pool_mode=pool_mode)
 
     def _observe_sent(self, route: Route, message: Message) -> None:
         if self._health is None or route.source is None:
@@ -593,18 +595,20 @@ class SendingService:
 
 class PaceRecord:
     """Which numbers are new to the recipient (pacing's new-contact budget), and the hold that
-    frees up soonest among the numbers pacing passed over."""
+    frees up soonest among the numbers pacing passed over.
 
-    def __init__(self, config: SendingConfig, affinity: Affinity | None) -> None:
-        attached = usable_affinity(config, affinity) if config.mode == "pool" else None
-        self._attached = attached.number_id if attached is not None else None
+    A number is no new contact of the recipient when it is the one attached to them (the
+    pool's affinity) or when they wrote to it within the last 24 h (`HEARD_WINDOW`)."""
+
+    def __init__(self, config: SendingConfig, affinity: Affinity | None, now: datetime) -> None:
         # Only the pool knows who a number's contacts are; a default number has nowhere else to go.
         self._pool_mode = config.mode == "pool" and bool(config.pool)
+        self._known = known_to(config, affinity, now) if self._pool_mode else frozenset()
         self.held: Hold | None = None
         self.held_number: str | None = None
 
     def new_contact(self, number: NumberRoutes) -> bool:
-        return self._pool_mode and number.number_id != self._attached
+        return self._pool_mode and number.number_id not in self._known
 
     def passed_over(self, number: NumberRoutes) -> list[TraceEvent]:
         """The trace entry of a number none of whose routes sent (pacing already traced its own)."""
@@ -622,21 +626,23 @@ class HealthGate:
     """Which routes the ban watch holds back for one message.
 
     A paused instance sends nothing; one paused for new contacts still sends to a recipient
-    attached to its number (the pool's affinity: an existing conversation). In default mode
-    there is no other number to go to, so only a full pause holds the default number back.
+    who is no new contact of its number: attached to it (the pool's affinity: an existing
+    conversation) or who wrote to it within the last 24 h (WhatsApp's reach-out timelock spares
+    them too). In default mode there is no other number to go to, so only a full pause holds
+    the default number back.
     """
 
     def __init__(
         self,
         health: Mapping[str, InstanceHealth],
         now: datetime,
-        attached: NumberRoutes | None,
+        known: Collection[str],
         *,
         pool_mode: bool,
     ) -> None:
         self._health = health
         self._now = now
-        self._attached = attached.number_id if attached is not None else None
+        self._known = known
         self._pool_mode = pool_mode
 
     def holds(self, number: NumberRoutes, route: Route) -> tuple[str, list[str]] | None:
@@ -644,7 +650,7 @@ class HealthGate:
         health = self._health.get(route.source.key) if route.source is not None else None
         if health is None:
             return None
-        new_contact = self._pool_mode and number.number_id != self._attached
+        new_contact = self._pool_mode and number.number_id not in self._known
         state = health.blocks(self._now, new_contact=new_contact)
         if state is None:
             return None

@@ -18,6 +18,7 @@ from switchboard.usage.wiring import usage_recorder
 if TYPE_CHECKING:
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
     from switchboard.messages.dynamo import MessageRepository
+    from switchboard.messages.heard import HeardFrom
     from switchboard.messages.receipts import ReceiptEffect
     from switchboard.messages.sending import SendWorker
     from switchboard.messages.service import MessageService
@@ -123,3 +124,12 @@ def receipt_effect() -> ReceiptEffect:
     from switchboard.messages.receipts import ReceiptEffect
 
     return ReceiptEffect(message_repository(), sending_config_source(), status_changes())
+
+
+@component
+def heard_from() -> HeardFrom:
+    """The webhook ingest marks each `message` event's sender as heard by the instance's number
+    in the transaction that accepts it."""
+    from switchboard.messages.heard import HeardFrom
+
+    return HeardFrom(message_repository())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -123,12 +123,25 @@ class SendingConfig(Model):
     pool: tuple[NumberRoutes, ...] = ()
 
 
-class Affinity(Model):
-    """The number that last sent to a recipient in a tenant (one item per tenant and recipient)."""
+# WhatsApp's customer-service window: for 24 h after a person writes to a number, that number
+# may answer them freely, and WhatsApp's reach-out limits (the 463 timelock) spare the reply.
+# Past it, a number that only ever heard from them is a stranger again.
+HEARD_WINDOW = timedelta(hours=24)
 
-    number_id: str
-    number: str
-    sent_at: datetime
+
+class Affinity(Model):
+    """What a tenant's numbers know of one recipient (one item per tenant and recipient): the
+    number that last sent to them (absent when none ever did) and, per number id, when each
+    number last heard from them (an incoming message)."""
+
+    number_id: str | None = None
+    number: str | None = None
+    sent_at: datetime | None = None
+    heard: dict[str, datetime] = Field(default_factory=dict)
+
+    def heard_by(self, now: datetime) -> frozenset[str]:
+        """The numbers the recipient wrote to within `HEARD_WINDOW` of `now`."""
+        return frozenset(number_id for number_id, at in self.heard.items() if now - at <= HEARD_WINDOW)
 
 
 class NumberPlan(Model):
@@ -155,12 +168,23 @@ def usable_affinity(config: SendingConfig, affinity: Affinity | None) -> NumberR
 
     An affinity older than the number's (re)entry in the pool is void: leaving the pool drops it.
     """
-    if affinity is None:
-        return None
+    if affinity is None or affinity.number_id is None or affinity.sent_at is None:
+        return None  # no number ever sent to them (at most, some heard from them)
     for number in config.pool:
         if number.number_id == affinity.number_id:
             return number if number.added_at is None or affinity.sent_at >= number.added_at else None
     return None
+
+
+def known_to(config: SendingConfig, affinity: Affinity | None, now: datetime) -> frozenset[str]:
+    """The numbers the recipient is no new contact of: the pool number attached to them (see
+    `usable_affinity`) and every number they wrote to within `HEARD_WINDOW` (whether or not it
+    is in the pool: who wrote to a number is WhatsApp's fact about the number, not the pool's)."""
+    if affinity is None:
+        return frozenset()
+    attached = usable_affinity(config, affinity)
+    heard = affinity.heard_by(now)
+    return heard | {attached.number_id} if attached is not None else heard
 
 
 @dataclass(frozen=True, slots=True)

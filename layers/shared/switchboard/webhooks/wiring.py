@@ -18,7 +18,7 @@ from switchboard.core.components import component
 from switchboard.core.observability import logger
 from switchboard.core.settings import get_settings
 from switchboard.core.wiring import client, event_publisher, secrets, table
-from switchboard.messages.wiring import receipt_effect
+from switchboard.messages.wiring import heard_from, receipt_effect
 from switchboard.routing.wiring import outbox_service, routing_repository
 from switchboard.usage.wiring import incoming_usage
 from switchboard.webhooks.events import AcceptWrite, EffectHandler, ProviderEvent, TransactItem
@@ -38,6 +38,10 @@ def ingest_service() -> IngestService:
 
 def _count_incoming(event: ProviderEvent) -> list[TransactItem]:
     return incoming_usage().writes(event)
+
+
+def _mark_heard(event: ProviderEvent) -> list[TransactItem]:
+    return heard_from().writes(event)
 
 
 def _received_metric(event: ProviderEvent) -> None:
@@ -105,7 +109,9 @@ def _reconcile_calls_on_reconnect(event: ProviderEvent) -> None:
 @component
 def accept_writes() -> dict[str, list[AcceptWrite]]:
     """The writes of each provider webhook event that join the transaction accepting it."""
-    return {"message": [_count_incoming]}  # usage: counted once with the event, no marker of its own
+    # Usage: counted once with the event, no marker of its own. The sender, heard by the
+    # instance's number: no new contact of it for the next 24 h (pacing, the ban watch).
+    return {"message": [_count_incoming, _mark_heard]}
 
 
 @component

@@ -1,0 +1,226 @@
+"""A person who writes to a number is heard by it: the mark joins the incoming message's
+acceptance (no request of its own), survives the sends that follow, and is keyed as the send API
+keys the same person, whichever provider kind delivered the message."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from switchboard.catalog.domain import Instance, new_id
+from switchboard.core.wiring import table as shared_table
+from switchboard.messages.domain import Message, MessageStatus, body_hash
+from switchboard.messages.dynamo import MessageRepository, affinity_key
+from switchboard.messages.heard import HeardFrom
+from switchboard.messages.schemas import SendMessage
+from switchboard.pool.domain import NumberRoutes, SendingConfig, plan_numbers, usable_affinity
+from switchboard.providers.base import WebhookRequest
+from switchboard.providers.kinds import spec_for
+from switchboard.webhooks.events import ProviderEvent
+from tests.support.api import Client
+from tests.support.aws import REGION, AwsResources
+from tests.support.fakes import FakeTickets
+from tests.support.provider_webhooks import Catalog, deliver, envelope, message_data, stored
+
+CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
+SENDER = "5511988887777"
+
+
+def main_table(aws: AwsResources) -> Any:
+    return boto3.resource("dynamodb", region_name=REGION).Table(aws.tables["MainTable"])
+
+
+class DynamoCalls:
+    """Every DynamoDB request the shared client makes (the handlers' own), with its parameters."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        shared_table().meta.client.meta.events.register("before-call.dynamodb", self._record)
+
+    def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        body = params.get("body") or b"{}"
+        self.calls.append((model.name, json.loads(body)))
+
+    def names(self) -> Counter[str]:
+        return Counter(name for name, _ in self.calls)
+
+
+def test_an_incoming_message_marks_its_sender_heard_in_the_transaction_that_accepts_it(
+    client: Client, aws: AwsResources, catalog: Catalog
+) -> None:
+    # A first delivery warms the container (its view of the provider is read once).
+    warm = deliver(client, catalog.provider_id, envelope("message", catalog.provider_instance_id, message_data()))
+    assert warm.json()["outcome"] == "applied"
+    calls = DynamoCalls()
+
+    body = envelope("message", catalog.provider_instance_id, message_data("oi", sender=f"+{SENDER}"))
+    answer = deliver(client, catalog.provider_id, body)
+
+    assert answer.json()["outcome"] == "applied", answer.body
+    # What a message event cost before the mark: the acceptance, then the record marked applied.
+    assert calls.names() == Counter({"TransactWriteItems": 1, "UpdateItem": 1})
+    [(_, transaction)] = [(name, params) for name, params in calls.calls if name == "TransactWriteItems"]
+    entries = transaction["TransactItems"]
+    keys = [next(iter(entry.values()))["Key"]["pk"]["S"] for entry in entries if "Put" not in entry]
+    puts = [entry["Put"]["Item"]["pk"]["S"] for entry in entries if "Put" in entry]
+    [affinity] = [key for key in keys if key.startswith("AFFINITY#")]
+    assert any(put.startswith("WHEVENT#") for put in puts)  # one transaction with the event's record
+    assert affinity.endswith(f"#{SENDER}")  # the + dropped, as the send API drops it
+    [item] = stored(aws, "AFFINITY#")
+    assert item["pk"] == affinity
+    assert abs(int(item[f"heard_{catalog.number_id}"]) - datetime.now(UTC).timestamp()) < 60
+    assert "number_id" not in item  # nobody sent them anything yet
+
+
+def test_an_item_only_heard_reads_as_no_affinity_and_a_send_keeps_what_was_heard(
+    client: Client, aws: AwsResources, catalog: Catalog
+) -> None:
+    body = envelope("message", catalog.provider_instance_id, message_data(sender=SENDER))
+    assert deliver(client, catalog.provider_id, body).json()["outcome"] == "applied"
+    [item] = stored(aws, "AFFINITY#")
+    tenant = str(item["tenant"])
+    repository = MessageRepository(main_table(aws))
+
+    heard_only = repository.affinity(tenant, SENDER)
+
+    assert heard_only is not None and heard_only.number_id is None
+    assert set(heard_only.heard) == {catalog.number_id}
+    other = NumberRoutes(number_id="num_other", digits="5511999990002", added_at=datetime.now(UTC) - timedelta(days=1))
+    config = SendingConfig(tenant=tenant, api_key_id="key_1", mode="pool", pool=(other,))
+    tickets = FakeTickets()
+    plan = plan_numbers(config, heard_only, tickets)
+    assert usable_affinity(config, heard_only) is None
+    assert (tickets.value, plan.resolved["affinityNumber"]) == (1, None)  # the round robin decides
+
+    message = Message(
+        tenant=tenant, id=new_id("msg"), api_key_id="key_1", to=SENDER, text="hi", body_hash=body_hash(SENDER, "hi")
+    )
+    repository.create(message)
+    claimed = repository.claim(message.id, tenant, "lease-1", 60)
+    assert claimed is not None
+    repository.record_sent(
+        claimed,
+        number_id="num_other",
+        source_number=other.digits,
+        instance="other",
+        provider_id="prv_1",
+        provider_message_id="wamid-1",
+        events=[],
+        remember_affinity=True,
+    )
+
+    both = repository.affinity(tenant, SENDER)
+    assert both is not None
+    assert (both.number_id, both.number) == ("num_other", other.digits)
+    assert both.heard == heard_only.heard
+
+
+class ConflictOnce:
+    """The table's client, whose first transaction is cancelled as DynamoDB cancels one that met
+    another transaction on the same item (the acceptance of the recipient's incoming message)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.transactions = 0
+
+    def transact_write_items(self, **request: Any) -> Any:
+        self.transactions += 1
+        if self.transactions == 1:
+            reasons = [{"Code": "None"}, {"Code": "None"}, {"Code": "TransactionConflict"}]
+            error = {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"}
+            raise ClientError({"Error": error, "CancellationReasons": reasons}, "TransactWriteItems")
+        return self._client.transact_write_items(**request)
+
+
+def test_a_send_recorded_while_the_recipient_writes_in_is_recorded_on_the_next_try(aws: AwsResources) -> None:
+    repository = MessageRepository(main_table(aws))
+    message = Message(
+        tenant="acme", id="msg_1", api_key_id="key_1", to=SENDER, text="hi", body_hash=body_hash(SENDER, "hi")
+    )
+    repository.create(message)
+    claimed = repository.claim(message.id, "acme", "lease-1", 60)
+    assert claimed is not None
+    conflicting = ConflictOnce(repository._client)
+    repository._client = conflicting
+
+    repository.record_sent(
+        claimed,
+        number_id="num_main",
+        source_number="5511999990001",
+        instance="main",
+        provider_id="prv_1",
+        provider_message_id="wamid-1",
+        events=[],
+        remember_affinity=True,
+    )
+
+    assert conflicting.transactions == 2
+    assert repository.get("acme", message.id).status is MessageStatus.SENT
+    affinity = repository.affinity("acme", SENDER)
+    assert affinity is not None and affinity.number_id == "num_main"
+
+
+# --- every kind's incoming text names the person as the send API does ----------------------------
+
+CONTRACT_MESSAGES = [
+    ("wuzapi", "wuzapi/webhook_json_message_text.json", "application/json"),
+    ("wuzapi", "wuzapi/webhook_form_message_text.txt", "application/x-www-form-urlencoded"),
+    ("evolution", "evolution/webhook_messages_upsert_conversation.json", "application/json"),
+    ("meta", "meta/webhook_text_message.json", "application/json"),
+]
+
+
+@pytest.mark.parametrize(("kind", "fixture", "content_type"), CONTRACT_MESSAGES)
+def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_to_the_sender_reads(
+    kind: str, fixture: str, content_type: str
+) -> None:
+    request = WebhookRequest(headers={"content-type": content_type}, body=(CONTRACTS / fixture).read_bytes())
+    [inbound] = spec_for(kind).events(request)
+    assert inbound.name == "message" and inbound.ignored is None
+    instance = Instance(
+        tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"
+    )
+    received = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+    event = ProviderEvent(
+        provider_id="prv_1",
+        instance=instance,
+        name="message",
+        event_id=inbound.event_id,
+        data=inbound.data,
+        received_at=received,
+    )
+
+    [write] = HeardFrom(MessageRepository(_offline_table())).writes(event)
+
+    update = write["Update"]
+    to = SendMessage.model_validate({"to": f"+{inbound.data['from']}", "text": "reply"}).to
+    assert update["Key"] == affinity_key("acme", to)
+    assert update["ExpressionAttributeNames"] == {"#heard": "heard_num_main"}
+    assert update["ExpressionAttributeValues"][":at"] == int(received.timestamp())
+    assert "ConditionExpression" not in update  # a refused write would cancel the message's acceptance
+
+
+@pytest.mark.parametrize("sender", [None, "", "status@broadcast", "0123", "+55 11 98888-7777"])
+def test_an_event_naming_no_phone_number_marks_nobody(sender: str | None) -> None:
+    instance = Instance(
+        tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"
+    )
+    data = {"id": "m1", "text": "hi"} | ({} if sender is None else {"from": sender})
+    event = ProviderEvent(
+        provider_id="prv_1", instance=instance, name="message", event_id="m1", data=data, received_at=datetime.now(UTC)
+    )
+
+    assert HeardFrom(MessageRepository(_offline_table())).writes(event) == []
+
+
+def _offline_table() -> Any:
+    """What the repository reads of its table to build a transaction entry: no request is made."""
+    return SimpleNamespace(name="main", meta=SimpleNamespace(client=None))
