@@ -47,10 +47,12 @@ def number_of(digits: str, *instances: Instance) -> NumberRoutes:
 class GuardedWorld(SendWorld):
     def __init__(self, *numbers: NumberRoutes) -> None:
         self.clock = FakeClock(T0.timestamp())
-        self.history = FakeSpamHistory()
-        guard = SpamGuard(self.history, clock=lambda: datetime.fromtimestamp(self.clock.now, UTC))
+        history = FakeSpamHistory()
+        guard = SpamGuard(history, clock=lambda: datetime.fromtimestamp(self.clock.now, UTC))
         config = SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", pool=numbers)
         super().__init__(config, spam_guard=guard)
+        # The guard reads the history the send's record writes, as both use one table.
+        self.messages.spam_history = self.history = history
 
     def send(self, text: str, to: str = RECIPIENT) -> MessageStatus | str:
         message = self.queue_message(to, text)
@@ -124,3 +126,18 @@ def test_given_an_unguarded_instance_then_repeats_are_sent_and_nothing_is_kept()
 
     assert [world.send("same") for _ in range(3)] == [MessageStatus.SENT] * 3
     assert world.history.items == {}
+
+
+def test_a_message_reads_each_guarded_instance_history_once_and_keeps_it_only_where_it_was_sent() -> None:
+    first, second = instance("first"), instance("second")
+    world = GuardedWorld(number_of("5511999990001", first, second))
+    world.send("promo")  # through `first`
+    world.history.reads = 0
+
+    repeat = world.queue_message(RECIPIENT, "promo")
+    outcome = world.process(repeat)
+
+    assert (outcome.status, outcome.instance) == (MessageStatus.SENT, "second")
+    assert world.history.reads == 2  # `first` refused it, `second` let it through: one read each
+    assert [text.hash for text in world.history.recent("acme:first", RECIPIENT)] == [text_hash("promo")]
+    assert [text.hash for text in world.history.recent("acme:second", RECIPIENT)] == [text_hash("promo")]

@@ -16,7 +16,7 @@ from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdic
 from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key, utcnow
 from switchboard.core.errors import AlreadyFinal, NotFound, ProviderError
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
-from switchboard.messages.spam_guard import SentText
+from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget, StateWrite
@@ -218,11 +218,13 @@ class FakeAudit:
 
 
 class FakeMessages:
-    """`messages.ports.Messages` for the send worker: claims, leases and affinities in memory."""
+    """`messages.ports.Messages` for the send worker: claims, leases and affinities in memory; the
+    spam guard's history a send keeps goes to `spam_history` (shared with the guard under test)."""
 
     def __init__(self) -> None:
         self.items: dict[str, Message] = {}
         self.affinities: dict[tuple[str, str], Affinity] = {}
+        self.spam_history = FakeSpamHistory()
 
     def claim(
         self, message_id: str, tenant: str, token: str, lease_seconds: int, wake: str | None = None
@@ -255,6 +257,7 @@ class FakeMessages:
         stored = self._queued(message)
         events: list[TraceEvent] = fields.pop("events")
         remember = fields.pop("remember_affinity")
+        kept: KeptTexts | None = fields.pop("spam_history", None)
         sent = stored.model_copy(
             update={
                 **fields,
@@ -276,6 +279,8 @@ class FakeMessages:
                 sent_at=utcnow(),
                 heard=known.heard if known is not None else {},
             )
+        if kept is not None:
+            self.spam_history.replace(kept.instance, kept.recipient, list(kept.texts), kept.expires_at)
         return sent
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
@@ -558,12 +563,15 @@ class FakeCredentials:
 
 
 class FakeSpamHistory:
-    """`messages.spam_guard.SpamHistory` in memory: (instance key, recipient) -> texts, newest first."""
+    """`messages.spam_guard.SpamHistory` in memory: (instance key, recipient) -> texts, newest
+    first, and how many times it was read (`reads`)."""
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], tuple[list[SentText], datetime]] = {}
+        self.reads = 0
 
     def recent(self, instance: str, recipient: str) -> list[SentText]:
+        self.reads += 1
         texts, _ = self.items.get((instance, recipient), ([], None))
         return list(texts)
 

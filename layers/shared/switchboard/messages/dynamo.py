@@ -13,9 +13,9 @@ Items (main table):
 - spam guard history: pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META` (see `spam_guard.py`).
 
 Per message the worker makes: the claim (one conditional `UpdateItem` that also returns the
-message), the affinity read (pool mode), the round-robin ticket (affinity miss), the route
-in flight (before the provider call) and the outcome (SENT with affinity and index in one
-transaction). Every transition is conditional on
+message), the affinity read (pool mode), the round-robin ticket (affinity miss), the spam guard's history
+(a guarded instance), the route in flight (before the provider call) and the outcome (SENT with
+affinity, index and the spam guard's history in one transaction). Every transition is conditional on
 the status and, while SENDING, on the claimant's lease token; a WAITING message is claimable
 only by the job carrying its `wake_token`.
 """
@@ -47,7 +47,7 @@ from switchboard.messages.domain import (
     PendingRoute,
     TraceEvent,
 )
-from switchboard.messages.spam_guard import SentText
+from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity
 
 NOT_EXISTS = "attribute_not_exists(pk)"
@@ -159,8 +159,11 @@ class MessageRepository:
         provider_message_id: str,
         events: list[TraceEvent],
         remember_affinity: bool,
+        spam_history: KeptTexts | None = None,
     ) -> Message:
-        """QUEUED -> SENT, the receipt index and (if `remember_affinity`) the affinity, in one transaction.
+        """QUEUED -> SENT, the receipt index, (if `remember_affinity`) the affinity and (if given) the
+        spam guard's history, in one transaction: a send that is not ours to record (AlreadyFinal)
+        leaves no history either.
 
         Raises AlreadyFinal when the message is no longer QUEUED (another delivery finished it).
         """
@@ -232,6 +235,8 @@ class MessageRepository:
                     }
                 }
             )
+        if spam_history is not None:
+            writes.append({"Put": {"TableName": self._name, "Item": spam_history_item(spam_history)}})
         self._transact_sent(writes)
         return sent
 
@@ -478,9 +483,19 @@ def spam_history_key(instance: str, recipient: str) -> dict[str, str]:
     return {"pk": f"SPAMGUARD#{instance}#{recipient}", "sk": META}
 
 
+def spam_history_item(kept: KeptTexts) -> dict[str, Any]:
+    """The history item, Put whole (the send that keeps it has just read it)."""
+    return {
+        **spam_history_key(kept.instance, kept.recipient),
+        "texts": [text.model_dump(mode="json") for text in kept.texts],
+        "expiresAt": int(kept.expires_at.timestamp()),
+    }
+
+
 class SpamHistoryRepository:
     """The spam guard's history: pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META`, the last
-    texts' hashes with when they were sent, and `expiresAt` (TTL) 24 h after the newest."""
+    texts' hashes with when they were sent, and `expiresAt` (TTL) 24 h after the newest. Read here;
+    written by `MessageRepository.record_sent`, in the transaction that records the send."""
 
     def __init__(self, table: Any) -> None:
         self._table = table
@@ -488,12 +503,3 @@ class SpamHistoryRepository:
     def recent(self, instance: str, recipient: str) -> list[SentText]:
         item = self._table.get_item(Key=spam_history_key(instance, recipient), ConsistentRead=True).get("Item")
         return [from_item(SentText, text) for text in item.get("texts", [])] if item else []
-
-    def replace(self, instance: str, recipient: str, texts: list[SentText], expires_at: datetime) -> None:
-        self._table.put_item(
-            Item={
-                **spam_history_key(instance, recipient),
-                "texts": [text.model_dump(mode="json") for text in texts],
-                "expiresAt": int(expires_at.timestamp()),
-            }
-        )

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Protocol
 
 from switchboard.messages.domain import Message, PendingRoute, TraceEvent
+from switchboard.messages.spam_guard import KeptTexts
 from switchboard.pool.domain import Affinity
 
 
@@ -31,6 +32,7 @@ class Messages(Protocol):
         provider_message_id: str,
         events: list[TraceEvent],
         remember_affinity: bool,
+        spam_history: KeptTexts | None = None,
     ) -> Message: ...
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message: ...

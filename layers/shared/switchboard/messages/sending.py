@@ -70,7 +70,7 @@ from switchboard.messages.domain import (
     next_check_seconds,
 )
 from switchboard.messages.ports import DelayedJobs, Messages
-from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard
+from switchboard.messages.spam_guard import SPAM_GUARD, SpamCheck, SpamGuard
 from switchboard.pool.domain import (
     Affinity,
     NumberRoutes,
@@ -231,11 +231,14 @@ class SendingService:
         pace = PaceRecord(config, affinity, self._clock())
         refusal: str | None = None
         throttled: ProviderThrottled | None = None
+        checks: dict[str, SpamCheck] = {}  # this message's spam guard reads, by instance key
         for number in numbers:
             if not number.connected:
                 events.append(_skip("pool.number.skipped", number, None, "disconnected"))
                 continue
-            for route in self._paced(self._unguarded_routes(number, message, events, gate), number, pace, events):
+            for route in self._paced(
+                self._unguarded_routes(number, message, events, gate, checks), number, pace, events
+            ):
                 try:
                     message = self._mark_in_flight(message, number, route)
                 except AlreadyFinal:
@@ -279,6 +282,7 @@ class SendingService:
                     provider_message_id=sent,
                     events=events,
                     remember_affinity=not plan.keeps_affinity_after(number),
+                    spam_check=checks.get(route.source.key) if route.source is not None else None,
                 )
             events.extend(pace.passed_over(number))
         return self._unsent(
@@ -340,7 +344,11 @@ class SendingService:
         provider_message_id: str,
         events: list[TraceEvent],
         remember_affinity: bool,
+        spam_check: SpamCheck | None = None,
     ) -> SendOutcome:
+        # The guard's history joins the send's record, built from the read that let the text
+        # through: no second read, no request of its own.
+        kept = None if self._spam_guard is None or spam_check is None else self._spam_guard.kept_after(spam_check)
         try:
             sent = self._messages.record_sent(
                 message,
@@ -351,6 +359,7 @@ class SendingService:
                 provider_message_id=provider_message_id,
                 events=events,
                 remember_affinity=remember_affinity,
+                spam_history=kept,
             )
         except AlreadyFinal:
             logger.warning("message finished by another delivery meanwhile", extra={"message_id": message.id})
@@ -361,7 +370,6 @@ class SendingService:
         )
         metrics.add_metric(name="MessagesSent", unit="Count", value=1)
         self._count_usage(route, sent)
-        self._remember_text(route, sent)
         self._observe_sent(route, sent)
         self._notify(sent, config)
         return SendOutcome(
@@ -490,21 +498,39 @@ class SendingService:
             logger.exception("outgoing usage not counted", extra={"message_id": message.id})
 
     def _unguarded_routes(
-        self, number: NumberRoutes, message: Message, events: list[TraceEvent], gate: HealthGate | None
+        self,
+        number: NumberRoutes,
+        message: Message,
+        events: list[TraceEvent],
+        gate: HealthGate | None,
+        checks: dict[str, SpamCheck],
     ) -> Iterator[Route]:
         """The number's routes in order, less those the ban watch holds back for this recipient and
         those whose spam guard refuses the text (each skip traced when reached, so the trace keeps
-        the order of the attempts)."""
+        the order of the attempts). Each guard check made is kept in `checks` for the send's record."""
         for route in _routes_in_order(number, message.pending):
-            guard, instance = self._spam_guard, route.source
             held = gate.holds(number, route) if gate is not None else None
             if held is not None:
                 reason, codes = held
                 events.append(_skip("pool.instance.skipped", number, route, reason, healthReasons=codes))
-            elif guard is not None and instance is not None and guard.refuses(instance, message.to, message.text):
+            elif self._spam_refuses(route, message, checks):
                 events.append(_skip("pool.instance.skipped", number, route, SPAM_GUARD))
             else:
                 yield route
+
+    def _spam_refuses(self, route: Route, message: Message, checks: dict[str, SpamCheck]) -> bool:
+        """Whether the route's instance's spam guard refuses the text; its history is read once per
+        message and instance (a pending route met again reuses the read)."""
+        instance = route.source
+        if self._spam_guard is None or instance is None:
+            return False
+        check = checks.get(instance.key)
+        if check is None:
+            check = self._spam_guard.check(instance, message.to, message.text)
+            if check is None:
+                return False
+            checks[instance.key] = check
+        return check.refused
 
     def _paced(
         self, routes: Iterator[Route], number: NumberRoutes, pace: PaceRecord, events: list[TraceEvent]
@@ -575,15 +601,6 @@ class SendingService:
             self._health.refused(route.source, provider_code if isinstance(provider_code, str) else None)
         except Exception:
             logger.exception("refusal not recorded by the ban watch", extra={"instance": route.instance})
-
-    def _remember_text(self, route: Route, message: Message) -> None:
-        """The sent text in the instance's spam guard history; a failure is logged, never fails the send."""
-        if self._spam_guard is None or route.source is None:
-            return
-        try:
-            self._spam_guard.remember(route.source, message.to, message.text)
-        except Exception:
-            logger.exception("sent text not remembered by the spam guard", extra={"message_id": message.id})
 
     def _notify(self, message: Message, config: SendingConfig | None) -> None:
         """After a committed status change; without a config (the key is gone) there is no client webhook."""

@@ -2,9 +2,11 @@
 text equal to one of the last 2 it sent them within 24 hours.
 
 Texts are compared normalised (trimmed, inner whitespace collapsed, casefolded) and kept only as
-SHA-256 hashes. The history of one (instance, recipient) is one small item, written after a
-successful send; two workers sending to the same recipient at once may lose one of the two
-entries (last writer wins), which a guard against repeated texts can accept.
+SHA-256 hashes. The history of one (instance, recipient) is one small item, read once per message
+(`check`) and, after a successful send, rewritten from that same read in the transaction that
+records the send (`kept_after`): no second read, no request of its own. Two workers sending to the
+same recipient at once may lose one of the two entries (last writer wins), which a guard against
+repeated texts can accept.
 """
 
 from __future__ import annotations
@@ -39,12 +41,39 @@ class SentText(Model):
     at: datetime
 
 
+class SpamCheck(Model):
+    """One message's text against the history of (instance, recipient) as read for it: what the
+    guard decides from, and what the send's record starts from (so the history is read once)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance: str
+    recipient: str
+    digest: str
+    recent: tuple[SentText, ...]
+    since: datetime
+
+    @property
+    def refused(self) -> bool:
+        return any(sent.hash == self.digest and sent.at > self.since for sent in self.recent)
+
+
+class KeptTexts(Model):
+    """The history of (instance, recipient) after a send, newest first, and when it expires:
+    written with the send's record, in the same transaction."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance: str
+    recipient: str
+    texts: tuple[SentText, ...]
+    expires_at: datetime
+
+
 class SpamHistory(Protocol):
     def recent(self, instance: str, recipient: str) -> list[SentText]:
         """The texts last sent through `instance` (an `Instance.key`) to `recipient`, newest first."""
         ...
-
-    def replace(self, instance: str, recipient: str, texts: list[SentText], expires_at: datetime) -> None: ...
 
 
 class SpamGuard:
@@ -52,21 +81,25 @@ class SpamGuard:
         self._history = history
         self._clock = clock
 
-    def refuses(self, instance: Instance, recipient: str, text: str) -> bool:
-        """Whether `instance` must not send `text` to `recipient` now (False when its guard is off)."""
+    def check(self, instance: Instance, recipient: str, text: str) -> SpamCheck | None:
+        """`text` to `recipient` through `instance` against its history (one read); None when the
+        instance's guard is off (nothing read, nothing to keep)."""
         if not instance.spamguard_enabled:
-            return False
-        digest = text_hash(text)
-        return any(sent.hash == digest for sent in self._within_window(instance, recipient))
+            return None
+        return SpamCheck(
+            instance=instance.key,
+            recipient=recipient,
+            digest=text_hash(text),
+            recent=tuple(self._history.recent(instance.key, recipient)),
+            since=self._clock() - WINDOW,
+        )
 
-    def remember(self, instance: Instance, recipient: str, text: str) -> None:
-        """Record a text just sent through a guarded instance (nothing for an unguarded one)."""
-        if not instance.spamguard_enabled:
-            return
+    def kept_after(self, check: SpamCheck) -> KeptTexts:
+        """The history once the checked text has been sent now: it first, then the texts of the
+        read still within the window, at most `KEPT`; it expires a window after the send."""
         now = self._clock()
-        texts = [SentText(hash=text_hash(text), at=now), *self._within_window(instance, recipient)][:KEPT]
-        self._history.replace(instance.key, recipient, texts, now + WINDOW)
-
-    def _within_window(self, instance: Instance, recipient: str) -> list[SentText]:
-        since = self._clock() - WINDOW
-        return [sent for sent in self._history.recent(instance.key, recipient) if sent.at > since]
+        since = now - WINDOW
+        texts = [SentText(hash=check.digest, at=now), *(sent for sent in check.recent if sent.at > since)]
+        return KeptTexts(
+            instance=check.instance, recipient=check.recipient, texts=tuple(texts[:KEPT]), expires_at=now + WINDOW
+        )
