@@ -56,7 +56,7 @@ openapi: $(STAMP)
 	$(PY) tools/openapi.py
 
 bench: $(STAMP)
-	$(PY) -m tools.bench
+	$(PY) -m tools.bench $(BENCH)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam
