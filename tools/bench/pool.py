@@ -180,6 +180,30 @@ def _run(
     return time.perf_counter() - started
 
 
+def _worker(
+    table: Any,
+    configs: SendingConfigSource,
+    pools: PoolRepository,
+    *,
+    guard: bool = False,
+    watch: bool = False,
+    pacing: PacingLimits | None = None,
+) -> SendingService:
+    """A send worker on `table`, with the spam guard, the ban watch and pacing as asked."""
+    return SendingService(
+        MessageRepository(table),
+        configs=configs,
+        tickets=pools,
+        secrets=Tokens(),
+        client_for=lambda kind: NoopProvider(),
+        notifier=NoWebhooks(),
+        max_attempts=5,
+        spam_guard=SpamGuard(SpamHistoryRepository(table)) if guard else None,
+        health=HealthWatch(HealthRepository(table), limits=Thresholds(), cache_seconds=5.0) if watch else None,
+        pacer=Pacer(DynamoPaceStore(table), pacing) if pacing is not None else None,
+    )
+
+
 def _guarded(
     session: Any,
 ) -> tuple[RequestCounter, MessageRepository, tuple[str, str], tuple[SendingService, SendingService, SendingService]]:
@@ -198,35 +222,11 @@ def _guarded(
     guarded_configs.get(GUARDED_TENANT, guarded_default_key)
     guarded_configs.get(GUARDED_TENANT, guarded_pool_key)
 
-    def guarded_worker(*, watch: bool, pace: bool) -> SendingService:
-        return SendingService(
-            MessageRepository(guarded_worker_table),
-            configs=guarded_configs,
-            tickets=guarded_pools,
-            secrets=Tokens(),
-            client_for=lambda kind: NoopProvider(),
-            notifier=NoWebhooks(),
-            max_attempts=5,
-            spam_guard=SpamGuard(SpamHistoryRepository(guarded_worker_table)),
-            health=(
-                HealthWatch(HealthRepository(guarded_worker_table), limits=Thresholds(), cache_seconds=5.0)
-                if watch
-                else None
-            ),
-            pacer=(
-                Pacer(
-                    DynamoPaceStore(guarded_worker_table),
-                    PacingLimits(per_minute=6000, burst=1000, new_contacts_first_day=1000, new_contacts_max=1000),
-                )
-                if pace
-                else None
-            ),
-        )
-
+    pacing = PacingLimits(per_minute=6000, burst=1000, new_contacts_first_day=1000, new_contacts_max=1000)
     workers = (
-        guarded_worker(watch=False, pace=False),
-        guarded_worker(watch=False, pace=True),
-        guarded_worker(watch=True, pace=True),
+        _worker(guarded_worker_table, guarded_configs, guarded_pools, guard=True),
+        _worker(guarded_worker_table, guarded_configs, guarded_pools, guard=True, pacing=pacing),
+        _worker(guarded_worker_table, guarded_configs, guarded_pools, guard=True, watch=True, pacing=pacing),
     )
     return guarded_counter, MessageRepository(guarded_table), (guarded_default_key, guarded_pool_key), workers
 
@@ -248,17 +248,9 @@ def main() -> None:
 
         worker_table = session.resource("dynamodb").Table(tables["MainTable"])
         counter = RequestCounter(worker_table.meta.client)
-        messages, pools = MessageRepository(worker_table), PoolRepository(worker_table)
+        pools = PoolRepository(worker_table)
         configs = SendingConfigSource(CatalogRepository(worker_table), pools, ttl_seconds=3600)
-        service = SendingService(
-            messages,
-            configs=configs,
-            tickets=pools,
-            secrets=Tokens(),
-            client_for=lambda kind: NoopProvider(),
-            notifier=NoWebhooks(),
-            max_attempts=5,
-        )
+        service = _worker(worker_table, configs, pools)
         for key in (default_key, pool_key):
             counter.clear()
             configs.get("bench", key)
@@ -267,29 +259,13 @@ def main() -> None:
                 f"{dict(counter.calls)}"
             )
 
-        watched = SendingService(
-            messages,
-            configs=configs,
-            tickets=pools,
-            secrets=Tokens(),
-            client_for=lambda kind: NoopProvider(),
-            notifier=NoWebhooks(),
-            max_attempts=5,
-            health=HealthWatch(HealthRepository(worker_table), limits=Thresholds(), cache_seconds=5.0),
-        )
-
-        paced = SendingService(
-            messages,
-            configs=configs,
-            tickets=pools,
-            secrets=Tokens(),
-            client_for=lambda kind: NoopProvider(),
-            notifier=NoWebhooks(),
-            max_attempts=5,
-            health=HealthWatch(HealthRepository(worker_table), limits=Thresholds(), cache_seconds=5.0),
-            pacer=Pacer(
-                DynamoPaceStore(worker_table), PacingLimits(per_minute=6000, burst=1000, new_contacts_max=1000)
-            ),
+        watched = _worker(worker_table, configs, pools, watch=True)
+        paced = _worker(
+            worker_table,
+            configs,
+            pools,
+            watch=True,
+            pacing=PacingLimits(per_minute=6000, burst=1000, new_contacts_max=1000),
         )
 
         guarded_counter, guarded_setup, guarded_keys, guarded_workers = _guarded(session)
