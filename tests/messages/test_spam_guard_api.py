@@ -20,15 +20,14 @@ from switchboard.messages.spam_guard import WINDOW, KeptTexts, SentText, text_ha
 from tests.support.api import Client
 from tests.support.aws import REGION, AwsResources
 from tests.support.fakes import FakeProvider
-from tests.support.pool import NUMBERS, build_world
+from tests.support.pool import NUMBERS, PoolWorld, build_world
 
 RECIPIENT = "5511988880001"
 
 
-def test_given_an_instance_with_its_spam_guard_on_then_a_repeated_text_fails_spam_guard(
-    client: Client, make_tenant: Any, provider: FakeProvider, run_worker: Any, aws: AwsResources
-) -> None:
-    world = build_world(client, make_tenant("acme"), NUMBERS[0])
+def guarded_world(client: Client, tenant: Any) -> tuple[PoolWorld, str]:
+    """A tenant with one number, a send key on it, and its instance's spam guard on."""
+    world = build_world(client, tenant, NUMBERS[0])
     world.create_send_key(default_number=NUMBERS[0])
     name = world.instances[NUMBERS[0]]
     guarded = client.put(
@@ -42,6 +41,13 @@ def test_given_an_instance_with_its_spam_guard_on_then_a_repeated_text_fails_spa
         },
     )
     assert guarded.status == 200, guarded.body
+    return world, name
+
+
+def test_given_an_instance_with_its_spam_guard_on_then_a_repeated_text_fails_spam_guard(
+    client: Client, make_tenant: Any, provider: FakeProvider, run_worker: Any, aws: AwsResources
+) -> None:
+    world, name = guarded_world(client, make_tenant("acme"))
 
     first = world.send(RECIPIENT, "Promoção de hoje")
     run_worker()
@@ -83,20 +89,7 @@ class SpamHistoryRequests:
 def test_a_guarded_send_reads_the_history_once_and_writes_it_in_the_transaction_that_records_the_send(
     client: Client, make_tenant: Any, provider: FakeProvider, run_worker: Any, aws: AwsResources
 ) -> None:
-    world = build_world(client, make_tenant("acme"), NUMBERS[0])
-    world.create_send_key(default_number=NUMBERS[0])
-    name = world.instances[NUMBERS[0]]
-    guarded = client.put(
-        f"/api/instances/{name}",
-        key=world.tenant.admin,
-        json_body={
-            "providerId": world.provider_id,
-            "providerInstanceId": name,
-            "numberId": world.numbers[NUMBERS[0]],
-            "spamguardEnabled": True,
-        },
-    )
-    assert guarded.status == 200, guarded.body
+    world, name = guarded_world(client, make_tenant("acme"))
     first = world.send(RECIPIENT, "primeira")
     run_worker()
     requests = SpamHistoryRequests()
