@@ -113,7 +113,10 @@ def main() -> int:
         serving.set()
         print(_banner(stack, time.monotonic() - started), flush=True)
         print(f"switchboard local: ready on {stack.api_url}", flush=True)
-        stopping.wait()
+        # Wake up now and then rather than block for good: the kernel may hand Ctrl-C to any
+        # thread, and then a main thread blocked on a lock is never interrupted to run the handler.
+        while not stopping.wait(timeout=0.5):
+            pass
     except KeyboardInterrupt:
         code = 128 + signal.SIGINT
     finally:
