@@ -838,3 +838,24 @@ def test_through_the_api_connection_and_receipt_events(
     answer = post(client, apikey_provider, fixture(name))
 
     assert (answer.status, answer.json()["outcome"]) == (200, outcome), answer.body
+
+
+def test_events_emitted_within_one_second_and_their_retries_carry_one_token_that_authenticates_each() -> None:
+    """Why the ingest lets a token bring several bodies (for a while): Evolution's token names no event."""
+    contract = json.loads(fixture("jwt_one_second.json"))
+    credentials = credentials_for(secret=contract["jwt_secret"], tokens={})
+    posts = contract["posts"]
+
+    assert len({post["authorization"] for post in posts}) == 1
+    assert len({post["emitted_at_ms"] // 1000 for post in posts}) == 1
+    issued = posts[0]["emitted_at_ms"] // 1000
+    assert posts[0]["authorization"] == f"Bearer {make_jwt(contract['jwt_secret'], iat=issued)}"
+    tokens = {
+        jwt_auth(
+            request(without_apikey(fixture(post["body_file"])), authorization=post["authorization"]),
+            credentials,
+            issued,
+        )
+        for post in posts
+    }
+    assert len(tokens) == 1 and None not in tokens
