@@ -254,7 +254,7 @@ class ProviderView(View):
     admin_token_hint: str | None
     webhook_secret_hint: str
     verify_token_hint: str | None
-    webhook_scheme: str | None = Field(
+    webhook_scheme: WebhookScheme | None = Field(
         description="How its webhooks are signed (see `webhookScheme` on create). Null only for a provider "
         "saved before schemes were stored, until its first authentic delivery stores the one it used."
     )
