@@ -44,12 +44,13 @@ def build_catalog(
     webhook_secret: str = WEBHOOK_SECRET,
     admin_token: str | None = None,
     kind: str = "messages",
-    webhook_scheme: str | None = None,
+    webhook_scheme: str | None = "envelope",
 ) -> Catalog:
     """A number, a wuzapi provider and an instance binding them, made by the tenant's admin.
 
     The provider signs its webhooks as the calls-capable server does (`envelope`) unless told
-    otherwise (`webhook_scheme="wuzapi-hmac"`: a plain wuzapi)."""
+    otherwise (`webhook_scheme="wuzapi-hmac"`: a plain wuzapi; None: saved without a scheme, the
+    first authentic delivery stores it)."""
     created_number = client.post("/api/numbers", key=tenant.admin, json_body={"number": number, "displayName": "Main"})
     assert created_number.status == 201, created_number.body
     provider_body = {"name": "zap", "kind": "wuzapi", "baseUrl": base_url, "webhookSecret": webhook_secret}

@@ -80,11 +80,11 @@ def headers(token: str) -> dict[str, str]:
 
 @pytest.fixture
 def provider_id(client: Client, make_tenant: Callable[..., TenantKeys]) -> str:
-    """An Evolution provider saved with its default scheme, `evolution-jwt`."""
+    """An Evolution provider saved with the scheme `evolution-jwt`."""
     tenant = make_tenant("acme")
     number = client.post("/api/numbers", key=tenant.admin, json_body={"number": "5511999990000", "displayName": "M"})
     body = {"name": "evo", "kind": "evolution", "baseUrl": "http://127.0.0.1:8080", "webhookSecret": SECRET}
-    provider = client.post("/api/providers", key=tenant.admin, json_body=body)
+    provider = client.post("/api/providers", key=tenant.admin, json_body=body | {"webhookScheme": "evolution-jwt"})
     instance = {"providerId": provider.json()["id"], "providerInstanceId": INSTANCE, "numberId": number.json()["id"]}
     put = client.put("/api/instances/acme-evo", key=tenant.admin, json_body=instance | {"token": "instance-token"})
     assert (number.status, provider.status, put.status) == (201, 201, 201), put.body

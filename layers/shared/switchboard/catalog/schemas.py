@@ -213,10 +213,11 @@ class NumberView(View):
 
 WEBHOOK_SCHEME = (
     "How the provider's webhooks are signed; every other way is refused. `wuzapi`: `envelope` (the "
-    "calls-capable server: `X-Webhook-Timestamp`, `X-Webhook-Signature: v1=`; the default) or "
-    "`wuzapi-hmac` (a plain wuzapi: `x-hmac-signature`). `evolution`: `evolution-jwt` (`Authorization: "
-    "Bearer`, the webhook's `jwt_key`; the default) or `evolution-apikey` (the body's `apikey`). `meta`: "
-    "`meta-signature` (`X-Hub-Signature-256`)."
+    "calls-capable server: `X-Webhook-Timestamp`, `X-Webhook-Signature: v1=`) or `wuzapi-hmac` (a plain "
+    "wuzapi: `x-hmac-signature`). `evolution`: `evolution-jwt` (`Authorization: Bearer`, the webhook's "
+    "`jwt_key`) or `evolution-apikey` (the body's `apikey`). `meta`: `meta-signature` "
+    "(`X-Hub-Signature-256`). Left out, a kind with one scheme gets it; otherwise the first authentic "
+    "delivery stores the scheme it came under, and from then on only that one is accepted."
 )
 
 
@@ -255,8 +256,8 @@ class ProviderView(View):
     webhook_secret_hint: str
     verify_token_hint: str | None
     webhook_scheme: WebhookScheme | None = Field(
-        description="How its webhooks are signed (see `webhookScheme` on create). Null only for a provider "
-        "saved before schemes were stored, until its first authentic delivery stores the one it used."
+        description="How its webhooks are signed (see `webhookScheme` on create). Null until its first "
+        "authentic delivery stores the one it came under, when it was saved without one."
     )
     webhook_path: str = Field(description="Configure this path (under the API's base URL) at the provider.")
     created_at: datetime

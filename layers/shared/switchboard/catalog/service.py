@@ -54,11 +54,14 @@ def _check_verify_token_kind(kind: ProviderKind) -> None:
         raise InvalidInput("verifyToken is only for providers of kind meta", code="verify_token_not_supported")
 
 
-def _webhook_scheme(kind: ProviderKind, scheme: WebhookScheme | None) -> WebhookScheme:
-    """The scheme a provider of `kind` is saved with: `scheme` if the kind has it, else its first."""
+def _webhook_scheme(kind: ProviderKind, scheme: WebhookScheme | None) -> WebhookScheme | None:
+    """The scheme a provider of `kind` is saved with: `scheme` if the kind has it; left out, the
+    kind's only one, or none yet where the kind has several: its first authentic delivery then
+    stores the one it came under (no delivery is authentic under two), so a plain wuzapi and a
+    calls-capable one both work as registered, with no setting to get wrong."""
     schemes = spec_for(kind).schemes
     if scheme is None:
-        return schemes[0]
+        return schemes[0] if len(schemes) == 1 else None
     if scheme not in schemes:
         raise InvalidInput(
             f"webhookScheme of a provider of kind {kind} is one of: {', '.join(schemes)}",
