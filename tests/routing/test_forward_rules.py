@@ -119,3 +119,18 @@ def test_a_provider_the_catalog_lost_leaves_the_number_unknown() -> None:
 def test_a_message_with_neither_a_number_nor_a_lid_is_refused() -> None:
     with pytest.raises(ValueError, match="phone number or LID"):
         message(sender_lid=None)
+
+
+def test_a_number_found_is_asked_once_an_hour_and_one_not_found_with_every_message() -> None:
+    directory = Directory({LID: "5521977776666"})
+    now = [0.0]
+    phones = ProviderPhones(FakeCatalog([INSTANCE]), FakeTargets(directory), monotonic=lambda: now[0])
+    unknown = "999999999999999@lid"
+
+    answers = [phones.phone_for_lid(INSTANCE.key, LID) for _ in range(3)]
+    misses = [phones.phone_for_lid(INSTANCE.key, unknown) for _ in range(2)]
+    now[0] = 3601.0
+    later = phones.phone_for_lid(INSTANCE.key, LID)
+
+    assert answers == ["5521977776666"] * 3 and misses == [None, None] and later == "5521977776666"
+    assert [lid for _, lid in directory.asked] == [LID, unknown, unknown, LID]

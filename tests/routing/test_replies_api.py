@@ -20,7 +20,7 @@ from tests.support.api import SECRET_WATCH, Client
 
 CHATWOOT = Path(__file__).resolve().parents[1] / "contracts" / "chatwoot"
 PHONE = "16505551234"  # the contact of the Chatwoot fixtures
-PARAGRAPH = ("Obrigado pelo contato. Seguem os detalhes do seu pedido, item a item. " * 16).strip()
+PARAGRAPH = ("Obrigado pelo contato. Seguem os detalhes do seu pedido, item a item. " * 17).strip()
 LONG_REPLY = "\n\n".join(f"{n + 1}. {PARAGRAPH}" for n in range(8))  # over 9,000 characters
 
 

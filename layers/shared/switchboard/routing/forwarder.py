@@ -8,6 +8,8 @@ idempotency keyed by the event id).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from switchboard.core.errors import SwitchboardError
@@ -111,16 +113,39 @@ class DownstreamForwarder:
         return conversation
 
 
+LOOKUP_CACHE_SECONDS = 3600.0
+LOOKUP_CACHE_ENTRIES = 4096
+
+
 class ProviderPhones:
     """`PhoneLookup` through the instance's own provider, where its kind keeps the map of LIDs to
     phone numbers (`ContactDirectory`); elsewhere, and when the provider cannot answer now, the
-    number stays unknown: the message is not held back for it."""
+    number stays unknown: the message is not held back for it.
 
-    def __init__(self, instances: InstanceFinder, targets: Targets) -> None:
+    A number found is kept by the container for an hour: a LID-only chat asks the provider once,
+    not once per message. A LID not found is asked again with the next message (the provider may
+    learn it meanwhile)."""
+
+    def __init__(
+        self, instances: InstanceFinder, targets: Targets, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         self._instances = instances
         self._targets = targets
+        self._monotonic = monotonic
+        self._known: dict[tuple[str, str], tuple[str, float]] = {}
 
     def phone_for_lid(self, instance: str, lid: str) -> str | None:
+        known = self._known.get((instance, lid))
+        if known is not None and self._monotonic() - known[1] < LOOKUP_CACHE_SECONDS:
+            return known[0]
+        phone = self._ask(instance, lid)
+        if phone is not None:
+            if len(self._known) >= LOOKUP_CACHE_ENTRIES:
+                self._known.clear()
+            self._known[(instance, lid)] = (phone, self._monotonic())
+        return phone
+
+    def _ask(self, instance: str, lid: str) -> str | None:
         found = self._instances.find_instance(instance)
         if found is None:
             return None

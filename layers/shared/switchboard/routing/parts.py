@@ -35,7 +35,7 @@ _JOINERS = frozenset({"\u200d", "\u034f"})  # zero width joiner, combining graph
 
 def utf16_length(text: str) -> int:
     """How many UTF-16 code units `text` takes (a character beyond U+FFFF takes two)."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def split_text(text: str, limit: int) -> list[str]:
@@ -52,33 +52,40 @@ def split_text(text: str, limit: int) -> list[str]:
 
 def _split(text: str, limit: int, level: int) -> list[str]:
     """Whole pieces of this level packed into parts; a piece too long for one is cut a level down
-    (its last bit may still share a part with the pieces after it)."""
+    (its last bit may still share a part with the pieces after it). Lengths are kept as counts,
+    never measured again, so a cut is linear in the reply's length."""
     if utf16_length(text) <= limit:
         return [text]
     if level == len(_LEVELS):
         return _hard_cut(text, limit)
     parts: list[str] = []
-    current, between = "", ""
+    current: list[str] = []  # the fragments of the part being filled
+    current_units = 0
+    between, between_units = "", 0
     position = 0
     for cut in [*_LEVELS[level].finditer(text), None]:
         piece = text[position : cut.start() if cut else len(text)]
         if cut is not None:
             position = cut.end()
         if piece:
-            if utf16_length(piece) > limit:
+            units = utf16_length(piece)
+            if units > limit:
                 if current:
-                    parts.append(current)
-                *whole, current = _split(piece, limit, level + 1)
+                    parts.append("".join(current))
+                *whole, last = _split(piece, limit, level + 1)
                 parts += whole
-            elif current and utf16_length(current) + utf16_length(between) + utf16_length(piece) <= limit:
-                current = f"{current}{between}{piece}"
+                current, current_units = [last], utf16_length(last)
+            elif current and current_units + between_units + units <= limit:
+                current += [between, piece]
+                current_units += between_units + units
             else:
                 if current:
-                    parts.append(current)
-                current = piece
+                    parts.append("".join(current))
+                current, current_units = [piece], units
         between = cut.group() if cut else ""
+        between_units = utf16_length(between)
     if current:
-        parts.append(current)
+        parts.append("".join(current))
     return parts
 
 
@@ -88,10 +95,13 @@ def _hard_cut(text: str, limit: int) -> list[str]:
     parts: list[str] = []
     start = 0
     while start < len(text):
-        end, units = start, 0
-        while end < len(text) and units + (width := 2 if ord(text[end]) > 0xFFFF else 1) <= limit:
-            units += width
-            end += 1
+        # The longest run from `start` within the limit: at most `limit` characters, fewer where
+        # some take two code units (found by bisection: the length only grows with the run).
+        low, high = start + 1, min(len(text), start + limit)
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if utf16_length(text[start:middle]) <= limit else (low, middle - 1)
+        end = low
         if end < len(text):
             backed = end
             while backed > start + 1 and _attached(text[backed]):
