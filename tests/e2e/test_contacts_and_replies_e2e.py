@@ -98,9 +98,10 @@ def test_given_a_first_message_of_each_kind_then_the_contact_carries_the_whatsap
 
     stack.sim.incoming_message(instance.sim_id, phone, "olá, tudo bem?", push_name=name)
 
-    contact = stack.wait_for(lambda: contact_named(helpdesk, name), timeout=15)
-    assert contact["phone_number"] == f"+{phone}"
-    assert messages_with(helpdesk, "olá, tudo bem?")
+    # The message is posted last (contact, conversation, then message): once it is there, so is the contact.
+    stack.wait_for(lambda: messages_with(helpdesk, "olá, tudo bem?"), timeout=15)
+    contact = contact_named(helpdesk, name)
+    assert contact is not None and contact["phone_number"] == f"+{phone}"
 
 
 # --- one bad item never blocks a delivery ------------------------------------------------------
