@@ -266,3 +266,14 @@ def test_the_parts_of_a_reply_keep_the_cut_of_their_first_part_even_if_the_kind_
     moved.drain("acme:acme-main")
 
     assert "\n\n".join(provider.bodies) == LONG and len(provider.sent) == 3
+
+
+def test_given_a_blank_reply_in_the_outbox_then_it_fails_with_its_reason_instead_of_waiting_forever() -> None:
+    provider = FakeProvider()
+    outbox, store, _ = service(provider)
+    queue(store, " \n ", "b")
+
+    result = outbox.drain("acme:acme-main")
+
+    assert (result.sent, result.failed, provider.bodies) == (1, 1, ["b"])
+    assert store.outcomes["m0"].reason == "nothing to send: the reply is blank"

@@ -221,6 +221,9 @@ class OutboxService:
         position), the idempotency key of its send."""
         limit = entry.part_chars or spec_for(target.kind).text_limit
         parts = split_text(entry.text, limit)
+        if not parts:  # blank: no WhatsApp server takes an empty text
+            self._store.release(entry)
+            return "failed" if self._fail(instance, entry, "nothing to send: the reply is blank") else "gone"
         key = instance.key
         first = entry.parts_sent
         for index in range(first, len(parts)):
