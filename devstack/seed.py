@@ -41,15 +41,17 @@ class SeededInstance:
 
 @dataclass(frozen=True)
 class OtherKind:
-    """A provider of another kind with one number: which simulator server, and what its secret is."""
+    """A provider of another kind with one number: which simulator server, what its secret is and
+    how it signs its webhooks (None: the kind's default)."""
 
     flavour: str
     kind: str
     secret_length: int = 24  # bytes of `secrets.token_urlsafe`; wuzapi wants an HMAC key of 32+ characters
+    webhook_scheme: str | None = None
 
 
 OTHER_KINDS = (
-    OtherKind("wuzapi", "wuzapi", secret_length=32),
+    OtherKind("wuzapi", "wuzapi", secret_length=32, webhook_scheme="wuzapi-hmac"),
     OtherKind("evolution", "evolution"),
     OtherKind("meta", "meta"),
 )
@@ -266,6 +268,8 @@ def _seed_other_kind(
         "baseUrl": f"{sim_url}/{other.flavour}",
         "webhookSecret": secret,
     }
+    if other.webhook_scheme is not None:
+        body["webhookScheme"] = other.webhook_scheme
     verify_token = secrets.token_urlsafe(16) if other.kind == "meta" else None
     provider = _create_provider(api, admin, body, verify_token, notes)
     meta_phone_id = f"1065{digits}" if other.kind == "meta" else None

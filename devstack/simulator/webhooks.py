@@ -7,7 +7,9 @@ Each attempt posts the same body and is signed again, the way its server signs:
 - `wuzapi`: `x-hmac-signature: <hex HMAC-SHA256(key, body)>`, no header without a key (as the real
   server, which then posts unsigned);
 - `evolution`: `Authorization: Bearer <JWT HS256 {iat, exp: iat + 600, app, action}>` made with the
-  `jwt_key` at each attempt; 400/401/403/404/422 answers are not retried;
+  `jwt_key` once per event, when it is first posted, and sent again unchanged by its retries (the
+  real server builds the headers before its retry loop; `iat` is in whole seconds, so events
+  posted within one second carry the same token); 400/401/403/404/422 answers are not retried;
 - `meta`: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app secret, body)>`.
 
 A failing event delays the events queued behind it on the same instance, never other instances.
@@ -38,8 +40,9 @@ def signature_header(secrets: tuple[str, ...], timestamp: int, body: bytes) -> s
     return ",".join(f"v1={hmac.new(s.encode(), signed, hashlib.sha256).hexdigest()}" for s in secrets)
 
 
-def signed_headers(delivery: Delivery, now: int) -> dict[str, str]:
-    """The headers of one attempt, signed the way the delivery's server signs."""
+def signed_headers(delivery: Delivery, now: int, first_posted: int | None = None) -> dict[str, str]:
+    """The headers of one attempt at `now`, signed the way the delivery's server signs; an
+    Evolution token is the one made when the event was first posted (`first_posted`)."""
     headers = {"Content-Type": delivery.content_type}
     secret = delivery.secrets[0] if delivery.secrets else None
     if delivery.scheme == "envelope":
@@ -50,7 +53,8 @@ def signed_headers(delivery: Delivery, now: int) -> dict[str, str]:
     elif delivery.scheme == "wuzapi":
         headers["x-hmac-signature"] = wire.hex_hmac(secret, delivery.body)
     elif delivery.scheme == "evolution":
-        headers["Authorization"] = f"Bearer {wire.evolution_jwt(secret, now)}"
+        issued = now if first_posted is None else first_posted
+        headers["Authorization"] = f"Bearer {wire.evolution_jwt(secret, issued)}"
     elif delivery.scheme == "meta":
         headers["X-Hub-Signature-256"] = f"sha256={wire.hex_hmac(secret, delivery.body)}"
     return headers
@@ -113,18 +117,19 @@ class WebhookDispatcher:
             self._deliver(generation, delivery)
 
     def _deliver(self, generation: int, delivery: Delivery) -> None:
+        first_posted = int(time.time())
         for attempt in range(self._max_attempts):
             if self._closed.is_set() or generation != self._generation:
                 return
-            if self._post(delivery):
+            if self._post(delivery, first_posted):
                 return
             if attempt + 1 < self._max_attempts:
                 self._closed.wait(self._retry_base_delay * 2**attempt)
         logger.warning("webhook given up", extra={"event_id": delivery.event_id, "attempts": self._max_attempts})
 
-    def _post(self, delivery: Delivery) -> bool:
+    def _post(self, delivery: Delivery, first_posted: int) -> bool:
         """One attempt; True when done (accepted, or refused in a way its server does not retry)."""
-        headers = signed_headers(delivery, int(time.time()))
+        headers = signed_headers(delivery, int(time.time()), first_posted)
         try:
             response = self._client.post(delivery.url, content=delivery.body, headers=headers)
         except httpx.HTTPError as exc:

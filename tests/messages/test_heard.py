@@ -23,7 +23,7 @@ from switchboard.messages.heard import HeardFrom
 from switchboard.messages.schemas import SendMessage
 from switchboard.pool.domain import NumberRoutes, SendingConfig, plan_numbers, usable_affinity
 from switchboard.providers.base import WebhookRequest
-from switchboard.providers.kinds import spec_for
+from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.webhooks.events import ProviderEvent
 from tests.support.api import Client
 from tests.support.aws import REGION, AwsResources
@@ -171,19 +171,19 @@ def test_a_send_recorded_while_the_recipient_writes_in_is_recorded_on_the_next_t
 # --- every kind's incoming text names the person as the send API does ----------------------------
 
 CONTRACT_MESSAGES = [
-    ("wuzapi", "wuzapi/webhook_json_message_text.json", "application/json"),
-    ("wuzapi", "wuzapi/webhook_form_message_text.txt", "application/x-www-form-urlencoded"),
-    ("evolution", "evolution/webhook_messages_upsert_conversation.json", "application/json"),
-    ("meta", "meta/webhook_text_message.json", "application/json"),
+    ("wuzapi", "wuzapi-hmac", "wuzapi/webhook_json_message_text.json", "application/json"),
+    ("wuzapi", "wuzapi-hmac", "wuzapi/webhook_form_message_text.txt", "application/x-www-form-urlencoded"),
+    ("evolution", "evolution-jwt", "evolution/webhook_messages_upsert_conversation.json", "application/json"),
+    ("meta", "meta-signature", "meta/webhook_text_message.json", "application/json"),
 ]
 
 
-@pytest.mark.parametrize(("kind", "fixture", "content_type"), CONTRACT_MESSAGES)
+@pytest.mark.parametrize(("kind", "scheme", "fixture", "content_type"), CONTRACT_MESSAGES)
 def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_to_the_sender_reads(
-    kind: str, fixture: str, content_type: str
+    kind: str, scheme: WebhookScheme, fixture: str, content_type: str
 ) -> None:
     request = WebhookRequest(headers={"content-type": content_type}, body=(CONTRACTS / fixture).read_bytes())
-    [inbound] = spec_for(kind).events(request)
+    [inbound] = spec_for(kind).events(request, scheme)
     assert inbound.name == "message" and inbound.ignored is None
     instance = Instance(
         tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"

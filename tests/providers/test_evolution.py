@@ -27,7 +27,7 @@ from switchboard.core.errors import (
     ProviderUnavailable,
     Unauthenticated,
 )
-from switchboard.providers.base import ContactDirectory, ProviderTarget, WebhookRequest
+from switchboard.providers.base import ContactDirectory, DeliveryToken, ProviderTarget, WebhookRequest
 from switchboard.providers.evolution import KIND, EvolutionClient
 from tests.support.fakes import FakeCredentials
 
@@ -84,6 +84,16 @@ def without_apikey(body: bytes) -> bytes:
     return json.dumps(payload).encode()
 
 
+def jwt_auth(delivery: WebhookRequest, credentials: FakeCredentials, now: float) -> DeliveryToken | None:
+    """Authenticated as a provider saved with `evolution-jwt` checks it."""
+    return KIND.authenticate(delivery, credentials, now, "evolution-jwt")
+
+
+def apikey_auth(delivery: WebhookRequest, credentials: FakeCredentials, now: float) -> DeliveryToken | None:
+    """Authenticated as a provider saved with `evolution-apikey` checks it."""
+    return KIND.authenticate(delivery, credentials, now, "evolution-apikey")
+
+
 def refused(call: Any) -> Unauthenticated:
     with pytest.raises(Unauthenticated) as caught:
         call()
@@ -116,17 +126,22 @@ def test_the_contract_token_is_accepted_until_its_expiry_plus_leeway() -> None:
     delivery = request(body, authorization=example["sent_headers"]["Authorization"])
     exp = example["jwt_claims"]["exp"]
 
-    KIND.authenticate(delivery, credentials, example["jwt_claims"]["iat"])
-    KIND.authenticate(delivery, credentials, exp + 30)
-    refused(lambda: KIND.authenticate(delivery, credentials, exp + 31))
+    token = jwt_auth(delivery, credentials, example["jwt_claims"]["iat"])
+    jwt_auth(delivery, credentials, exp + 30)
+    refused(lambda: jwt_auth(delivery, credentials, exp + 31))
+    # What the ingest remembers: the token's digest, never the token, for as long as it verifies.
+    assert token == DeliveryToken(
+        digest=hashlib.sha256(example["token"].encode()).hexdigest(), expires_at=exp + 30, new_bodies_for_seconds=60
+    )
 
 
 @pytest.mark.parametrize("name", WEBHOOKS)
 def test_given_a_webhook_with_the_jwt_when_authenticated_then_accepted(name: str) -> None:
     credentials = credentials_for(tokens={})  # no instance token: only the JWT can pass
 
-    KIND.authenticate(request(without_apikey(fixture(name)), make_jwt(SECRET)), credentials, NOW)
+    token = jwt_auth(request(without_apikey(fixture(name)), make_jwt(SECRET)), credentials, NOW)
 
+    assert token is not None and token.digest == hashlib.sha256(make_jwt(SECRET).encode()).hexdigest()
     assert credentials.secret_reads == 1
 
 
@@ -134,7 +149,7 @@ def test_given_a_webhook_with_the_jwt_when_authenticated_then_accepted(name: str
 def test_given_a_webhook_with_the_instance_apikey_when_authenticated_then_accepted(name: str) -> None:
     credentials = credentials_for(secret=None)  # no webhook secret: only the apikey can pass
 
-    KIND.authenticate(request(fixture(name)), credentials, NOW)
+    assert apikey_auth(request(fixture(name)), credentials, NOW) is None  # the apikey is no bearer token
 
     assert credentials.token_reads == [INSTANCE]
     assert credentials.secret_reads == 0  # no Authorization header: the secret is not read
@@ -142,7 +157,8 @@ def test_given_a_webhook_with_the_instance_apikey_when_authenticated_then_accept
 
 @pytest.mark.parametrize("name", WEBHOOKS)
 def test_given_a_webhook_with_neither_when_authenticated_then_refused(name: str) -> None:
-    refused(lambda: KIND.authenticate(request(without_apikey(fixture(name))), credentials_for(), NOW))
+    refused(lambda: jwt_auth(request(without_apikey(fixture(name))), credentials_for(), NOW))
+    refused(lambda: apikey_auth(request(without_apikey(fixture(name))), credentials_for(), NOW))
 
 
 BODY = fixture("webhook_messages_upsert_conversation.json")
@@ -185,38 +201,54 @@ BODY = fixture("webhook_messages_upsert_conversation.json")
 def test_given_a_bad_jwt_and_no_apikey_when_authenticated_then_refused(token: str) -> None:
     credentials = credentials_for(tokens={})
 
-    refused(lambda: KIND.authenticate(request(without_apikey(BODY), token), credentials, NOW))
+    refused(lambda: jwt_auth(request(without_apikey(BODY), token), credentials, NOW))
 
 
 def test_given_claims_changed_after_signing_when_authenticated_then_refused() -> None:
     header, _, signature = make_jwt(SECRET).split(".")
     forged = segment({"iat": NOW, "exp": NOW + 86_400, "app": "evolution", "action": "webhook"})
 
-    refused(lambda: KIND.authenticate(request(BODY, f"{header}.{forged}.{signature}"), credentials_for(tokens={}), NOW))
+    refused(lambda: jwt_auth(request(BODY, f"{header}.{forged}.{signature}"), credentials_for(tokens={}), NOW))
 
 
 @pytest.mark.parametrize("offset", [0, 600, 630])
 def test_given_a_jwt_within_its_lifetime_plus_leeway_when_authenticated_then_accepted(offset: int) -> None:
-    KIND.authenticate(request(BODY, make_jwt(SECRET, iat=NOW)), credentials_for(tokens={}), NOW + offset)
+    jwt_auth(request(BODY, make_jwt(SECRET, iat=NOW)), credentials_for(tokens={}), NOW + offset)
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
 def test_the_bearer_scheme_is_case_insensitive(scheme: str) -> None:
-    KIND.authenticate(request(BODY, authorization=f"{scheme} {make_jwt(SECRET)}"), credentials_for(tokens={}), NOW)
+    jwt_auth(request(BODY, authorization=f"{scheme} {make_jwt(SECRET)}"), credentials_for(tokens={}), NOW)
 
 
 @pytest.mark.parametrize("authorization", ["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", make_jwt(SECRET)])
 def test_given_an_authorization_that_is_not_a_bearer_token_when_authenticated_then_refused(authorization: str) -> None:
-    refused(lambda: KIND.authenticate(request(BODY, authorization=authorization), credentials_for(tokens={}), NOW))
+    refused(lambda: jwt_auth(request(BODY, authorization=authorization), credentials_for(tokens={}), NOW))
 
 
 def test_given_no_webhook_secret_when_a_jwt_arrives_then_refused() -> None:
-    refused(lambda: KIND.authenticate(request(BODY, make_jwt(SECRET)), credentials_for(secret=None, tokens={}), NOW))
+    refused(lambda: jwt_auth(request(BODY, make_jwt(SECRET)), credentials_for(secret=None, tokens={}), NOW))
 
 
-def test_given_a_bad_jwt_but_the_right_apikey_when_authenticated_then_accepted() -> None:
-    """A custom Authorization header that is not ours does not stop the apikey from proving the delivery."""
-    KIND.authenticate(request(BODY, make_jwt("another-secret")), credentials_for(), NOW)
+def test_given_a_jwt_provider_when_only_the_body_apikey_is_right_then_refused() -> None:
+    """The body of a JWT delivery usually carries the instance token: if a JWT provider accepted it,
+    one observed body would forge any other, for good, and the JWT would protect nothing."""
+    refused(lambda: jwt_auth(request(BODY, make_jwt("another-secret")), credentials_for(), NOW))
+    refused(lambda: jwt_auth(request(BODY), credentials_for(), NOW))
+
+
+def test_given_an_apikey_provider_when_only_the_jwt_is_right_then_refused() -> None:
+    refused(lambda: apikey_auth(request(without_apikey(BODY), make_jwt(SECRET)), credentials_for(), NOW))
+
+
+def test_given_an_apikey_provider_when_a_custom_authorization_comes_with_the_right_apikey_then_accepted() -> None:
+    """Evolution sends the webhook's own headers: one that is not a JWT of ours changes nothing."""
+    apikey_auth(request(BODY, make_jwt("another-secret")), credentials_for(), NOW)
+
+
+@pytest.mark.parametrize("scheme", ["envelope", "wuzapi-hmac", "meta-signature"])
+def test_a_scheme_of_another_kind_authenticates_nothing(scheme: Any) -> None:
+    refused(lambda: KIND.authenticate(request(BODY, make_jwt(SECRET)), credentials_for(), NOW, scheme))
 
 
 @pytest.mark.parametrize(
@@ -238,11 +270,11 @@ def test_given_a_bad_jwt_but_the_right_apikey_when_authenticated_then_accepted()
     ],
 )
 def test_given_a_wrong_or_unreadable_apikey_when_authenticated_then_refused(body: bytes) -> None:
-    refused(lambda: KIND.authenticate(request(body), credentials_for(secret=None), NOW))
+    refused(lambda: apikey_auth(request(body), credentials_for(secret=None), NOW))
 
 
 def test_given_an_instance_without_a_stored_token_when_its_apikey_arrives_then_refused() -> None:
-    refused(lambda: KIND.authenticate(request(BODY), credentials_for(tokens={INSTANCE: ""}), NOW))
+    refused(lambda: apikey_auth(request(BODY), credentials_for(tokens={INSTANCE: ""}), NOW))
 
 
 # --- webhook fixtures: events ---------------------------------------------------------------
@@ -354,7 +386,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
 
 
 def mapped(body: bytes) -> dict[str, Any]:
-    [event] = KIND.events(WebhookRequest(body=body))
+    [event] = KIND.events(WebhookRequest(body=body), "evolution-jwt")
     assert (event.binding, event.binding_field, event.instance) == (INSTANCE, "provider_instance_id", None)
     return {key: getattr(event, key) for key in ("name", "event_id", "seq", "data", "ignored")}
 
@@ -602,7 +634,7 @@ def test_an_unknown_connection_state_is_ignored() -> None:
 )
 def test_a_body_not_in_evolution_format_is_invalid_input(body: bytes) -> None:
     with pytest.raises(InvalidInput) as caught:
-        KIND.events(WebhookRequest(body=body))
+        KIND.events(WebhookRequest(body=body), "evolution-jwt")
     assert caught.value.code == "invalid_envelope"
 
 
@@ -761,15 +793,17 @@ def test_instance_status_errors(status: int, body: bytes, error: type[ProviderEr
 # --- through the API: the real ingest on moto ---------------------------------------------
 
 
-@pytest.fixture
-def evolution_provider(client: Any, make_tenant: Any) -> str:
+def evolution_provider_with(client: Any, make_tenant: Any, scheme: str | None) -> str:
     """Tenant `acme`'s number served by an Evolution provider whose instance is `switchboard-test`."""
     tenant = make_tenant("acme")
     number = client.post("/api/numbers", key=tenant.admin, json_body={"number": "5511999990000", "displayName": "M"})
     assert number.status == 201, number.body
     body = {"name": "evo", "kind": "evolution", "baseUrl": "http://127.0.0.1:8080", "webhookSecret": SECRET}
+    if scheme is not None:
+        body["webhookScheme"] = scheme
     provider = client.post("/api/providers", key=tenant.admin, json_body=body)
     assert provider.status == 201, provider.body
+    assert provider.json()["webhookScheme"] == (scheme or "evolution-jwt")
     instance = {
         "providerId": provider.json()["id"],
         "providerInstanceId": INSTANCE,
@@ -781,6 +815,18 @@ def evolution_provider(client: Any, make_tenant: Any) -> str:
     assert put.status == 201, put.body
     provider_id: str = provider.json()["id"]
     return provider_id
+
+
+@pytest.fixture
+def evolution_provider(client: Any, make_tenant: Any) -> str:
+    """Saved without a scheme: it authenticates with Evolution's JWT."""
+    return evolution_provider_with(client, make_tenant, None)
+
+
+@pytest.fixture
+def apikey_provider(client: Any, make_tenant: Any) -> str:
+    """Saved with `evolution-apikey`: a server whose (global) webhook carries no JWT."""
+    return evolution_provider_with(client, make_tenant, "evolution-apikey")
 
 
 def post(client: Any, provider_id: str, body: bytes, headers: dict[str, str] | None = None) -> Any:
@@ -807,8 +853,8 @@ def test_through_the_api_a_jwt_delivery_is_applied_and_its_redelivery_is_a_dupli
     )
 
 
-def test_through_the_api_the_apikey_path_and_ignored_events(client: Any, aws: Any, evolution_provider: str) -> None:
-    answer = post(client, evolution_provider, fixture("webhook_messages_upsert_group.json"))
+def test_through_the_api_the_apikey_path_and_ignored_events(client: Any, aws: Any, apikey_provider: str) -> None:
+    answer = post(client, apikey_provider, fixture("webhook_messages_upsert_group.json"))
 
     assert answer.status == 200, answer.body
     assert (answer.json()["outcome"], answer.json()["reason"]) == ("ignored", "group message")
@@ -832,9 +878,9 @@ def test_through_the_api_an_unauthenticated_delivery_is_401(client: Any, aws: An
     ],
 )
 def test_through_the_api_connection_and_receipt_events(
-    client: Any, aws: Any, evolution_provider: str, name: str, outcome: str
+    client: Any, aws: Any, apikey_provider: str, name: str, outcome: str
 ) -> None:
-    answer = post(client, evolution_provider, fixture(name))
+    answer = post(client, apikey_provider, fixture(name))
 
     assert (answer.status, answer.json()["outcome"]) == (200, outcome), answer.body
 
@@ -900,3 +946,24 @@ def test_through_the_api_a_lid_only_chat_is_forwarded_by_its_lid_with_the_sender
         "Carlos Pereira",
         "Boa tarde, vocês abrem no sábado?",
     )
+
+
+def test_events_emitted_within_one_second_and_their_retries_carry_one_token_that_authenticates_each() -> None:
+    """Why the ingest lets a token bring several bodies (for a while): Evolution's token names no event."""
+    contract = json.loads(fixture("jwt_one_second.json"))
+    credentials = credentials_for(secret=contract["jwt_secret"], tokens={})
+    posts = contract["posts"]
+
+    assert len({post["authorization"] for post in posts}) == 1
+    assert len({post["emitted_at_ms"] // 1000 for post in posts}) == 1
+    issued = posts[0]["emitted_at_ms"] // 1000
+    assert posts[0]["authorization"] == f"Bearer {make_jwt(contract['jwt_secret'], iat=issued)}"
+    tokens = {
+        jwt_auth(
+            request(without_apikey(fixture(post["body_file"])), authorization=post["authorization"]),
+            credentials,
+            issued,
+        )
+        for post in posts
+    }
+    assert len(tokens) == 1 and None not in tokens

@@ -28,7 +28,7 @@ from switchboard.core.errors import (
 )
 from switchboard.providers import envelope
 from switchboard.providers.base import InboundEvent, ProviderTarget, WebhookRequest
-from switchboard.providers.kinds import spec_for
+from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.providers.meta import KIND, MetaCloudClient
 from tests.support.aws import REGION
 from tests.support.fakes import FakeCredentials
@@ -40,6 +40,9 @@ VERIFY_TOKEN = INDEX["verify"]["verify_query.json"]["configured_verify_token"]
 NOW = 1_800_000_000.0
 TOKEN = "EAAG-meta-access-token-for-tests"
 PHONE_ID = "106540352242922"
+
+
+SCHEME: WebhookScheme = "meta-signature"  # how the provider of these deliveries is saved
 
 
 def credentials_for(
@@ -69,8 +72,8 @@ def signed(body: bytes, secret: str = APP_SECRET) -> WebhookRequest:
 
 
 def receive(request: WebhookRequest) -> list[InboundEvent]:
-    KIND.authenticate(request, credentials_for(), NOW)
-    return KIND.events(request)
+    KIND.authenticate(request, credentials_for(), NOW, SCHEME)
+    return KIND.events(request, SCHEME)
 
 
 def summary(event: InboundEvent) -> tuple[Any, ...]:
@@ -262,7 +265,7 @@ def test_a_forged_delivery_is_refused_with_the_one_answer(
     case: str, request_: WebhookRequest, credentials: FakeCredentials
 ) -> None:
     with pytest.raises(Unauthenticated) as refused:
-        KIND.authenticate(request_, credentials, NOW)
+        KIND.authenticate(request_, credentials, NOW, SCHEME)
 
     expected = envelope.refused()
     assert (refused.value.code, refused.value.message) == (expected.code, expected.message), case
@@ -272,7 +275,9 @@ def test_an_upper_case_hex_signature_is_accepted() -> None:
     body = raw("webhook_text_message.json")
     header = "sha256=" + reference_signature(APP_SECRET, body)[7:].upper()
 
-    KIND.authenticate(WebhookRequest(headers={"x-hub-signature-256": header}, body=body), credentials_for(), NOW)
+    KIND.authenticate(
+        WebhookRequest(headers={"x-hub-signature-256": header}, body=body), credentials_for(), NOW, SCHEME
+    )
 
 
 def test_the_signature_covers_the_raw_bytes_not_a_re_serialisation() -> None:
@@ -309,7 +314,7 @@ def status(wamid: str, state: str, timestamp: str | int = "1750030073", **extra:
 
 
 def test_a_played_voice_message_is_a_read_receipt() -> None:
-    [event] = KIND.events(signed(notification(messages_change(statuses=[status("wamid.v", "played")]))))
+    [event] = KIND.events(signed(notification(messages_change(statuses=[status("wamid.v", "played")]))), SCHEME)
 
     assert (event.name, event.event_id, event.data, event.ignored) == (
         "receipt",
@@ -320,14 +325,14 @@ def test_a_played_voice_message_is_a_read_receipt() -> None:
 
 
 def test_a_failed_status_without_errors_keeps_an_empty_list() -> None:
-    [event] = KIND.events(signed(notification(messages_change(statuses=[status("wamid.f", "failed")]))))
+    [event] = KIND.events(signed(notification(messages_change(statuses=[status("wamid.f", "failed")]))), SCHEME)
 
     assert event.data == {"id": "wamid.f", "status": "failed", "errors": []}
     assert event.ignored is None
 
 
 def test_an_unknown_status_is_ignored_with_its_name() -> None:
-    [event] = KIND.events(signed(notification(messages_change(statuses=[status("wamid.d", "deleted")]))))
+    [event] = KIND.events(signed(notification(messages_change(statuses=[status("wamid.d", "deleted")]))), SCHEME)
 
     assert (event.name, event.event_id, event.ignored) == ("receipt", "wamid.d:deleted", "deleted status")
 
@@ -352,7 +357,7 @@ def test_every_entry_change_message_and_status_is_mapped() -> None:
         }
     ).encode()
 
-    events = KIND.events(signed(body))
+    events = KIND.events(signed(body), SCHEME)
 
     assert [(event.event_id, event.seq, event.ignored) for event in events] == [
         ("wamid.a", 1749416383000, None),
@@ -371,7 +376,7 @@ def test_a_reply_is_still_a_text_message() -> None:
         "type": "text",
         "text": {"body": "yes"},
     }
-    [event] = KIND.events(signed(notification(messages_change(messages=[reply]))))
+    [event] = KIND.events(signed(notification(messages_change(messages=[reply]))), SCHEME)
 
     assert event.ignored is None
     assert event.data["text"] == "yes"
@@ -381,21 +386,21 @@ def test_a_messages_change_with_only_errors_is_one_ignored_event() -> None:
     errors = [{"code": 131000, "title": "Something went wrong"}]
     body = notification(messages_change(errors=errors))
 
-    [event] = KIND.events(signed(body))
+    [event] = KIND.events(signed(body), SCHEME)
 
     assert (event.binding, event.binding_field, event.ignored) == (
         PHONE_ID,
         "meta_phone_id",
         "messages change without messages or statuses",
     )
-    assert KIND.events(signed(body))[0].event_id == event.event_id  # a redelivery deduplicates
+    assert KIND.events(signed(body), SCHEME)[0].event_id == event.event_id  # a redelivery deduplicates
 
 
 def test_another_field_with_metadata_is_ignored_and_one_without_gives_no_event() -> None:
     with_metadata = {"field": "message_echoes", "value": {"metadata": {"phone_number_id": PHONE_ID}}}
     without = {"field": "account_update", "value": {"phone_number": "15550783881", "event": "VERIFIED_ACCOUNT"}}
 
-    events = KIND.events(signed(notification(with_metadata, without)))
+    events = KIND.events(signed(notification(with_metadata, without)), SCHEME)
 
     assert [(event.name, event.binding, event.ignored) for event in events] == [
         ("message_echoes", PHONE_ID, "message_echoes field")
@@ -405,7 +410,7 @@ def test_another_field_with_metadata_is_ignored_and_one_without_gives_no_event()
 def test_an_unknown_object_is_ignored_per_change() -> None:
     body = notification(messages_change(statuses=[status("wamid.p", "delivered")]), object_="page")
 
-    [event] = KIND.events(signed(body))
+    [event] = KIND.events(signed(body), SCHEME)
 
     assert (event.binding, event.ignored) == (PHONE_ID, "page object")
 
@@ -413,7 +418,7 @@ def test_an_unknown_object_is_ignored_per_change() -> None:
 def test_a_provider_chosen_word_is_made_safe_before_it_is_recorded() -> None:
     odd = {"from": "16505551234", "id": "wamid.o", "timestamp": "1", "type": "x y\n" + "z" * 100}
 
-    [event] = KIND.events(signed(notification(messages_change(messages=[odd]))))
+    [event] = KIND.events(signed(notification(messages_change(messages=[odd]))), SCHEME)
 
     assert event.ignored == "x_y_" + "z" * 36 + " message"
 
@@ -430,7 +435,7 @@ def test_a_provider_chosen_word_is_made_safe_before_it_is_recorded() -> None:
 )
 def test_a_body_that_is_no_notification_is_invalid_input(body: bytes) -> None:
     with pytest.raises(InvalidInput) as raised:
-        KIND.events(signed(body))
+        KIND.events(signed(body), SCHEME)
     assert raised.value.code == "invalid_envelope"
 
 

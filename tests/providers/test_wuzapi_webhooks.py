@@ -14,6 +14,7 @@ import pytest
 from switchboard.core.errors import InvalidInput, Unauthenticated
 from switchboard.providers import envelope
 from switchboard.providers.base import InboundEvent, WebhookRequest
+from switchboard.providers.kinds import WebhookScheme
 from switchboard.providers.wuzapi import KIND
 from tests.support.fakes import FakeCredentials
 
@@ -24,6 +25,9 @@ NOW = 1_800_000_000.0
 BINDING = "atendimento-01"
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
+
+
+SCHEME: WebhookScheme = "wuzapi-hmac"  # how the provider of these deliveries is saved
 
 
 def credentials_for(secret: str | None = KEY) -> FakeCredentials:
@@ -53,8 +57,8 @@ def delivery(body: bytes, content_type: str, signature: str | None = "sign") -> 
 def received(name: str) -> list[InboundEvent]:
     """Authenticate then map one fixture, sent with the content type of its format."""
     request = delivery(fixture(name), FORM if name.endswith(".txt") else JSON)
-    KIND.authenticate(request, credentials_for(), NOW)
-    return KIND.events(request)
+    KIND.authenticate(request, credentials_for(), NOW, SCHEME)
+    return KIND.events(request, SCHEME)
 
 
 def summary(event: InboundEvent) -> tuple[Any, ...]:
@@ -167,7 +171,9 @@ def test_the_published_vectors_match_our_check_on_the_exact_fixture_bytes(vector
     assert reference_signature(KEY, body) == vector["signature"]
 
     request = delivery(body, vector["content_type"], signature=vector["signature"])
-    KIND.authenticate(request, credentials_for(), NOW)  # no error
+    KIND.authenticate(request, credentials_for(), NOW, SCHEME)  # no error
+    # What our shape check relies on: wuzapi's signed bytes start the way its code builds them.
+    assert body.startswith(VECTORS["signed_bytes_start"][vector["mode"]].encode())
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -210,7 +216,7 @@ def test_an_unsupported_event_is_ignored_with_its_type(name: str) -> None:
 @pytest.mark.parametrize("name", WEBHOOK_FIXTURES)
 def test_an_unsigned_delivery_is_refused(name: str) -> None:
     with pytest.raises(Unauthenticated) as refused:
-        KIND.authenticate(delivery(fixture(name), JSON, signature=None), credentials_for(), NOW)
+        KIND.authenticate(delivery(fixture(name), JSON, signature=None), credentials_for(), NOW, SCHEME)
     assert refused.value.code == "invalid_signature"
 
 
@@ -220,7 +226,7 @@ def test_a_delivery_signed_with_another_key_is_refused(name: str) -> None:
     forged = reference_signature("another-key-of-at-least-32-characters", body)
 
     with pytest.raises(Unauthenticated):
-        KIND.authenticate(delivery(body, JSON, signature=forged), credentials_for(), NOW)
+        KIND.authenticate(delivery(body, JSON, signature=forged), credentials_for(), NOW, SCHEME)
 
 
 @pytest.mark.parametrize("position", [0, 100, -1])
@@ -231,22 +237,24 @@ def test_a_tampered_body_is_refused(position: int) -> None:
     tampered[position] ^= 0x01
 
     with pytest.raises(Unauthenticated):
-        KIND.authenticate(delivery(bytes(tampered), JSON, signature=signature), credentials_for(), NOW)
+        KIND.authenticate(delivery(bytes(tampered), JSON, signature=signature), credentials_for(), NOW, SCHEME)
 
 
 @pytest.mark.parametrize("secret", [None, ""])
 def test_without_a_secret_nothing_is_accepted(secret: str | None) -> None:
     with pytest.raises(Unauthenticated):
-        KIND.authenticate(delivery(fixture("webhook_json_connected.json"), JSON), credentials_for(secret), NOW)
+        KIND.authenticate(delivery(fixture("webhook_json_connected.json"), JSON), credentials_for(secret), NOW, SCHEME)
 
 
 @pytest.mark.parametrize("signature", ["", "sha256=" + "0" * 64, "é" * 64, "v1=abc"])
 def test_a_malformed_signature_is_refused(signature: str) -> None:
     with pytest.raises(Unauthenticated):
-        KIND.authenticate(delivery(fixture("webhook_json_connected.json"), JSON, signature), credentials_for(), NOW)
+        KIND.authenticate(
+            delivery(fixture("webhook_json_connected.json"), JSON, signature), credentials_for(), NOW, SCHEME
+        )
 
 
-def test_the_calls_capable_envelope_is_still_checked_and_mapped_as_before() -> None:
+def test_the_calls_capable_envelope_is_checked_and_mapped_only_for_an_envelope_provider() -> None:
     body = b'{"event":"connection","eventId":"e-1","instanceId":"inst-1","seq":7,"data":{"connected":true}}'
     stamp = str(int(NOW))
     headers = {
@@ -256,13 +264,50 @@ def test_the_calls_capable_envelope_is_still_checked_and_mapped_as_before() -> N
     }
     request = WebhookRequest(headers=headers, body=body)
 
-    KIND.authenticate(request, credentials_for(), NOW)
-    [event] = KIND.events(request)
+    KIND.authenticate(request, credentials_for(), NOW, "envelope")
+    [event] = KIND.events(request, "envelope")
     assert (event.name, event.binding, event.event_id, event.seq) == ("connection", "inst-1", "e-1", 7)
 
     forged = request.model_copy(update={"headers": {**headers, "x-webhook-signature": "v1=" + "0" * 64}})
     with pytest.raises(Unauthenticated):
-        KIND.authenticate(forged, credentials_for(), NOW)
+        KIND.authenticate(forged, credentials_for(), NOW, "envelope")
+    with pytest.raises(Unauthenticated):  # a plain wuzapi provider: its headers choose nothing
+        KIND.authenticate(request, credentials_for(), NOW, SCHEME)
+
+
+@pytest.mark.parametrize("name", ["webhook_json_message_text.json", "webhook_form_message_text.txt"])
+def test_a_plain_wuzapi_delivery_authenticates_no_envelope_provider(name: str) -> None:
+    request = delivery(fixture(name), FORM if name.endswith(".txt") else JSON)
+
+    with pytest.raises(Unauthenticated):
+        KIND.authenticate(request, credentials_for(), NOW, "envelope")
+
+
+@pytest.mark.parametrize("scheme", ["evolution-jwt", "evolution-apikey", "meta-signature"])
+def test_a_scheme_of_another_kind_authenticates_nothing(scheme: Any) -> None:
+    with pytest.raises(Unauthenticated):
+        KIND.authenticate(delivery(fixture("webhook_json_connected.json"), JSON), credentials_for(), NOW, scheme)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"1800000000." + fixture("webhook_form_message_text.txt"), id="an envelope's signed bytes"),
+        pytest.param(b"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpYXQiOjE3NjEwNTc2Mzl9", id="a JWT's signed bytes"),
+        pytest.param(b"not json at all", id="text"),
+        pytest.param(b"[1, 2]", id="a JSON array"),
+        pytest.param(b"\xff\xfe", id="not ASCII"),
+        pytest.param(b" {}", id="JSON after a space"),
+    ],
+)
+def test_a_signed_body_not_shaped_like_a_wuzapi_delivery_is_refused_before_any_hashing(body: bytes) -> None:
+    """wuzapi's bodies start with `{` (JSON) or a form field name and `=` (`instanceName=` first,
+    as `url.Values.Encode` sorts keys); the bytes other schemes sign never do."""
+    credentials = credentials_for()
+
+    with pytest.raises(Unauthenticated):
+        KIND.authenticate(delivery(body, FORM), credentials, NOW, SCHEME)
+    assert credentials.secret_reads == 0
 
 
 # --- mapping variants (same fixtures, one field changed) -----------------------------------
@@ -275,8 +320,8 @@ def json_variant(name: str, change: Any) -> WebhookRequest:
 
 
 def mapped(request: WebhookRequest) -> list[InboundEvent]:
-    KIND.authenticate(request, credentials_for(), NOW)
-    return KIND.events(request)
+    KIND.authenticate(request, credentials_for(), NOW, SCHEME)
+    return KIND.events(request, SCHEME)
 
 
 def _info(payload: dict[str, Any]) -> dict[str, Any]:
@@ -379,11 +424,8 @@ def test_a_body_without_content_type_is_recognised_by_its_shape() -> None:
     ],
 )
 def test_a_body_that_is_not_a_wuzapi_event_is_invalid_input(body: bytes, content_type: str) -> None:
-    request = delivery(body, content_type)
-    KIND.authenticate(request, credentials_for(), NOW)
-
     with pytest.raises(InvalidInput) as invalid:
-        KIND.events(request)
+        KIND.events(delivery(body, content_type), SCHEME)
     assert invalid.value.code == "invalid_payload"
 
 

@@ -29,7 +29,13 @@ def evolution(client: Client, make_tenant: Any) -> dict[str, str]:
     """Tenant `acme` with an Evolution instance bound to the fixtures' instance, and a downstream."""
     tenant = make_tenant("acme")
     number = client.post("/api/numbers", key=tenant.admin, json_body={"number": "5511999990000", "displayName": "M"})
-    body = {"name": "evo", "kind": "evolution", "baseUrl": "http://127.0.0.1:9", "webhookSecret": "evo-secret-1"}
+    body = {
+        "name": "evo",
+        "kind": "evolution",
+        "baseUrl": "http://127.0.0.1:9",
+        "webhookSecret": "evo-secret-1",
+        "webhookScheme": "evolution-apikey",  # the fixtures carry the instance's apikey, no JWT
+    }
     provider = client.post("/api/providers", key=tenant.admin, json_body=body).json()
     instance = {
         "providerId": provider["id"],

@@ -23,6 +23,7 @@ from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard.providers.base import ProviderTarget
+from switchboard.providers.kinds import WebhookScheme
 from switchboard.providers.wuzapi import WuzapiClient
 from tests.support.connections import SIM_ADMIN_TOKEN
 
@@ -200,6 +201,7 @@ class FlavourInstance:
     meta_phone_id: str | None = None
 
     def target(self) -> ProviderTarget:
+        """The target of an instance whose provider was saved with the scheme its server signs with."""
         kind = "wuzapi" if self.flavour in ("calls", "wuzapi") else self.flavour
         return ProviderTarget(
             kind=kind,
@@ -207,7 +209,17 @@ class FlavourInstance:
             provider_instance_id=self.id,
             instance_token=self.token,
             meta_phone_id=self.meta_phone_id,
+            webhook_scheme=SCHEME_OF[self.flavour],
         )
+
+
+# The scheme each simulator server signs its webhooks with, as its provider is saved.
+SCHEME_OF: dict[str, WebhookScheme] = {
+    "calls": "envelope",
+    "wuzapi": "wuzapi-hmac",
+    "evolution": "evolution-jwt",
+    "meta": "meta-signature",
+}
 
 
 FlavourFactory = Callable[..., FlavourInstance]

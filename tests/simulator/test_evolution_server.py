@@ -16,6 +16,8 @@ import httpx
 import pytest
 
 from devstack.simulator import SimulatorControl
+from devstack.simulator.model import Delivery
+from devstack.simulator.webhooks import WebhookDispatcher
 from devstack.simulator.wire import evolution_jwt
 from tests.simulator.conftest import HOOK_KEY, FlavourFactory, FlavourInstance, Received, WebhookReceiver
 
@@ -322,3 +324,31 @@ def test_only_the_evolution_server_takes_lid_addressed_chats(
         control.incoming_message(instance.id, PEER, "oi", addressing="lid_only")
 
     assert refused.value.response.json()["error"] == "not_on_this_server"
+
+
+def test_a_retried_webhook_carries_the_token_of_its_first_attempt() -> None:
+    """Evolution builds the headers, token included, once per event before its retry loop: a
+    retry a second or more later still sends the first token, and its `iat` (whole seconds)."""
+    attempts: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        return httpx.Response(500 if len(attempts) == 1 else 200)
+
+    dispatcher = WebhookDispatcher(
+        timeout_seconds=2.0, retry_base_delay=1.1, max_attempts=2, transport=httpx.MockTransport(answer)
+    )
+    body = b'{"event":"messages.upsert"}'
+    delivery = Delivery("e-1", "i-1", "https://sb.example/webhooks/p", body, (HOOK_KEY,), scheme="evolution")
+    try:
+        dispatcher.enqueue(delivery)
+        deadline = time.monotonic() + 10
+        while len(attempts) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        dispatcher.close()
+
+    first, retry = attempts
+    assert first.headers["authorization"] == retry.headers["authorization"]
+    token = first.headers["authorization"].removeprefix("Bearer ")
+    assert abs(_b64url_json(token.split(".")[1])["iat"] - time.time()) < 30

@@ -11,10 +11,10 @@ import pytest
 
 from devstack.simulator import SimulatorControl
 from switchboard.core.errors import ProviderDisconnected, Unauthenticated
-from switchboard.providers.base import InboundEvent, ProviderClient, WebhookRequest
+from switchboard.providers.base import InboundEvent, ProviderClient, ProviderTarget, WebhookRequest
 from switchboard.providers.kinds import spec_for
 from switchboard.providers.setup import WebhookSetup
-from tests.simulator.conftest import HOOK_KEY, FlavourFactory, FlavourInstance, Received, WebhookReceiver
+from tests.simulator.conftest import HOOK_KEY, SCHEME_OF, FlavourFactory, FlavourInstance, Received, WebhookReceiver
 from tests.support.builders import instance
 from tests.support.fakes import FakeSecrets
 
@@ -46,8 +46,9 @@ def _request(received: Received) -> WebhookRequest:
 def _events(instance: FlavourInstance, received: Received, secrets: Secrets | None = None) -> list[InboundEvent]:
     spec = spec_for(KIND_OF[instance.flavour])
     request = _request(received)
-    spec.authenticate(request, secrets or Secrets(), time.time())
-    return spec.events(request)
+    scheme = SCHEME_OF[instance.flavour]
+    spec.authenticate(request, secrets or Secrets(), time.time(), scheme)
+    return spec.events(request, scheme)
 
 
 def _client(instance: FlavourInstance) -> ProviderClient:
@@ -168,9 +169,25 @@ class _OneTarget:
 
 
 def _setup_for(flavoured: FlavourInstance, secret: str) -> tuple[WebhookSetup, ProviderClient]:
+    return _setup_for_target(flavoured.target(), secret)
+
+
+def _setup_for_target(target: ProviderTarget, secret: str) -> tuple[WebhookSetup, ProviderClient]:
     client = spec_for("wuzapi").client(local_mode=True, read_timeout=5.0)
     secrets = FakeSecrets({"/switchboard/providers/prv_w/webhook-secret": secret}, prefix="/switchboard")
-    return WebhookSetup(_OneTarget(client, flavoured.target()), secrets, "https://sb.example"), client
+    return WebhookSetup(_OneTarget(client, target), secrets, "https://sb.example"), client
+
+
+def test_given_a_plain_wuzapi_saved_as_an_envelope_server_then_its_webhook_is_left_alone(
+    make_flavoured: FlavourFactory,
+) -> None:
+    """Setting a wuzapi's HMAC key would make it sign deliveries its provider then refuses."""
+    plain = make_flavoured("wuzapi", subscribed=False)
+    target = plain.target().model_copy(update={"webhook_scheme": "envelope"})
+    setup, client = _setup_for_target(target, HOOK_KEY)
+
+    assert setup.configure(instance(name=plain.id, provider_id="prv_w")) is False
+    assert client.read_webhook(plain.target()).url is None  # type: ignore[attr-defined]
 
 
 def test_given_a_plain_wuzapi_instance_when_saved_then_its_webhook_points_at_us_signed_with_the_provider_secret(
@@ -193,6 +210,10 @@ def test_given_a_calls_capable_server_or_a_short_secret_then_the_webhook_is_left
     plain = make_flavoured("wuzapi", subscribed=False)
 
     assert _setup_for(calls, HOOK_KEY)[0].configure(instance(name=calls.id, provider_id="prv_w")) is False
+    # Saved before schemes were stored, or saved as a plain wuzapi by mistake: its capabilities tell.
+    for scheme in (None, "wuzapi-hmac"):
+        target = calls.target().model_copy(update={"webhook_scheme": scheme})
+        assert _setup_for_target(target, HOOK_KEY)[0].configure(instance(name=calls.id, provider_id="prv_w")) is False
     setup, client = _setup_for(plain, "short-secret")
     assert setup.configure(instance(name=plain.id, provider_id="prv_w")) is False
     assert client.read_webhook(plain.target()).url is None  # type: ignore[attr-defined]

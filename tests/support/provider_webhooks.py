@@ -44,13 +44,19 @@ def build_catalog(
     webhook_secret: str = WEBHOOK_SECRET,
     admin_token: str | None = None,
     kind: str = "messages",
+    webhook_scheme: str | None = None,
 ) -> Catalog:
-    """A number, a wuzapi provider and an instance binding them, made by the tenant's admin."""
+    """A number, a wuzapi provider and an instance binding them, made by the tenant's admin.
+
+    The provider signs its webhooks as the calls-capable server does (`envelope`) unless told
+    otherwise (`webhook_scheme="wuzapi-hmac"`: a plain wuzapi)."""
     created_number = client.post("/api/numbers", key=tenant.admin, json_body={"number": number, "displayName": "Main"})
     assert created_number.status == 201, created_number.body
     provider_body = {"name": "zap", "kind": "wuzapi", "baseUrl": base_url, "webhookSecret": webhook_secret}
     if admin_token is not None:
         provider_body["adminToken"] = admin_token
+    if webhook_scheme is not None:
+        provider_body["webhookScheme"] = webhook_scheme
     provider = client.post("/api/providers", key=tenant.admin, json_body=provider_body)
     assert provider.status == 201, provider.body
     put = client.put(

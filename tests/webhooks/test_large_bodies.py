@@ -8,15 +8,16 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import boto3
 
 from switchboard.webhooks.events import MAX_DATA_BYTES, MAX_TEXT_CHARS, storable
-from tests.support.api import Client
+from tests.support.api import Client, TenantKeys
 from tests.support.aws import REGION, AwsResources
-from tests.support.provider_webhooks import WEBHOOK_SECRET, Catalog, deliver, message_data
+from tests.support.provider_webhooks import WEBHOOK_SECRET, Catalog, build_catalog, deliver, message_data
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
 BODY_BYTES = 950 * 1024
@@ -53,8 +54,9 @@ def forwarded_texts(aws: AwsResources) -> list[str]:
 
 
 def test_a_950_kb_wuzapi_text_message_with_a_base64_preview_is_applied_and_stored_small(
-    client: Client, aws: AwsResources, catalog: Catalog
+    client: Client, aws: AwsResources, make_tenant: Callable[..., TenantKeys]
 ) -> None:
+    catalog = build_catalog(client, make_tenant("acme"), webhook_scheme="wuzapi-hmac")
     payload = json.loads((CONTRACTS / "wuzapi" / "webhook_json_message_extended_text.json").read_bytes())
     payload["instanceName"] = catalog.provider_instance_id
     extended = payload["event"]["Message"]["extendedTextMessage"]
@@ -83,7 +85,13 @@ def test_a_950_kb_evolution_image_message_with_its_base64_is_acknowledged_and_re
     provider = client.post(
         "/api/providers",
         key=admin,
-        json_body={"name": "evo", "kind": "evolution", "baseUrl": "http://127.0.0.1:3100", "webhookSecret": "x" * 32},
+        json_body={
+            "name": "evo",
+            "kind": "evolution",
+            "baseUrl": "http://127.0.0.1:3100",
+            "webhookSecret": "x" * 32,
+            "webhookScheme": "evolution-apikey",
+        },
     )
     put = client.put(
         "/api/instances/acme-evo",

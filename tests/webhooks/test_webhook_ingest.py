@@ -251,11 +251,11 @@ def test_given_dynamodb_fails_before_the_commit_when_delivered_then_5xx_nothing_
     real = EventStore.accept
     failures = iter([throttled("TransactWriteItems")])
 
-    def failing_once(self: EventStore, *args: Any) -> Any:
+    def failing_once(self: EventStore, *args: Any, **kwargs: Any) -> Any:
         error = next(failures, None)
         if error:
             raise error
-        return real(self, *args)
+        return real(self, *args, **kwargs)
 
     monkeypatch.setattr(EventStore, "accept", failing_once)
 

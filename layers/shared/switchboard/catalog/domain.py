@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from switchboard.core.model import Model
-from switchboard.providers.kinds import ProviderKind
+from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
 PLATFORM_TENANT = "_platform"
 OWNER_TAG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
@@ -141,6 +141,10 @@ class Provider(Record):
     admin_token_hint: str | None = None
     webhook_secret_hint: str
     verify_token_hint: str | None = None  # Meta Cloud API only: answers its subscription check
+    # How its webhooks are authenticated, one of its kind's schemes. None only for a provider
+    # saved before it was stored: the first delivery authentic under one of the kind's schemes
+    # stores that one (the ingest), and from then on no other verifies.
+    webhook_scheme: WebhookScheme | None = None
 
 
 InstanceState = Literal["CONNECTED", "DISCONNECTED"]

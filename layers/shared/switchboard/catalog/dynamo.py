@@ -328,6 +328,27 @@ class CatalogRepository:
         item = to_item(provider, entity_key("PROVIDER", provider.id), **self._listing(provider, "PROVIDER"))
         self._transact([self._put_if_owned(item), self._bump(provider.id)], NotFound("provider not found"))
 
+    def settle_webhook_scheme(self, provider_id: str, scheme: str) -> bool:
+        """Store the webhook scheme of a provider saved before schemes were stored, once, with its
+        stamp. True when this call stored it; False when the provider has one already (another
+        delivery stored it first, or an admin did) or is gone."""
+        update = {
+            "Update": {
+                "TableName": self._name,
+                "Key": entity_key("PROVIDER", provider_id),
+                "UpdateExpression": "SET webhook_scheme = :scheme",
+                "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(webhook_scheme)",
+                "ExpressionAttributeValues": {":scheme": scheme},
+            }
+        }
+        try:
+            self._client.transact_write_items(TransactItems=[update, self._bump(provider_id)])
+        except ClientError as error:
+            if "ConditionalCheckFailed" in cancellation_codes(error):
+                return False
+            raise
+        return True
+
     def delete_provider(self, tenant: str, provider_id: str) -> None:
         self.get_provider(tenant, provider_id)
         index = tenant_index(tenant, "INSTANCE")

@@ -179,6 +179,7 @@ def create_provider(catalog: Catalog, body: CreateProvider, principal: Admin) ->
         admin_token=body.admin_token,
         priority=body.priority,
         verify_token=body.verify_token,
+        webhook_scheme=body.webhook_scheme,
     )
     return ProviderView.of(provider)
 

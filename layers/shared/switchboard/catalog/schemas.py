@@ -10,7 +10,7 @@ from pydantic import Field, StringConstraints
 from switchboard.catalog.domain import ApiKey, Instance, Number, PacingOverride, Provider, Scope, Tenant
 from switchboard.catalog.wire import Body, HttpUrl, Name, OwnerTag, PatchBody, Phone, Secret, View
 from switchboard.core import model as core_model
-from switchboard.providers.kinds import ProviderKind
+from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
 if TYPE_CHECKING:
     from switchboard.health.pacing import PacingLimits
@@ -211,12 +211,22 @@ class NumberView(View):
 # --- providers -----------------------------------------------------------------------------
 
 
+WEBHOOK_SCHEME = (
+    "How the provider's webhooks are signed; every other way is refused. `wuzapi`: `envelope` (the "
+    "calls-capable server: `X-Webhook-Timestamp`, `X-Webhook-Signature: v1=`; the default) or "
+    "`wuzapi-hmac` (a plain wuzapi: `x-hmac-signature`). `evolution`: `evolution-jwt` (`Authorization: "
+    "Bearer`, the webhook's `jwt_key`; the default) or `evolution-apikey` (the body's `apikey`). `meta`: "
+    "`meta-signature` (`X-Hub-Signature-256`)."
+)
+
+
 class CreateProvider(Body):
     name: Name
     kind: ProviderKind
     base_url: HttpUrl
     admin_token: Secret | None = None
     webhook_secret: Secret
+    webhook_scheme: WebhookScheme | None = Field(default=None, description=WEBHOOK_SCHEME)
     verify_token: Secret | None = Field(
         default=None, description="Write-only. Meta Cloud API only: the Verify token set in the Meta app."
     )
@@ -224,12 +234,13 @@ class CreateProvider(Body):
 
 
 class UpdateProvider(PatchBody):
-    not_nullable = ("name", "base_url", "admin_token", "webhook_secret", "verify_token", "priority")
+    not_nullable = ("name", "base_url", "admin_token", "webhook_secret", "webhook_scheme", "verify_token", "priority")
 
     name: Name | None = None
     base_url: HttpUrl | None = None
     admin_token: Secret | None = None
     webhook_secret: Secret | None = None
+    webhook_scheme: WebhookScheme | None = Field(default=None, description=WEBHOOK_SCHEME)
     verify_token: Secret | None = None
     priority: Annotated[int, Field(ge=0, le=1000)] | None = None
 
@@ -243,6 +254,10 @@ class ProviderView(View):
     admin_token_hint: str | None
     webhook_secret_hint: str
     verify_token_hint: str | None
+    webhook_scheme: WebhookScheme | None = Field(
+        description="How its webhooks are signed (see `webhookScheme` on create). Null only for a provider "
+        "saved before schemes were stored, until its first authentic delivery stores the one it used."
+    )
     webhook_path: str = Field(description="Configure this path (under the API's base URL) at the provider.")
     created_at: datetime
 

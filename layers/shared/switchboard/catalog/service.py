@@ -30,7 +30,7 @@ from switchboard.core.errors import InvalidInput, NotFound
 from switchboard.core.model import Model
 from switchboard.core.ports import Secrets
 from switchboard.core.urls import check_outbound_url
-from switchboard.providers.kinds import ProviderKind
+from switchboard.providers.kinds import ProviderKind, WebhookScheme, spec_for
 
 
 class CreatedKey(Model):
@@ -52,6 +52,19 @@ def _check_verify_token_kind(kind: ProviderKind) -> None:
     """Only the Meta Cloud API checks a subscription with a verify token."""
     if kind != "meta":
         raise InvalidInput("verifyToken is only for providers of kind meta", code="verify_token_not_supported")
+
+
+def _webhook_scheme(kind: ProviderKind, scheme: WebhookScheme | None) -> WebhookScheme:
+    """The scheme a provider of `kind` is saved with: `scheme` if the kind has it, else its first."""
+    schemes = spec_for(kind).schemes
+    if scheme is None:
+        return schemes[0]
+    if scheme not in schemes:
+        raise InvalidInput(
+            f"webhookScheme of a provider of kind {kind} is one of: {', '.join(schemes)}",
+            code="webhook_scheme_not_supported",
+        )
+    return scheme
 
 
 class CatalogService:
@@ -207,7 +220,10 @@ class CatalogService:
         admin_token: str | None,
         priority: int,
         verify_token: str | None = None,
+        webhook_scheme: WebhookScheme | None = None,
     ) -> Provider:
+        """Raises InvalidInput: an outbound URL not allowed, a verify token or a webhook scheme
+        the kind does not have."""
         check_outbound_url(base_url, local_mode=self._local_mode)
         if verify_token:
             _check_verify_token_kind(kind)
@@ -218,6 +234,7 @@ class CatalogService:
             kind=kind,
             base_url=base_url.rstrip("/"),
             priority=priority,
+            webhook_scheme=_webhook_scheme(kind, webhook_scheme),
             webhook_secret_hint=secret_hint(webhook_secret),
             admin_token_hint=secret_hint(admin_token) if admin_token else None,
             verify_token_hint=secret_hint(verify_token) if verify_token else None,
@@ -250,6 +267,8 @@ class CatalogService:
         current = self._repository.get_provider(principal.tenant, provider_id)
         if verify_token:
             _check_verify_token_kind(current.kind)
+        if "webhook_scheme" in changes:
+            changes["webhook_scheme"] = _webhook_scheme(current.kind, changes["webhook_scheme"])
         if "base_url" in changes:
             changes["base_url"] = check_outbound_url(changes["base_url"], local_mode=self._local_mode).rstrip("/")
         if webhook_secret:

@@ -21,7 +21,7 @@ from pydantic import ConfigDict, Field
 
 from switchboard.core.errors import Forbidden
 from switchboard.core.model import Model
-from switchboard.providers.kinds import ProviderKind
+from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
 if TYPE_CHECKING:
     import httpx
@@ -40,6 +40,7 @@ class ProviderTarget(Model):
     instance_token: str | None = Field(default=None, repr=False)
     admin_token: str | None = Field(default=None, repr=False)
     meta_phone_id: str | None = None
+    webhook_scheme: WebhookScheme | None = None  # how its provider signs webhooks (None: not stored yet)
 
 
 class SentMessage(Model):
@@ -199,6 +200,23 @@ class InboundEvent(Model):
     ignored: str | None = None
 
 
+class DeliveryToken(Model):
+    """A bearer token that authenticated a delivery without covering its body (Evolution's JWT).
+
+    Anyone who saw the token could send it with another body until it expires, so the ingest
+    remembers the bodies each token authenticated, in the transaction that stores the delivery's
+    events: for `new_bodies_for_seconds` after it first sees the token the token may bring bodies
+    it has not brought before (the provider sends several events under one token), after that only
+    those (the provider's retries), until `expires_at` (unix seconds).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    digest: str = Field(pattern=r"^[0-9a-f]{64}$")  # SHA-256 of the token: the token is never stored
+    expires_at: int = Field(ge=0)
+    new_bodies_for_seconds: int = Field(ge=0)
+
+
 class Credentials(Protocol):
     """The secrets a kind may check a delivery against, read only when asked for.
 
@@ -235,17 +253,27 @@ class ProviderKindSpec(Protocol):
     # The longest text one message of this kind may carry, in UTF-16 code units (what the
     # WhatsApp clients and the Cloud API count); a longer reply leaves in parts.
     text_limit: int
+    # The kind's signature schemes, pairwise impossible to confuse: no delivery authentic under
+    # one verifies under another, whatever their secrets. The first is what a provider saved
+    # without choosing gets, and the order in which a provider saved before schemes were stored
+    # tries them on its first delivery.
+    schemes: tuple[WebhookScheme, ...]
 
     def client(
         self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
     ) -> ProviderClient: ...
 
-    def authenticate(self, request: WebhookRequest, credentials: Credentials, now: float) -> None:
-        """Raise `Unauthenticated` (always the same one) unless the delivery is authentic."""
+    def authenticate(
+        self, request: WebhookRequest, credentials: Credentials, now: float, scheme: WebhookScheme
+    ) -> DeliveryToken | None:
+        """Raise `Unauthenticated` (always the same one) unless the delivery is authentic under
+        `scheme` (one of `schemes`; any other is refused). Returns the token that authenticated it
+        when that token covers no part of the body, else None."""
         ...
 
-    def events(self, request: WebhookRequest) -> list[InboundEvent]:
-        """The delivery's events; raises `InvalidInput` when the body is not this kind's format."""
+    def events(self, request: WebhookRequest, scheme: WebhookScheme) -> list[InboundEvent]:
+        """The delivery's events in the format of `scheme`; raises `InvalidInput` when the body is
+        not in it."""
         ...
 
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
@@ -253,8 +281,9 @@ class ProviderKindSpec(Protocol):
         ...
 
     def configure_webhooks(self, client: ProviderClient, target: ProviderTarget, url: str, secret: str) -> bool:
-        """Point the instance's webhooks at `url`, signed with `secret`, where the kind's server lets
-        us (True); False where the operator configures them on the provider's side."""
+        """Point the instance's webhooks at `url`, signed with `secret` under the target's
+        `webhook_scheme`, where the kind's server lets us (True); False where the operator
+        configures them on the provider's side."""
         ...
 
 

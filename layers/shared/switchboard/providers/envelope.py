@@ -6,6 +6,12 @@ Signed with HMAC-SHA256 over `timestamp + "." + raw body`.
 provider rotates its secret); any one matching is enough. `X-Webhook-Timestamp` is unix seconds,
 digits only, within `tolerance` of now. Every refusal is the same `Unauthenticated` so a caller
 cannot learn which check failed.
+
+The signed bytes always start with ASCII digits and a dot. Every other scheme signs bytes of
+another shape, and refuses a delivery whose signed bytes are not of its own shape (a plain
+wuzapi: a JSON object or a form; the Cloud API: a JSON object; Evolution: `<base64url>.<base64url>`):
+so no signature made here verifies under another scheme, nor one made there here, whatever the
+secrets.
 """
 
 from __future__ import annotations
@@ -95,10 +101,6 @@ class Envelope(Model):
     seq: int | None = Field(default=None, ge=0, lt=2**63)
     data: dict[str, Any] = Field(default_factory=dict)
     instance: dict[str, Any] | None = None
-
-
-def is_envelope(request: WebhookRequest) -> bool:
-    return SIGNATURE_HEADER in request.headers
 
 
 def authenticate(request: WebhookRequest, credentials: Credentials, now: float) -> None:

@@ -18,11 +18,18 @@ a nested array or a string; none of its text reaches our errors, only a short co
 
 Incoming webhooks, body `{event, instance, data, destination, date_time, sender, server_url, apikey}`:
 
-- authentic when `Authorization: Bearer <JWT>` is an HS256 token signed with the provider's
-  webhook secret (the webhook's `jwt_key` header on Evolution's side) and not expired, or when
-  the body's `apikey` is the token of the instance it names (sent only when the server exposes
-  instance tokens; the global webhook authenticates only this way). The JWT covers no part of the
-  body: it proves the sender holds the secret, within its 10 minutes, and can be replayed in them;
+- authenticated one way per provider, stored with it: `evolution-jwt` when `Authorization:
+  Bearer <JWT>` is an HS256 token signed with the provider's webhook secret (the webhook's
+  `jwt_key` header on Evolution's side) and not expired; `evolution-apikey` when the body's
+  `apikey` is the token of the instance it names (sent only when the server exposes instance
+  tokens; the global webhook, which has no headers, authenticates only this way). A provider of
+  one never accepts the other: the body of a JWT delivery usually carries the instance token too,
+  and an observed body would otherwise forge any other, for good;
+- the JWT covers no part of the body: `{iat, exp: iat + 600, app, action}`, made once per event
+  (its retries carry the same token) with `iat` in whole seconds and no nonce, so every event an
+  Evolution server emits within one second under one `jwt_key` carries the same token. The token
+  is returned to the ingest (`DeliveryToken`), which lets it bring new bodies only for
+  `NEW_BODIES_SECONDS` after it first sees it, then only the bodies it already brought;
 - `instance` (the instance's name on that server) binds to our instance's `providerInstanceId`;
 - `messages.upsert` -> message (`from` from the phone-number JID in `remoteJid`, else in
   `remoteJidAlt` or the older `senderPn`; `lid` from the `@lid` one; a chat WhatsApp addressed
@@ -61,6 +68,7 @@ from switchboard.providers import envelope
 from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
     Credentials,
+    DeliveryToken,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -72,7 +80,7 @@ from switchboard.providers.base import (
     display_name,
 )
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
-from switchboard.providers.kinds import ProviderKind
+from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
 
 SEND_ROUTE = "/message/sendText/{instance}"
@@ -236,6 +244,11 @@ def _error_messages(response: httpx.Response) -> list[Any]:
 # --- webhook authentication -----------------------------------------------------------------
 
 JWT_LEEWAY_SECONDS = 30
+# Events emitted within one second share a token and are posted at once; a delivery that fails is
+# retried after 5 s, then 10 s, 20 s (jitter 20 %), with the same token. A minute after a token is
+# first seen, its first attempts and three retries are in: any new body it brings after that is a
+# replay of an observed token with a body Evolution never sent.
+NEW_BODIES_SECONDS = 60
 MAX_TOKEN_CHARS = 4096
 MAX_NAME_CHARS = 128
 _JWT = re.compile(r"([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)")
@@ -265,8 +278,9 @@ def _numeric_date(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def verify_jwt(token: str, secret: str, now: float) -> bool:
-    """True for an HS256 JWT signed with `secret`, unexpired (30 s leeway), with Evolution's claims.
+def jwt_expiry(token: str, secret: str, now: float) -> float | None:
+    """The `exp` of an HS256 JWT signed with `secret`, unexpired (30 s leeway), with Evolution's
+    claims; None for any other token.
 
     Strict: the header's `alg` must be exactly `HS256` (so `none` and every other algorithm are
     refused), `typ` if present `JWT`, no `crit`; the signature is compared in constant time
@@ -274,29 +288,36 @@ def verify_jwt(token: str, secret: str, now: float) -> bool:
     `evolution` and `action` `webhook`, the only claims Evolution signs besides `iat` and `exp`.
     """
     if not secret or len(token) > MAX_TOKEN_CHARS:
-        return False
+        return None
     match = _JWT.fullmatch(token)
     if match is None:
-        return False
+        return None
     header_segment, claims_segment, signature_segment = match.groups()
     header = _json_segment(header_segment)
     if header is None or header.get("alg") != "HS256" or header.get("typ", "JWT") != "JWT" or "crit" in header:
-        return False
+        return None
     signed = f"{header_segment}.{claims_segment}".encode("ascii")
     expected = _b64url_encode(hmac.new(secret.encode("utf-8"), signed, hashlib.sha256).digest())
     if not hmac.compare_digest(expected.encode("ascii"), signature_segment.encode("ascii")):
-        return False
+        return None
     claims = _json_segment(claims_segment)
     if claims is None:
-        return False
+        return None
     expires = _numeric_date(claims.get("exp"))
     if expires is None or now > expires + JWT_LEEWAY_SECONDS:
-        return False
+        return None
     if "nbf" in claims:
         not_before = _numeric_date(claims["nbf"])
         if not_before is None or now + JWT_LEEWAY_SECONDS < not_before:
-            return False
-    return claims.get("app") == "evolution" and claims.get("action") == "webhook"
+            return None
+    if claims.get("app") != "evolution" or claims.get("action") != "webhook":
+        return None
+    return expires
+
+
+def verify_jwt(token: str, secret: str, now: float) -> bool:
+    """True for a token `jwt_expiry` accepts."""
+    return jwt_expiry(token, secret, now) is not None
 
 
 def _bearer(header: str | None) -> str | None:
@@ -573,22 +594,33 @@ class EvolutionKind(KindDefaults):
     always_connected = False
     # `sendText` sets no length (its schema has no maxLength, Baileys none): WhatsApp's own applies.
     text_limit = WHATSAPP_TEXT_CHARS
+    schemes: tuple[WebhookScheme, ...] = ("evolution-jwt", "evolution-apikey")
 
     def client(
         self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
     ) -> ProviderClient:
         return EvolutionClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
 
-    def authenticate(self, request: WebhookRequest, credentials: Credentials, now: float) -> None:
-        """A valid bearer JWT (the provider's webhook secret), else the body's instance apikey."""
-        token = _bearer(request.headers.get("authorization"))
-        if token is not None and verify_jwt(token, credentials.webhook_secret() or "", now):
-            return
-        if _apikey_matches(request.body, credentials):
-            return
+    def authenticate(
+        self, request: WebhookRequest, credentials: Credentials, now: float, scheme: WebhookScheme
+    ) -> DeliveryToken | None:
+        """`evolution-jwt`: a valid bearer JWT (the provider's webhook secret), returned to be
+        remembered with the body; `evolution-apikey`: the body's instance apikey."""
+        if scheme == "evolution-jwt":
+            token = _bearer(request.headers.get("authorization"))
+            expires = jwt_expiry(token, credentials.webhook_secret() or "", now) if token is not None else None
+            if token is None or expires is None:
+                raise envelope.refused()
+            return DeliveryToken(
+                digest=hashlib.sha256(token.encode("ascii")).hexdigest(),
+                expires_at=int(expires) + JWT_LEEWAY_SECONDS,
+                new_bodies_for_seconds=NEW_BODIES_SECONDS,
+            )
+        if scheme == "evolution-apikey" and _apikey_matches(request.body, credentials):
+            return None
         raise envelope.refused()
 
-    def events(self, request: WebhookRequest) -> list[InboundEvent]:
+    def events(self, request: WebhookRequest, scheme: WebhookScheme) -> list[InboundEvent]:
         return parse_events(request.body)
 
 

@@ -16,6 +16,15 @@ if TYPE_CHECKING:
 
 ProviderKind = Literal["wuzapi", "evolution", "meta"]
 
+# How a provider's deliveries are authenticated. A kind may have several; a provider uses exactly
+# one, stored with it when it is saved, so a request can never choose how it is checked:
+# - envelope: the calls-capable server, HMAC over `timestamp + "." + body`, `X-Webhook-Signature`;
+# - wuzapi-hmac: a plain wuzapi, HMAC over the body, `x-hmac-signature`;
+# - evolution-jwt: Evolution's `Authorization: Bearer` HS256 token made with the webhook's `jwt_key`;
+# - evolution-apikey: Evolution's body `apikey`, the token of the instance it names;
+# - meta-signature: the Cloud API's `X-Hub-Signature-256`, HMAC over the body with the app secret.
+WebhookScheme = Literal["envelope", "wuzapi-hmac", "evolution-jwt", "evolution-apikey", "meta-signature"]
+
 MODULES: dict[ProviderKind, str] = {
     "wuzapi": "switchboard.providers.wuzapi",
     "evolution": "switchboard.providers.evolution",

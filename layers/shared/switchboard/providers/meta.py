@@ -47,6 +47,7 @@ from switchboard.core.observability import logger
 from switchboard.providers import envelope
 from switchboard.providers.base import (
     Credentials,
+    DeliveryToken,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -58,7 +59,7 @@ from switchboard.providers.base import (
     display_name,
 )
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
-from switchboard.providers.kinds import ProviderKind
+from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
 
 DEFAULT_API_VERSION = "v21.0"
@@ -459,18 +460,26 @@ class MetaKind(KindDefaults):
     always_connected = True
     # Meta documents 4,096 characters for a text message's `text.body`; it refuses a longer one.
     text_limit = META_TEXT_CHARS
+    schemes: tuple[WebhookScheme, ...] = ("meta-signature",)
 
     def client(
         self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
     ) -> ProviderClient:
         return MetaCloudClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
 
-    def authenticate(self, request: WebhookRequest, credentials: Credentials, now: float) -> None:
+    def authenticate(
+        self, request: WebhookRequest, credentials: Credentials, now: float, scheme: WebhookScheme
+    ) -> DeliveryToken | None:
+        """`X-Hub-Signature-256` over the raw body. The Cloud API posts JSON objects: signed bytes
+        of another shape (an envelope's `timestamp.body`, an Evolution JWT's) are refused unread."""
         header = request.headers.get(SIGNATURE_HEADER)
-        if not header or not signature_matches(credentials.webhook_secret() or "", request.body, header):
+        if scheme != "meta-signature" or not header or not request.body.startswith(b"{"):
             raise envelope.refused()
+        if not signature_matches(credentials.webhook_secret() or "", request.body, header):
+            raise envelope.refused()
+        return None
 
-    def events(self, request: WebhookRequest) -> list[InboundEvent]:
+    def events(self, request: WebhookRequest, scheme: WebhookScheme) -> list[InboundEvent]:
         return map_events(request.body)
 
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:

@@ -47,5 +47,6 @@ class TargetResolver:
             provider_instance_id=instance.provider_instance_id,
             instance_token=self._secrets.get(instance_token_name(self._secrets, instance.tenant, instance.name)),
             admin_token=admin_token,
+            webhook_scheme=provider.webhook_scheme,
         )
         return self._client_for(provider.kind), target

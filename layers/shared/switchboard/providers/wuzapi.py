@@ -50,6 +50,7 @@ from switchboard.providers.base import (
     CallState,
     Capabilities,
     Credentials,
+    DeliveryToken,
     DialResult,
     InboundEvent,
     InstanceStatus,
@@ -69,7 +70,7 @@ from switchboard.providers.http import (
     error_code,
     path_segment,
 )
-from switchboard.providers.kinds import ProviderKind
+from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
 MAX_VERSION = 2**63 - 1
 PLAIN_SERVER_MEMO_SECONDS = 600.0
@@ -518,9 +519,11 @@ def _error_text(response: httpx.Response) -> str:
 class WuzapiKind(KindDefaults):
     """wuzapi, and the calls-capable server built on it (which announces calls in `/v1/capabilities`).
 
-    A delivery with `X-Webhook-Signature` is the calls-capable server's signed envelope; any other
-    is a plain wuzapi delivery (`wuzapi_webhooks`), signed with `X-Hmac-Signature`. Both are
-    checked against the provider's webhook secret (a plain wuzapi's `hmac_key`).
+    Each server signs its deliveries one way, stored with its provider: the calls-capable server's
+    signed envelope (`envelope`: `X-Webhook-Timestamp`, `X-Webhook-Signature`, its events in the
+    envelope format) or a plain wuzapi's (`wuzapi-hmac`: `x-hmac-signature`, `wuzapi_webhooks`).
+    Both are checked against the provider's webhook secret (a plain wuzapi's `hmac_key`), never
+    one in place of the other: the headers of a delivery choose nothing.
     """
 
     name: ProviderKind = "wuzapi"
@@ -528,20 +531,26 @@ class WuzapiKind(KindDefaults):
     always_connected = False
     # `/chat/send/text` checks only that `Body` is not empty (nor does whatsmeow): WhatsApp's applies.
     text_limit = WHATSAPP_TEXT_CHARS
+    schemes: tuple[WebhookScheme, ...] = ("envelope", "wuzapi-hmac")
 
     def client(
         self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
     ) -> ProviderClient:
         return WuzapiClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
 
-    def authenticate(self, request: WebhookRequest, credentials: Credentials, now: float) -> None:
-        if envelope.is_envelope(request):
+    def authenticate(
+        self, request: WebhookRequest, credentials: Credentials, now: float, scheme: WebhookScheme
+    ) -> DeliveryToken | None:
+        if scheme == "envelope":
             envelope.authenticate(request, credentials, now)
-            return
-        wuzapi_webhooks.authenticate(request, credentials)
+        elif scheme == "wuzapi-hmac":
+            wuzapi_webhooks.authenticate(request, credentials)
+        else:
+            raise envelope.refused()
+        return None
 
-    def events(self, request: WebhookRequest) -> list[InboundEvent]:
-        if envelope.is_envelope(request):
+    def events(self, request: WebhookRequest, scheme: WebhookScheme) -> list[InboundEvent]:
+        if scheme == "envelope":
             return envelope.events(request)
         return wuzapi_webhooks.events(request)
 
@@ -550,7 +559,10 @@ class WuzapiKind(KindDefaults):
 
         A calls-capable server's subscription is prepared by the call limit instead (it merges
         events and keeps inherited settings), and a secret shorter than wuzapi's minimum cannot be
-        its HMAC key: both are left to the operator."""
+        its HMAC key: both are left to the operator. So is a server that announces calls although
+        its provider was saved as a plain wuzapi: its subscription is not a plain wuzapi's."""
+        if target.webhook_scheme not in (None, "wuzapi-hmac"):
+            return False
         if not isinstance(client, WuzapiClient) or len(secret) < MIN_HMAC_KEY_CHARS:
             return False
         if client.capabilities(target).calls:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -52,6 +53,7 @@ from switchboard.providers import envelope
 from switchboard.providers.base import Credentials, InboundEvent, WebhookRequest, display_name
 
 SIGNATURE_HEADER = "x-hmac-signature"
+_SIGNED_SHAPE = re.compile(rb"\{|[A-Za-z]+=")  # a JSON object, or a form's first field name
 PHONE_SERVER = "s.whatsapp.net"
 
 # Message content keys that are not plain text, and the reason they are ignored.
@@ -84,9 +86,15 @@ def sign(secret: str, body: bytes) -> str:
 
 
 def authenticate(request: WebhookRequest, credentials: Credentials) -> None:
-    """Refuse unless `X-Hmac-Signature` is the HMAC of the raw body under the webhook secret."""
+    """Refuse unless `X-Hmac-Signature` is the HMAC of the raw body under the webhook secret.
+
+    A body of another shape than wuzapi's is refused before any hashing: wuzapi's start with `{`
+    (JSON) or a form field name and `=` (`instanceName=` first, as `url.Values.Encode` sorts its
+    keys), while the bytes an envelope signature covers start with its timestamp and a dot, and
+    those of an Evolution JWT are base64url. Accepting such a body would make every observed
+    envelope signature a valid signature here of `timestamp.body`."""
     supplied = request.headers.get(SIGNATURE_HEADER)
-    if not supplied:
+    if not supplied or not _SIGNED_SHAPE.match(request.body):
         raise envelope.refused()
     secret = credentials.webhook_secret()
     if not secret:

@@ -13,6 +13,13 @@ Both are written in one transaction with a guard (the catalog's check that what 
 bound against is unchanged) and the writes that join the event's acceptance (its usage count).
 A redelivery fails that transaction on the record, whose stored status comes back in the same
 answer: an applied event costs that one request.
+
+A delivery authenticated by a bearer token that covers no part of its body (`DeliveryToken`)
+adds a third item to that transaction, `WHTOKEN#<provider>#<sha256 of the token>`: the digests
+of the bodies the token brought (`bodies`), until when it may bring new ones (`openUntil`, set
+when it is first seen) and its TTL (`expiresAt`, the token's own expiry). Its condition (first
+sighting, a body it brought before, or still open) failing cancels the whole transaction:
+nothing of the event is stored and the delivery is refused.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, cancellation_codes, is_condition_failure, query_all
+from switchboard.providers.base import DeliveryToken
 from switchboard.webhooks.events import Acceptance, EventStatus, StoredEvent, TransactItem
 
 DEDUPE_DAYS = 4
@@ -38,6 +46,7 @@ PENDING_SHARDS = 4
 # ("TransactionConflict"): nothing was written, so the same transaction is simply tried again.
 ACCEPT_ATTEMPTS = 3
 CONFLICT_PAUSE_SECONDS = 0.02
+BODY_DIGEST_CHARS = 32  # 128 bits of the body's SHA-256: a forged body cannot be made to match one
 
 
 class EventStore:
@@ -47,13 +56,20 @@ class EventStore:
         self._name = table.name
 
     def accept(
-        self, event: StoredEvent, lease_seconds: int, guard: TransactItem, writes: Sequence[TransactItem] = ()
+        self,
+        event: StoredEvent,
+        lease_seconds: int,
+        guard: TransactItem,
+        writes: Sequence[TransactItem] = (),
+        token: DeliveryToken | None = None,
     ) -> Acceptance:
-        """Write marker and pending record (leased to the caller) with `writes`, if `guard` holds.
+        """Write marker and pending record (leased to the caller) with `writes`, if `guard` holds
+        and the delivery's `token` may bring its body.
 
-        Returns `accepted` when written, `stale` when the guard failed, otherwise what the
-        existing record says of a redelivery (`duplicate`, `in_flight`, `claimable`). Any other
-        failure raises, and then nothing was written.
+        Returns `accepted` when written, `stale` when the guard failed, `replayed` when the token
+        may not bring this body, otherwise what the existing record says of a redelivery
+        (`duplicate`, `in_flight`, `claimable`). Any other failure raises, and then nothing was
+        written.
         """
         now = event.received_at
         marker = {
@@ -85,6 +101,7 @@ class EventStore:
                 }
             },
             {"Put": {"TableName": self._name, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
+            *self._token_use(event, token),
             *writes,
         ]
         reasons = self._transact(items)
@@ -93,11 +110,39 @@ class EventStore:
         codes = [reason.get("Code", "None") for reason in reasons]
         if codes[0] == "ConditionalCheckFailed":
             return "stale"
+        if token is not None and codes[3] == "ConditionalCheckFailed":
+            return "replayed"  # before the record's answer: a new body never passes for a duplicate
         if codes[1] == "ConditionalCheckFailed":
             return _redelivery(reasons[1].get("Item") or {}, now)
         if codes[2] == "ConditionalCheckFailed":
             return "duplicate"  # the marker without its record: accepted before, the record is gone
-        raise RuntimeError(f"a write joining the acceptance of {event.name} events was refused: {codes[3:]}")
+        refused = codes[4:] if token is not None else codes[3:]
+        raise RuntimeError(f"a write joining the acceptance of {event.name} events was refused: {refused}")
+
+    def _token_use(self, event: StoredEvent, token: DeliveryToken | None) -> list[TransactItem]:
+        """The transaction entry that records `token` bringing this event's body, on condition
+        that it may: its first sighting, a body it brought before, or before `openUntil`."""
+        if token is None:
+            return []
+        now = _epoch(event.received_at)
+        body = (event.body_sha256 or "")[:BODY_DIGEST_CHARS]
+        update = {
+            "TableName": self._name,
+            "Key": {"pk": f"WHTOKEN#{event.provider_id}#{token.digest}", "sk": META},
+            "UpdateExpression": (
+                "ADD bodies :body SET openUntil = if_not_exists(openUntil, :open), "
+                "expiresAt = if_not_exists(expiresAt, :expires)"
+            ),
+            "ConditionExpression": "attribute_not_exists(pk) OR contains(bodies, :digest) OR openUntil >= :now",
+            "ExpressionAttributeValues": {
+                ":body": {body},
+                ":digest": body,
+                ":open": now + token.new_bodies_for_seconds,
+                ":expires": max(token.expires_at, now),
+                ":now": now,
+            },
+        }
+        return [{"Update": update}]
 
     def _transact(self, items: list[TransactItem]) -> list[dict[str, Any]] | None:
         """Run a transaction; None when it committed, else the reasons of a refused condition."""
@@ -119,9 +164,10 @@ class EventStore:
             else:
                 return None
 
-    def record_ignored(self, event: StoredEvent, guard: TransactItem) -> Acceptance:
+    def record_ignored(self, event: StoredEvent, guard: TransactItem, token: DeliveryToken | None = None) -> Acceptance:
         """Keep an event that is acknowledged but never applied, with its reason (no payload),
-        if `guard` holds. Returns `accepted`, `stale`, or `duplicate` (already recorded)."""
+        if `guard` holds and `token` may bring its body. Returns `accepted`, `stale`, `replayed`
+        or `duplicate` (already recorded)."""
         now = event.received_at
         record = {
             **_record_base(event),
@@ -130,10 +176,15 @@ class EventStore:
             "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
         }
         put = {"Put": {"TableName": self._name, "Item": record, "ConditionExpression": "attribute_not_exists(pk)"}}
-        reasons = self._transact([guard, put])
+        reasons = self._transact([guard, put, *self._token_use(event, token)])
         if reasons is None:
             return "accepted"
-        return "stale" if reasons[0].get("Code") == "ConditionalCheckFailed" else "duplicate"
+        codes = [reason.get("Code", "None") for reason in reasons]
+        if codes[0] == "ConditionalCheckFailed":
+            return "stale"
+        if token is not None and codes[2] == "ConditionalCheckFailed":
+            return "replayed"
+        return "duplicate"
 
     def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None:
         """Lease a pending record to (re-)apply it.

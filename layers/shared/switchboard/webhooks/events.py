@@ -30,9 +30,10 @@ from switchboard.core.model import Model
 
 EventStatus = Literal["pending", "applied", "ignored"]
 # What storing an event came to: `accepted` (ours to apply), `stale` (the catalog it was bound
-# against changed: nothing written), or a redelivery: `duplicate` (applied, ignored or no record
-# left), `in_flight` (pending, leased to another delivery) or `claimable` (pending, lease run out).
-Acceptance = Literal["accepted", "stale", "duplicate", "in_flight", "claimable"]
+# against changed: nothing written), `replayed` (its bearer token brought a body it may no longer
+# bring: nothing written), or a redelivery: `duplicate` (applied, ignored or no record left),
+# `in_flight` (pending, leased to another delivery) or `claimable` (pending, lease run out).
+Acceptance = Literal["accepted", "stale", "replayed", "duplicate", "in_flight", "claimable"]
 TransactItem = dict[str, Any]  # one entry of a DynamoDB TransactWriteItems request
 
 # A provider delivery may be up to 1 MB, most of it media posted as base64 inside a message

@@ -1,10 +1,14 @@
 """Provider webhooks: authenticate, bind, deduplicate durably, then run the effects.
 
 Each provider kind authenticates its own deliveries and maps its payloads to our events
-(`switchboard.providers.kinds`). The order of checks is fixed: size (413) before any hashing,
-then the provider and the kind's authentication (all 401 with one body), then the payload
-(400) and the binding of each event to one of our instances (404). Nothing is stored before
-all of them pass.
+(`switchboard.providers.kinds`), under the one signature scheme stored with the provider. The
+order of checks is fixed: size (413) before any hashing, then the provider and the kind's
+authentication (all 401 with one body), then the payload (400) and the binding of each event to
+one of our instances (404). Nothing is stored before all of them pass.
+
+A bearer token that covers no part of the body (Evolution's JWT) is remembered with the digests
+of the bodies it brought, in the transaction that stores the event: once its provider may no
+longer send new bodies under it, a new body with it is refused (401) and nothing is stored.
 
 Durability: a webhook is acknowledged only after its effect is durable. The dedupe marker, a
 pending event record and the writes that join an event's acceptance (`AcceptWrite`: its usage
@@ -26,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
@@ -36,8 +41,8 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
 from switchboard.providers import envelope
-from switchboard.providers.base import InboundEvent, WebhookRequest
-from switchboard.providers.kinds import spec_for
+from switchboard.providers.base import DeliveryToken, InboundEvent, WebhookRequest
+from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.webhooks.catalog_view import ProviderCatalog, ProviderView, ProviderViews
 from switchboard.webhooks.events import (
     Acceptance,
@@ -72,9 +77,16 @@ class IngestResult(Model):
 
 class EventRepository(Protocol):
     def accept(
-        self, event: StoredEvent, lease_seconds: int, guard: TransactItem, writes: Sequence[TransactItem] = ()
+        self,
+        event: StoredEvent,
+        lease_seconds: int,
+        guard: TransactItem,
+        writes: Sequence[TransactItem] = (),
+        token: DeliveryToken | None = None,
     ) -> Acceptance: ...
-    def record_ignored(self, event: StoredEvent, guard: TransactItem) -> Acceptance: ...
+    def record_ignored(
+        self, event: StoredEvent, guard: TransactItem, token: DeliveryToken | None = None
+    ) -> Acceptance: ...
     def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None: ...
     def mark_applied(self, event: StoredEvent, now: datetime) -> None: ...
     def release(self, event: StoredEvent) -> None: ...
@@ -83,6 +95,16 @@ class EventRepository(Protocol):
 
 class _Stale(Exception):
     """The provider's view changed since it was read (or may have): nothing was stored."""
+
+
+@dataclass(frozen=True)
+class _Verified:
+    """A delivery authenticated against a provider's view: under which scheme, with which token."""
+
+    view: ProviderView
+    fresh: bool  # the view was read during this delivery
+    scheme: WebhookScheme
+    token: DeliveryToken | None
 
 
 class IngestService:
@@ -112,8 +134,8 @@ class IngestService:
         and EventNotApplied (5xx); only a 2xx result means its events are durable.
         """
         envelope.check_size(request.body)
-        view, fresh = self._verified(provider_id, request, reload=False)
-        inbound = spec_for(view.provider.kind).events(request)
+        verified = self._verified(provider_id, request, reload=False)
+        inbound = spec_for(verified.view.provider.kind).events(request, verified.scheme)
         now = self._clock()
         digest = hashlib.sha256(request.body).hexdigest()  # stored instead of the body
         results: list[IngestResult] = []
@@ -121,14 +143,16 @@ class IngestService:
         while True:
             try:
                 # Every event is bound before any is stored (404 before anything is written).
-                bound = [(event, self._bind(view, event, fresh)) for event in inbound[len(results) :]]
-                results += [self._receive_one(view, event, instance, now, digest) for event, instance in bound]
+                bound = [(event, self._bind(verified.view, event, verified.fresh)) for event in inbound[len(results) :]]
+                results += [self._receive_one(verified, event, instance, now, digest) for event, instance in bound]
                 return _summary(results)
             except _Stale:
                 if retried:  # changed again meanwhile: the provider's retry finds it settled
                     raise EventNotApplied("the provider's configuration changed while storing; retry") from None
                 retried = True
-                view, fresh = self._verified(provider_id, request, reload=True)
+                scheme, verified = verified.scheme, self._verified(provider_id, request, reload=True)
+                if verified.scheme != scheme:  # its events were read in the other format
+                    raise EventNotApplied("the provider's configuration changed while storing; retry") from None
 
     def verify_subscription(self, provider_id: str, query: dict[str, str]) -> str:
         """The provider's subscription check (Meta's `hub.challenge`); Forbidden otherwise."""
@@ -138,8 +162,9 @@ class IngestService:
         return spec_for(view.provider.kind).verify_subscription(query, _Credentials(self._views, self._secrets, view))
 
     def _receive_one(
-        self, view: ProviderView, inbound: InboundEvent, instance: Instance, now: datetime, digest: str
+        self, verified: _Verified, inbound: InboundEvent, instance: Instance, now: datetime, digest: str
     ) -> IngestResult:
+        view = verified.view
         stored = StoredEvent(
             provider_id=view.provider.id,
             provider_instance_id=instance.provider_instance_id,
@@ -154,16 +179,21 @@ class IngestService:
         )
         if inbound.ignored or inbound.name not in self._handlers:
             reason = inbound.ignored or f"no effect for {inbound.name} events"
-            return self._ignore(view, stored.model_copy(update={"status": "ignored", "reason": reason}), instance)
+            ignored = stored.model_copy(update={"status": "ignored", "reason": reason})
+            return self._ignore(verified, ignored, instance)
         event = _provider_event(stored, instance)
         try:
             writes = [entry for write in self._writes.get(stored.name, []) for entry in write(event)]
-            acceptance = self._events.accept(stored, LEASE_SECONDS, self._views.guard(view), writes)
+            acceptance = self._events.accept(
+                stored, LEASE_SECONDS, self._views.guard(view), writes, token=verified.token
+            )
         except Exception as exc:
             logger.warning("webhook not stored", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
         if acceptance == "stale":
             raise _Stale
+        if acceptance == "replayed":
+            raise self._replayed(instance)
         if acceptance == "accepted":
             self._apply(stored, instance)
             return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
@@ -194,9 +224,8 @@ class IngestService:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def _verified(self, provider_id: str, request: WebhookRequest, *, reload: bool) -> tuple[ProviderView, bool]:
-        """The provider's view with the delivery authenticated against it, and whether the view was
-        read during this call.
+    def _verified(self, provider_id: str, request: WebhookRequest, *, reload: bool) -> _Verified:
+        """The provider's view with the delivery authenticated against it.
 
         A refusal by a view kept from earlier deliveries reads it again once (a secret rotated
         straight in the secret store moves no stamp), rate-limited per provider so forged
@@ -209,22 +238,61 @@ class IngestService:
             raise envelope.refused()
         now = self._clock().timestamp()
         try:
-            spec_for(view.provider.kind).authenticate(request, _Credentials(self._views, self._secrets, view), now)
+            scheme, token = self._authenticated(view, request, now)
         except Unauthenticated:
             last = self._fresh_reads.get(provider_id, 0.0)
             if fresh or time.monotonic() - last < FRESH_SECRET_INTERVAL_SECONDS:
                 raise envelope.refused() from None
             self._fresh_reads[provider_id] = time.monotonic()
-        else:
-            return view, fresh
+            view = self._views.load(provider_id)
+            if view is None:
+                raise envelope.refused() from None
+            fresh = True
+            try:
+                scheme, token = self._authenticated(view, request, now)
+            except Unauthenticated:
+                raise envelope.refused() from None
+        if view.provider.webhook_scheme is None:
+            return self._settled(provider_id, request, scheme, now)
+        return _Verified(view, fresh, scheme, token)
+
+    def _authenticated(
+        self, view: ProviderView, request: WebhookRequest, now: float
+    ) -> tuple[WebhookScheme, DeliveryToken | None]:
+        """The scheme the delivery is authentic under, and its token: only the provider's own
+        scheme is tried. A provider saved before schemes were stored has none: its kind's are
+        tried in order, and no delivery is authentic under two (each kind's are built so)."""
+        spec = spec_for(view.provider.kind)
+        credentials = _Credentials(self._views, self._secrets, view)
+        stored = view.provider.webhook_scheme
+        for scheme in spec.schemes if stored is None else (stored,):
+            try:
+                return scheme, spec.authenticate(request, credentials, now, scheme)
+            except Unauthenticated:
+                continue
+        raise envelope.refused()
+
+    def _settled(self, provider_id: str, request: WebhookRequest, scheme: WebhookScheme, now: float) -> _Verified:
+        """Store the scheme a provider saved before schemes were stored first authenticated a
+        delivery under (once: a conditional write), then authenticate again under what is stored,
+        which is that scheme unless another delivery stored its own first."""
+        if self._catalog.settle_webhook_scheme(provider_id, scheme):
+            logger.info("provider webhook scheme stored", extra={"provider": provider_id, "scheme": scheme})
         view = self._views.load(provider_id)
         if view is None:
             raise envelope.refused()
+        if view.provider.webhook_scheme is None:  # the provider was rewritten meanwhile
+            raise EventNotApplied("the provider's configuration changed while storing; retry")
         try:
-            spec_for(view.provider.kind).authenticate(request, _Credentials(self._views, self._secrets, view), now)
+            stored, token = self._authenticated(view, request, now)
         except Unauthenticated:
             raise envelope.refused() from None
-        return view, True
+        return _Verified(view, True, stored, token)
+
+    def _replayed(self, instance: Instance) -> Unauthenticated:
+        """A token seen before with other bodies brought a new one after it may: not its provider."""
+        logger.warning("webhook token replayed with another body", extra={"instance": instance.key})
+        return envelope.refused()
 
     def _bind(self, view: ProviderView, inbound: InboundEvent, fresh: bool) -> Instance:
         instance = self._views.instance(view, inbound.binding_field, inbound.binding)
@@ -237,14 +305,16 @@ class IngestService:
             raise NotFound("unknown instance for this provider", code="unknown_instance")
         return instance
 
-    def _ignore(self, view: ProviderView, stored: StoredEvent, instance: Instance) -> IngestResult:
+    def _ignore(self, verified: _Verified, stored: StoredEvent, instance: Instance) -> IngestResult:
         try:
-            recorded = self._events.record_ignored(stored, self._views.guard(view))
+            recorded = self._events.record_ignored(stored, self._views.guard(verified.view), verified.token)
         except Exception as exc:
             logger.warning("ignored event not recorded", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
         if recorded == "stale":
             raise _Stale
+        if recorded == "replayed":
+            raise self._replayed(instance)
         logger.info(
             "webhook event ignored",
             extra={"instance": instance.key, "event": stored.name, "reason": stored.reason},
