@@ -347,6 +347,7 @@ class SimulatorApp:
         rules = [
             Rule(f"{prefix}/message/sendText/<instance>", methods=["POST"], endpoint=self.evolution_send),
             Rule(f"{prefix}/instance/connectionState/<instance>", methods=["GET"], endpoint=self.evolution_state),
+            Rule(f"{prefix}/chat/whatsappNumbers/<instance>", methods=["POST"], endpoint=self.evolution_numbers),
         ]
         return [(rule, "evolution") for rule in rules]
 
@@ -354,6 +355,10 @@ class SimulatorApp:
         instance_id = self.state.evolution_instance(instance, request.headers.get("apikey"))
         data = self.state.send_evolution(instance_id, request.get_data(), request.headers.get("Idempotency-Key"))
         return _raw(wire.node_json(data), EVOLUTION_JSON, 201)
+
+    def evolution_numbers(self, request: Request, instance: str) -> Response:
+        instance_id = self.state.evolution_instance(instance, request.headers.get("apikey"))
+        return _raw(wire.node_json(self.state.evolution_numbers(instance_id, request.get_data())), EVOLUTION_JSON)
 
     def evolution_state(self, request: Request, instance: str) -> Response:
         instance_id = self.state.evolution_instance(instance, request.headers.get("apikey"))
@@ -450,7 +455,10 @@ class SimulatorApp:
 
     def incoming_message(self, request: Request, instance_id: str) -> Response:
         body = _parse(request, schemas.IncomingMessageBody)
-        return _json(self.state.incoming_message(instance_id, body.from_, body.text))
+        message = self.state.incoming_message(
+            instance_id, body.from_, body.text, push_name=body.push_name, addressing=body.addressing
+        )
+        return _json(message)
 
     def incoming_call(self, request: Request, instance_id: str) -> Response:
         body = _parse(request, schemas.IncomingCallBody)

@@ -57,8 +57,12 @@ class SimulatorControl:
         body = {"secret": secret, "previousSecret": previous_secret}
         self._post(f"/_sim/instances/{instance_id}/webhook-secrets", body)
 
-    def incoming_message(self, instance_id: str, sender: str, text: str) -> str:
-        body = {"from": sender, "text": text}
+    def incoming_message(
+        self, instance_id: str, sender: str, text: str, *, push_name: str | None = "Cliente", addressing: str = "pn"
+    ) -> str:
+        """`push_name`: the sender's WhatsApp profile name (None: WhatsApp sent none); `addressing`
+        (Evolution): `pn`, `lid` or `lid_only`, how WhatsApp addressed the chat."""
+        body = {"from": sender, "text": text, "pushName": push_name, "addressing": addressing}
         message_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-message", body)["id"]
         return message_id
 

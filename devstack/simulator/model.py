@@ -156,6 +156,8 @@ class Instance:
     # Who the number has a conversation with (sent to, or heard from): the reach-out timelock
     # only refuses the others.
     contacts: set[str] = field(default_factory=set)
+    # Evolution's contact rows: the last pushName heard, by the chat's `remoteJid`.
+    push_names: dict[str, str] = field(default_factory=dict)
 
     def take_send_error(self, recipient: str) -> str | None:
         """The injected refusal for a send to `recipient`, if any, counting it down. A 463 spares

@@ -74,6 +74,7 @@ EVOLUTION_DEFAULT_EVENTS = ["MESSAGES_UPSERT", "MESSAGES_UPDATE", "CONNECTION_UP
 EVOLUTION_SERVER_URL = "http://localhost:8080"
 META_131049_DETAILS = "In order to maintain a healthy ecosystem engagement, the message failed to be delivered."
 META_API_VERSION_PATTERN = r"v[0-9]{1,3}\.[0-9]{1,3}"
+META_TEXT_CHARS = 4096
 
 
 class Refused(Exception):
@@ -234,17 +235,34 @@ def evolution_sent(message_id: str, number: str, text: str, seconds: float, inst
     }
 
 
-def evolution_upsert(message_id: str, sender: str, text: str, seconds: float, instance_uuid: str) -> dict[str, Any]:
-    """`messages.upsert` data of an incoming text in a phone-number-addressed 1:1 chat."""
+def evolution_upsert(
+    message_id: str,
+    sender: str,
+    text: str,
+    seconds: float,
+    instance_uuid: str,
+    *,
+    push_name: str | None = "Cliente",
+    addressing: str = "pn",
+) -> dict[str, Any]:
+    """`messages.upsert` data of an incoming text in a 1:1 chat, the key as Baileys builds it: a
+    phone-addressed chat (`pn`) has the sender's LID in `remoteJidAlt`, a LID-addressed one (`lid`)
+    the phone number there; `lid_only` is a LID chat whose stanza carried no number (no
+    `remoteJidAlt` at all). Without a notify name WhatsApp sends none, and Evolution's
+    `prepareMessage` leaves `pushName` null for a 1:1 chat."""
+    phone_jid, lid_jid = wire.jid(sender), wire.lid_jid(sender)
+    key: dict[str, Any] = {"remoteJid": phone_jid if addressing == "pn" else lid_jid}
+    if addressing != "lid_only":
+        key["remoteJidAlt"] = lid_jid if addressing == "pn" else phone_jid
+    key |= {
+        "fromMe": False,
+        "id": message_id,
+        "participant": "",
+        "addressingMode": "pn" if addressing == "pn" else "lid",
+    }
     return {
-        "key": {
-            "remoteJid": wire.jid(sender),
-            "fromMe": False,
-            "id": message_id,
-            "participant": "",
-            "addressingMode": "pn",
-        },
-        "pushName": "Cliente",
+        "key": key,
+        "pushName": push_name,
         "status": "DELIVERY_ACK",
         "message": {"conversation": text},
         "messageType": "conversation",
@@ -252,6 +270,31 @@ def evolution_upsert(message_id: str, sender: str, text: str, seconds: float, in
         "instanceId": instance_uuid,
         "source": "android",
     }
+
+
+def evolution_on_whatsapp(number: str, phone_jid: str | None, name: str | None) -> dict[str, Any]:
+    """One `OnWhatsAppDto` of `whatsappNumbers`: a LID the cache maps answers its phone JID; a LID
+    it does not is answered as itself with `lid: "lid"`; a number is answered as its JID (every
+    number is on WhatsApp here). `name` is the pushName of the instance's contact, when known."""
+    is_lid = "@lid" in number
+    jid = phone_jid or (number if is_lid else wire.jid("".join(ch for ch in number if ch.isdigit())))
+    answer: dict[str, Any] = {"jid": jid, "exists": True, "number": number}
+    if name is not None:
+        answer["name"] = name
+    if is_lid and phone_jid is None:
+        answer["lid"] = "lid"
+    return answer
+
+
+def evolution_numbers_body(raw: bytes) -> list[str]:
+    """`whatsappNumberSchema`: `numbers`, an array of strings (at least one, no duplicates)."""
+    payload = _json_object(raw)
+    numbers = payload.get("numbers") if payload is not None else None
+    if not isinstance(numbers, list) or not numbers or not all(isinstance(n, str) for n in numbers):
+        raise evolution_refused(400, [["instance.numbers is not of a type(s) array"]])
+    if len(set(numbers)) != len(numbers):
+        raise evolution_refused(400, [["instance.numbers contains duplicate item"]])
+    return numbers
 
 
 EVOLUTION_RECEIPT = {"delivered": "DELIVERY_ACK", "read": "READ", "failed": "ERROR"}
@@ -353,9 +396,12 @@ def meta_webhook(waba_id: str, own_number: str, phone_number_id: str, value: dic
     return wire.meta_json(body)
 
 
-def meta_message(message_id: str, sender: str, text: str, seconds: float) -> dict[str, Any]:
+def meta_message(
+    message_id: str, sender: str, text: str, seconds: float, *, push_name: str | None = "Cliente"
+) -> dict[str, Any]:
+    contact: dict[str, Any] = {"profile": {"name": push_name}, "wa_id": sender} if push_name else {"wa_id": sender}
     return {
-        "contacts": [{"profile": {"name": "Cliente"}, "wa_id": sender}],
+        "contacts": [contact],
         "messages": [
             {"from": sender, "id": message_id, "timestamp": str(int(seconds)), "type": "text", "text": {"body": text}}
         ],
@@ -466,4 +512,8 @@ def meta_send_body(raw: bytes) -> tuple[str, str]:
     body = text.get("body") if isinstance(text, dict) else None
     if not isinstance(body, str) or not body:
         raise meta_refused(400, 100, "(#100) The parameter text['body'] is required.")
+    # Meta documents 4,096 characters for a text body; counted here in UTF-16 code units, the
+    # stricter reading of "characters".
+    if len(body.encode("utf-16-le")) // 2 > META_TEXT_CHARS:
+        raise meta_refused(400, 100, f"(#100) Param text['body'] must be at most {META_TEXT_CHARS} characters long.")
     return to, body

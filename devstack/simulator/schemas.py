@@ -163,6 +163,12 @@ class GlobalWebhookBody(ControlBody):
 class IncomingMessageBody(ControlBody):
     from_: StrictStr = Field(alias="from", min_length=1)
     text: StrictStr
+    # The sender's WhatsApp profile name (whatsmeow `PushName`, Baileys `pushName`, Meta
+    # `contacts[].profile.name`); null: WhatsApp sent none.
+    push_name: StrictStr | None = Field(default="Cliente", alias="pushName")
+    # How WhatsApp addressed the chat (Evolution only): by phone number with the LID beside it,
+    # by LID with the number beside it, or by LID alone (the number hidden).
+    addressing: Literal["pn", "lid", "lid_only"] = "pn"
 
 
 class IncomingCallBody(ControlBody):

@@ -80,6 +80,7 @@ class SimulatorState:
         self._delivered: dict[tuple[str, str, str], SentMessage] = {}
         self._events: OrderedDict[str, EmittedEvent] = OrderedDict()
         self._faults: list[Fault] = []
+        self._on_whatsapp: dict[str, str] = {}  # Evolution's IsOnWhatsapp cache: LID JID -> phone JID
 
     def reset(self) -> None:
         with self._lock:
@@ -630,12 +631,19 @@ class SimulatorState:
         with self._lock:
             return [message.view() for message in self._sent]
 
-    def incoming_message(self, instance_id: str, sender: str, text: str) -> dict[str, Any]:
-        """A text from `sender` arrives: posted as the instance's server posts it."""
+    def incoming_message(
+        self, instance_id: str, sender: str, text: str, *, push_name: str | None = "Cliente", addressing: str = "pn"
+    ) -> dict[str, Any]:
+        """A text from `sender` arrives: posted as the instance's server posts it.
+
+        `addressing` (Evolution only) is how WhatsApp addressed the chat: `pn`, `lid` or
+        `lid_only` (see `payloads.evolution_upsert`)."""
         with self._lock:
             instance = self._instance(instance_id)
             if instance.flavour != "meta" and not instance.connected:
                 raise SimError(409, "not_connected", "the instance has no WhatsApp session")
+            if addressing != "pn" and instance.flavour != "evolution":
+                raise SimError(400, "not_on_this_server", "only the Evolution server simulates LID-addressed chats")
             sender = sender.lstrip("+")
             instance.contacts.add(sender)
             now = time.time()
@@ -645,16 +653,42 @@ class SimulatorState:
                 self._emit(instance, "message", data)
             elif instance.flavour == "wuzapi":
                 message_id = wire.phone_message_id()
-                event = payloads.wuzapi_message_event(message_id, sender, text, now, "Cliente")
+                event = payloads.wuzapi_message_event(message_id, sender, text, now, push_name or "")
                 self._emit_wuzapi(instance, {"event": event, "type": "Message"})
             elif instance.flavour == "evolution":
                 message_id = wire.phone_message_id()
-                data = payloads.evolution_upsert(message_id, sender, text, now, instance.uuid)
+                data = payloads.evolution_upsert(
+                    message_id, sender, text, now, instance.uuid, push_name=push_name, addressing=addressing
+                )
+                self._remember_evolution_contact(instance, data["key"], push_name)
                 self._emit_evolution(instance, "messages.upsert", data)
             else:
                 message_id = wire.wamid(sender)
-                self._emit_meta(instance, "messages", payloads.meta_message(message_id, sender, text, now))
+                value = payloads.meta_message(message_id, sender, text, now, push_name=push_name)
+                self._emit_meta(instance, "messages", value)
             return {"id": message_id}
+
+    def _remember_evolution_contact(self, instance: Instance, key: dict[str, Any], push_name: str | None) -> None:
+        """What Evolution stores on an incoming message: the contact's pushName by `remoteJid`, and in
+        its `IsOnWhatsapp` cache (one for the whole server) a phone number's LID, learned only from
+        a phone-addressed message whose `remoteJidAlt` is that LID (`saveOnWhatsappCache` keeps the
+        alternate address only when it contains `@lid`)."""
+        if push_name:
+            instance.push_names[key["remoteJid"]] = push_name
+        alternate = key.get("remoteJidAlt")
+        if key["remoteJid"].endswith("@s.whatsapp.net") and isinstance(alternate, str) and "@lid" in alternate:
+            self._on_whatsapp[alternate] = key["remoteJid"]
+
+    def evolution_numbers(self, instance_id: str, raw: bytes) -> list[dict[str, Any]]:
+        """`POST /chat/whatsappNumbers/{instance}` as Evolution's `whatsappNumber` answers it."""
+        with self._lock:
+            instance = self._instance(instance_id)
+            answers = []
+            for number in payloads.evolution_numbers_body(raw):
+                phone_jid = self._on_whatsapp.get(number) if "@lid" in number else None
+                name = instance.push_names.get(phone_jid or (number if "@lid" in number else wire.jid(number)))
+                answers.append(payloads.evolution_on_whatsapp(number, phone_jid, name))
+            return answers
 
     def receipt(self, instance_id: str, message_id: str, status: str) -> None:
         """The recipient's phone got (or read) a message the instance sent; `failed` is not a

@@ -113,3 +113,10 @@ def evolution_date_time(seconds: float) -> str:
 def jid(phone: str) -> str:
     """The chat of a phone number, as whatsmeow and Baileys write it."""
     return phone if "@" in phone else f"{phone.lstrip('+')}@s.whatsapp.net"
+
+
+def lid_jid(phone: str) -> str:
+    """The LID of a phone number's user: WhatsApp's own 15-digit id for them, stable per number
+    (a hash here: a LID says nothing of the number it stands for)."""
+    digest = int(hashlib.sha256(f"lid:{phone.lstrip('+')}".encode()).hexdigest(), 16)
+    return f"{10**14 + digest % (9 * 10**14)}@lid"

@@ -27,7 +27,7 @@ from switchboard.core.errors import (
     ProviderUnavailable,
     Unauthenticated,
 )
-from switchboard.providers.base import DeliveryToken, ProviderTarget, WebhookRequest
+from switchboard.providers.base import ContactDirectory, DeliveryToken, ProviderTarget, WebhookRequest
 from switchboard.providers.evolution import KIND, EvolutionClient
 from tests.support.fakes import FakeCredentials
 
@@ -292,8 +292,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "data": {
             "id": "AC5D2E9F7B31C0480E5A6F1D9B2C7E34",
             "from": "5511988887777",
+            "lid": "104857600012345@lid",
             "text": "Oi, tudo bem? Quero confirmar meu horário.",
             "timestamp": "2025-10-21T14:40:39+00:00",
+            "name": "Maria Souza",
         },
         "ignored": None,
     },
@@ -304,8 +306,23 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "data": {
             "id": "3A7F2C9B1D4E8A6C0B5F",
             "from": "5511988887777",
+            "lid": "104857600012345@lid",
             "text": "Pode ser às 15h, veja https://example.com/agenda",
             "timestamp": "2025-10-21T14:42:14+00:00",
+            "name": "Maria Souza",
+        },
+        "ignored": None,
+    },
+    "webhook_messages_upsert_lid_only.json": {  # LID chat without remoteJidAlt: the LID is all there is
+        "name": "message",
+        "event_id": "B7E3A1C9D5F2048E6A1B3C5D7E9F0A2B",
+        "seq": 1_761_058_012_000,
+        "data": {
+            "id": "B7E3A1C9D5F2048E6A1B3C5D7E9F0A2B",
+            "lid": "204857600054321@lid",
+            "text": "Boa tarde, vocês abrem no sábado?",
+            "timestamp": "2025-10-21T14:46:52+00:00",
+            "name": "Carlos Pereira",
         },
         "ignored": None,
     },
@@ -499,7 +516,7 @@ def test_a_message_without_a_timestamp_has_no_timestamp_and_no_seq() -> None:
         ("data.key.remoteJid", "status@broadcast", "broadcast message"),
         ("data.key.remoteJid", "120363025246125486@newsletter", "newsletter message"),
         ("data.key.remoteJidAlt", DELETE, None),  # PN chat: the phone number is remoteJid
-        ("data.key.remoteJid", "104857600012345@lid", "sender phone number unknown"),  # alt is a LID too
+        ("data.key.remoteJid", "104857600012345@lid", None),  # both LIDs: the LID is what there is
     ],
 )
 def test_message_ignore_reasons(path: str, value: Any, reason: str | None) -> None:
@@ -508,12 +525,40 @@ def test_message_ignore_reasons(path: str, value: Any, reason: str | None) -> No
     assert event["ignored"] == reason
 
 
-def test_a_lid_chat_without_the_phone_number_is_ignored() -> None:
-    def lid_only(payload: dict[str, Any]) -> None:
-        payload["data"]["key"]["remoteJid"] = "104857600012345@lid"
+def test_a_chat_addressed_by_neither_a_phone_number_nor_a_lid_is_ignored() -> None:
+    def unknown(payload: dict[str, Any]) -> None:
+        payload["data"]["key"]["remoteJid"] = "somebody@c.us"
         del payload["data"]["key"]["remoteJidAlt"]
 
-    assert mapped(edited(UPSERT, lid_only))["ignored"] == "sender phone number unknown"
+    assert mapped(edited(UPSERT, unknown))["ignored"] == "sender phone number unknown"
+
+
+def test_a_lid_chat_from_an_older_evolution_takes_the_phone_number_from_sender_pn() -> None:
+    """Evolution 2.3.1 to 2.3.4 put the other address in `key.senderPn` (and moved the LID to
+    `previousRemoteJid` when it had the number): both spellings give the same event."""
+
+    def older(payload: dict[str, Any]) -> None:
+        payload["data"]["key"] = {
+            "remoteJid": "104857600012345@lid",
+            "senderPn": "5511988887777@s.whatsapp.net",
+            "fromMe": False,
+            "id": "3A7F2C9B1D4E8A6C0B5F",
+        }
+
+    event = mapped(edited(UPSERT, older))
+
+    assert (event["data"]["from"], event["data"]["lid"], event["ignored"]) == (
+        "5511988887777",
+        "104857600012345@lid",
+        None,
+    )
+
+
+@pytest.mark.parametrize(("push_name", "name"), [(None, None), ("", None), ("  Ana\n Paula ", "Ana Paula"), (7, None)])
+def test_the_push_name_is_the_senders_name_when_there_is_one(push_name: Any, name: str | None) -> None:
+    event = mapped(edited(UPSERT, lambda p: set_path(p, "data.pushName", push_name)))
+
+    assert (event["ignored"], event["data"].get("name")) == (None, name)
 
 
 def test_a_non_text_message_is_ignored_with_its_type() -> None:
@@ -838,6 +883,69 @@ def test_through_the_api_connection_and_receipt_events(
     answer = post(client, apikey_provider, fixture(name))
 
     assert (answer.status, answer.json()["outcome"]) == (200, outcome), answer.body
+
+
+# --- the phone number behind a LID ------------------------------------------------------------
+
+
+def phone_for_lid(replay: Replay, lid: str = "104857600012345@lid") -> str | None:
+    return EvolutionClient(local_mode=True, transport=replay.transport).phone_for_lid(target(), lid)
+
+
+def test_a_lid_evolution_learned_the_number_of_resolves_to_it_through_whatsapp_numbers() -> None:
+    replay = Replay(200, fixture("api_whatsapp_numbers_200_lid_known.json"))
+
+    assert phone_for_lid(replay) == "5511988887777"
+
+    [sent] = replay.requests
+    assert (sent.method, sent.url.raw_path, sent.headers["apikey"]) == (
+        "POST",
+        b"/chat/whatsappNumbers/switchboard-test",
+        API_KEY,
+    )
+    assert json.loads(sent.content) == json.loads(fixture("api_whatsapp_numbers_request.json"))
+
+
+def test_a_lid_evolution_never_saw_with_a_number_comes_back_as_itself_and_stays_unresolved() -> None:
+    assert (
+        phone_for_lid(Replay(200, fixture("api_whatsapp_numbers_200_lid_unknown.json")), "204857600054321@lid") is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error"),
+    [
+        (404, fixture("api_send_text_404_instance_not_found.json"), ProviderRejected),
+        (401, fixture("api_send_text_401_unauthorized.json"), ProviderRejected),
+        (500, b'{"status":500,"error":"Internal Server Error","response":{"message":"x"}}', ProviderUnavailable),
+        (200, b"{}", ProviderUnavailable),
+        (200, b"not json", ProviderUnavailable),
+    ],
+)
+def test_a_lookup_the_server_cannot_answer_is_a_provider_error(
+    status: int, body: bytes, error: type[ProviderError]
+) -> None:
+    with pytest.raises(error):
+        phone_for_lid(Replay(status, body))
+
+
+def test_the_evolution_client_is_a_contact_directory() -> None:
+    assert isinstance(EvolutionClient(local_mode=True), ContactDirectory)
+
+
+def test_through_the_api_a_lid_only_chat_is_forwarded_by_its_lid_with_the_senders_name(
+    client: Any, aws: Any, evolution_provider: str
+) -> None:
+    answer = post(client, evolution_provider, fixture("webhook_messages_upsert_lid_only.json"))
+
+    assert (answer.status, answer.json()["outcome"]) == (200, "applied")
+    [job] = [json.loads(message["Body"]) for message in aws.queue_messages("ForwardQueue")]
+    assert (job["sender"], job["sender_lid"], job["sender_name"], job["text"]) == (
+        None,
+        "204857600054321@lid",
+        "Carlos Pereira",
+        "Boa tarde, vocês abrem no sábado?",
+    )
 
 
 def test_events_emitted_within_one_second_and_their_retries_carry_one_token_that_authenticates_each() -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import boto3
 import httpx
 import pytest
 
@@ -29,6 +30,7 @@ from switchboard.providers import envelope
 from switchboard.providers.base import InboundEvent, ProviderTarget, WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.providers.meta import KIND, MetaCloudClient
+from tests.support.aws import REGION
 from tests.support.fakes import FakeCredentials
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts" / "meta"
@@ -85,6 +87,13 @@ WAMID_SENT = "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQUFERjg0NDEzNDdFODU3MUMxMAA="
 WAMID_FAILED = "wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI0QUQ2MjA4NEYyRkExNjMyREUA"
 POOL_PHONE_ID = "1122334455667"
 HEALTHY_ECOSYSTEM = "This message was not delivered to maintain healthy ecosystem engagement."
+TEXT_DATA = {
+    "id": WAMID_TEXT,
+    "from": "16505551234",
+    "text": "Does it come in another color?",
+    "timestamp": "2025-06-08T20:59:43+00:00",
+    "name": "Sheena Nelson",
+}
 
 EXPECTED: dict[str, list[tuple[Any, ...]]] = {
     "webhook_text_message.json": [
@@ -94,14 +103,18 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
             "meta_phone_id",
             WAMID_TEXT,
             1749416383000,
-            {
-                "id": WAMID_TEXT,
-                "from": "16505551234",
-                "text": "Does it come in another color?",
-                "timestamp": "2025-06-08T20:59:43+00:00",
-            },
+            TEXT_DATA,
             None,
         )
+    ],
+    # The same example with `timestamp` written as a JSON number, as Meta writes it elsewhere.
+    "webhook_text_message_numeric_timestamp.json": [
+        ("message", PHONE_ID, "meta_phone_id", WAMID_TEXT, 1749416383000, TEXT_DATA, None)
+    ],
+    # pywa's image beside Meta's text in one change: the image is ignored, the text mapped.
+    "webhook_text_and_image_messages.json": [
+        ("message", PHONE_ID, "meta_phone_id", "wamid.xyzxyz", 1697043379000, {"id": "wamid.xyzxyz"}, "image message"),
+        ("message", PHONE_ID, "meta_phone_id", WAMID_TEXT, 1749416383000, TEXT_DATA, None),
     ],
     "webhook_text_message_bsuid_only.json": [
         (
@@ -296,7 +309,7 @@ def messages_change(**value: Any) -> dict[str, Any]:
     return {"field": "messages", "value": {"messaging_product": "whatsapp", "metadata": metadata, **value}}
 
 
-def status(wamid: str, state: str, timestamp: str = "1750030073", **extra: Any) -> dict[str, Any]:
+def status(wamid: str, state: str, timestamp: str | int = "1750030073", **extra: Any) -> dict[str, Any]:
     return {"id": wamid, "status": state, "timestamp": timestamp, "recipient_id": "16505551234", **extra}
 
 
@@ -418,18 +431,137 @@ def test_a_provider_chosen_word_is_made_safe_before_it_is_recorded() -> None:
         b"[]",
         b'{"object":"whatsapp_business_account"}',
         b'{"object":"whatsapp_business_account","entry":{}}',
-        notification({"field": "messages", "value": {"messages": []}}),  # no metadata to bind
-        notification(messages_change(messages=[{"from": "1", "timestamp": "1", "type": "text"}])),  # no id
-        notification(messages_change(messages=[{"id": "w", "from": "1", "timestamp": "1.5", "type": "text"}])),
-        notification(messages_change(statuses=[{"id": "w", "timestamp": "1"}])),  # no status
-        notification(messages_change(statuses=[status("w", "failed", errors=[{"code": "131049"}])])),
-        notification({"field": "messages", "value": {"metadata": {"phone_number_id": "../x"}}}),
     ],
 )
-def test_an_invalid_body_is_invalid_input(body: bytes) -> None:
+def test_a_body_that_is_no_notification_is_invalid_input(body: bytes) -> None:
     with pytest.raises(InvalidInput) as raised:
         KIND.events(signed(body), SCHEME)
     assert raised.value.code == "invalid_envelope"
+
+
+TEXT = {"from": "16505551234", "id": "wamid.ok", "timestamp": "1749416383", "type": "text", "text": {"body": "hi"}}
+
+
+@pytest.mark.parametrize(
+    ("item", "reason"),
+    [
+        ({"from": "1", "timestamp": "1", "type": "text"}, "id"),
+        ({"id": "w", "from": "1", "timestamp": "1.5", "type": "text"}, "timestamp"),
+        ({"id": "w", "from": "1", "timestamp": True, "type": "text"}, "timestamp"),
+        ({"id": "w", "from": "1", "timestamp": "1", "type": "text", "text": "a string"}, "text"),
+        ({"id": 7, "from": 1, "timestamp": "1", "type": "text"}, "from, id"),
+        ("not an object", "shape"),
+    ],
+)
+def test_a_message_that_does_not_map_is_ignored_with_its_fields_and_the_others_are_mapped(
+    item: Any, reason: str
+) -> None:
+    body = notification(messages_change(messages=[item, TEXT]))
+
+    bad, good = KIND.events(signed(body))
+    again, _ = KIND.events(signed(body))
+
+    assert (bad.name, bad.binding, bad.ignored) == (
+        "message",
+        PHONE_ID,
+        f"message item not in the Cloud API format ({reason})",
+    )
+    assert bad.event_id.startswith("malformed:") and again.event_id == bad.event_id  # a redelivery deduplicates
+    assert (good.event_id, good.ignored, good.data["text"]) == ("wamid.ok", None, "hi")
+
+
+def test_a_status_that_does_not_map_is_ignored_and_the_others_are_mapped() -> None:
+    body = notification(messages_change(statuses=[{"id": "w", "timestamp": "1"}, status("wamid.d", "delivered")]))
+
+    bad, good = KIND.events(signed(body))
+
+    assert (bad.name, bad.data, bad.ignored) == (
+        "receipt",
+        {"id": "w"},
+        "receipt item not in the Cloud API format (status)",
+    )
+    assert (good.event_id, good.data, good.ignored) == (
+        "wamid.d:delivered",
+        {"id": "wamid.d", "status": "delivered"},
+        None,
+    )
+
+
+def test_unix_seconds_and_error_codes_are_read_from_a_number_or_a_digit_string() -> None:
+    statuses = [
+        status("wamid.n", "failed", timestamp=1750030073, errors=[{"code": "131049", "title": "t"}]),
+        status("wamid.s", "failed", timestamp="1750030073", errors=[{"code": 131049, "title": "t"}]),
+    ]
+
+    events = KIND.events(signed(notification(messages_change(statuses=statuses))))
+
+    assert [(event.seq, event.data["errors"], event.ignored) for event in events] == [
+        (1750030073000, [{"code": 131049, "title": "t"}], None)
+    ] * 2
+
+
+def test_a_change_that_does_not_bind_gives_no_event_and_keeps_the_others() -> None:
+    unbound = [
+        {"field": "messages", "value": {"messages": [TEXT]}},  # no metadata
+        {"field": "messages", "value": {"metadata": {"phone_number_id": "../x"}, "messages": [TEXT]}},
+    ]
+
+    events = KIND.events(signed(notification(*unbound, messages_change(messages=[TEXT]))))
+
+    assert [(event.event_id, event.ignored) for event in events] == [("wamid.ok", None)]
+
+
+def test_a_change_or_an_entry_out_of_shape_is_ignored_where_it_can_be_bound() -> None:
+    body = json.dumps(
+        {
+            "object": "whatsapp_business_account",
+            "entry": [
+                "not an entry",
+                {"id": "1", "changes": "not a list"},
+                {
+                    "id": "2",
+                    "changes": [
+                        {"value": {"metadata": {"phone_number_id": PHONE_ID}}},
+                        messages_change(messages=[TEXT]),
+                    ],
+                },
+                {"id": "3", "changes": [messages_change(messages="not a list")]},
+            ],
+        }
+    ).encode()
+
+    events = KIND.events(signed(body))
+
+    assert [(event.binding, event.ignored) for event in events] == [
+        (PHONE_ID, "change not in the Cloud API format (field)"),
+        (PHONE_ID, None),
+        (PHONE_ID, "messages change not in the Cloud API format"),
+    ]
+
+
+def test_each_sender_gets_the_profile_name_of_its_own_contact() -> None:
+    other = {**TEXT, "from": "5511988887777", "id": "wamid.two"}
+    contacts = [
+        {"profile": {"name": "Ana\u0007 Souza  "}, "wa_id": "5511988887777"},
+        {"profile": {"name": "Sheena Nelson"}, "wa_id": "16505551234"},
+    ]
+    body = notification(messages_change(contacts=contacts, messages=[TEXT, other]))
+
+    events = KIND.events(signed(body))
+
+    assert [event.data.get("name") for event in events] == ["Sheena Nelson", "Ana Souza"]
+
+
+@pytest.mark.parametrize(
+    "contacts",
+    [None, [], "not a list", [{"profile": "not an object", "wa_id": "16505551234"}], [{"wa_id": "16505551234"}]],
+)
+def test_without_a_usable_contact_the_message_maps_without_a_name(contacts: Any) -> None:
+    body = notification(messages_change(contacts=contacts, messages=[TEXT]))
+
+    [event] = KIND.events(signed(body))
+
+    assert (event.ignored, "name" in event.data, event.data["text"]) == (None, False, "hi")
 
 
 # --- subscription check --------------------------------------------------------------------
@@ -651,3 +783,83 @@ def test_a_number_is_connected_without_a_request_and_has_no_calls() -> None:
     assert client.instance_status(target()).connected is True
     assert client.capabilities(target()).calls is False
     assert recorder.requests == []
+
+
+# --- through the API: the real ingest on moto ---------------------------------------------
+
+
+@pytest.fixture
+def meta_provider(client: Any, make_tenant: Any) -> str:
+    """Tenant `acme`'s Cloud API number `PHONE_ID`, its provider signing with the fixtures' app secret."""
+    tenant = make_tenant("acme")
+    body = {"number": "15550783881", "displayName": "Cloud", "metaPhoneId": PHONE_ID}
+    number = client.post("/api/numbers", key=tenant.admin, json_body=body)
+    assert number.status == 201, number.body
+    provider_body = {
+        "name": "cloud",
+        "kind": "meta",
+        "baseUrl": "http://127.0.0.1:8090",
+        "webhookSecret": APP_SECRET,
+        "verifyToken": VERIFY_TOKEN,
+        "adminToken": TOKEN,
+    }
+    provider = client.post("/api/providers", key=tenant.admin, json_body=provider_body)
+    assert provider.status == 201, provider.body
+    instance = {
+        "providerId": provider.json()["id"],
+        "providerInstanceId": PHONE_ID,
+        "numberId": number.json()["id"],
+        "token": TOKEN,
+        "kind": "messages",
+    }
+    assert client.put("/api/instances/acme-cloud", key=tenant.admin, json_body=instance).status == 201
+    provider_id: str = provider.json()["id"]
+    return provider_id
+
+
+def deliver_meta(client: Any, provider_id: str, body: bytes) -> Any:
+    headers = {"Content-Type": "application/json", "X-Hub-Signature-256": reference_signature(APP_SECRET, body)}
+    return client.post(f"/webhooks/{provider_id}", body=body, headers=headers)
+
+
+def forwarded_jobs(aws: Any) -> list[dict[str, Any]]:
+    return [json.loads(message["Body"]) for message in aws.queue_messages("ForwardQueue")]
+
+
+def test_through_the_api_an_unmappable_item_beside_a_text_is_recorded_and_the_text_forwarded_with_its_name(
+    client: Any, aws: Any, meta_provider: str
+) -> None:
+    broken = {"from": "16505551234", "id": "wamid.broken", "timestamp": "1749416383", "type": "text", "text": "x"}
+    documented = json.loads(raw("webhook_text_message.json"))
+    value = documented["entry"][0]["changes"][0]["value"]
+    value["messages"].insert(0, broken)
+    body = json.dumps(documented).encode()
+
+    answer = deliver_meta(client, meta_provider, body)
+    again = deliver_meta(client, meta_provider, body)
+
+    assert (answer.status, answer.json()["outcome"]) == (200, "applied")
+    assert (again.status, again.json()["outcome"]) == (200, "duplicate")
+    [job] = forwarded_jobs(aws)
+    assert (job["sender_name"], job["sender"], job["text"]) == ("Sheena Nelson", "16505551234", TEXT_DATA["text"])
+    [record] = [item for item in stored_events(aws) if item.get("status") == "ignored"]
+    assert record["reason"] == "message item not in the Cloud API format (text)"
+
+
+@pytest.mark.parametrize(
+    "name", ["webhook_text_message_numeric_timestamp.json", "webhook_text_and_image_messages.json"]
+)
+def test_through_the_api_each_multi_shape_fixture_forwards_its_text_once(
+    client: Any, aws: Any, meta_provider: str, name: str
+) -> None:
+    answer = deliver_meta(client, meta_provider, raw(name))
+
+    assert (answer.status, answer.json()["outcome"]) == (200, "applied")
+    assert [(job["sender"], job["text"], job["sender_name"]) for job in forwarded_jobs(aws)] == [
+        ("16505551234", TEXT_DATA["text"], "Sheena Nelson")
+    ]
+
+
+def stored_events(aws: Any) -> list[dict[str, Any]]:
+    table = boto3.resource("dynamodb", region_name=REGION).Table(aws.tables["MainTable"])
+    return [item for item in table.scan()["Items"] if str(item["pk"]).startswith("WHEVENT#")]

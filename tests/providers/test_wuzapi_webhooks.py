@@ -76,6 +76,8 @@ MESSAGE_TEXT = (
         "from": "5511987654321",
         "text": "Olá! Gostaria de agendar um horário para amanhã.",
         "timestamp": "2026-05-20T10:15:30-03:00",
+        "lid": "123456789012345@lid",
+        "name": "Maria Souza",
     },
     None,
 )
@@ -108,6 +110,8 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
                 "from": "5511987654321",
                 "text": "Pode ser às 14h? Obrigada & até logo",
                 "timestamp": "2026-05-20T10:17:30-03:00",
+                "lid": "123456789012345@lid",
+                "name": "Maria Souza",
             },
             None,
         )
@@ -423,3 +427,24 @@ def test_a_body_that_is_not_a_wuzapi_event_is_invalid_input(body: bytes, content
     with pytest.raises(InvalidInput) as invalid:
         KIND.events(delivery(body, content_type), SCHEME)
     assert invalid.value.code == "invalid_payload"
+
+
+@pytest.mark.parametrize(
+    ("push_name", "name"),
+    [
+        ("", None),
+        ("   ", None),
+        (" Zé\t Silva\n", "Zé Silva"),
+        ("Família 👨\u200d👩\u200d👧", "Família 👨\u200d👩\u200d👧"),
+    ],
+)
+def test_the_push_name_is_the_senders_name_when_whatsapp_sent_one(push_name: str, name: str | None) -> None:
+    [event] = mapped(json_variant("webhook_json_message_text.json", lambda p: _info(p).update(PushName=push_name)))
+
+    assert (event.ignored, event.data.get("name")) == (None, name)
+
+
+def test_a_phone_addressed_sender_without_a_lid_has_none() -> None:
+    [event] = mapped(json_variant("webhook_json_message_text.json", lambda p: _info(p).update(SenderAlt="")))
+
+    assert (event.ignored, event.data["from"], "lid" in event.data) == (None, "5511987654321", False)

@@ -3,9 +3,15 @@ expiry, and the time budget of drains that run inside a request."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from switchboard.core.errors import ProviderRejected, ProviderUnavailable
+import pytest
+
+from switchboard.core.errors import ProviderRejected, ProviderTimeout, ProviderUnavailable
+from switchboard.providers.kinds import ProviderKind
+from switchboard.routing import outbox as outbox_module
 from switchboard.routing.domain import DownstreamTarget
 from switchboard.routing.outbox import OutboxService, Reply
 from switchboard.routing.records import OutboxEntry
@@ -28,19 +34,28 @@ TARGET = DownstreamTarget(base_url="https://acme.example", account_id=1, inbox_i
 
 
 def service(
-    provider: FakeProvider, *, clock: datetime = NOW, connected: bool = True
+    provider: FakeProvider,
+    *,
+    clock: datetime = NOW,
+    connected: bool = True,
+    kind: ProviderKind = "wuzapi",
+    usage: FakeUsageStore | None = None,
+    store: FakeOutboxStore | None = None,
+    notes: FakeDownstreamClient | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> tuple[OutboxService, FakeOutboxStore, FakeDownstreamClient]:
-    store, notes = FakeOutboxStore(), FakeDownstreamClient()
+    store, notes = store or FakeOutboxStore(), notes or FakeDownstreamClient()
     state = INSTANCE.model_copy(update={"state": "CONNECTED" if connected else "DISCONNECTED"})
     outbox = OutboxService(
         store,
         FakeCatalog([state]),
-        FakeTargets(provider),
-        usage=UsageRecorder(FakeUsageStore()),
+        FakeTargets(provider, kind=kind),
+        usage=UsageRecorder(usage or FakeUsageStore()),
         downstreams=FakeDownstreams(TARGET),
         downstream_client=notes,
         audit=FakeAudit(),
         clock=lambda: clock,
+        monotonic=monotonic,
     )
     return outbox, store, notes
 
@@ -135,3 +150,130 @@ def test_given_a_duplicate_reply_when_submitted_then_it_is_queued_once() -> None
 
     assert [outcome.status for outcome in outcomes] == ["PENDING", "PENDING"]
     assert len(store.entries) == 1
+
+
+# --- replies longer than one message ---------------------------------------------------------
+
+PARAGRAPH = ("Obrigado pelo contato. Seguem os detalhes do seu pedido. " * 20).strip()  # 1,159 characters
+LONG = "\n\n".join(f"{n}. {PARAGRAPH}" for n in range(8))  # 9,300 characters: three Cloud API messages
+
+
+def test_given_a_reply_over_the_cloud_api_limit_then_it_leaves_in_order_in_parts_each_with_its_own_key() -> None:
+    provider, usage = FakeProvider(), FakeUsageStore()
+    outbox, store, _ = service(provider, kind="meta", usage=usage)
+    queue(store, LONG, "after")
+
+    result = outbox.drain("acme:acme-main")
+
+    assert (result.sent, result.failed, result.waiting) == (2, 0, False)
+    *parts, after = provider.sent
+    assert [len(part.body) <= 4096 for part in parts] == [True] * 3
+    assert "\n\n".join(part.body for part in parts) == LONG and after.body == "after"
+    assert [part.key for part in provider.sent] == [
+        "outbox-acme:acme-main-m0-p1",
+        "outbox-acme:acme-main-m0-p2",
+        "outbox-acme:acme-main-m0-p3",
+        "outbox-acme:acme-main-m1",
+    ]
+    assert store.outcomes["m0"].status == "SENT" and store.entries == []
+    assert usage.counted == [  # every part is a message out, counted once by its own id
+        "outbox#acme:acme-main#m0-p1",
+        "outbox#acme:acme-main#m0-p2",
+        "outbox#acme:acme-main#m0-p3",
+        "outbox#acme:acme-main#m1",
+    ]
+
+
+def test_given_the_same_reply_through_a_kind_with_whatsapps_own_limit_then_it_is_one_message() -> None:
+    provider = FakeProvider()
+    outbox, store, _ = service(provider, kind="evolution")
+    queue(store, LONG)
+
+    outbox.drain("acme:acme-main")
+
+    assert [(sent.body, sent.key) for sent in provider.sent] == [(LONG, "outbox-acme:acme-main-m0")]
+
+
+@pytest.mark.parametrize("failure", [ProviderUnavailable("down"), ProviderTimeout("no answer")])
+def test_given_the_provider_fails_at_the_second_part_then_the_next_drain_sends_from_that_part_never_the_first_again(
+    failure: Exception,
+) -> None:
+    provider = FakeProvider()
+    outbox, store, _ = service(provider, kind="meta")
+    queue(store, LONG)
+    second = outbox_module.split_text(LONG, 4096)[1]
+    provider.failures[second] = [failure]
+
+    first = outbox.drain("acme:acme-main")
+    again = outbox.drain("acme:acme-main")
+
+    assert (first.sent, first.waiting, again.sent) == (0, True, 1)
+    assert [part.key[-2:] for part in provider.sent] == ["p1", "p2", "p3"]
+    assert "\n\n".join(provider.bodies) == LONG
+
+
+def test_given_a_part_refused_for_good_then_the_reply_fails_once_with_one_note_saying_how_far_it_got() -> None:
+    provider = FakeProvider()
+    outbox, store, notes = service(provider, kind="meta")
+    queue(store, LONG, "next")
+    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderRejected("bad")]
+
+    result = outbox.drain("acme:acme-main")
+
+    assert (result.sent, result.failed) == (1, 1)
+    assert [part.key[-2:] for part in provider.sent] == ["p1", "m1"]  # the third part never left; the next reply did
+    reason = store.outcomes["m0"].reason or ""
+    assert "part 2 of 3" in reason and "the 1 before it were sent" in reason
+    [(conversation, note)] = notes.notes
+    assert conversation == 55 and "m0" in note and "part 2 of 3" in note
+
+
+def test_given_the_request_budget_runs_out_between_parts_then_the_rest_leaves_on_the_next_drain() -> None:
+    provider = FakeProvider()
+    spent = iter([0.0, 0.0, 10.0])  # the deadline is set, the first part starts, then the budget is spent
+    outbox, store, _ = service(provider, kind="meta", monotonic=lambda: next(spent, 10.0))
+    queue(store, LONG)
+
+    inside_a_request = outbox.drain("acme:acme-main", budget_seconds=3)
+    scheduled = outbox.drain("acme:acme-main")
+
+    assert (inside_a_request.sent, inside_a_request.waiting, scheduled.sent) == (0, True, 1)
+    assert [part.key[-2:] for part in provider.sent] == ["p1", "p2", "p3"]
+
+
+def test_given_a_reply_partly_sent_when_it_expires_then_the_note_says_parts_had_left() -> None:
+    provider = FakeProvider()
+    outbox, store, notes = service(provider, kind="meta")
+    queue(store, LONG)
+    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderUnavailable("down")]
+    outbox.drain("acme:acme-main")
+    later, _, _ = service(provider, kind="meta", clock=NOW + timedelta(hours=4, seconds=1), store=store, notes=notes)
+
+    result = later.drain("acme:acme-main")
+
+    assert result.failed == 1
+    assert "1 of its parts had left" in (store.outcomes["m0"].reason or "")
+
+
+def test_the_parts_of_a_reply_keep_the_cut_of_their_first_part_even_if_the_kind_changes_meanwhile() -> None:
+    provider = FakeProvider()
+    outbox, store, _ = service(provider, kind="meta")
+    queue(store, LONG)
+    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderUnavailable("down")]
+    outbox.drain("acme:acme-main")
+    moved, _, _ = service(provider, kind="evolution", store=store)  # now on a kind with a far larger limit
+
+    moved.drain("acme:acme-main")
+
+    assert "\n\n".join(provider.bodies) == LONG and len(provider.sent) == 3
+
+
+def test_given_a_blank_reply_in_the_outbox_then_it_fails_with_its_reason_instead_of_waiting_forever() -> None:
+    provider = FakeProvider()
+    outbox, store, _ = service(provider)
+    queue(store, " \n ", "b")
+
+    result = outbox.drain("acme:acme-main")
+
+    assert (result.sent, result.failed, provider.bodies) == (1, 1, ["b"])
+    assert store.outcomes["m0"].reason == "nothing to send: the reply is blank"

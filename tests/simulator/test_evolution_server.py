@@ -208,6 +208,124 @@ def test_the_jwt_matches_the_real_library() -> None:
     assert evolution_jwt(real["jwt_secret"], real["jwt_claims"]["iat"]) == real["token"]
 
 
+def _numbers(instance: FlavourInstance, numbers: Any) -> httpx.Response:
+    url = f"{instance.base_url}/chat/whatsappNumbers/{instance.id}"
+    return httpx.post(url, headers={"apikey": instance.token}, json={"numbers": numbers})
+
+
+@pytest.mark.parametrize(
+    ("addressing", "shape"),
+    [("pn", ("phone", "lid", "pn")), ("lid", ("lid", "phone", "lid")), ("lid_only", ("lid", None, "lid"))],
+)
+def test_a_chat_is_addressed_by_phone_or_by_lid_as_baileys_keys_it(
+    make_flavoured: FlavourFactory,
+    control: SimulatorControl,
+    receiver: WebhookReceiver,
+    addressing: str,
+    shape: tuple[str, str | None, str],
+) -> None:
+    remote, alternate, mode = shape
+    instance = make_flavoured("evolution")
+
+    control.incoming_message(instance.id, PEER, "oi", push_name="Maria Souza", addressing=addressing)
+
+    [upsert] = receiver.wait_for(instance.id, 1)
+    data = upsert.envelope["data"]
+    key = data["key"]
+    addresses = {"phone": f"{PEER}@s.whatsapp.net", "lid": key["remoteJid"] if remote == "lid" else key["remoteJidAlt"]}
+    assert re.fullmatch(r"[1-9][0-9]{14}@lid", addresses["lid"])
+    assert key["remoteJid"] == addresses[remote]
+    assert key.get("remoteJidAlt") == (addresses[alternate] if alternate else None)
+    assert ("remoteJidAlt" in key) is (alternate is not None)  # absent, not null: JSON.stringify drops undefined
+    assert (key["addressingMode"], data["pushName"]) == (mode, "Maria Souza")
+    expected_keys = [
+        "remoteJid",
+        *(["remoteJidAlt"] if alternate else []),
+        "fromMe",
+        "id",
+        "participant",
+        "addressingMode",
+    ]
+    assert list(key) == expected_keys
+
+
+def test_without_a_push_name_a_1_1_upsert_has_null(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured("evolution")
+
+    control.incoming_message(instance.id, PEER, "oi", push_name=None)
+
+    [upsert] = receiver.wait_for(instance.id, 1)
+    assert upsert.envelope["data"]["pushName"] is None
+
+
+def test_whatsapp_numbers_answers_a_lid_with_its_number_only_once_a_phone_addressed_message_taught_it(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured("evolution")
+    control.incoming_message(instance.id, PEER, "first", addressing="lid_only", push_name="Maria Souza")
+    [hidden] = receiver.wait_for(instance.id, 1)
+    lid = hidden.envelope["data"]["key"]["remoteJid"]
+
+    unknown = _numbers(instance, [lid])
+    control.incoming_message(instance.id, PEER, "lid chat with the number", addressing="lid")
+    still_unknown = _numbers(instance, [lid])
+    control.incoming_message(instance.id, PEER, "phone chat with the lid", addressing="pn", push_name="Maria")
+    known = _numbers(instance, [lid, PEER])
+
+    assert unknown.status_code == 200
+    assert unknown.json() == [{"jid": lid, "exists": True, "number": lid, "name": "Maria Souza", "lid": "lid"}]
+    assert still_unknown.json()[0]["jid"] == lid  # a LID-addressed message does not teach the cache
+    assert known.json() == [
+        {"jid": f"{PEER}@s.whatsapp.net", "exists": True, "number": lid, "name": "Maria"},
+        {"jid": f"{PEER}@s.whatsapp.net", "exists": True, "number": PEER, "name": "Maria"},
+    ]
+    assert list(known.json()[0]) == list(
+        json.loads((FIXTURES / "api_whatsapp_numbers_200_lid_known.json").read_text())[0]
+    )
+
+
+@pytest.mark.parametrize("body", [{}, {"numbers": []}, {"numbers": "x"}, {"numbers": [1]}, {"numbers": ["a", "a"]}])
+def test_whatsapp_numbers_refuses_what_its_schema_refuses(make_flavoured: FlavourFactory, body: Any) -> None:
+    instance = make_flavoured("evolution", subscribed=False)
+
+    answer = httpx.post(
+        f"{instance.base_url}/chat/whatsappNumbers/{instance.id}", headers={"apikey": instance.token}, json=body
+    )
+
+    assert answer.status_code == 400
+
+
+def test_whatsapp_numbers_checks_the_instance_and_its_key(make_flavoured: FlavourFactory) -> None:
+    instance = make_flavoured("evolution", subscribed=False)
+    url = f"{instance.base_url}/chat/whatsappNumbers"
+
+    assert httpx.post(f"{url}/nope", headers={"apikey": instance.token}, json={"numbers": [PEER]}).status_code == 404
+    assert httpx.post(f"{url}/{instance.id}", headers={"apikey": "wrong"}, json={"numbers": [PEER]}).status_code == 401
+
+
+def test_a_reply_to_a_lid_is_sent_to_that_lid(make_flavoured: FlavourFactory, control: SimulatorControl) -> None:
+    instance = make_flavoured("evolution", subscribed=False)
+
+    answer = _send(instance, {"number": "204857600054321@lid", "text": "olá"})
+
+    assert (answer.status_code, answer.json()["key"]["remoteJid"]) == (201, "204857600054321@lid")
+    [sent] = [m for m in control.sent() if m["instance"] == instance.id]
+    assert sent["phone"] == "204857600054321@lid"
+
+
+def test_only_the_evolution_server_takes_lid_addressed_chats(
+    make_flavoured: FlavourFactory, control: SimulatorControl
+) -> None:
+    instance = make_flavoured("wuzapi", subscribed=False)
+
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        control.incoming_message(instance.id, PEER, "oi", addressing="lid_only")
+
+    assert refused.value.response.json()["error"] == "not_on_this_server"
+
+
 def test_a_retried_webhook_carries_the_token_of_its_first_attempt() -> None:
     """Evolution builds the headers, token included, once per event before its retry loop: a
     retry a second or more later still sends the first token, and its `iat` (whole seconds)."""

@@ -154,3 +154,34 @@ def test_the_verification_get_carries_the_challenge_and_the_verify_token(
     assert control.verify_webhook(instance.id)["verified"] is False
     receiver.answer_gets(instance.id, 200)
     assert control.verify_webhook(instance.id) == {"verified": True, "status": 200}
+
+
+def test_a_text_body_over_4096_characters_is_error_100_and_nothing_is_sent(
+    make_flavoured: FlavourFactory, control: SimulatorControl
+) -> None:
+    instance = make_flavoured("meta", subscribed=False)
+
+    longest = _send(instance, _text(PEER, "a" * 4096))
+    over = _send(instance, _text(PEER, "a" * 4097))
+    emoji_over = _send(instance, _text(PEER, "😀" * 2049))  # 4,098 UTF-16 code units
+
+    assert longest.status_code == 200
+    assert (over.status_code, over.json()["error"]["code"]) == (400, 100)
+    assert "4096" in over.json()["error"]["message"]
+    assert emoji_over.status_code == 400
+    assert [len(m["body"]) for m in control.sent() if m["instance"] == instance.id] == [4096]
+
+
+def test_the_contacts_profile_name_is_the_senders_push_name(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured("meta")
+
+    control.incoming_message(instance.id, PEER, "oi", push_name="Sheena Nelson")
+    control.incoming_message(instance.id, PEER, "oi", push_name=None)
+
+    named, unnamed = receiver.wait_for(instance.id, 2)
+    assert named.envelope["entry"][0]["changes"][0]["value"]["contacts"] == [
+        {"profile": {"name": "Sheena Nelson"}, "wa_id": PEER}
+    ]
+    assert unnamed.envelope["entry"][0]["changes"][0]["value"]["contacts"] == [{"wa_id": PEER}]

@@ -19,6 +19,7 @@ from switchboard.messages.domain import Message, MessageStatus, PendingRoute, Tr
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
+from switchboard.providers.kinds import ProviderKind
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget, StateWrite
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
 
@@ -167,13 +168,14 @@ class FakeProvider:
 
 @dataclass
 class FakeTargets:
-    """`providers.ports.Targets`: every instance is reached through `provider`."""
+    """`providers.ports.Targets`: every instance is reached through `provider`, of kind `kind`."""
 
     provider: Any
+    kind: ProviderKind = "wuzapi"
 
     def target_for(self, instance: Instance) -> tuple[Any, ProviderTarget]:
         target = ProviderTarget(
-            kind="wuzapi", base_url="http://127.0.0.1:1", provider_instance_id=instance.provider_instance_id
+            kind=self.kind, base_url="http://127.0.0.1:1", provider_instance_id=instance.provider_instance_id
         )
         return self.provider, target
 
@@ -513,7 +515,16 @@ class FakeOutboxStore:
         return sorted({entry.instance for entry in self.entries})
 
     def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> bool:
-        return entry in self.entries
+        return self._index(entry) is not None
+
+    def advance(self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int) -> bool:
+        index = self._index(entry)
+        if index is None or self.entries[index].parts_sent != parts_sent - 1:
+            return False
+        self.entries[index] = self.entries[index].model_copy(
+            update={"parts_sent": parts_sent, "part_chars": part_chars}
+        )
+        return True
 
     def release(self, entry: OutboxEntry) -> None:
         return None
@@ -521,12 +532,22 @@ class FakeOutboxStore:
     def finish(
         self, entry: OutboxEntry, status: FinalStatus, reason: str | None, provider_message_id: str | None
     ) -> bool:
-        self.entries.remove(entry)
+        index = self._index(entry)
+        if index is None:
+            return False
+        del self.entries[index]
         self.outcomes[entry.message_id] = Outcome(status=status, reason=reason, provider_message_id=provider_message_id)
         return True
 
     def outcome(self, instance: str, message_id: str) -> Outcome | None:
         return self.outcomes.get(message_id)
+
+    def _index(self, entry: OutboxEntry) -> int | None:
+        """Where the entry is, whatever its progress (an entry is known by instance and message id)."""
+        for index, stored in enumerate(self.entries):
+            if (stored.instance, stored.message_id) == (entry.instance, entry.message_id):
+                return index
+        return None
 
     def set_webhook_digest(self, tenant: str, instance: str, digest: str, hint: str, at: datetime) -> None:
         return None

@@ -9,6 +9,11 @@
    event at once against the serialised local DynamoDB endpoint; 20 rounds; each must apply the
    effect exactly once.
 
+3. Replies in parts: in-process moto, the real outbox (`bootstrap`) before a provider that
+   records sends (no network): the AWS requests of one reply that fits a message and of one of
+   9,000 characters through a Cloud API instance (three parts), and the time to cut a reply of
+   Chatwoot's longest content (150,000 characters) at the Cloud API's 4,096.
+
 It prints figures and asserts nothing. `PYTHONPATH=layers/shared .venv/bin/python -m tools.bench.routing`.
 """
 
@@ -25,6 +30,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -33,12 +39,15 @@ from moto import mock_aws
 from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
 from switchboard import bootstrap
-from switchboard.catalog.domain import Principal, Scope
+from switchboard.catalog.domain import Instance, Principal, Scope
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import logger
 from switchboard.core.secrets import SecretStore
-from switchboard.providers.base import WebhookRequest
+from switchboard.providers.base import ProviderTarget, SentMessage, WebhookRequest
+from switchboard.routing.outbox import OutboxService, Reply
+from switchboard.routing.outbox_dynamo import OutboxRepository
+from switchboard.routing.parts import split_text
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.events import ProviderEvent
 from switchboard.webhooks.service import IngestService
@@ -214,11 +223,80 @@ def _round(services: list[IngestService], provider_id: str, delivery: WebhookReq
     return answers
 
 
+class _Recorder:
+    """A provider client that accepts every send at once (the outbox's own cost is what is measured)."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        self.sent += 1
+        return SentMessage(provider_message_id=f"wamid.{self.sent}")
+
+
+class _CloudTargets:
+    def __init__(self, client: _Recorder) -> None:
+        self._client = client
+
+    def target_for(self, instance: Instance) -> tuple[Any, ProviderTarget]:
+        target = ProviderTarget(kind="meta", base_url="http://127.0.0.1:9", provider_instance_id="1065")
+        return self._client, target
+
+
+def replies() -> None:
+    paragraph = ("Obrigado pelo contato. Seguem os detalhes do seu pedido, item a item. " * 17).strip()
+    long_reply = "\n\n".join(f"{n + 1}. {paragraph}" for n in range(8))
+    with mock_aws():
+        _environment(None)
+        _catalog()
+        key = "bench:bench-1"
+        bootstrap.routing_repository().apply_connection(key, "CONNECTED", 1, datetime.now(UTC))
+        recorder = _Recorder()
+        outbox = OutboxService(
+            OutboxRepository(bootstrap.table()),
+            bootstrap.catalog_repository(),
+            _CloudTargets(recorder),
+            usage=bootstrap.usage_recorder(),
+            downstreams=bootstrap.downstream_resolver(),
+            downstream_client=bootstrap.downstream_client(),  # never called: no reply fails
+            audit=bootstrap.audit_log(),
+        )
+        instance = bootstrap.catalog_repository().find_instance(key)
+        assert instance is not None
+        requests: Counter[str] = Counter()
+        bootstrap.table().meta.client.meta.events.register(
+            "before-call", lambda model, **_: requests.update([model.name])
+        )
+        print(f"replies through a Cloud API instance ({EVENTS} each, in-process moto, the real outbox)")
+        for label, text in (("one message", "Olá, como posso ajudar?"), ("9,000+ characters", long_reply)):
+            requests.clear()
+            sent_before = recorder.sent
+            started = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                statuses = Counter(
+                    outbox.submit(instance, Reply(message_id=f"{label}-{n}", phone="5511988887777", text=text)).status
+                    for n in range(EVENTS)
+                )
+            seconds = time.perf_counter() - started
+            parts = (recorder.sent - sent_before) / EVENTS
+            per_reply = {name: round(count / EVENTS, 2) for name, count in sorted(requests.items())}
+            print(f"  {label} ({len(text)} characters): {parts:.0f} part(s) per reply, {dict(statuses)}")
+            print(f"    DynamoDB requests per reply: {sum(requests.values()) / EVENTS:.2f} {per_reply}")
+            print(f"    {1000 * seconds / EVENTS:.1f} ms per reply")
+    longest = ("Uma frase de exemplo para o corte. " * 5000)[:150_000]
+    started = time.perf_counter()
+    for _ in range(20):
+        cut = split_text(longest, 4096)
+    milliseconds = 1000 * (time.perf_counter() - started) / 20
+    print(f"  cutting 150,000 characters at 4,096: {len(cut)} parts in {milliseconds:.1f} ms")
+
+
 def main() -> None:
     logger.setLevel("WARNING")
     print(f"in-process moto, the real handlers ({EVENTS} events each)")
     in_process()
     contention()
+    replies()
 
 
 if __name__ == "__main__":

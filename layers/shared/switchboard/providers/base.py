@@ -14,7 +14,8 @@ subclasses of `switchboard.core.errors`:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+import unicodedata
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field
 
@@ -155,11 +156,31 @@ class WebhookRequest(Model):
     body: bytes = b""
 
 
+MAX_NAME_CHARS = 255
+# WhatsApp's own limit on one text message (its apps refuse a longer one); a kind whose API is
+# stricter says so in its `text_limit`.
+WHATSAPP_TEXT_CHARS = 65_536
+_NOT_IN_NAMES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def display_name(value: object) -> str | None:
+    """A WhatsApp profile name fit for a helpdesk contact: trimmed, no control characters, bounded."""
+    if not isinstance(value, str):
+        return None
+    # Control characters, line separators and lone surrogates go; format characters stay (an
+    # emoji sequence is joined by U+200D).
+    kept = "".join(" " if unicodedata.category(ch) in _NOT_IN_NAMES else ch for ch in value)
+    cleaned = " ".join(kept.split())
+    return cleaned[:MAX_NAME_CHARS] or None
+
+
 class InboundEvent(Model):
     """One provider event, mapped to our domain: what the ingest deduplicates, stores and applies.
 
     `data` has one shape per `name`, whatever the provider:
-    - message: `{"id", "from" (digits), "text", "timestamp" (ISO 8601, optional)}`;
+    - message: `{"id", "from" (digits), "text", "timestamp" (ISO 8601), "name" (the sender's
+      WhatsApp profile name), "lid" (the sender's LID JID, `<digits>@lid`)}`: `from` and `lid`
+      as the provider knows them (at least one), `timestamp` and `name` when it sent them;
     - receipt: `{"id" (the provider's message id), "status": delivered|read|failed, "errors"?: [...]}`;
     - connection: `{"connected": bool, "reason"?: str}`;
     - call, call_settings: the calls-capable server's own `data`.
@@ -210,6 +231,16 @@ class Credentials(Protocol):
     def instance_token(self, binding: str) -> str | None: ...
 
 
+@runtime_checkable
+class ContactDirectory(Protocol):
+    """A client whose server can tell the phone number behind a LID (those that keep that map)."""
+
+    def phone_for_lid(self, target: ProviderTarget, lid: str) -> str | None:
+        """The digits of the phone number behind `lid` (`<digits>@lid`), or None when the server
+        does not know it. Raises the `ProviderError`s of a request."""
+        ...
+
+
 class ProviderKindSpec(Protocol):
     """Everything switchboard knows about one provider kind (`switchboard.providers.kinds`)."""
 
@@ -219,6 +250,9 @@ class ProviderKindSpec(Protocol):
     # A send whose answer was lost can be sent again without a second message reaching the
     # recipient (the kind takes our message id as the WhatsApp message id).
     retry_safe: bool
+    # The longest text one message of this kind may carry, in UTF-16 code units (what the
+    # WhatsApp clients and the Cloud API count); a longer reply leaves in parts.
+    text_limit: int
     # The kind's signature schemes, pairwise impossible to confuse: no delivery authentic under
     # one verifies under another, whatever their secrets. The first is what a provider saved
     # without choosing gets, and the order in which a provider saved before schemes were stored

@@ -1,7 +1,8 @@
 """Evolution API v2: its client (text messages and connection state) and its webhooks (`KIND`).
 
-Outbound: `POST /message/sendText/{instance}` and `GET /instance/connectionState/{instance}`,
-header `apikey` (the instance token, else the server's global key). Evolution has no send
+Outbound: `POST /message/sendText/{instance}`, `GET /instance/connectionState/{instance}` and
+`POST /chat/whatsappNumbers/{instance}` (the phone number behind a LID, where Evolution knows
+it), header `apikey` (the instance token, else the server's global key). Evolution has no send
 idempotency key: after a `ProviderTimeout` a retry may send the message twice. Calls, call
 settings and webhook subscriptions raise `UnsupportedByProvider`; `capabilities` announces none
 without a request.
@@ -30,7 +31,10 @@ Incoming webhooks, body `{event, instance, data, destination, date_time, sender,
   is returned to the ingest (`DeliveryToken`), which lets it bring new bodies only for
   `NEW_BODIES_SECONDS` after it first sees it, then only the bodies it already brought;
 - `instance` (the instance's name on that server) binds to our instance's `providerInstanceId`;
-- `messages.upsert` -> message, `messages.update` -> receipt, `connection.update` -> connection;
+- `messages.upsert` -> message (`from` from the phone-number JID in `remoteJid`, else in
+  `remoteJidAlt` or the older `senderPn`; `lid` from the `@lid` one; a chat WhatsApp addressed
+  only by a LID has `lid` alone; `name` from `pushName`), `messages.update` -> receipt,
+  `connection.update` -> connection;
   anything else is returned as ignored. `date_time` is the server's local time labelled UTC and is
   never used; times come from `data.messageTimestamp` (unix seconds).
 """
@@ -48,7 +52,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from pydantic import ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from pydantic import ConfigDict, Field, RootModel, StrictBool, StrictStr, ValidationError
 
 from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json, read_answer
 from switchboard.core.errors import (
@@ -56,11 +60,13 @@ from switchboard.core.errors import (
     ProviderDisconnected,
     ProviderError,
     ProviderRejected,
+    ProviderUnavailable,
     SwitchboardError,
 )
 from switchboard.core.model import Model
 from switchboard.providers import envelope
 from switchboard.providers.base import (
+    WHATSAPP_TEXT_CHARS,
     Credentials,
     DeliveryToken,
     InboundEvent,
@@ -71,6 +77,7 @@ from switchboard.providers.base import (
     ProviderTarget,
     SentMessage,
     WebhookRequest,
+    display_name,
 )
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
@@ -78,6 +85,7 @@ from switchboard.providers.messaging_only import MessagingOnly
 
 SEND_ROUTE = "/message/sendText/{instance}"
 STATE_ROUTE = "/instance/connectionState/{instance}"
+NUMBERS_ROUTE = "/chat/whatsappNumbers/{instance}"
 
 
 # --- outbound ------------------------------------------------------------------------------
@@ -104,6 +112,17 @@ class _ConnectionState(_Answer):
 
 class _StateAnswer(_Answer):
     instance: _ConnectionState
+
+
+class _OnWhatsApp(_Answer):
+    """`OnWhatsAppDto`: `{jid, exists, number, name?, lid?}`."""
+
+    jid: StrictStr
+    exists: StrictBool = False
+
+
+class _NumbersAnswer(RootModel[list[_OnWhatsApp]]):
+    pass
 
 
 _CONNECTION_CLOSED = frozenset({"Connection Closed", "Error: Connection Closed"})
@@ -156,6 +175,25 @@ class EvolutionClient(MessagingOnly):
             raise _error_for(response, label)
         answer = self._http.answer(response, _StateAnswer, label)
         return InstanceStatus(connected=answer.instance.state == "open", kind="messages")
+
+    def phone_for_lid(self, target: ProviderTarget, lid: str) -> str | None:
+        """The phone number behind `lid`, from `POST /chat/whatsappNumbers/{instance}`.
+
+        Evolution answers a LID from its `IsOnWhatsapp` cache, which learns a LID's number from
+        the messages that carried both (`remoteJidAlt`): then the answer's `jid` is the phone
+        JID; a LID it never saw comes back as itself (`lid: "lid"`), which is None here."""
+        path = f"/chat/whatsappNumbers/{path_segment(target.provider_instance_id)}"
+        response = self._http.request(
+            "POST", target.base_url, path, route=NUMBERS_ROUTE, headers=self._headers(target), body={"numbers": [lid]}
+        )
+        label = self._http.label("POST", NUMBERS_ROUTE)
+        if not response.is_success:
+            raise _error_for(response, label)
+        try:
+            answers = _NumbersAnswer.model_validate(read_answer(response.content)).root
+        except (ValueError, ValidationError) as exc:
+            raise ProviderUnavailable(f"{label}: unreadable answer") from exc
+        return next((phone for answer in answers if answer.exists and (phone := _phone(answer.jid))), None)
 
     @staticmethod
     def _headers(target: ProviderTarget) -> dict[str, str]:
@@ -336,6 +374,8 @@ class _UpsertKey(Model):
     id: StrictStr = Field(min_length=1, max_length=128)
     remote_jid: StrictStr | None = Field(default=None, alias="remoteJid")
     remote_jid_alt: StrictStr | None = Field(default=None, alias="remoteJidAlt")
+    # Evolution 2.3.1 to 2.3.4 (Baileys 6.7 / 7.0.0-rc.3) named the other address `senderPn`.
+    sender_pn: StrictStr | None = Field(default=None, alias="senderPn")
     from_me: StrictBool | None = Field(default=None, alias="fromMe")
 
 
@@ -346,6 +386,7 @@ class _Upsert(Model):
     message: dict[str, Any] | None = None
     message_type: StrictStr | None = Field(default=None, alias="messageType")
     message_timestamp: Any = Field(default=None, alias="messageTimestamp")
+    push_name: Any = Field(default=None, alias="pushName")
 
 
 class _Update(Model):
@@ -366,6 +407,7 @@ class _Connection(Model):
 RECEIPT_STATUS = {"DELIVERY_ACK": "delivered", "READ": "read", "PLAYED": "read", "ERROR": "failed"}
 CLOSE_REASONS = {401: "logged out", 403: "forbidden"}
 _PHONE_JID = "@s.whatsapp.net"
+_LID_JID = "@lid"
 _PHONE = re.compile(r"[0-9]{5,20}")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _MAX_SECONDS = 2**63 // 1000 - 1
@@ -391,6 +433,14 @@ def _phone(jid: str | None) -> str | None:
         return None
     user = jid[: -len(_PHONE_JID)].split(":", 1)[0]
     return user if _PHONE.fullmatch(user) else None
+
+
+def _lid(jid: str | None) -> str | None:
+    """A LID JID (`104857600012345@lid`, device suffix dropped), WhatsApp's hidden-number address."""
+    if not jid or not jid.endswith(_LID_JID):
+        return None
+    user = jid[: -len(_LID_JID)].split(":", 1)[0]
+    return f"{user}{_LID_JID}" if _PHONE.fullmatch(user) else None
 
 
 def _seconds(value: object) -> int | None:
@@ -453,12 +503,21 @@ def _message_event(instance: str, data: object) -> InboundEvent:
     text = _text(upsert.message)
     if text is None:
         return ignored(f"{_safe(upsert.message_type or 'unknown')} message")
-    sender = _phone(jid) or _phone(key.remote_jid_alt)
-    if sender is None:
+    # A chat is addressed by phone number or by LID, with the other address in `remoteJidAlt`
+    # when WhatsApp sent it; without it, a LID is all there is to answer to.
+    sender = _phone(jid) or _phone(key.remote_jid_alt) or _phone(key.sender_pn)
+    lid = _lid(jid) or _lid(key.remote_jid_alt)
+    if sender is None and lid is None:
         return ignored("sender phone number unknown")
-    data_out: dict[str, Any] = {"id": key.id, "from": sender, "text": text}
+    data_out: dict[str, Any] = {"id": key.id, "text": text}
+    if sender is not None:
+        data_out["from"] = sender
+    if lid is not None:
+        data_out["lid"] = lid
     if seconds is not None:
         data_out["timestamp"] = datetime.fromtimestamp(seconds, UTC).isoformat()
+    if (name := display_name(upsert.push_name)) is not None:
+        data_out["name"] = name
     return InboundEvent(name="message", binding=instance, event_id=key.id, seq=seq, data=data_out)
 
 
@@ -533,6 +592,8 @@ class EvolutionKind(KindDefaults):
     name: ProviderKind = "evolution"
     retry_safe = False
     always_connected = False
+    # `sendText` sets no length (its schema has no maxLength, Baileys none): WhatsApp's own applies.
+    text_limit = WHATSAPP_TEXT_CHARS
     schemes: tuple[WebhookScheme, ...] = ("evolution-jwt", "evolution-apikey")
 
     def client(

@@ -28,10 +28,10 @@ import hmac
 import json
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
-from pydantic import ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
 from switchboard.core.errors import (
@@ -43,6 +43,7 @@ from switchboard.core.errors import (
     ProviderUnavailable,
 )
 from switchboard.core.model import Model
+from switchboard.core.observability import logger
 from switchboard.providers import envelope
 from switchboard.providers.base import (
     Credentials,
@@ -55,6 +56,7 @@ from switchboard.providers.base import (
     ProviderTarget,
     SentMessage,
     WebhookRequest,
+    display_name,
 )
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
@@ -62,6 +64,7 @@ from switchboard.providers.messaging_only import MessagingOnly
 
 DEFAULT_API_VERSION = "v21.0"
 SEND_ROUTE = "/{version}/{phone-number-id}/messages"
+META_TEXT_CHARS = 4096
 
 # Throughput (130429), pair rate limit (131056), app (4) and business-account (80007) call limits:
 # nothing was sent, the same request succeeds later.
@@ -162,7 +165,29 @@ _SIGNATURE = re.compile(r"sha256=([0-9a-fA-F]{64})")
 _UNIX_SECONDS = re.compile(r"^[0-9]{1,12}$")
 _CHALLENGE = re.compile(r"[!-~]{1,256}")  # printable ASCII, no spaces
 _LABEL = re.compile(r"[^A-Za-z0-9_.-]")
+_FIELDS = re.compile(r"[^A-Za-z0-9_., ]")
 MAX_LABEL = 40
+
+
+def _unix_seconds(value: object) -> object:
+    """Unix seconds as Meta writes them: a digit string in most examples, a JSON number in others
+    (`user_preferences`, `expiration_timestamp`); both read the same."""
+    if isinstance(value, str) and _UNIX_SECONDS.fullmatch(value):
+        return int(value)
+    if type(value) is int and 0 <= value < 10**12:
+        return value
+    raise ValueError("not unix seconds")
+
+
+def _code(value: object) -> object:
+    """An error code: an integer, also when written as a digit string."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 12:
+        return int(value)
+    return value
+
+
+UnixSeconds = Annotated[int, BeforeValidator(_unix_seconds)]
+ErrorCode = Annotated[StrictInt, BeforeValidator(_code)]
 
 
 class _Payload(Model):
@@ -182,27 +207,32 @@ class _Text(_Payload):
 class _Message(_Payload):
     id: StrictStr = Field(min_length=1, max_length=200)
     sender: StrictStr | None = Field(default=None, alias="from")
-    timestamp: StrictStr | None = Field(default=None, pattern=_UNIX_SECONDS.pattern)
+    timestamp: UnixSeconds | None = None
     type: StrictStr = Field(min_length=1)
     text: _Text | None = None
 
 
 class _StatusError(_Payload):
-    code: StrictInt | None = None
+    code: ErrorCode | None = None
     title: StrictStr | None = None
 
 
 class _Status(_Payload):
     id: StrictStr = Field(min_length=1, max_length=200)
     status: StrictStr = Field(min_length=1)
-    timestamp: StrictStr | None = Field(default=None, pattern=_UNIX_SECONDS.pattern)
+    timestamp: UnixSeconds | None = None
     errors: list[_StatusError] = Field(default_factory=list)
 
 
-class _MessagesValue(_Payload):
-    metadata: _Metadata
-    messages: list[_Message] = Field(default_factory=list)
-    statuses: list[_Status] = Field(default_factory=list)
+class _Profile(_Payload):
+    name: StrictStr | None = None
+
+
+class _Contact(_Payload):
+    """`value.contacts[]`: who wrote; `wa_id` is absent when the user's phone number is hidden."""
+
+    wa_id: StrictStr | None = None
+    profile: _Profile | None = None
 
 
 class _Change(_Payload):
@@ -210,13 +240,9 @@ class _Change(_Payload):
     value: dict[str, Any] = Field(default_factory=dict)
 
 
-class _Entry(_Payload):
-    changes: list[_Change] = Field(default_factory=list)
-
-
 class _Notification(_Payload):
     object: StrictStr
-    entry: list[_Entry]
+    entry: list[Any]
 
 
 def signature_matches(secret: str, body: bytes, header: str | None) -> bool:
@@ -231,40 +257,84 @@ def signature_matches(secret: str, body: bytes, header: str | None) -> bool:
 
 
 def map_events(body: bytes) -> list[InboundEvent]:
-    """Every message and status of the delivery, then one ignored event per other change."""
+    """Every message and status of the delivery, then one ignored event per other change.
+
+    Only a body that is not a Cloud API notification at all is refused (InvalidInput): Meta
+    retries a refused delivery for days, with every message in it. Below the envelope each
+    change, message and status stands alone: one that does not map becomes an ignored event with
+    its reason (or, without a `metadata.phone_number_id` to bind it to, is logged and dropped),
+    and the others are applied."""
     try:
         notification = _Notification.model_validate(parse_json(body, limit=MAX_WEBHOOK_BODY_BYTES))
     except (ValueError, ValidationError) as exc:
         raise InvalidInput("the body is not a Cloud API notification", code="invalid_envelope") from exc
     events: list[InboundEvent] = []
     for entry in notification.entry:
-        for change in entry.changes:
-            if notification.object == "whatsapp_business_account" and change.field == "messages":
-                events += _messages_change(change)
-            else:
-                reason = (
-                    f"{_label(change.field)} field"
-                    if notification.object == "whatsapp_business_account"
-                    else f"{_label(notification.object)} object"
-                )
-                events += _ignored_change(change, reason)
+        changes = entry.get("changes") if isinstance(entry, dict) else None
+        if not isinstance(changes, list):
+            logger.warning("Cloud API entry without a list of changes dropped")
+            continue
+        for raw_change in changes:
+            events += _change_events(notification.object, raw_change)
     return events
+
+
+def _change_events(object_: str, raw_change: object) -> list[InboundEvent]:
+    try:
+        change = _Change.model_validate(raw_change)
+    except ValidationError as exc:
+        value = raw_change.get("value") if isinstance(raw_change, dict) else None
+        return _ignored_change(raw_change, value, f"change not in the Cloud API format ({_fields(exc)})")
+    if object_ != "whatsapp_business_account":
+        return _ignored_change(change.model_dump(), change.value, f"{_label(object_)} object")
+    if change.field != "messages":
+        return _ignored_change(change.model_dump(), change.value, f"{_label(change.field)} field")
+    return _messages_change(change)
 
 
 def _messages_change(change: _Change) -> list[InboundEvent]:
+    value = change.value
     try:
-        value = _MessagesValue.model_validate(change.value)
-    except ValidationError as exc:
-        raise InvalidInput("a messages change is not in the Cloud API format", code="invalid_envelope") from exc
-    binding = value.metadata.phone_number_id
-    events = [_message_event(binding, message) for message in value.messages]
-    events += [_status_event(binding, status) for status in value.statuses]
+        binding = _Metadata.model_validate(value.get("metadata")).phone_number_id
+    except ValidationError:
+        logger.warning("Cloud API messages change without a phone number id dropped")
+        return []
+    messages, statuses = value.get("messages", []), value.get("statuses", [])
+    if not isinstance(messages, list) or not isinstance(statuses, list):
+        return _ignored_change(change.model_dump(), value, "messages change not in the Cloud API format")
+    names = _profile_names(value.get("contacts"))
+    events = [_message_event(binding, item, names) for item in messages]
+    events += [_status_event(binding, item) for item in statuses]
     if not events:  # e.g. a change carrying only `errors`
-        events += _ignored_change(change, "messages change without messages or statuses")
+        events += _ignored_change(change.model_dump(), value, "messages change without messages or statuses")
     return events
 
 
-def _message_event(binding: str, message: _Message) -> InboundEvent:
+def _profile_names(contacts: object) -> dict[str | None, str]:
+    """The WhatsApp profile name of each sender, by `wa_id` (None: the only contact, whatever its id).
+
+    A contact that does not parse only loses its name: it never keeps its message from mapping."""
+    if not isinstance(contacts, list):
+        return {}
+    names: dict[str | None, str] = {}
+    for raw in contacts:
+        try:
+            contact = _Contact.model_validate(raw)
+        except ValidationError:
+            continue
+        name = display_name(contact.profile.name if contact.profile else None)
+        if name is not None:
+            names[contact.wa_id] = name
+    if len(contacts) == 1 and names:
+        names[None] = next(iter(names.values()))
+    return names
+
+
+def _message_event(binding: str, raw: object, names: dict[str | None, str]) -> InboundEvent:
+    try:
+        message = _Message.model_validate(raw)
+    except ValidationError as exc:
+        return _malformed(binding, "message", raw, exc)
     seq = _millis(message.timestamp)
     ignored = None
     data: dict[str, Any] = {"id": message.id}
@@ -279,6 +349,9 @@ def _message_event(binding: str, message: _Message) -> InboundEvent:
         data = {"id": message.id, "from": sender, "text": message.text.body}
         if message.timestamp is not None:
             data["timestamp"] = _iso(message.timestamp)
+        name = names.get(message.sender) or names.get(sender) or names.get(None)
+        if name is not None:
+            data["name"] = name
     return InboundEvent(
         name="message",
         binding=binding,
@@ -290,7 +363,11 @@ def _message_event(binding: str, message: _Message) -> InboundEvent:
     )
 
 
-def _status_event(binding: str, status: _Status) -> InboundEvent:
+def _status_event(binding: str, raw: object) -> InboundEvent:
+    try:
+        status = _Status.model_validate(raw)
+    except ValidationError as exc:
+        return _malformed(binding, "receipt", raw, exc)
     mapped = {"delivered": "delivered", "read": "read", "played": "read", "failed": "failed"}.get(status.status)
     data: dict[str, Any] = {"id": status.id, "status": mapped or _label(status.status)}
     ignored = None
@@ -309,24 +386,49 @@ def _status_event(binding: str, status: _Status) -> InboundEvent:
     )
 
 
-def _ignored_change(change: _Change, reason: str) -> list[InboundEvent]:
+def _malformed(binding: str, name: str, raw: object, error: ValidationError) -> InboundEvent:
+    """One item that does not map: recorded as ignored under a digest of its content (a redelivery
+    of the same bytes is the same event), with the fields that failed as its reason."""
+    item_id = raw.get("id") if isinstance(raw, dict) else None
+    return InboundEvent(
+        name=name,
+        binding=binding,
+        binding_field="meta_phone_id",
+        event_id=f"malformed:{_digest(raw)}",
+        data={"id": item_id} if isinstance(item_id, str) and 0 < len(item_id) <= 200 else {},
+        ignored=f"{name} item not in the Cloud API format ({_fields(error)})",
+    )
+
+
+def _ignored_change(change: object, value: object, reason: str) -> list[InboundEvent]:
     """One ignored event for a change we do not map, if its `metadata` says which number it is for."""
     try:
-        metadata = _Metadata.model_validate(change.value.get("metadata"))
+        metadata = _Metadata.model_validate(value.get("metadata") if isinstance(value, dict) else None)
     except ValidationError:
         return []
-    canonical = json.dumps(change.model_dump(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:40]
+    field = change.get("field") if isinstance(change, dict) else None
+    label = _label(field) if isinstance(field, str) else ""
     return [
         InboundEvent(
-            name=_label(change.field) or "change",
+            name=label or "change",
             binding=metadata.phone_number_id,
             binding_field="meta_phone_id",
-            event_id=f"{_label(change.field)}:{digest}",
-            data={"field": _label(change.field)},
+            event_id=f"{label}:{_digest(change)}",
+            data={"field": label},
             ignored=reason,
         )
     ]
+
+
+def _digest(value: object) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:40]
+
+
+def _fields(error: ValidationError) -> str:
+    """The names of the fields that failed: ours, from the model, never the provider's text."""
+    names = {".".join(str(part) for part in item["loc"] if isinstance(part, str)) for item in error.errors()}
+    return _FIELDS.sub("_", ", ".join(sorted(names - {""})) or "shape")[:80]
 
 
 def _label(value: str) -> str:
@@ -334,12 +436,12 @@ def _label(value: str) -> str:
     return _LABEL.sub("_", value)[:MAX_LABEL]
 
 
-def _millis(timestamp: str | None) -> int | None:
-    return int(timestamp) * 1000 if timestamp is not None else None
+def _millis(seconds: int | None) -> int | None:
+    return seconds * 1000 if seconds is not None else None
 
 
-def _iso(timestamp: str) -> str:
-    return datetime.fromtimestamp(int(timestamp), UTC).isoformat()
+def _iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
 def verified_challenge(query: dict[str, str], expected_token: str | None) -> str:
@@ -356,6 +458,8 @@ class MetaKind(KindDefaults):
     name: ProviderKind = "meta"
     retry_safe = False
     always_connected = True
+    # Meta documents 4,096 characters for a text message's `text.body`; it refuses a longer one.
+    text_limit = META_TEXT_CHARS
     schemes: tuple[WebhookScheme, ...] = ("meta-signature",)
 
     def client(

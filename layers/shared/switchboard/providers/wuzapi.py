@@ -46,6 +46,7 @@ from switchboard.core.errors import (
 from switchboard.core.model import Model
 from switchboard.providers import envelope, wuzapi_webhooks
 from switchboard.providers.base import (
+    WHATSAPP_TEXT_CHARS,
     CallState,
     Capabilities,
     Credentials,
@@ -528,6 +529,8 @@ class WuzapiKind(KindDefaults):
     name: ProviderKind = "wuzapi"
     retry_safe = True
     always_connected = False
+    # `/chat/send/text` checks only that `Body` is not empty (nor does whatsmeow): WhatsApp's applies.
+    text_limit = WHATSAPP_TEXT_CHARS
     schemes: tuple[WebhookScheme, ...] = ("envelope", "wuzapi-hmac")
 
     def client(

@@ -17,13 +17,16 @@ Mapping:
 
 | wuzapi `type` | condition | our event |
 | --- | --- | --- |
-| `Message` | text in a 1:1 chat from a phone number | `message` `{id, from, text, timestamp}` |
+| `Message` | text in a 1:1 chat from a phone number | `message` `{id, from, text, timestamp, lid?, name?}` |
 | `Message` | from us, group/broadcast, edit, media, reaction, no phone, ... | ignored with the reason |
 | `ReadReceipt` | `state` `Delivered` / `Read`, not from us | one `receipt` per id in `MessageIDs` |
 | `ReadReceipt` | `ReadSelf`, from us, in a group | ignored |
 | `Connected` / `Disconnected` | | `connection` `{connected}` |
 | `LoggedOut` | | `connection` `{connected: false, reason: "logged_out:<Reason>"}` |
 | anything else | | ignored `unsupported event <type>` |
+
+A message's `lid` is whichever of `Sender`/`SenderAlt` is a LID, its `name` the sender's
+`Info.PushName`.
 
 wuzapi posts each event from its own goroutine and retries failed deliveries, so events arrive
 in any order and more than once: messages deduplicate on `Info.ID`, receipts on id and status.
@@ -47,7 +50,7 @@ from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
 from switchboard.core.errors import InvalidInput
 from switchboard.core.model import Model
 from switchboard.providers import envelope
-from switchboard.providers.base import Credentials, InboundEvent, WebhookRequest
+from switchboard.providers.base import Credentials, InboundEvent, WebhookRequest, display_name
 
 SIGNATURE_HEADER = "x-hmac-signature"
 _SIGNED_SHAPE = re.compile(rb"\{|[A-Za-z]+=")  # a JSON object, or a form's first field name
@@ -126,6 +129,7 @@ class _MessageInfo(_Wire):
     is_from_me: StrictBool = Field(default=False, alias="IsFromMe")
     is_group: StrictBool = Field(default=False, alias="IsGroup")
     timestamp: StrictStr = Field(default="", alias="Timestamp")
+    push_name: StrictStr = Field(default="", alias="PushName")
 
 
 class _MessageEvent(_Wire):
@@ -234,6 +238,10 @@ def _message(event: _MessageEvent, binding: str) -> InboundEvent:
         data.update({"from": phone, "text": text})
         if timestamp is not None:
             data["timestamp"] = timestamp.isoformat()
+        if (lid := _lid(info.sender, info.sender_alt)) is not None:
+            data["lid"] = lid
+        if (name := display_name(info.push_name)) is not None:
+            data["name"] = name
     return InboundEvent(
         name="message",
         binding=binding,
@@ -285,6 +293,16 @@ def _phone(*jids: str) -> str | None:
         number = user.split(":", 1)[0].split(".", 1)[0]
         if number.isascii() and number.isdigit():
             return number
+    return None
+
+
+def _lid(*jids: str) -> str | None:
+    """Whichever JID is a LID (`123...:7@lid` -> `123...@lid`): the sender's hidden-number address."""
+    for jid in jids:
+        user, _, server = jid.rpartition("@")
+        number = user.split(":", 1)[0].split(".", 1)[0]
+        if server == "lid" and number.isascii() and number.isdigit():
+            return f"{number}@lid"
     return None
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from pydantic import ValidationError
+from pydantic import RootModel, ValidationError
 
 from switchboard.core.api.body import read_answer
 from switchboard.core.errors import DownstreamError
 from switchboard.core.model import Model
+from switchboard.core.observability import logger
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.routing.domain import DownstreamTarget, IncomingMessage
@@ -31,7 +32,9 @@ class _Id(Model):
 
 class _Contact(Model):
     id: int
+    name: str | None = None
     phone_number: str | None = None
+    identifier: str | None = None
 
 
 class _ContactSearch(Model):
@@ -45,6 +48,14 @@ class _ContactCreated(Model):
     payload: _Payload
 
 
+class _Note(Model):
+    content: str | None = None
+
+
+class _Notes(RootModel[list[_Note]]):
+    pass
+
+
 class _Conversation(Model):
     id: int
     inbox_id: int | None = None
@@ -53,6 +64,24 @@ class _Conversation(Model):
 
 class _Conversations(Model):
     payload: list[_Conversation]
+
+
+# The first words of the note on a contact that WhatsApp gave us by LID alone (found again by them).
+LID_NOTE = "WhatsApp did not share this contact's phone number"
+
+
+def lid_note(lid: str) -> str:
+    return (
+        f"{LID_NOTE}: the chat came from its LID {lid} (WhatsApp's address for a user whose number it "
+        "hides), and replies are sent to that LID. The contact gets the number once a message carries it."
+    )
+
+
+def _default_name(name: str | None, phone: str | None, lid: str | None) -> bool:
+    """A name nobody chose: empty, or the number or LID the contact was created with."""
+    value = (name or "").strip()
+    defaults = {phone, (phone or "").lstrip("+"), lid, (lid or "").removesuffix("@lid")} - {None, ""}
+    return not value or value in defaults
 
 
 class ChatwootClient:
@@ -75,8 +104,7 @@ class ChatwootClient:
         self._client.close()
 
     def post_incoming(self, target: DownstreamTarget, message: IncomingMessage) -> int:
-        phone = f"+{message.sender}"
-        contact_id = self._contact(target, phone)
+        contact_id = self._contact(target, message)
         conversation_id = self._conversation(target, contact_id)
         self._call(
             target,
@@ -98,24 +126,91 @@ class ChatwootClient:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def _contact(self, target: DownstreamTarget, phone: str) -> int:
+    def _contact(self, target: DownstreamTarget, message: IncomingMessage) -> int:
+        """The sender's contact: by phone number, else by LID (the contact's `identifier`), else new.
+
+        A LID-only contact found once the number is known gets the number; a contact still named
+        by its number (or LID) gets the profile name. Nothing is renamed that a person named."""
+        phone = f"+{message.sender}" if message.sender else None
+        lid = message.sender_lid
+        contact = None
+        # The search is fuzzy (names, emails, partial numbers): only an exact match is ours.
+        if phone is not None:
+            contact = next((c for c in self._search(target, phone) if c.phone_number == phone), None)
+        if contact is None and lid is not None:
+            by_lid = (c for c in self._search(target, lid) if c.identifier == lid)
+            contact = next((c for c in by_lid if phone is None or not c.phone_number), None)
+        if contact is None:
+            return self._create_contact(target, message, phone, lid)
+        self._complete(target, contact, message, phone, lid)
+        if phone is None and lid is not None and not contact.phone_number:
+            self._ensure_lid_note(target, contact.id, lid)
+        return contact.id
+
+    def _search(self, target: DownstreamTarget, query: str) -> list[_Contact]:
         found = self._parse(
-            self._call(target, "GET", "/contacts/search", route="/contacts/search", params={"q": phone}),
+            self._call(target, "GET", "/contacts/search", route="/contacts/search", params={"q": query}),
             _ContactSearch,
             "/contacts/search",
         )
-        # The search is fuzzy (names, emails, partial numbers): only an exact phone match is ours.
-        for contact in found.payload:
-            if contact.phone_number == phone:
-                return contact.id
-        created = self._call(
-            target,
-            "POST",
-            "/contacts",
-            route="/contacts",
-            body={"inbox_id": target.inbox_id, "name": phone, "phone_number": phone},
-        )
-        return self._parse(created, _ContactCreated, "/contacts").payload.contact.id
+        contacts: list[_Contact] = found.payload
+        return contacts
+
+    def _create_contact(
+        self, target: DownstreamTarget, message: IncomingMessage, phone: str | None, lid: str | None
+    ) -> int:
+        body: dict[str, Any] = {"inbox_id": target.inbox_id, "name": message.sender_name or phone or lid}
+        if phone is not None:
+            body["phone_number"] = phone
+        if lid is not None:
+            body["identifier"] = lid
+        try:
+            created = self._call(target, "POST", "/contacts", route="/contacts", body=body)
+        except DownstreamError as exc:
+            # The LID may already name another contact (the same person under an older number):
+            # the message still needs its contact, by number alone.
+            if exc.details.get("status") != 422 or phone is None or lid is None:
+                raise
+            del body["identifier"]
+            created = self._call(target, "POST", "/contacts", route="/contacts", body=body)
+            lid = None
+        contact_id: int = self._parse(created, _ContactCreated, "/contacts").payload.contact.id
+        if phone is None and lid is not None:
+            self._post_lid_note(target, contact_id, lid)
+        return contact_id
+
+    def _complete(
+        self, target: DownstreamTarget, contact: _Contact, message: IncomingMessage, phone: str | None, lid: str | None
+    ) -> None:
+        """Fill in what the contact lacks: its number, its LID, the profile name over a default one."""
+        changes: dict[str, str] = {}
+        if phone is not None and not contact.phone_number:
+            changes["phone_number"] = phone
+        if lid is not None and not contact.identifier:
+            changes["identifier"] = lid
+        name = message.sender_name
+        if name and name != contact.name and _default_name(contact.name, contact.phone_number or phone, lid):
+            changes["name"] = name
+        if not changes:
+            return
+        route = "/contacts/{id}"
+        try:
+            self._call(target, "PUT", f"/contacts/{contact.id}", route=route, body=changes)
+        except DownstreamError as exc:
+            if exc.details.get("status") != 422:
+                raise
+            # A number or LID another contact holds: the message is posted all the same.
+            logger.info("contact not completed", extra={"contact": contact.id, "fields": sorted(changes)})
+
+    def _ensure_lid_note(self, target: DownstreamTarget, contact_id: int, lid: str) -> None:
+        route = "/contacts/{id}/notes"
+        notes = self._parse(self._call(target, "GET", f"/contacts/{contact_id}/notes", route=route), _Notes, route)
+        if not any((note.content or "").startswith(LID_NOTE) for note in notes.root):
+            self._post_lid_note(target, contact_id, lid)
+
+    def _post_lid_note(self, target: DownstreamTarget, contact_id: int, lid: str) -> None:
+        route = "/contacts/{id}/notes"
+        self._call(target, "POST", f"/contacts/{contact_id}/notes", route=route, body={"content": lid_note(lid)})
 
     def _conversation(self, target: DownstreamTarget, contact_id: int) -> int:
         route = "/contacts/{id}/conversations"

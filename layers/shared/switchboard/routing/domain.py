@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal, Protocol
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from switchboard.catalog.domain import InstanceState, utcnow
 from switchboard.core.model import Model
@@ -54,21 +54,37 @@ class DownstreamTarget(Model):
 
 
 class IncomingMessage(Model):
-    """One incoming WhatsApp message to post in the downstream inbox."""
+    """One incoming WhatsApp message to post in the downstream inbox.
+
+    The sender is known by its phone number (`sender`), its LID (`sender_lid`, WhatsApp's
+    address for a user whose number it hides) or both; `sender_name` is their WhatsApp profile
+    name, when the provider sent it."""
 
     event_id: str  # provider event id: the idempotency key of the forward
     instance: str
     owner_tag: str | None
     inbox_id: int | None = None  # the instance's own inbox in its owner tag's downstream
     provider_message_id: str
-    sender: str  # E.164 digits
+    sender: str | None = None  # E.164 digits
+    sender_lid: str | None = None  # `<digits>@lid`
+    sender_name: str | None = None
     text: str
     sent_at: str | None = None
+
+    @model_validator(mode="after")
+    def _someone(self) -> IncomingMessage:
+        if self.sender is None and self.sender_lid is None:
+            raise ValueError("an incoming message needs a sender phone number or LID")
+        return self
 
 
 class DownstreamClient(Protocol):
     def post_incoming(self, target: DownstreamTarget, message: IncomingMessage) -> int:
-        """Find or create the contact and its conversation, post the message; returns the conversation id."""
+        """Find or create the contact and its conversation, post the message; returns the conversation id.
+
+        The contact is found by phone number, else by LID; it is created with the sender's
+        profile name, and given it while it is still named by its number. A contact known by its
+        LID alone carries a note saying so."""
         ...
 
     def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:

@@ -8,12 +8,20 @@ idempotency keyed by the event id).
 
 from __future__ import annotations
 
-from typing import Protocol
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
+from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import logger
+from switchboard.providers.base import ContactDirectory
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget, IncomingMessage
 from switchboard.usage.service import count_metric
 from switchboard.webhooks.events import ProviderEvent
+
+if TYPE_CHECKING:
+    from switchboard.catalog.domain import Instance
+    from switchboard.providers.ports import Targets
 
 
 class ForwardQueue(Protocol):
@@ -22,6 +30,13 @@ class ForwardQueue(Protocol):
 
 class TargetResolver(Protocol):
     def target_for(self, owner_tag: str | None) -> DownstreamTarget | None: ...
+
+
+class PhoneLookup(Protocol):
+    def phone_for_lid(self, instance: str, lid: str) -> str | None:
+        """The phone number behind `lid` as the instance's provider knows it (None: unknown);
+        never raises."""
+        ...
 
 
 class IncomingForwardHandler:
@@ -33,8 +48,9 @@ class IncomingForwardHandler:
 
     def __call__(self, event: ProviderEvent) -> None:
         data = event.data
-        text, sender, message_id = data.get("text"), data.get("from"), data.get("id")
-        if not (isinstance(text, str) and isinstance(sender, str) and isinstance(message_id, str)):
+        text, message_id = data.get("text"), data.get("id")
+        sender, lid, name = (_text(data.get(field)) for field in ("from", "lid", "name"))
+        if not (isinstance(text, str) and isinstance(message_id, str) and (sender or lid)):
             logger.info("message event without text not forwarded", extra={"instance": event.instance.key})
             return
         self._queue.send(
@@ -44,21 +60,30 @@ class IncomingForwardHandler:
                 owner_tag=event.instance.owner_tag,
                 inbox_id=event.instance.inbox_id,
                 provider_message_id=message_id,
-                sender=sender.lstrip("+"),
+                sender=sender.lstrip("+") if sender else None,
+                sender_lid=lid,
+                sender_name=name,
                 text=text,
-                sent_at=data.get("timestamp") if isinstance(data.get("timestamp"), str) else None,
+                sent_at=_text(data.get("timestamp")),
             )
         )
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 class DownstreamForwarder:
-    def __init__(self, resolver: TargetResolver, client: DownstreamClient) -> None:
+    def __init__(self, resolver: TargetResolver, client: DownstreamClient, phones: PhoneLookup | None = None) -> None:
         self._resolver = resolver
         self._client = client
+        self._phones = phones
 
     def forward(self, message: IncomingMessage) -> int | None:
         """Post one message; returns the conversation id, or None when no downstream is configured.
 
+        A sender known only by a LID is first looked up at the instance's provider; unresolved,
+        the conversation is kept by the LID (the downstream contact says why it has no number).
         Raises DownstreamError (the queue retries it, then parks it in the DLQ).
         """
         target = self._resolver.target_for(message.owner_tag)
@@ -66,6 +91,12 @@ class DownstreamForwarder:
             logger.warning("no downstream configured; message dropped", extra={"instance": message.instance})
             count_metric("ForwardsDropped", message.instance)
             return None
+        if message.sender is None and message.sender_lid is not None and self._phones is not None:
+            phone = self._phones.phone_for_lid(message.instance, message.sender_lid)
+            logger.info("sender known by a LID", extra={"instance": message.instance, "resolved": phone is not None})
+            count_metric("LidSendersResolved" if phone else "LidSendersUnresolved", message.instance)
+            if phone is not None:
+                message = message.model_copy(update={"sender": phone})
         if message.inbox_id is not None:
             # The instance's own inbox, in the same downstream account (same URL and token).
             target = target.model_copy(update={"inbox_id": message.inbox_id})
@@ -80,3 +111,53 @@ class DownstreamForwarder:
         )
         count_metric("MessagesForwarded", message.instance)
         return conversation
+
+
+LOOKUP_CACHE_SECONDS = 3600.0
+LOOKUP_CACHE_ENTRIES = 4096
+
+
+class ProviderPhones:
+    """`PhoneLookup` through the instance's own provider, where its kind keeps the map of LIDs to
+    phone numbers (`ContactDirectory`); elsewhere, and when the provider cannot answer now, the
+    number stays unknown: the message is not held back for it.
+
+    A number found is kept by the container for an hour: a LID-only chat asks the provider once,
+    not once per message. A LID not found is asked again with the next message (the provider may
+    learn it meanwhile)."""
+
+    def __init__(
+        self, instances: InstanceFinder, targets: Targets, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._instances = instances
+        self._targets = targets
+        self._monotonic = monotonic
+        self._known: dict[tuple[str, str], tuple[str, float]] = {}
+
+    def phone_for_lid(self, instance: str, lid: str) -> str | None:
+        known = self._known.get((instance, lid))
+        if known is not None and self._monotonic() - known[1] < LOOKUP_CACHE_SECONDS:
+            return known[0]
+        phone = self._ask(instance, lid)
+        if phone is not None:
+            if len(self._known) >= LOOKUP_CACHE_ENTRIES:
+                self._known.clear()
+            self._known[(instance, lid)] = (phone, self._monotonic())
+        return phone
+
+    def _ask(self, instance: str, lid: str) -> str | None:
+        found = self._instances.find_instance(instance)
+        if found is None:
+            return None
+        try:
+            client, target = self._targets.target_for(found)
+            if not isinstance(client, ContactDirectory):
+                return None
+            return client.phone_for_lid(target, lid)
+        except SwitchboardError as exc:
+            logger.warning("LID not resolved", extra={"instance": instance, "error": exc.code})
+            return None
+
+
+class InstanceFinder(Protocol):
+    def find_instance(self, key: str) -> Instance | None: ...

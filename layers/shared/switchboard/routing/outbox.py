@@ -2,7 +2,9 @@
 
 Every reply goes through the instance's outbox (one code path keeps the order): it is stored,
 then, if the instance is connected, the outbox is drained at once. `drain` sends entries in order
-and stops at the first one the provider cannot take now; it runs again when a `connection` event
+and stops at the first one the provider cannot take now; a reply longer than one message of the
+instance's kind (`text_limit`) leaves in parts (`routing.parts`), in order, each recorded once
+accepted; it runs again when a `connection` event
 says connected and on the reconciliation schedule. An entry older than the validity ends FAILED
 with a reason, and a private note tells the downstream conversation.
 
@@ -18,7 +20,7 @@ import secrets as random_secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import Instance, Principal, instance_key, secret_hint
@@ -26,7 +28,9 @@ from switchboard.catalog.ports import Instances
 from switchboard.core.errors import ProviderError, ProviderRejected, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.providers.kinds import spec_for
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget
+from switchboard.routing.parts import split_text
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
 from switchboard.usage.service import UsageRecorder, count_metric
 
@@ -38,6 +42,14 @@ LEASE_SECONDS = 60
 DRAIN_BATCH = 50
 DEFAULT_VALIDITY = timedelta(hours=4)
 REQUEST_BUDGET_SECONDS = 3.0  # drains run inside HTTP requests (webhooks, replies): bounded
+# What became of one claimed entry: all of it sent, failed (and told), paused (the provider cannot
+# take it now: the drain stops, keeping the order), or gone (finished or taken by another drain).
+Step = Literal["sent", "failed", "paused", "gone"]
+
+
+def part_id(message_id: str, index: int, parts: int) -> str:
+    """A part's stable id: the reply's own for a reply of one part, else the reply's and its position."""
+    return message_id if parts == 1 else f"{message_id}-p{index + 1}"
 
 
 class OutboxStore(Protocol):
@@ -45,6 +57,9 @@ class OutboxStore(Protocol):
     def waiting(self, instance: str, limit: int) -> list[OutboxEntry]: ...
     def instances_waiting(self) -> list[str]: ...
     def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> bool: ...
+    def advance(
+        self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int
+    ) -> bool: ...
     def release(self, entry: OutboxEntry) -> None: ...
     def finish(
         self, entry: OutboxEntry, status: FinalStatus, reason: str | None, provider_message_id: str | None
@@ -95,6 +110,7 @@ class OutboxService:
         audit: Audit,
         validity: timedelta = DEFAULT_VALIDITY,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._instances = instances
@@ -105,6 +121,7 @@ class OutboxService:
         self._audit = audit
         self._validity = validity
         self._clock = clock
+        self._monotonic = monotonic
 
     # --- the outgoing webhook secret -------------------------------------------------------
 
@@ -157,16 +174,17 @@ class OutboxService:
         result = DrainResult()
         if instance is None:
             return result
-        deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+        deadline = None if budget_seconds is None else self._monotonic() + budget_seconds
         entries = self._store.waiting(key, DRAIN_BATCH)
         sender: tuple[ProviderClient, ProviderTarget] | None = None
         for entry in entries:
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and self._monotonic() >= deadline:
                 result.waiting = True
                 break
             now = self._clock()
             if now - entry.enqueued_at > self._validity:
-                result.failed += self._fail(instance, entry, "expired: not sent within its validity")
+                left = f" ({entry.parts_sent} of its parts had left)" if entry.parts_sent else ""
+                result.failed += self._fail(instance, entry, f"expired: not sent within its validity{left}")
                 continue
             if not instance.connected:
                 result.waiting = True
@@ -175,27 +193,66 @@ class OutboxService:
                 result.waiting = True  # another drain holds it; it keeps the order
                 break
             sender = sender or self._targets.target_for(instance)
-            client, target = sender
-            try:
-                sent = client.send_text(target, entry.phone, entry.text, f"outbox-{key}-{entry.message_id}")
-            except ProviderRejected as exc:
-                self._store.release(entry)
-                result.failed += self._fail(instance, entry, f"refused by the provider ({exc.code})")
-                continue
-            except ProviderError as exc:
-                self._store.release(entry)
-                count_metric("SendFailures", key)
-                logger.info("outbox paused", extra={"instance": key, "error": exc.code})
+            step = self._send(instance, entry, *sender, deadline)
+            if step == "sent":
+                result.sent += 1
+            elif step == "failed":
+                result.failed += 1
+            elif step == "paused":
                 result.waiting = True
                 break
-            if self._store.finish(entry, "SENT", None, sent.provider_message_id):
-                self._usage.record_outgoing(instance, now, f"outbox#{key}#{entry.message_id}")
-                result.sent += 1
         if len(entries) == DRAIN_BATCH and not result.waiting:
             result.waiting = True
         if result.sent or result.failed:
             logger.info("outbox drained", extra={"instance": key, **result.model_dump()})
         return result
+
+    def _send(
+        self,
+        instance: Instance,
+        entry: OutboxEntry,
+        client: ProviderClient,
+        target: ProviderTarget,
+        deadline: float | None,
+    ) -> Step:
+        """Send the parts of a claimed entry still to go, in order: a part leaves only once the
+        one before it was accepted, and each accepted part is recorded before the next is sent,
+        so no drain sends a part twice. Each part has its own stable id (the reply's, plus its
+        position), the idempotency key of its send."""
+        limit = entry.part_chars or spec_for(target.kind).text_limit
+        parts = split_text(entry.text, limit)
+        if not parts:  # blank: no WhatsApp server takes an empty text
+            self._store.release(entry)
+            return "failed" if self._fail(instance, entry, "nothing to send: the reply is blank") else "gone"
+        key = instance.key
+        first = entry.parts_sent
+        for index in range(first, len(parts)):
+            if index > first and deadline is not None and self._monotonic() >= deadline:
+                self._store.release(entry)  # the parts sent so far stay recorded
+                return "paused"
+            part = part_id(entry.message_id, index, len(parts))
+            try:
+                sent = client.send_text(target, entry.phone, parts[index], f"outbox-{key}-{part}")
+            except ProviderRejected as exc:
+                self._store.release(entry)
+                reason = f"refused by the provider ({exc.code})"
+                if index:
+                    reason = f"part {index + 1} of {len(parts)} {reason}; the {index} before it were sent"
+                return "failed" if self._fail(instance, entry, reason) else "gone"
+            except ProviderError as exc:
+                self._store.release(entry)
+                count_metric("SendFailures", key)
+                logger.info("outbox paused", extra={"instance": key, "error": exc.code})
+                return "paused"
+            now = self._clock()
+            self._usage.record_outgoing(instance, now, f"outbox#{key}#{part}")
+            if index + 1 == len(parts):
+                return "sent" if self._store.finish(entry, "SENT", None, sent.provider_message_id) else "gone"
+            if not self._store.advance(entry, index + 1, limit, now, LEASE_SECONDS):
+                return "gone"  # no longer ours: the drain holding it goes on from what was recorded
+            entry = entry.model_copy(update={"parts_sent": index + 1, "part_chars": limit})
+        self._store.release(entry)
+        return "gone"
 
     def drain_all(self) -> dict[str, DrainResult]:
         """The scheduled pass: every instance with waiting replies (sends the connected, expires the old)."""

@@ -3,7 +3,8 @@
 `<instance>` below is the instance's key (`Instance.key`: its tenant and name).
 
 - entry `OUTBOX#<instance>` / `<enqueuedAt>#<messageId>`: waiting (PENDING) or being sent
-  (SENDING, with a lease); the partition holds only unfinished entries, in order;
+  (SENDING, with a lease); the partition holds only unfinished entries, in order; a reply sent
+  in parts keeps how many have left (`parts_sent`) and the length they were cut to;
 - outcome `OUTBOXMSG#<instance>#<messageId>`: one per downstream message id (dedupe), with the
   final status (SENT, FAILED + reason) once the entry leaves the outbox;
 - GSI1 `OUTBOX#WAITING` lists entries of every instance, for the scheduled drain;
@@ -102,6 +103,33 @@ class OutboxRepository:
                     ":pending": "PENDING",
                     ":until": int((now + timedelta(seconds=lease_seconds)).timestamp()),
                     ":now": int(now.timestamp()),
+                },
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return False
+            raise
+        return True
+
+    def advance(self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int) -> bool:
+        """Record that the first `parts_sent` parts of a claimed entry left (cut to `part_chars`)
+        and renew the lease; False when the entry is no longer being sent from that count."""
+        try:
+            self._table.update_item(
+                Key=_entry_key(entry),
+                UpdateExpression="SET parts_sent = :sent, part_chars = :chars, lease_until = :until",
+                ConditionExpression=(
+                    "attribute_exists(pk) AND #status = :sending"
+                    " AND (parts_sent = :before OR (attribute_not_exists(parts_sent) AND :before = :zero))"
+                ),
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={
+                    ":sent": parts_sent,
+                    ":chars": part_chars,
+                    ":until": int((now + timedelta(seconds=lease_seconds)).timestamp()),
+                    ":sending": "SENDING",
+                    ":before": parts_sent - 1,
+                    ":zero": 0,
                 },
             )
         except ClientError as error:

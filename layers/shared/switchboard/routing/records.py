@@ -17,13 +17,20 @@ Direction = Literal["in", "out"]
 
 
 class OutboxEntry(Model):
+    """A reply waiting for its instance. A reply longer than one message of the instance's kind
+    leaves in parts, one after the other: `parts_sent` counts those accepted so far, and
+    `part_chars` is the length its parts were cut to (fixed by the first part sent, so a later
+    drain cuts the same parts)."""
+
     instance: str
     message_id: str  # the downstream's message id: the dedupe key
-    phone: str
+    phone: str  # digits, or the LID (`<digits>@lid`) of a contact whose number WhatsApp hides
     text: str
     conversation_id: int | None = None
     owner_tag: str | None = None
     enqueued_at: datetime
+    parts_sent: int = 0
+    part_chars: int | None = None
 
 
 class Outcome(Model):

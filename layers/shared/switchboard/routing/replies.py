@@ -46,8 +46,10 @@ def outgoing_webhook(
     """The downstream's outgoing-message webhook (Chatwoot's `message_created` from an API-channel
     inbox), authenticated by the instance's secret: in the `X-Switchboard-Secret` header, or as
     `?token=` (a Chatwoot inbox's webhook URL cannot carry a header; use the `webhookUrl` that
-    `webhook-secret` answers). Sent at once when the instance is connected, else kept in its
-    outbox (in order) until it reconnects or the validity runs out."""
+    `webhook-secret` answers). Agents' replies and the inbox's automatic messages (greeting,
+    out-of-office, CSAT survey) are sent, in parts when longer than one message of the instance's
+    kind: at once when the instance is connected, else kept in its outbox (in order) until it
+    reconnects or the validity runs out."""
     event = router.current_event
     presented = event.headers.get(SECRET_HEADER.lower()) or (event.query_string_parameters or {}).get(TOKEN_PARAMETER)
     try:
