@@ -458,8 +458,8 @@ def test_a_message_that_does_not_map_is_ignored_with_its_fields_and_the_others_a
 ) -> None:
     body = notification(messages_change(messages=[item, TEXT]))
 
-    bad, good = KIND.events(signed(body))
-    again, _ = KIND.events(signed(body))
+    bad, good = KIND.events(signed(body), SCHEME)
+    again, _ = KIND.events(signed(body), SCHEME)
 
     assert (bad.name, bad.binding, bad.ignored) == (
         "message",
@@ -473,7 +473,7 @@ def test_a_message_that_does_not_map_is_ignored_with_its_fields_and_the_others_a
 def test_a_status_that_does_not_map_is_ignored_and_the_others_are_mapped() -> None:
     body = notification(messages_change(statuses=[{"id": "w", "timestamp": "1"}, status("wamid.d", "delivered")]))
 
-    bad, good = KIND.events(signed(body))
+    bad, good = KIND.events(signed(body), SCHEME)
 
     assert (bad.name, bad.data, bad.ignored) == (
         "receipt",
@@ -493,7 +493,7 @@ def test_unix_seconds_and_error_codes_are_read_from_a_number_or_a_digit_string()
         status("wamid.s", "failed", timestamp="1750030073", errors=[{"code": 131049, "title": "t"}]),
     ]
 
-    events = KIND.events(signed(notification(messages_change(statuses=statuses))))
+    events = KIND.events(signed(notification(messages_change(statuses=statuses))), SCHEME)
 
     assert [(event.seq, event.data["errors"], event.ignored) for event in events] == [
         (1750030073000, [{"code": 131049, "title": "t"}], None)
@@ -506,7 +506,7 @@ def test_a_change_that_does_not_bind_gives_no_event_and_keeps_the_others() -> No
         {"field": "messages", "value": {"metadata": {"phone_number_id": "../x"}, "messages": [TEXT]}},
     ]
 
-    events = KIND.events(signed(notification(*unbound, messages_change(messages=[TEXT]))))
+    events = KIND.events(signed(notification(*unbound, messages_change(messages=[TEXT]))), SCHEME)
 
     assert [(event.event_id, event.ignored) for event in events] == [("wamid.ok", None)]
 
@@ -530,7 +530,7 @@ def test_a_change_or_an_entry_out_of_shape_is_ignored_where_it_can_be_bound() ->
         }
     ).encode()
 
-    events = KIND.events(signed(body))
+    events = KIND.events(signed(body), SCHEME)
 
     assert [(event.binding, event.ignored) for event in events] == [
         (PHONE_ID, "change not in the Cloud API format (field)"),
@@ -547,7 +547,7 @@ def test_each_sender_gets_the_profile_name_of_its_own_contact() -> None:
     ]
     body = notification(messages_change(contacts=contacts, messages=[TEXT, other]))
 
-    events = KIND.events(signed(body))
+    events = KIND.events(signed(body), SCHEME)
 
     assert [event.data.get("name") for event in events] == ["Sheena Nelson", "Ana Souza"]
 
@@ -559,7 +559,7 @@ def test_each_sender_gets_the_profile_name_of_its_own_contact() -> None:
 def test_without_a_usable_contact_the_message_maps_without_a_name(contacts: Any) -> None:
     body = notification(messages_change(contacts=contacts, messages=[TEXT]))
 
-    [event] = KIND.events(signed(body))
+    [event] = KIND.events(signed(body), SCHEME)
 
     assert (event.ignored, "name" in event.data, event.data["text"]) == (None, False, "hi")
 
