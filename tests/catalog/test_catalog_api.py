@@ -183,7 +183,7 @@ def test_reconfiguring_an_instance_never_undoes_a_connection_event_that_raced_it
 
     def read_then_event_arrives(key: str) -> Any:
         stale = read_before_the_event(key)
-        bootstrap.routing_repository().apply_connection(key, "CONNECTED", 7, datetime.now(UTC))
+        bootstrap.connection_state_repository().apply_event(key, "CONNECTED", 7, datetime.now(UTC))
         return stale
 
     monkeypatch.setattr(repository, "find_instance", read_then_event_arrives)

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from devstack.simulator import Simulator, SimulatorControl
+from switchboard import bootstrap
 from switchboard.core.errors import (
     InvalidInput,
     ProviderDisconnected,
@@ -717,12 +719,15 @@ def test_instance_status_errors(status: int, body: bytes, error: type[ProviderEr
 
 
 @pytest.fixture
-def evolution_provider(client: Any, make_tenant: Any) -> str:
-    """Tenant `acme`'s number served by an Evolution provider whose instance is `switchboard-test`."""
+def evolution_provider(client: Any, make_tenant: Any, simulator: Simulator, control: SimulatorControl) -> str:
+    """Tenant `acme`'s number served by an Evolution provider whose instance is `switchboard-test`,
+    on the simulator's Evolution server (which answers its connection state), connected."""
+    control.create_instance(id=INSTANCE, token=INSTANCE_TOKEN, flavour="evolution", number="5511999990000")
     tenant = make_tenant("acme")
     number = client.post("/api/numbers", key=tenant.admin, json_body={"number": "5511999990000", "displayName": "M"})
     assert number.status == 201, number.body
-    body = {"name": "evo", "kind": "evolution", "baseUrl": "http://127.0.0.1:8080", "webhookSecret": SECRET}
+    base_url = f"{simulator.base_url}/evolution"
+    body = {"name": "evo", "kind": "evolution", "baseUrl": base_url, "webhookSecret": SECRET}
     provider = client.post("/api/providers", key=tenant.admin, json_body=body)
     assert provider.status == 201, provider.body
     instance = {
@@ -778,17 +783,35 @@ def test_through_the_api_an_unauthenticated_delivery_is_401(client: Any, aws: An
 
 
 @pytest.mark.parametrize(
-    ("name", "outcome"),
+    "case",
     [
-        ("webhook_connection_update_close.json", "applied"),
-        ("webhook_connection_update_open.json", "applied"),
-        ("webhook_connection_update_connecting.json", "ignored"),
-        ("webhook_messages_update_read.json", "applied"),  # an unknown message id: applied as a no-op
+        ("webhook_connection_update_close.json", "applied", False),
+        ("webhook_connection_update_open.json", "applied", True),
+        ("webhook_connection_update_connecting.json", "ignored", True),
+        ("webhook_messages_update_read.json", "applied", True),  # an unknown message id: applied as a no-op
     ],
 )
 def test_through_the_api_connection_and_receipt_events(
-    client: Any, aws: Any, evolution_provider: str, name: str, outcome: str
+    client: Any, aws: Any, evolution_provider: str, control: SimulatorControl, case: tuple[str, str, bool]
 ) -> None:
+    """`connection.update` carries no order: the state comes from the status read it triggers."""
+    name, outcome, connected_at_the_provider = case
+    control.set_connection(INSTANCE, connected_at_the_provider, notify=False)
+
     answer = post(client, evolution_provider, fixture(name))
 
     assert (answer.status, answer.json()["outcome"]) == (200, outcome), answer.body
+    stored = bootstrap.catalog_repository().find_instance("acme:acme-evo")
+    assert stored is not None
+    assert stored.state == ("CONNECTED" if connected_at_the_provider else "DISCONNECTED")
+
+
+def test_through_the_api_a_close_evolution_does_not_confirm_changes_nothing(
+    client: Any, aws: Any, evolution_provider: str
+) -> None:
+    """A `close` replayed while the instance is open at the provider: refused by its status read."""
+    answer = post(client, evolution_provider, fixture("webhook_connection_update_close.json"))
+
+    assert (answer.status, answer.json()["outcome"]) == (200, "applied")
+    stored = bootstrap.catalog_repository().find_instance("acme:acme-evo")
+    assert stored is not None and stored.state == "CONNECTED"

@@ -322,4 +322,4 @@ class InstanceView(View):
 
     @classmethod
     def of(cls, instance: Instance) -> InstanceView:
-        return cls.model_validate(instance.model_dump(exclude={"tenant", "state_seq"}))
+        return cls.model_validate(instance.model_dump(exclude={"tenant", "state_seq", "state_rev"}))
