@@ -212,7 +212,7 @@ class NumberView(View):
 
 
 class CreateProvider(Body):
-    name: Name
+    name: Name | None = Field(default=None, description="How the console lists it; left out: its base URL's host.")
     kind: ProviderKind
     base_url: HttpUrl
     admin_token: Secret | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import (
@@ -212,7 +213,7 @@ class CatalogService:
         self,
         principal: Principal,
         *,
-        name: str,
+        name: str | None,
         kind: ProviderKind,
         base_url: str,
         webhook_secret: str,
@@ -220,7 +221,9 @@ class CatalogService:
         priority: int,
         verify_token: str | None = None,
     ) -> Provider:
+        """Register a provider server; without a name it is named by its base URL's host."""
         check_outbound_url(base_url, local_mode=self._local_mode)
+        name = name or urlsplit(base_url).hostname or kind
         if verify_token:
             _check_verify_token_kind(kind)
         provider = Provider(

@@ -22,6 +22,11 @@ def _comma_separated(value: object) -> object:
 class Settings(Model):
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
+    # The region, read as the AWS CLI and Lambda's runtime read it: AWS_REGION first (boto3 alone
+    # reads only AWS_DEFAULT_REGION, which boto3 still falls back to when this is unset).
+    aws_region: Annotated[str | None, BeforeValidator(lambda value: value or None)] = Field(
+        default=None, alias="AWS_REGION"
+    )
     table_name: str = Field(default="switchboard", alias="TABLE_NAME")
     idempotency_table_name: str = Field(default="switchboard-idempotency", alias="IDEMPOTENCY_TABLE_NAME")
     secrets_prefix: str = Field(default="/switchboard", alias="SECRETS_PREFIX")
