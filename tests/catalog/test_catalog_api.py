@@ -116,7 +116,10 @@ def test_an_admin_cannot_mint_a_platform_key(client: Client, make_tenant: Any) -
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/api/numbers", {"number": "+5511999990001", "displayName": "x"}),
+        (
+            "/api/numbers",
+            {"number": "+55 11 99999-0001", "displayName": "x"},
+        ),  # separators are not E.164 (a leading + is)
         ("/api/numbers", {"number": "123", "displayName": "x"}),
         ("/api/numbers", {"number": 5511999990001, "displayName": "x"}),
         ("/api/numbers", {"number": "5511999990001"}),
