@@ -118,7 +118,8 @@ class ConnectionStateService:
             self._hear(instance, connected=connected, reason=reason if isinstance(reason, str) else None)
         if connected and (changed or event is not None):
             self._drain_outbox(instance.key)
-        logger.info(
+        # Every instance is read each period: only a read that moved something is worth a log line.
+        (logger.info if changed else logger.debug)(
             "instance status read",
             extra={"instance": instance.key, "state": state, "changed": changed, "status_read": status is not None},
         )
