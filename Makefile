@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SAM_VENV := .sam-venv
 STAMP := $(VENV)/.installed
 
-.PHONY: local test lint typecheck unit build coldstart openapi bench clean deploy-console chromium
+.PHONY: local test lint typecheck unit build coldstart openapi bench clean deploy-console chromium cli
 
 $(STAMP): requirements-dev.txt layers/shared/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,13 @@ build:
 ## (after `sam deploy`; STACK=<name> REGION=<region> override samconfig.toml's).
 deploy-console: $(STAMP)
 	$(PY) -m tools.deploy_console $(if $(STACK),--stack-name $(STACK)) $(if $(REGION),--region $(REGION))
+
+## The operator CLI (`python -m switchboard`) with the layer on its path, against the deployment the
+## environment names (TABLE_NAME, SECRETS_PREFIX, AWS_REGION): make cli ARGS="create-tenant --owner-tag acme --name Acme".
+## The virtual environment is created when missing, never reinstalled for it.
+cli:
+	@test -x $(PY) || $(MAKE) --no-print-directory $(STAMP)
+	@PYTHONPATH=layers/shared $(PY) -m switchboard $(ARGS)
 
 ## Cold-start import cost of each handler, as a ratio to `import boto3` in the same run.
 coldstart: $(STAMP)

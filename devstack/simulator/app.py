@@ -368,8 +368,21 @@ class SimulatorApp:
 
     def _meta_rules(self) -> list[tuple[Rule, str]]:
         prefix = PREFIXES["meta"]
-        rule = Rule(f"{prefix}/<version>/<phone_number_id>/messages", methods=["POST"], endpoint=self.meta_send)
-        return [(rule, "meta")]
+        rules = [
+            Rule(f"{prefix}/<version>/<phone_number_id>/messages", methods=["POST"], endpoint=self.meta_send),
+            Rule(f"{prefix}/<version>/<phone_number_id>", methods=["GET"], endpoint=self.meta_number),
+        ]
+        return [(rule, "meta") for rule in rules]
+
+    def meta_number(self, request: Request, version: str, phone_number_id: str) -> Response:
+        """The phone number node: the token first (190), then whether it may read this number (100/33)."""
+        if not _META_VERSION.fullmatch(version):
+            raise payloads.meta_refused(400, 2500, f"Unknown path components: /{version}")
+        authorization = request.headers.get("Authorization", "")
+        bearer = authorization[7:] if authorization[:7].lower() == "bearer " else None
+        instance_id = self.state.meta_instance(phone_number_id, bearer, method="get")
+        data = self.state.meta_number(instance_id, request.args.get("fields"))
+        return _raw(json.dumps(data, separators=(",", ":")).encode(), META_JSON)
 
     def meta_send(self, request: Request, version: str, phone_number_id: str) -> Response:
         if not _META_VERSION.fullmatch(version):
@@ -393,6 +406,7 @@ class SimulatorApp:
             Rule(f"{instance}/webhook-secrets", methods=["POST"], endpoint=self.webhook_secrets),
             Rule(f"{instance}/webhook-format", methods=["POST"], endpoint=self.webhook_format),
             Rule(f"{instance}/send-error", methods=["POST"], endpoint=self.send_error),
+            Rule(f"{instance}/number-status", methods=["POST"], endpoint=self.number_status),
             Rule(f"{instance}/verify-webhook", methods=["POST"], endpoint=self.verify_webhook),
             Rule(f"{instance}/incoming-message", methods=["POST"], endpoint=self.incoming_message),
             Rule(f"{instance}/incoming-call", methods=["POST"], endpoint=self.incoming_call),
@@ -420,9 +434,16 @@ class SimulatorApp:
         body = _parse(request, schemas.ConnectionBody)
         return _json(
             self.state.set_connection(
-                instance_id, body.connected, include_calls_config=body.include_calls_config, reason=body.reason
+                instance_id,
+                body.connected,
+                include_calls_config=body.include_calls_config,
+                reason=body.reason,
+                notify=body.notify,
             )
         )
+
+    def number_status(self, request: Request, instance_id: str) -> Response:
+        return _json(self.state.set_number_status(instance_id, _parse(request, schemas.NumberStatusBody)))
 
     def panel_call_settings(self, request: Request, instance_id: str) -> Response:
         body = _parse(request, schemas.PanelCallSettingsBody)

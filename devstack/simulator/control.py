@@ -33,13 +33,25 @@ class SimulatorControl:
         return result
 
     def set_connection(
-        self, instance_id: str, connected: bool, *, include_calls_config: bool = True, reason: str | None = None
+        self,
+        instance_id: str,
+        connected: bool,
+        *,
+        include_calls_config: bool = True,
+        reason: str | None = None,
+        notify: bool = True,
     ) -> None:
-        """`reason` for a wuzapi or Evolution disconnect: `logged_out` (default) or `disconnected`."""
-        body: dict[str, Any] = {"connected": connected, "includeCallsConfig": include_calls_config}
+        """`reason` for a wuzapi or Evolution disconnect: `logged_out` (default) or `disconnected`;
+        `notify` False changes the connection without posting its webhook."""
+        body: dict[str, Any] = {"connected": connected, "includeCallsConfig": include_calls_config, "notify": notify}
         if reason is not None:
             body["reason"] = reason
         self._post(f"/_sim/instances/{instance_id}/connection", body)
+
+    def number_status(self, instance_id: str, **fields: str) -> dict[str, Any]:
+        """Meta only: what the Graph API reports of the number from now on (`status`, `qualityRating`,
+        `messagingLimit`, `throughput`)."""
+        return self._post(f"/_sim/instances/{instance_id}/number-status", fields)
 
     def webhook_format(self, instance_id: str, webhook_format: str) -> None:
         """wuzapi only: `json` or `form` (its `WEBHOOK_FORMAT`)."""

@@ -145,6 +145,11 @@ class Instance:
     meta_phone_id: str | None = None
     waba_id: str = ""
     verify_token: str | None = field(default=None, repr=False)
+    # A Meta number's standing, as its phone number node answers it (`/_sim/.../number-status`).
+    number_status: str = "CONNECTED"
+    quality_rating: str = "GREEN"
+    messaging_limit: str = "TIER_2K"
+    throughput: str = "STANDARD"
     seq: int = 0
     calls: dict[str, Call] = field(default_factory=dict)
     dials: dict[str, DialRecord] = field(default_factory=dict)

@@ -375,6 +375,47 @@ def _fbtrace_id() -> str:
     return secrets.token_urlsafe(17)[:23]
 
 
+# The fields of a WhatsApp Business phone number node the simulator knows. `messaging_limit_tier`
+# is still a field but answers nothing (deprecated for `whatsapp_business_manager_messaging_limit`);
+# a name that is no field of the node fails the whole read, as the Graph API does.
+META_NUMBER_FIELDS = (
+    "id",
+    "display_phone_number",
+    "verified_name",
+    "quality_rating",
+    "status",
+    "code_verification_status",
+    "name_status",
+    "platform_type",
+    "account_mode",
+    "throughput",
+    "whatsapp_business_manager_messaging_limit",
+    "messaging_limit_tier",
+    "is_official_business_account",
+)
+META_NUMBER_DEFAULT_FIELDS = ("id", "display_phone_number", "verified_name", "quality_rating")
+
+
+def display_phone_number(number: str) -> str:
+    """The node's international form (Meta groups the digits by country; nothing here reads them)."""
+    return "+" + number.lstrip("+")
+
+
+def meta_phone_number(node: dict[str, Any], fields: str | None) -> dict[str, Any]:
+    """`GET /{version}/{phone-number-id}?fields=...`: the fields asked for that have a value (none
+    asked: the node's defaults), `id` always; an unknown field is the Graph API's (#100)."""
+    asked = [name.strip() for name in fields.split(",") if name.strip()] if fields else list(META_NUMBER_DEFAULT_FIELDS)
+    for name in asked:
+        if name not in META_NUMBER_FIELDS:
+            raise meta_refused(
+                400,
+                100,
+                f"(#100) Tried accessing nonexisting field ({name}) on node type (WhatsAppBusinessPhoneNumber)",
+            )
+    answer = {name: node[name] for name in asked if node.get(name) is not None}
+    return {**answer, "id": node["id"]}
+
+
 def meta_sent(to: str, message_id: str) -> dict[str, Any]:
     return {
         "messaging_product": "whatsapp",

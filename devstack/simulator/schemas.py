@@ -136,6 +136,20 @@ class ConnectionBody(ControlBody):
         description="A disconnect on wuzapi or Evolution: `logged_out` (default; the session is gone) or "
         "`disconnected` (the socket dropped; wuzapi posts Disconnected, Evolution posts nothing).",
     )
+    notify: StrictBool = Field(
+        default=True,
+        description="False: the change happens but its webhook never arrives (a delivery lost, a webhook "
+        "configured after the fact); only the server's status read tells.",
+    )
+
+
+class NumberStatusBody(ControlBody):
+    """What the Graph API says of a Meta number from now on (each field left out keeps its value)."""
+
+    status: StrictStr | None = Field(default=None, pattern=r"^[A-Z0-9_]{1,40}$")
+    quality_rating: StrictStr | None = Field(default=None, alias="qualityRating", pattern=r"^[A-Z]{1,20}$")
+    messaging_limit: StrictStr | None = Field(default=None, alias="messagingLimit", pattern=r"^[A-Z0-9_]{1,40}$")
+    throughput: StrictStr | None = Field(default=None, pattern=r"^[A-Z_]{1,40}$")
 
 
 class WebhookFormatBody(ControlBody):

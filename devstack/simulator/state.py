@@ -41,6 +41,7 @@ from devstack.simulator.schemas import (
     CreateInstanceBody,
     FaultBody,
     GlobalWebhookBody,
+    NumberStatusBody,
     SimulatorConfig,
     WebhookBody,
 )
@@ -210,9 +211,16 @@ class SimulatorState:
             return {"instance": self._status_view(self._instance(instance_id))}
 
     def set_connection(
-        self, instance_id: str, connected: bool, *, include_calls_config: bool, reason: str | None = None
+        self,
+        instance_id: str,
+        connected: bool,
+        *,
+        include_calls_config: bool,
+        reason: str | None = None,
+        notify: bool = True,
     ) -> dict[str, Any]:
-        """The WhatsApp connection changes; each flavour posts what its real server posts."""
+        """The WhatsApp connection changes; each flavour posts what its real server posts (with
+        `notify` False nothing is posted: only a status read tells)."""
         with self._lock:
             instance = self._instance(instance_id)
             if instance.flavour == "meta":
@@ -220,6 +228,8 @@ class SimulatorState:
             instance.connected = connected
             instance.session = connected or reason == "disconnected"
             instance.updated_ns = time.time_ns()
+            if not notify:
+                return {"instance": self._status_view(instance)}
             if instance.flavour == "calls":
                 self._emit_connection(instance, include_calls_config)
             elif instance.flavour == "wuzapi":
@@ -537,7 +547,7 @@ class SimulatorState:
             instance = self._instance(instance_id)
             return {"instance": {"instanceName": instance.id, "state": "open" if instance.connected else "close"}}
 
-    def meta_instance(self, phone_number_id: str, bearer: str | None) -> str:
+    def meta_instance(self, phone_number_id: str, bearer: str | None, method: str = "post") -> str:
         """The access token first (190), then the phone number id it may use (100/33)."""
         with self._lock:
             owner = next(
@@ -549,12 +559,50 @@ class SimulatorState:
                 raise payloads.meta_refused(
                     400,
                     100,
-                    f"Unsupported post request. Object with ID '{phone_number_id}' does not exist, cannot be loaded "
-                    "due to missing permissions, or does not support this operation.",
+                    f"Unsupported {method} request. Object with ID '{phone_number_id}' does not exist, "
+                    "cannot be loaded due to missing permissions, or does not support this operation.",
                     kind="GraphMethodException",
                     error_subcode=33,
                 )
             return owner.id
+
+    def meta_number(self, instance_id: str, fields: str | None) -> dict[str, Any]:
+        """The number's phone number node, with the fields asked for."""
+        with self._lock:
+            instance = self._instance(instance_id)
+            node = {
+                "id": instance.meta_phone_id,
+                "display_phone_number": payloads.display_phone_number(instance.number),
+                "verified_name": instance.id,
+                "quality_rating": instance.quality_rating,
+                "status": instance.number_status,
+                "code_verification_status": "VERIFIED",
+                "name_status": "APPROVED",
+                "platform_type": "CLOUD_API",
+                "account_mode": "LIVE",
+                "throughput": {"level": instance.throughput},
+                "whatsapp_business_manager_messaging_limit": instance.messaging_limit,
+                "is_official_business_account": False,
+            }
+            return payloads.meta_phone_number(node, fields)
+
+    def set_number_status(self, instance_id: str, body: NumberStatusBody) -> dict[str, Any]:
+        """What the Graph API reports of a Meta number from now on (no webhook: Meta's
+        `phone_number_quality_update` and account updates are not simulated)."""
+        with self._lock:
+            instance = self._instance(instance_id)
+            if instance.flavour != "meta":
+                raise SimError(400, "not_meta", "only a Cloud API number has a phone number node")
+            instance.number_status = body.status or instance.number_status
+            instance.quality_rating = body.quality_rating or instance.quality_rating
+            instance.messaging_limit = body.messaging_limit or instance.messaging_limit
+            instance.throughput = body.throughput or instance.throughput
+            return {
+                "status": instance.number_status,
+                "qualityRating": instance.quality_rating,
+                "messagingLimit": instance.messaging_limit,
+                "throughput": instance.throughput,
+            }
 
     # --- messages ----------------------------------------------------------------------------
 

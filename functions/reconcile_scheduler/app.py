@@ -19,7 +19,7 @@ from switchboard.core.observability import logger
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    sent = fan_out(every_instance(bootstrap.catalog_repository()), bootstrap.reconcile_queue(), with_outbox=True)
+    sent = fan_out(every_instance(bootstrap.catalog_repository()), bootstrap.reconcile_queue())
     return {"instances": sent}
 
 

@@ -17,6 +17,9 @@ from switchboard.calls.reconcile import (
 )
 from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.catalog.domain import Instance
+from switchboard.connection_state.domain import Check
+from switchboard.core.errors import ProviderUnavailable
+from switchboard.providers.base import InstanceStatus
 from switchboard.webhooks.events import ProviderEvent
 from tests.support.builders import instance, provider_event
 from tests.support.fakes import FakeCatalog, FakeReconcileQueue
@@ -26,7 +29,7 @@ def test_ten_thousand_instances_fan_out_in_one_thousand_batches_of_ten() -> None
     catalog = FakeCatalog([instance(f"line-{index}", kind="calls", tenant=f"t{index % 37}") for index in range(10_000)])
     queue = FakeReconcileQueue()
 
-    sent = fan_out(every_instance(catalog), queue, with_outbox=True)
+    sent = fan_out(every_instance(catalog), queue)
 
     assert sent == 10_000
     assert len(queue.batches) == 1_000
@@ -44,7 +47,7 @@ def test_ten_thousand_instances_on_twenty_servers_reach_each_server_at_its_rate_
     )
     queue = FakeReconcileQueue()
 
-    fan_out(every_instance(catalog), queue, with_outbox=True)
+    fan_out(every_instance(catalog), queue)
 
     server_of = {item.key: item.provider_id for item in catalog.instances.values()}
     per_second: Counter[tuple[str, int]] = Counter()
@@ -60,7 +63,7 @@ def test_a_server_with_more_instances_than_its_rate_fills_in_the_spread_wraps_ar
     catalog = FakeCatalog([instance(f"line-{index}", kind="calls", provider_id="prv_big") for index in range(25)])
     queue = FakeReconcileQueue()
 
-    fan_out(every_instance(catalog), queue, with_outbox=True, per_server_rate=2, spread_seconds=5)
+    fan_out(every_instance(catalog), queue, per_server_rate=2, spread_seconds=5)
 
     delays = [delay for batch in queue.delays for delay in batch]
     assert delays[:10] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
@@ -86,15 +89,21 @@ def test_the_queue_sends_each_delay_as_the_entry_delay_capped_at_the_sqs_maximum
     assert [entry["DelaySeconds"] for entry in sqs.entries] == [0, 30, 900]
 
 
-def test_without_an_outbox_only_calls_instances_are_fanned_out() -> None:
+def test_every_instance_of_every_kind_is_fanned_out_each_at_its_servers_rate() -> None:
+    """Messaging instances too: their connection state is read from their provider each period."""
     catalog = FakeCatalog(
-        [instance("calls-1", kind="calls"), instance("msgs-1", kind="messages"), instance("calls-2", kind="calls")]
+        [
+            instance("calls-1", kind="calls", provider_id="prv_zap"),
+            instance("msgs-1", kind="messages", provider_id="prv_evo"),
+            instance("calls-2", kind="calls", provider_id="prv_zap"),
+        ]
     )
     queue = FakeReconcileQueue()
 
-    fan_out(every_instance(catalog), queue, with_outbox=False)
+    fan_out(every_instance(catalog), queue, per_server_rate=1)
 
-    assert queue.batches == [["acme:calls-1", "acme:calls-2"]]
+    assert queue.batches == [["acme:calls-1", "acme:msgs-1", "acme:calls-2"]]
+    assert queue.delays == [[0, 0, 1]]
 
 
 def connection_event(target: Instance, connected: bool) -> ProviderEvent:
@@ -116,12 +125,16 @@ class Drained(BaseModel):
     sent: int
 
 
-def test_a_messaging_instance_is_reconciled_by_draining_its_outbox_without_reading_calls() -> None:
-    drained: list[str] = []
+def test_a_messaging_instance_is_reconciled_by_its_status_read_then_its_outbox_without_reading_calls() -> None:
+    order: list[str] = []
 
     def drain(name: str) -> Drained:
-        drained.append(name)
+        order.append(f"drain {name}")
         return Drained(sent=2)
+
+    def read_status(target: Instance) -> tuple[Check, InstanceStatus]:
+        order.append(f"status {target.key}")
+        return Check(state="CONNECTED", changed=True), InstanceStatus(connected=True)
 
     def unreachable(*_: Any, **__: Any) -> Any:
         raise AssertionError("a messaging instance has no calls to read")
@@ -131,11 +144,33 @@ def test_a_messaging_instance_is_reconciled_by_draining_its_outbox_without_readi
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
-        refresh_limit=unreachable,
+        read_status=read_status,
+        apply_limit=unreachable,
         drain_outbox=drain,
     )
 
     report = reconciler.reconcile(instance("msgs-1", kind="messages"))
 
-    assert drained == ["acme:msgs-1"]
-    assert report.outbox == {"sent": 2}
+    assert order == ["status acme:msgs-1", "drain acme:msgs-1"]
+    assert (report.state, report.state_changed, report.outbox) == ("CONNECTED", True, {"sent": 2})
+
+
+def test_a_messaging_instance_whose_provider_cannot_be_read_still_has_its_outbox_expired() -> None:
+    drained: list[str] = []
+
+    def unreadable(target: Instance) -> tuple[Check, InstanceStatus]:
+        raise ProviderUnavailable("evolution GET /instance/connectionState/{instance}: could not connect")
+
+    reconciler = Reconciler(
+        FakeCatalog([]),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        read_status=unreadable,
+        apply_limit=lambda *_: None,
+        drain_outbox=lambda name: drained.append(name) or Drained(sent=0),
+    )
+
+    report = reconciler.reconcile(instance("msgs-1", kind="messages"))
+
+    assert (report.state, drained) == (None, ["acme:msgs-1"])

@@ -116,7 +116,10 @@ def test_an_admin_cannot_mint_a_platform_key(client: Client, make_tenant: Any) -
 @pytest.mark.parametrize(
     ("path", "body"),
     [
-        ("/api/numbers", {"number": "+5511999990001", "displayName": "x"}),
+        (
+            "/api/numbers",
+            {"number": "+55 11 99999-0001", "displayName": "x"},
+        ),  # separators are not E.164 (a leading + is)
         ("/api/numbers", {"number": "123", "displayName": "x"}),
         ("/api/numbers", {"number": 5511999990001, "displayName": "x"}),
         ("/api/numbers", {"number": "5511999990001"}),
@@ -183,7 +186,7 @@ def test_reconfiguring_an_instance_never_undoes_a_connection_event_that_raced_it
 
     def read_then_event_arrives(key: str) -> Any:
         stale = read_before_the_event(key)
-        bootstrap.routing_repository().apply_connection(key, "CONNECTED", 7, datetime.now(UTC))
+        bootstrap.connection_state_repository().apply_event(key, "CONNECTED", 7, datetime.now(UTC))
         return stale
 
     monkeypatch.setattr(repository, "find_instance", read_then_event_arrives)

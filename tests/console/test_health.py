@@ -123,3 +123,28 @@ def test_the_spam_guard_switch_saves_keeps_the_rest_of_the_instance_and_survives
         key=tenant.admin_key,
         json=identity | {"priority": seeded["priority"], "spamguardEnabled": False, "inboxId": None},
     )
+
+
+def test_a_meta_number_shows_connected_and_a_restriction_the_graph_api_reports_shows_paused_live(
+    console: Console, stack: Stack, tenant: SeededTenant
+) -> None:
+    meta = next(instance for instance in tenant.instances if instance.flavour == "meta")
+    page = numbers_screen(console, tenant)
+    expect(page.locator("body")).to_have_attribute("data-live", "open")
+    row = instance_row(page, meta.name)
+    expect(row).to_contain_text("conectado")
+    expect(row).not_to_contain_text("desconectado")
+    expect(row).to_contain_text("saudável")
+
+    # Meta restricts the number; the next reconciliation reads its phone number node.
+    stack.sim.number_status(meta.sim_id, status="RESTRICTED")
+    stack.local.functions.invoke(
+        "ReconcileSchedulerFunction", {"source": "aws.events", "detail-type": "Scheduled Event"}
+    )
+
+    expect(row).to_contain_text("pausado para novos contatos", timeout=30_000)
+    expect(row.get_by_role("list", name=f"Motivos da saúde de {meta.name}")).to_contain_text(
+        "a Meta restringiu o número"
+    )
+    expect(row).to_contain_text("conectado")
+    stack.sim.number_status(meta.sim_id, status="CONNECTED")

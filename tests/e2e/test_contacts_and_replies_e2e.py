@@ -10,16 +10,12 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 
 from devstack.seed import SeededTenant
-from devstack.stack import REGION
 from switchboard.routing.chatwoot import LID_NOTE
-from switchboard.routing.dynamo import RoutingRepository
 from switchboard.routing.parts import split_text
 from tests.e2e.conftest import Stack
 from tests.e2e.test_provider_kinds_e2e import instance_of
@@ -175,7 +171,6 @@ def test_given_a_9000_character_reply_through_a_cloud_api_number_then_it_reaches
     stack: Stack, fresh_tenant: SeededTenant
 ) -> None:
     instance = instance_of(fresh_tenant, "meta")
-    connect(stack, fresh_tenant, instance.name)
     secret = webhook_secret(stack, fresh_tenant, instance.name)
     phone = contact_phone()
     reply = reply_webhook(91_000, LONG_REPLY, phone=phone)
@@ -262,11 +257,3 @@ def test_given_a_lid_only_evolution_chat_nobody_knows_then_it_reaches_a_contact_
     assert answer["status"] == "SENT"
     [reply] = [m for m in sent_to(stack, instance.sim_id) if m["body"] == "Olá Carlos!"]
     assert reply["phone"] == lid
-
-
-def connect(stack: Stack, tenant: SeededTenant, name: str) -> None:
-    """Given a connected Cloud API instance (a Cloud API number sends no connection event)."""
-    table = boto3.resource("dynamodb", endpoint_url=stack.aws_url, region_name=REGION).Table(
-        stack.local.tables["MainTable"]
-    )
-    RoutingRepository(table).apply_connection(f"{tenant.owner_tag}:{name}", "CONNECTED", 1, datetime.now(UTC))

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from switchboard import bootstrap
 from switchboard.calls.reconcile import Reconciler
 from switchboard.catalog.domain import Instance, utcnow
+from switchboard.connection_state.domain import Check
 from switchboard.health.domain import TIMELOCK, HealthState, Reason, Thresholds
 from switchboard.health.dynamo import HealthRepository
 from switchboard.health.service import HEALTH_CHANGED
@@ -96,7 +97,8 @@ def test_the_reconciliation_refreshes_every_instances_health_and_a_failure_there
             None,  # type: ignore[arg-type]
             None,  # type: ignore[arg-type]
             None,  # type: ignore[arg-type]
-            refresh_limit=lambda _: None,
+            read_status=lambda _: (Check(state="DISCONNECTED"), None),
+            apply_limit=lambda *_: None,
             drain_outbox=drain,
             refresh_health=refresh,
         )

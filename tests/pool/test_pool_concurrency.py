@@ -62,7 +62,7 @@ def pool_key() -> str:
             owner_tag=None,
             owner_tag_given=False,
         )
-        bootstrap.routing_repository().apply_connection(instance.key, "CONNECTED", 1, datetime.now(UTC))
+        bootstrap.connection_state_repository().apply_event(instance.key, "CONNECTED", 1, datetime.now(UTC))
         bootstrap.pool_service().add(admin, key.id, number.id)
     return key.id
 

@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from devstack.simulator import Simulator, SimulatorControl
+from switchboard import bootstrap
 from switchboard.core.errors import (
     InvalidInput,
     ProviderDisconnected,
@@ -793,12 +795,17 @@ def test_instance_status_errors(status: int, body: bytes, error: type[ProviderEr
 # --- through the API: the real ingest on moto ---------------------------------------------
 
 
-def evolution_provider_with(client: Any, make_tenant: Any, scheme: str | None) -> str:
-    """Tenant `acme`'s number served by an Evolution provider whose instance is `switchboard-test`."""
+def evolution_provider_with(
+    client: Any, make_tenant: Any, simulator: Simulator, control: SimulatorControl, scheme: str | None
+) -> str:
+    """Tenant `acme`'s number served by an Evolution provider whose instance is `switchboard-test`,
+    on the simulator's Evolution server (which answers its connection state), connected."""
+    control.create_instance(id=INSTANCE, token=INSTANCE_TOKEN, flavour="evolution", number="5511999990000")
     tenant = make_tenant("acme")
     number = client.post("/api/numbers", key=tenant.admin, json_body={"number": "5511999990000", "displayName": "M"})
     assert number.status == 201, number.body
-    body = {"name": "evo", "kind": "evolution", "baseUrl": "http://127.0.0.1:8080", "webhookSecret": SECRET}
+    base_url = f"{simulator.base_url}/evolution"
+    body = {"name": "evo", "kind": "evolution", "baseUrl": base_url, "webhookSecret": SECRET}
     if scheme is not None:
         body["webhookScheme"] = scheme
     provider = client.post("/api/providers", key=tenant.admin, json_body=body)
@@ -818,15 +825,15 @@ def evolution_provider_with(client: Any, make_tenant: Any, scheme: str | None) -
 
 
 @pytest.fixture
-def evolution_provider(client: Any, make_tenant: Any) -> str:
+def evolution_provider(client: Any, make_tenant: Any, simulator: Simulator, control: SimulatorControl) -> str:
     """Saved without a scheme: its first delivery, under Evolution's JWT, stores `evolution-jwt`."""
-    return evolution_provider_with(client, make_tenant, None)
+    return evolution_provider_with(client, make_tenant, simulator, control, None)
 
 
 @pytest.fixture
-def apikey_provider(client: Any, make_tenant: Any) -> str:
+def apikey_provider(client: Any, make_tenant: Any, simulator: Simulator, control: SimulatorControl) -> str:
     """Saved with `evolution-apikey`: a server whose (global) webhook carries no JWT."""
-    return evolution_provider_with(client, make_tenant, "evolution-apikey")
+    return evolution_provider_with(client, make_tenant, simulator, control, "evolution-apikey")
 
 
 def post(client: Any, provider_id: str, body: bytes, headers: dict[str, str] | None = None) -> Any:
@@ -869,20 +876,38 @@ def test_through_the_api_an_unauthenticated_delivery_is_401(client: Any, aws: An
 
 
 @pytest.mark.parametrize(
-    ("name", "outcome"),
+    "case",
     [
-        ("webhook_connection_update_close.json", "applied"),
-        ("webhook_connection_update_open.json", "applied"),
-        ("webhook_connection_update_connecting.json", "ignored"),
-        ("webhook_messages_update_read.json", "applied"),  # an unknown message id: applied as a no-op
+        ("webhook_connection_update_close.json", "applied", False),
+        ("webhook_connection_update_open.json", "applied", True),
+        ("webhook_connection_update_connecting.json", "ignored", True),
+        ("webhook_messages_update_read.json", "applied", True),  # an unknown message id: applied as a no-op
     ],
 )
 def test_through_the_api_connection_and_receipt_events(
-    client: Any, aws: Any, apikey_provider: str, name: str, outcome: str
+    client: Any, aws: Any, apikey_provider: str, control: SimulatorControl, case: tuple[str, str, bool]
 ) -> None:
+    """`connection.update` carries no order: the state comes from the status read it triggers."""
+    name, outcome, connected_at_the_provider = case
+    control.set_connection(INSTANCE, connected_at_the_provider, notify=False)
+
     answer = post(client, apikey_provider, fixture(name))
 
     assert (answer.status, answer.json()["outcome"]) == (200, outcome), answer.body
+    stored = bootstrap.catalog_repository().find_instance("acme:acme-evo")
+    assert stored is not None
+    assert stored.state == ("CONNECTED" if connected_at_the_provider else "DISCONNECTED")
+
+
+def test_through_the_api_a_close_evolution_does_not_confirm_changes_nothing(
+    client: Any, aws: Any, apikey_provider: str
+) -> None:
+    """A `close` replayed while the instance is open at the provider: refused by its status read."""
+    answer = post(client, apikey_provider, fixture("webhook_connection_update_close.json"))
+
+    assert (answer.status, answer.json()["outcome"]) == (200, "applied")
+    stored = bootstrap.catalog_repository().find_instance("acme:acme-evo")
+    assert stored is not None and stored.state == "CONNECTED"
 
 
 # --- the phone number behind a LID ------------------------------------------------------------

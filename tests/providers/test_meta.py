@@ -29,7 +29,7 @@ from switchboard.core.errors import (
 from switchboard.providers import envelope
 from switchboard.providers.base import InboundEvent, ProviderTarget, WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
-from switchboard.providers.meta import KIND, MetaCloudClient
+from switchboard.providers.meta import DEFAULT_API_VERSION, KIND, MetaCloudClient
 from tests.support.aws import REGION
 from tests.support.fakes import FakeCredentials
 
@@ -659,7 +659,7 @@ def test_send_posts_the_text_body_and_returns_the_wamid() -> None:
 
     [request] = recorder.requests
     assert wamid == "wamid.HBgLMTY1MDUwNzY1MjAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA"
-    assert (request.method, request.url.path) == ("POST", f"/v21.0/{PHONE_ID}/messages")
+    assert (request.method, request.url.path) == ("POST", f"/{DEFAULT_API_VERSION}/{PHONE_ID}/messages")
     assert request.headers["authorization"] == f"Bearer {TOKEN}"
     assert request.headers["content-type"] == "application/json"
     assert json.loads(request.content) == {
@@ -686,7 +686,7 @@ def test_without_a_meta_phone_id_the_instance_id_is_the_phone_number_id() -> Non
 
     send(recorder, target(meta_phone_id=None))
 
-    assert recorder.requests[0].url.path == "/v21.0/inst-meta/messages"
+    assert recorder.requests[0].url.path == f"/{DEFAULT_API_VERSION}/inst-meta/messages"
 
 
 def test_send_without_an_access_token_is_refused_before_any_request() -> None:
@@ -776,11 +776,10 @@ def test_answers_without_a_meta_code(answer: httpx.Response, error: type[Excepti
     assert TOKEN not in str(raised.value)
 
 
-def test_a_number_is_connected_without_a_request_and_has_no_calls() -> None:
+def test_a_number_has_no_calls_and_announces_none_without_a_request() -> None:
     recorder = replay(500, b"")
     client = MetaCloudClient(local_mode=True, transport=recorder.transport)
 
-    assert client.instance_status(target()).connected is True
     assert client.capabilities(target()).calls is False
     assert recorder.requests == []
 

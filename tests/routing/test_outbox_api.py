@@ -262,7 +262,7 @@ def test_given_a_reply_left_in_the_outbox_of_a_connected_instance_when_the_sched
     deliver_connection(client, sim_catalog, seq=1, connected=False)
     post_reply(client, secret, reply(700, "swept"))
     # Connected by a path that does not drain (e.g. a reconciliation read), so only the schedule can.
-    bootstrap.routing_repository().apply_connection("acme:acme-main", "CONNECTED", 2, datetime.now(UTC))
+    bootstrap.connection_state_repository().apply_event("acme:acme-main", "CONNECTED", 2, datetime.now(UTC))
     scheduled = sample_event("scheduled.json")
 
     summary = client._api.functions.invoke("RoutingSweepFunction", scheduled)

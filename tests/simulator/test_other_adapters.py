@@ -17,7 +17,7 @@ from switchboard.core.errors import (
 )
 from switchboard.providers.base import ProviderTarget
 from switchboard.providers.evolution import EvolutionClient
-from switchboard.providers.meta import MetaCloudClient
+from switchboard.providers.meta import DEFAULT_API_VERSION, MetaCloudClient
 from switchboard.providers.registry import provider_client_for
 from switchboard.providers.wuzapi import WuzapiClient
 
@@ -102,7 +102,7 @@ def test_meta_sends_text_to_the_phone_number_id_with_a_bearer_token() -> None:
 
     [request] = recorder.requests
     assert sent.provider_message_id == "wamid.HBgLNTUxMTk4ODg4Nzc3NxUCABEYEjA"
-    assert request.url.path == "/v21.0/106540352242922/messages"
+    assert request.url.path == f"/{DEFAULT_API_VERSION}/106540352242922/messages"
     assert request.headers["Authorization"] == f"Bearer {TOKEN}"
     assert json.loads(request.content) == {
         "messaging_product": "whatsapp",
@@ -123,11 +123,14 @@ def test_meta_api_version_is_configurable() -> None:
 
 
 def test_meta_numbers_are_always_connected_and_have_no_calls() -> None:
-    recorder = Recorder(lambda _: httpx.Response(500))
+    node = {"status": "FLAGGED", "quality_rating": "YELLOW", "id": "106540352242922"}
+    recorder = Recorder(lambda _: httpx.Response(200, json=node))
     client = MetaCloudClient(local_mode=True, transport=recorder.transport)
 
-    assert client.instance_status(_meta_target()).connected is True
-    assert recorder.requests == []
+    status = client.instance_status(_meta_target())
+
+    assert status.connected is True
+    assert status.number is not None and (status.number.status, status.number.quality_rating) == ("FLAGGED", "YELLOW")
     with pytest.raises(UnsupportedByProvider):
         client.active_calls(_meta_target())
 

@@ -14,13 +14,14 @@ from typing import Any
 
 from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
 from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key, utcnow
+from switchboard.connection_state.domain import StateWrite, StoredState
 from switchboard.core.errors import AlreadyFinal, NotFound, ProviderError
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
 from switchboard.providers.kinds import ProviderKind
-from switchboard.routing.domain import DownstreamMapping, DownstreamTarget, StateWrite
+from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
 
 ALL_CALLS = Capabilities(calls=True, calls_per_instance_limit=True, calls_settings_webhook=True, calls_video=True)
@@ -424,21 +425,32 @@ class FakeReconcileQueue:
 # --- routing --------------------------------------------------------------------------------------
 
 
-class FakeInstanceStates:
-    """`routing.service.InstanceStates` of one instance: the state, guarded by seq."""
+class FakeConnectionStates:
+    """`connection_state.service.States` of one instance: ordered events by seq, reads by revision."""
 
-    def __init__(self) -> None:
-        self.state: InstanceState = "DISCONNECTED"
+    def __init__(self, state: InstanceState = "DISCONNECTED") -> None:
+        self.state: InstanceState = state
         self.seq: int | None = None
+        self.rev = 0
+        self.reads: list[InstanceState] = []  # the states status reads wrote
 
-    def apply_connection(self, name: str, state: InstanceState, seq: int | None, at: datetime) -> StateWrite:
-        if seq is None or (self.seq is not None and seq <= self.seq):
+    def apply_event(self, key: str, state: InstanceState, seq: int, at: datetime) -> StateWrite:
+        if self.seq is not None and seq <= self.seq:
             return StateWrite(written=False)
         previous, self.state, self.seq = self.state, state, seq
+        self.rev += 1
         return StateWrite(written=True, previous=previous)
 
-    def instance_state(self, name: str) -> tuple[InstanceState, int | None] | None:
-        return self.state, self.seq
+    def apply_read(self, key: str, state: InstanceState, before: StoredState, at: datetime) -> StateWrite:
+        if before.rev != self.rev:
+            return StateWrite(written=False)
+        previous, self.state = self.state, state
+        self.rev += 1
+        self.reads.append(state)
+        return StateWrite(written=True, previous=previous)
+
+    def stored(self, key: str) -> StoredState | None:
+        return StoredState(state=self.state, rev=self.rev)
 
 
 class FakeMappingStore:

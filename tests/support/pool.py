@@ -58,7 +58,7 @@ class PoolWorld:
         """What a provider's `connection` event does: the state, ordered by its seq."""
         state = "CONNECTED" if connected else "DISCONNECTED"
         key = instance_key(self.tenant.owner_tag, self.instances[digits])
-        bootstrap.routing_repository().apply_connection(key, state, next(_SEQ), datetime.now(UTC))
+        bootstrap.connection_state_repository().apply_event(key, state, next(_SEQ), datetime.now(UTC))
 
     def create_send_key(self, *, default_number: str | None = None, webhook_url: str | None = None) -> None:
         body: dict[str, Any] = {"name": "sender", "scopes": ["send"]}

@@ -1,7 +1,8 @@
-"""One scheduled reconciliation period at 10,000 calls instances on 20 provider servers.
+"""One scheduled reconciliation period at 10,000 instances of every kind on 20 provider servers.
 
 In-process moto with the template's resources and functions. 20 tenants, each with one provider
-server and 500 calls instances. Then:
+server and 500 instances of one kind: 5 calls-capable wuzapi servers (calls instances), 5 plain
+wuzapi, 5 Evolution and 5 Meta Cloud API (messaging instances). Then:
 
 1. the scheduler function runs its fan-out over the 10,000 instances: the listing is read from
    memory (moto's index queries scan the whole table on every page, minutes at this size) and
@@ -10,14 +11,14 @@ server and 500 calls instances. Then:
 2. the worker function reconciles a sample of the queued instances (5 per server) in batches of
    the template's BatchSize, against a fake provider that answers every read and counts them,
    twice: the second pass is the one metered (a period after the first: DynamoDB, SQS, SSM,
-   EventBridge and provider requests per instance, and its own compute time);
+   EventBridge and provider requests per instance and kind, and its own compute time);
 3. a timeline of the period with the template's worker concurrency (MaximumConcurrency x
    BatchSize): when each instance is reconciled, from the delays the fan-out gave and the
-   measured time per instance (own compute + the stated round trips of `meter.LATENCY_MS`),
-   and so how many reconciliations each provider server gets per second, with the delays and
-   without them (every message visible at once, taken in listing order).
+   measured time per instance of its kind (own compute + the stated round trips of
+   `meter.LATENCY_MS`), and so how many reconciliations each provider server gets per second,
+   with the delays and without them (every message visible at once, taken in listing order).
 
-It prints figures and asserts nothing. `python -m tools.bench` (or `-m tools.bench.reconcile`).
+It prints figures and asserts nothing. `python -m tools.bench reconcile` (or `-m tools.bench.reconcile`).
 """
 
 from __future__ import annotations
@@ -39,16 +40,28 @@ from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.catalog.service import instance_token_name
 from switchboard.core.observability import logger
 from switchboard.providers import wiring as providers_wiring
-from switchboard.providers.base import InstanceStatus, ProviderCall, ProviderTarget
+from switchboard.providers.base import InstanceStatus, NumberStanding, ProviderCall, ProviderTarget
+from switchboard.providers.kinds import ProviderKind
 from tests.support.fakes import FakeCatalog
 from tests.support.sqs import sqs_record
 from tools.bench import cost
 from tools.bench.meter import LATENCY_MS, Meter
-from tools.bench.workloads import stage
+from tools.bench.workloads import Measured, stage
 
 SERVERS = 20
 PER_SERVER = 500
 SAMPLE = 100
+# Each server's kind, in turn: (label, provider kind, instance kind).
+KINDS: tuple[tuple[str, ProviderKind, str], ...] = (
+    ("calls", "wuzapi", "calls"),
+    ("wuzapi", "wuzapi", "messages"),
+    ("evolution", "evolution", "messages"),
+    ("meta", "meta", "messages"),
+)
+
+
+def kind_of(server: int) -> tuple[str, ProviderKind, str]:
+    return KINDS[server % len(KINDS)]
 
 
 class SeedingCatalog(CatalogRepository):
@@ -86,7 +99,9 @@ class RecordingSqs:
 
 
 class CountingProvider:
-    """A calls-capable provider that answers every read at once (no calls live) and counts them."""
+    """Every kind's provider at once: answers every read at once (no calls live) and counts them.
+    A calls-capable server answers its calls config, a Meta number its standing, the others their
+    session's state."""
 
     def __init__(self, meter: Meter) -> None:
         self._meter = meter
@@ -100,7 +115,11 @@ class CountingProvider:
 
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
         self._count(target, "status")
-        return InstanceStatus(connected=True, kind="calls", calls_max_concurrent=4, calls_config_version=1)
+        if target.kind == "meta":
+            return InstanceStatus(connected=True, kind="meta", number=NumberStanding(status="CONNECTED"))
+        if target.base_url in CALLS_SERVERS:
+            return InstanceStatus(connected=True, kind="calls", calls_max_concurrent=4, calls_config_version=1)
+        return InstanceStatus(connected=True)
 
     def active_calls(self, target: ProviderTarget) -> list[ProviderCall]:
         self._count(target, "active_calls")
@@ -123,7 +142,7 @@ def _instances() -> list[Instance]:
             provider_id=f"prv_{server:02d}",
             provider_instance_id=f"t{server:02d}-line-{index:04d}",
             number_id=f"num_{server:02d}_{index:04d}",
-            kind="calls",
+            kind=kind_of(server)[2],
             token_hint=secret_hint("bench-instance-token"),
             state="CONNECTED",
         )
@@ -143,8 +162,8 @@ def _seed(table: Any, instances: list[Instance], listed_tenant: str, sample: set
             Provider(
                 tenant=tenant,
                 id=f"prv_{server:02d}",
-                name="zap",
-                kind="wuzapi",
+                name=kind_of(server)[0],
+                kind=kind_of(server)[1],
                 base_url=_server(f"prv_{server:02d}"),
                 webhook_secret_hint=secret_hint("bench-webhook-secret"),
             )
@@ -157,6 +176,9 @@ def _seed(table: Any, instances: list[Instance], listed_tenant: str, sample: set
 
 def _server(provider_id: str) -> str:
     return f"https://provider-{provider_id[4:]}.example"
+
+
+CALLS_SERVERS = frozenset(_server(f"prv_{server:02d}") for server in range(SERVERS) if kind_of(server)[0] == "calls")
 
 
 @dataclass
@@ -183,14 +205,12 @@ def _worker_settings() -> Worker:
     )
 
 
-def timeline(
-    messages: list[tuple[str, int]], seconds_per_instance: float, worker: Worker
-) -> tuple[float, dict[str, Counter[int]]]:
+def timeline(messages: list[tuple[str, int, float]], worker: Worker) -> tuple[float, dict[str, Counter[int]]]:
     """When the period ends, and each server's reconciliations per second.
 
-    `messages` are (server, visible after seconds) in the order they were sent; a free worker
-    takes up to BatchSize messages visible at that moment (the oldest first) and reconciles them
-    one after another.
+    `messages` are (server, visible after seconds, seconds its reconciliation takes) in the order
+    they were sent; a free worker takes up to BatchSize messages visible at that moment (the
+    oldest first) and reconciles them one after another.
     """
     order = sorted(range(len(messages)), key=lambda index: (messages[index][1], index))
     free = [0.0] * worker.max_concurrency
@@ -198,15 +218,16 @@ def timeline(
     taken, end = 0, 0.0
     while taken < len(order):
         now = max(heapq.heappop(free), float(messages[order[taken]][1]))
-        batch = []
+        batch: list[int] = []
         while taken < len(order) and len(batch) < worker.batch_size and messages[order[taken]][1] <= now:
             batch.append(order[taken])
             taken += 1
-        for position, index in enumerate(batch):
-            per_second[messages[index][0]][int(now + position * seconds_per_instance)] += 1
-        finished = now + len(batch) * seconds_per_instance
-        end = max(end, finished)
-        heapq.heappush(free, finished)
+        started = now
+        for index in batch:
+            per_second[messages[index][0]][int(started)] += 1
+            started += messages[index][2]
+        end = max(end, started)
+        heapq.heappush(free, started)
     return end, per_second
 
 
@@ -225,6 +246,8 @@ def main() -> None:
     worker = _worker_settings()
     instances = _instances()
     sample = [item.key for item in instances if int(item.name[-4:]) < SAMPLE // SERVERS]
+    label_of = {item.key: kind_of(int(item.tenant[1:]))[0] for item in instances}
+    groups = {label: [key for key in sample if label_of[key] == label] for label, _, _ in KINDS}
     listed_tenant = instances[0].tenant
     with stage() as run:
         table = bootstrap.table()
@@ -244,74 +267,96 @@ def main() -> None:
         with run.meter.on():
             fanned = run.measure("fan-out", len(instances), lambda: _fan_out(run))
             listing = run.measure("listing", 1, lambda: _list(run, table, listed_tenant))
-            # A period after the first: each line already has its limit, so an unchanged limit is
-            # neither written again nor published. Five minutes later an instance lands on any
-            # container, whose secrets cache (60 s) no longer holds its token: caches start empty.
+            # A period after the first: each line already has its limit and every state is the
+            # provider's, so nothing unchanged is written or published again. Five minutes later an
+            # instance lands on any container, whose secrets cache (60 s) no longer holds its token:
+            # caches start empty.
             _reconcile(run, sample, worker.batch_size)
-            bootstrap.reset()
-            provider.by_read.clear()
-            reconciled = run.measure("reconcile", len(sample), lambda: _reconcile(run, sample, worker.batch_size))
+            reconciled: dict[str, Measured] = {}
+            reads: dict[str, Counter[str]] = {}
+            for label, keys in groups.items():
+                bootstrap.reset()
+                provider.by_read.clear()
+                reconciled[label] = run.measure(
+                    label, len(keys), lambda keys=keys: _reconcile(run, keys, worker.batch_size)
+                )
+                reads[label] = Counter(provider.by_read)
 
     scheduler = fanned.tallies["ReconcileSchedulerFunction"]
     listed = listing.tallies["listing"]
     tenant_queries = listed.requests["dynamodb.Query"] - 1  # the tenants' listing is one query
     queries = 1 + SERVERS * tenant_queries
     fan_out_seconds = (scheduler.invocations[0].billed_ms + queries * LATENCY_MS["dynamodb"]) / 1000
-    print(f"{len(instances):,} calls instances, {PER_SERVER} on each of {SERVERS} provider servers (one per tenant)")
+    print(
+        f"{len(instances):,} instances, {PER_SERVER} on each of {SERVERS} provider servers (one per tenant): "
+        + ", ".join(f"{SERVERS // len(KINDS)} servers of {label}" for label, _, _ in KINDS)
+    )
     print(
         f"  fan-out: 1 invocation, {fan_out_seconds:.1f} s (Timeout 300 s), "
         f"{scheduler.requests['sqs.SendMessageBatch']} SendMessageBatch; listing {queries} Query "
         f"(1 for the tenants + {tenant_queries} per tenant of {PER_SERVER}, measured on moto), "
         f"{sum(listed.read_units.values()) * SERVERS:.0f} RRU"
     )
-    per_instance = reconciled.tallies["ReconcileWorkerFunction"]
-    units = len(sample)
-    calls = {op: round(n / units, 2) for op, n in sorted(per_instance.requests.items())}
-    billed = sum(i.billed_ms for i in per_instance.invocations) / units / 1000
-    print(
-        f"  per instance ({units} reconciled): {calls}; provider requests "
-        f"{ {read: round(n / units, 2) for read, n in provider.by_read.items()} }; "
-        f"{sum(per_instance.write_units.values()) / units:.1f} WRU, "
-        f"{sum(per_instance.read_units.values()) / units:.1f} RRU, {billed:.2f} s of worker time each "
-        f"(of which {billed * 1000 - _own_ms(per_instance, units):.0f} ms stated round trips)"
-    )
-    delays = [(_server(next_provider), delay) for next_provider, delay in _providers(sqs.sent, instances)]
+    seconds = _per_kind(reconciled, reads)
+    kind_at = {_server(item.provider_id): kind_of(int(item.tenant[1:]))[0] for item in instances}
+    delays = [(_server(prv), delay, seconds[kind_at[_server(prv)]]) for prv, delay in _providers(sqs.sent, instances)]
     print(
         f"  worker: BatchSize {worker.batch_size}, MaximumConcurrency {worker.max_concurrency}, "
         f"ReservedConcurrentExecutions {worker.reserved or 'none'}, Timeout {worker.timeout} s; "
         f"spread: {PER_SERVER_RATE}/s per server over at most {SPREAD_SECONDS} s; "
-        f"largest delay {max(d for _, d in delays)} s"
+        f"largest delay {max(d for _, d, _ in delays)} s"
     )
-    _summary("with the fan-out's delays", *timeline(delays, billed, worker), worker)
-    _summary("all at once (listing order)", *timeline([(s, 0) for s, _ in delays], billed, worker), worker)
+    _summary("with the fan-out's delays", *timeline(delays, worker), worker)
+    _summary("all at once (listing order)", *timeline([(s, 0, t) for s, _, t in delays], worker), worker)
     _cost(fanned, reconciled, worker, len(instances))
-    capacity = worker.max_concurrency / billed
+    mean = sum(seconds.values()) / len(seconds)
+    capacity = worker.max_concurrency / mean
     print(
-        f"  capacity: {capacity:.0f} instances/s ({worker.max_concurrency} workers / {billed:.2f} s), so one "
-        f"{worker.schedule_seconds} s period holds {capacity * worker.schedule_seconds:,.0f} instances; "
+        f"  capacity: {capacity:.0f} instances/s ({worker.max_concurrency} workers / {mean:.2f} s on average), so "
+        f"one {worker.schedule_seconds} s period holds {capacity * worker.schedule_seconds:,.0f} instances; "
         f"the spread alone lets {PER_SERVER_RATE * SPREAD_SECONDS:,} per provider server through each period"
     )
 
 
-def _cost(fanned: Any, reconciled: Any, worker: Worker, instances: int) -> None:
+def _per_kind(reconciled: dict[str, Measured], reads: dict[str, Counter[str]]) -> dict[str, float]:
+    """Print what one instance of each kind costs a period; its seconds of worker time, by kind."""
+    seconds: dict[str, float] = {}
+    for label, measured in reconciled.items():
+        per_instance = measured.tallies["ReconcileWorkerFunction"]
+        units = measured.units
+        calls = {op: round(n / units, 2) for op, n in sorted(per_instance.requests.items())}
+        seconds[label] = sum(i.billed_ms for i in per_instance.invocations) / units / 1000
+        print(
+            f"  per {label} instance ({units} reconciled): {calls}; provider requests "
+            f"{ {read: round(n / units, 2) for read, n in reads[label].items()} }; "
+            f"{sum(per_instance.write_units.values()) / units:.1f} WRU, "
+            f"{sum(per_instance.read_units.values()) / units:.1f} RRU, {seconds[label]:.2f} s of worker time each "
+            f"(of which {seconds[label] * 1000 - _own_ms(per_instance, units):.0f} ms stated round trips)"
+        )
+    return seconds
+
+
+def _cost(fanned: Measured, reconciled: dict[str, Measured], worker: Worker, instances: int) -> None:
     """What one instance costs per period (its share of the fan-out, its reconciliation and the
-    event source mapping's receive and delete of its batch), and 10,000 of them per 30 days."""
+    event source mapping's receive and delete of its batch), by kind and for the 10,000 (as many of
+    each kind) per 30 days."""
     memory = cost.function_memory()
-    per_instance = reconciled.usage(memory)
-    share = fanned.usage(memory)
-    per_instance.functions.update(share.functions)
-    per_instance.sqs_requests += share.sqs_requests + 2 / worker.batch_size  # receive + delete per batch
-    per_instance.read_units += share.read_units
-    per_instance.log_bytes += share.log_bytes
-    lines = cost.cost_per_million(per_instance)
     periods = 30 * 24 * 3600 // worker.schedule_seconds
-    month = sum(lines.values()) / 1e6 * periods * instances
-    ssm = cost.ssm_per_million(per_instance) / 1e6 * periods * instances
-    detail = ", ".join(f"{line} {usd:.2f}" for line, usd in lines.items())
+    totals: dict[str, float] = {}
+    for label, measured in reconciled.items():
+        per_instance = measured.usage(memory)
+        share = fanned.usage(memory)
+        per_instance.functions.update(share.functions)
+        per_instance.sqs_requests += share.sqs_requests + 2 / worker.batch_size  # receive + delete per batch
+        per_instance.read_units += share.read_units
+        per_instance.log_bytes += share.log_bytes
+        totals[label] = sum(cost.cost_per_million(per_instance).values())
+    mean = sum(totals.values()) / len(totals)
+    month = mean / 1e6 * periods * instances
+    detail = ", ".join(f"{label} {usd:.2f}" for label, usd in totals.items())
     print(
-        f"  cost: {sum(lines.values()):.2f} USD per million instance-periods ({detail}); "
-        f"{instances:,} instances every {worker.schedule_seconds} s: {month:,.0f} USD per 30 days "
-        f"(+{ssm:,.0f} at Parameter Store's higher throughput)"
+        f"  cost: {mean:.2f} USD per million instance-periods on average ({detail}); "
+        f"{instances:,} instances every {worker.schedule_seconds} s: {month:,.0f} USD per 30 days"
     )
 
 

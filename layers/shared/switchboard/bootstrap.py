@@ -11,6 +11,7 @@ from switchboard.audit.wiring import audit_log
 from switchboard.call_limit.wiring import calls_config_service, line_repository, subscription_service
 from switchboard.calls.wiring import call_repository, call_service, dialing_service, reconcile_queue, reconciler
 from switchboard.catalog.wiring import catalog_repository, catalog_service
+from switchboard.connection_state.wiring import connection_state_repository, connection_state_service, status_reads
 from switchboard.core.components import reset
 from switchboard.core.wiring import client, secrets, session, table
 from switchboard.live.wiring import connection_service, live_repository, ticket_service
@@ -47,6 +48,8 @@ __all__ = [
     "client_webhook_deliverer",
     "client_webhook_worker",
     "connection_service",
+    "connection_state_repository",
+    "connection_state_service",
     "dialing_service",
     "downstream_client",
     "downstream_resolver",
@@ -70,6 +73,7 @@ __all__ = [
     "send_worker",
     "sending_config_source",
     "session",
+    "status_reads",
     "subscription_service",
     "table",
     "targets",

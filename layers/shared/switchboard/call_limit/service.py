@@ -231,7 +231,11 @@ class CallsConfigService:
     def refresh_from_status(self, instance: Instance) -> Line:
         """GET /instance/status applied with the snapshot rule (also settles a conflict); the stored line."""
         client, target = self._targets.target_for(instance)
-        snapshot = snapshot_of_status(client.instance_status(target), "status")
+        return self.apply_status(instance, client.instance_status(target))
+
+    def apply_status(self, instance: Instance, status: InstanceStatus) -> Line:
+        """A status already read (by the reconciliation's connection check) applied with the snapshot rule."""
+        snapshot = snapshot_of_status(status, "status")
         if snapshot is None:
             return self._line(instance)
         return self.apply(instance, snapshot).line

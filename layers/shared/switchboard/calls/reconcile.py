@@ -3,8 +3,11 @@
 Per instance (manual route, queue worker after a schedule fan-out or an admission error):
 
 0. every instance: its ban-watch health (one read; a pause that expired since the last write is
-   written and announced as `number.health.changed` now rather than at the instance's next send);
-1. the limit: `GET /instance/status` through the call limit's snapshot rule;
+   written and announced as `number.health.changed` now rather than at the instance's next send),
+   then its connection state read from its provider (one status read, applied by the revision
+   rule of `connection_state`: a webhook written meanwhile wins); a messaging instance's outbox is
+   then drained (a provider that cannot be read is logged and read again next period);
+1. calls instances: the limit, from that same status read, through the call limit's snapshot rule;
 2. `GET /call/active`: every live call applied with the same forward-only guards as events
    (unknown calls are adopted; a newer state stored meanwhile is never undone);
 3. local live calls missing from that list: `GET /call/{id}` (then history) for their real end;
@@ -15,9 +18,9 @@ Per instance (manual route, queue worker after a schedule fan-out or an admissio
    for): it is released, and a call it did produce was adopted in step 2 if still live;
 5. outgoing calls that waited for a dial answer that will never come take their own slot.
 
-The scheduled fan-out sends one queue message per instance, so a period covers any number of
-instances with bounded work per invocation. Each message is delayed so that no provider server
-receives more than `PER_SERVER_RATE` reconciliations per second from one period.
+The scheduled fan-out sends one queue message per instance (every kind), so a period covers any
+number of instances with bounded work per invocation. Each message is delayed so that no provider
+server receives more than `PER_SERVER_RATE` reconciliations per second from one period.
 """
 
 from __future__ import annotations
@@ -40,13 +43,15 @@ from switchboard.core.errors import (
     ProviderRejected,
     ProviderTimeout,
     ProviderUnavailable,
+    SwitchboardError,
 )
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
+from switchboard.providers.base import InstanceStatus, ProviderCall, ProviderClient, ProviderTarget
 from switchboard.providers.ports import Targets
 
 if TYPE_CHECKING:
+    from switchboard.connection_state.domain import Check
     from switchboard.webhooks.events import ProviderEvent
 
 REDIAL_WINDOW = timedelta(minutes=2)
@@ -77,6 +82,8 @@ class ReconcileReport(Model):
     adopted: int = 0
     outbox: dict[str, Any] | None = None  # the outbox drain's result (messaging instances)
     health: str | None = None  # the instance's health state now (None: not read)
+    state: str | None = None  # the connection state the provider's status read gave (None: not read)
+    state_changed: bool = False  # that read moved the stored state
 
 
 class Reconciler:
@@ -87,15 +94,19 @@ class Reconciler:
         calls: CallService,
         targets: Targets,
         *,
-        refresh_limit: Callable[[Instance], Any],
+        read_status: Callable[[Instance], tuple[Check, InstanceStatus | None]],
+        apply_limit: Callable[[Instance, InstanceStatus], Any],
         drain_outbox: Callable[[str], BaseModel] | None = None,
         refresh_health: Callable[[Instance], Any] | None = None,
     ) -> None:
+        """`read_status` reads and applies the instance's connection state (raising ProviderError
+        when the provider cannot be read); `apply_limit` applies the calls config in that answer."""
         self._instances = instances
         self._records = records
         self._calls = calls
         self._targets = targets
-        self._refresh_limit = refresh_limit
+        self._read_status = read_status
+        self._apply_limit = apply_limit
         self._drain_outbox = drain_outbox
         self._refresh_health = refresh_health
 
@@ -115,10 +126,15 @@ class Reconciler:
         report = ReconcileReport(instance=instance.name)
         report.health = self._health(instance)
         if instance.kind != "calls":
+            try:
+                self._connection(instance, report)
+            except SwitchboardError as error:  # a provider down or gone: the outbox still expires its old replies
+                logger.warning("instance status not read", extra={"instance": instance.key, "error": error.code})
             if self._drain_outbox is not None:
                 report.outbox = self._drain_outbox(instance.key).model_dump()
             return report
-        line = self._refresh_limit(instance)
+        status = self._connection(instance, report)
+        line = self._apply_limit(instance, status) if status is not None else None
         report.limit = getattr(line, "limit", None)
         client, target = self._targets.target_for(instance)
         active = client.active_calls(target)
@@ -131,6 +147,11 @@ class Reconciler:
         self._adopt_orphans(instance, report)
         logger.info("instance reconciled", extra=report.model_dump())
         return report
+
+    def _connection(self, instance: Instance, report: ReconcileReport) -> InstanceStatus | None:
+        check, status = self._read_status(instance)
+        report.state, report.state_changed = check.state, check.changed
+        return status
 
     def _health(self, instance: Instance) -> str | None:
         """Best effort: the health check never holds back the provider's reconciliation (and is
@@ -234,19 +255,16 @@ def fan_out(
     instances: Iterable[Instance],
     queue: Queue,
     *,
-    with_outbox: bool,
     per_server_rate: int = PER_SERVER_RATE,
     spread_seconds: int = SPREAD_SECONDS,
 ) -> int:
-    """One reconcile message per instance (calls instances; messaging ones too when an outbox exists),
-    each delayed by `spread_delay` of its rank among its provider server's instances."""
+    """One reconcile message per instance, each delayed by `spread_delay` of its rank among its
+    provider server's instances."""
     sent = 0
     batch: list[str] = []
     delays: list[int] = []
     per_server: Counter[str] = Counter()
     for instance in instances:
-        if instance.kind != "calls" and not with_outbox:
-            continue
         batch.append(instance.key)
         delays.append(spread_delay(per_server[instance.provider_id], per_server_rate, spread_seconds))
         per_server[instance.provider_id] += 1

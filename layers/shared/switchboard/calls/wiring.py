@@ -61,16 +61,18 @@ def dialing_service() -> DialService:
 
 @component
 def reconciler() -> Reconciler:
-    """Every instance: its health (an expired pause announced); calls instances: limit, live calls,
-    reservations; messaging instances: their outbox."""
+    """Every instance: its health (an expired pause announced) and its connection state from its
+    provider; calls instances: limit, live calls, reservations; messaging instances: their outbox."""
     from switchboard.calls.reconcile import Reconciler
+    from switchboard.connection_state.wiring import status_reads
 
     return Reconciler(
         catalog_repository(),
         call_repository(),
         call_service(),
         targets(),
-        refresh_limit=lambda instance: calls_config_service().refresh_from_status(instance),
+        read_status=lambda instance: status_reads().check(instance),
+        apply_limit=lambda instance, status: calls_config_service().apply_status(instance, status),
         drain_outbox=lambda name: outbox_service().drain(name),
         # The ban watch is built on the first instance reconciled, not with the reconciler.
         refresh_health=lambda instance: health_watch().refresh(instance),

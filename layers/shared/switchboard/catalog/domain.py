@@ -166,7 +166,8 @@ class Instance(Record):
     owner_tag: str | None = None
     token_hint: str
     state: InstanceState = "DISCONNECTED"
-    state_seq: int | None = None  # the provider `seq` of the event that set `state`
+    state_seq: int | None = None  # the provider `seq` of the last ordered event that set `state`
+    state_rev: int = 0  # moved on by every write of `state` (see connection_state/domain.py)
     state_changed_at: datetime | None = None
     # Per-instance configuration, set through `PUT /api/instances/{name}`.
     spamguard_enabled: bool = False

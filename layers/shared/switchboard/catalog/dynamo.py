@@ -32,6 +32,7 @@ from switchboard.catalog.domain import (
     Scope,
     Tenant,
     instance_key,
+    utcnow,
 )
 from switchboard.core.dynamo import (
     META,
@@ -365,12 +366,19 @@ class CatalogRepository:
         """Create an instance, or replace its configuration; its provider binding is unique.
 
         A replacement updates the configuration attributes only: the connection state (written
-        by webhook events at any moment) and attributes owned by other areas are left as they are.
+        by webhook events and status reads at any moment) and attributes owned by other areas are
+        left as they are, unless the binding changed: another session's state starts over
+        (DISCONNECTED, no provider `seq`, its revision moved on).
         """
         binding = _binding_key(instance.provider_id, instance.provider_instance_id)
         item = to_item(instance, entity_key("INSTANCE", instance.key), **self._instance_indexes(instance))
-        writes = [self._new(item)] if previous is None else [self._update_instance_configuration(instance, item)]
         old_binding = previous and _binding_key(previous.provider_id, previous.provider_instance_id)
+        rebound = old_binding is not None and old_binding != binding
+        writes = (
+            [self._new(item)]
+            if previous is None
+            else [self._update_instance_configuration(instance, item, reset_state=rebound)]
+        )
         if old_binding != binding:
             writes.append(self._new({**binding, "tenant": instance.tenant, "instance": instance.key}))
             if old_binding:
@@ -386,15 +394,25 @@ class CatalogRepository:
             "gsi2sk": f"{instance.priority:06d}#{instance.key}",
         }
 
-    def _update_instance_configuration(self, instance: Instance, item: dict[str, Any]) -> dict[str, Any]:
+    def _update_instance_configuration(
+        self, instance: Instance, item: dict[str, Any], *, reset_state: bool
+    ) -> dict[str, Any]:
         configuration = [*_INSTANCE_CONFIGURATION, *self._instance_indexes(instance)]
         names = {f"#{index}": attribute for index, attribute in enumerate(configuration)}
         present = {f"#{index}": attribute for index, attribute in enumerate(configuration) if attribute in item}
         absent = [placeholder for placeholder in names if placeholder not in present]
-        expression = "SET " + ", ".join(f"{placeholder} = :{placeholder[1:]}" for placeholder in present)
+        sets = [f"{placeholder} = :{placeholder[1:]}" for placeholder in present]
+        values = {f":{placeholder[1:]}": item[attribute] for placeholder, attribute in present.items()}
+        if reset_state:
+            names |= {"#state": "state", "#changed": "state_changed_at", "#seq": "state_seq", "#rev": "state_rev"}
+            sets += ["#state = :disconnected", "#changed = :changed"]
+            values |= {":disconnected": "DISCONNECTED", ":changed": utcnow().isoformat(), ":one": 1}
+            absent.append("#seq")
+        expression = "SET " + ", ".join(sets)
         if absent:
             expression += " REMOVE " + ", ".join(absent)
-        values = {f":{placeholder[1:]}": item[attribute] for placeholder, attribute in present.items()}
+        if reset_state:
+            expression += " ADD #rev :one"
         return {
             "Update": {
                 "TableName": self._name,

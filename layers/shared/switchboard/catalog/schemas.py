@@ -222,7 +222,7 @@ WEBHOOK_SCHEME = (
 
 
 class CreateProvider(Body):
-    name: Name
+    name: Name | None = Field(default=None, description="How the console lists it; left out: its base URL's host.")
     kind: ProviderKind
     base_url: HttpUrl
     admin_token: Secret | None = None
@@ -338,4 +338,4 @@ class InstanceView(View):
 
     @classmethod
     def of(cls, instance: Instance) -> InstanceView:
-        return cls.model_validate(instance.model_dump(exclude={"tenant", "state_seq"}))
+        return cls.model_validate(instance.model_dump(exclude={"tenant", "state_seq", "state_rev"}))

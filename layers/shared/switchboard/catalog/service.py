@@ -6,8 +6,9 @@ repository (every read is by the caller's tenant, and another tenant's object is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import (
@@ -24,6 +25,7 @@ from switchboard.catalog.domain import (
     looks_like_key,
     new_id,
     secret_hint,
+    utcnow,
 )
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import InvalidInput, NotFound
@@ -71,11 +73,22 @@ def _webhook_scheme(kind: ProviderKind, scheme: WebhookScheme | None) -> Webhook
 
 
 class CatalogService:
-    def __init__(self, repository: CatalogRepository, secrets: Secrets, audit: Audit, *, local_mode: bool) -> None:
+    def __init__(
+        self,
+        repository: CatalogRepository,
+        secrets: Secrets,
+        audit: Audit,
+        *,
+        local_mode: bool,
+        status_read: Callable[[Instance], Instance] | None = None,
+    ) -> None:
+        """`status_read` reads a saved instance's connection state from its provider and returns
+        the instance as it then is (never raising: the save stands whatever the provider says)."""
         self._repository = repository
         self._secrets = secrets
         self._audit = audit
         self._local_mode = local_mode
+        self._status_read = status_read
 
     # --- authentication ------------------------------------------------------------------
 
@@ -216,7 +229,7 @@ class CatalogService:
         self,
         principal: Principal,
         *,
-        name: str,
+        name: str | None,
         kind: ProviderKind,
         base_url: str,
         webhook_secret: str,
@@ -225,9 +238,11 @@ class CatalogService:
         verify_token: str | None = None,
         webhook_scheme: WebhookScheme | None = None,
     ) -> Provider:
-        """Raises InvalidInput: an outbound URL not allowed, a verify token or a webhook scheme
-        the kind does not have."""
+        """Register a provider server; without a name it is named by its base URL's host.
+        Raises InvalidInput: an outbound URL not allowed, a verify token or a webhook scheme the
+        kind does not have."""
         check_outbound_url(base_url, local_mode=self._local_mode)
+        name = name or urlsplit(base_url).hostname or kind
         if verify_token:
             _check_verify_token_kind(kind)
         provider = Provider(
@@ -312,10 +327,15 @@ class CatalogService:
         owner_tag_given: bool,
         configuration: Mapping[str, Any] | None = None,
     ) -> tuple[Instance, bool]:
-        """Create or replace an instance. Returns it and whether it was created.
+        """Create or replace an instance. Returns it (as its provider reports it now) and whether it
+        was created.
 
         `configuration` holds the per-instance settings given (`spamguard_enabled`, `inbox_id`,
-        `events_webhook_url`); one left out keeps its current value. Raises InvalidInput."""
+        `events_webhook_url`); one left out keeps its current value. Bound to another session
+        (another provider or `providerInstanceId`), its connection state starts over as
+        DISCONNECTED. A new instance, a new binding or a new token is then read from its provider
+        (best effort: a provider that cannot answer leaves the state to the reconciliation).
+        Raises InvalidInput."""
         configuration = dict(configuration or {})
         if configuration.get("events_webhook_url"):
             check_outbound_url(configuration["events_webhook_url"], local_mode=self._local_mode)
@@ -326,6 +346,16 @@ class CatalogService:
         previous = self._repository.find_instance(instance_key(principal.tenant, name))
         if previous is None and not token:
             raise InvalidInput("token is required when creating an instance", code="token_required")
+        carried = (
+            previous
+            if previous is not None
+            and (previous.provider_id, previous.provider_instance_id)
+            == (
+                provider_id,
+                provider_instance_id,
+            )
+            else None
+        )
         instance = Instance(
             tenant=principal.tenant,
             name=name,
@@ -336,9 +366,10 @@ class CatalogService:
             kind=kind,
             owner_tag=owner_tag if owner_tag_given else (previous.owner_tag if previous else principal.tenant),
             token_hint=secret_hint(token) if token else previous.token_hint,  # type: ignore[union-attr]
-            state=previous.state if previous else "DISCONNECTED",
-            state_seq=previous.state_seq if previous else None,
-            state_changed_at=previous.state_changed_at if previous else None,
+            state=carried.state if carried else "DISCONNECTED",
+            state_seq=carried.state_seq if carried else None,
+            state_rev=carried.state_rev if carried else (previous.state_rev + 1 if previous else 0),
+            state_changed_at=carried.state_changed_at if carried else (utcnow() if previous else None),
             spamguard_enabled=previous.spamguard_enabled if previous else False,
             inbox_id=previous.inbox_id if previous else None,
             events_webhook_url=previous.events_webhook_url if previous else None,
@@ -354,6 +385,8 @@ class CatalogService:
             before=previous,
             after=instance,
         )
+        if self._status_read is not None and (carried is None or token):
+            instance = self._status_read(instance)
         return instance, previous is None
 
     def get_instance(self, principal: Principal, name: str) -> Instance:

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Self
 
-from pydantic import ConfigDict, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, StringConstraints, model_validator
 from pydantic.alias_generators import to_camel
 
 from switchboard.catalog.domain import INSTANCE_NAME_PATTERN, OWNER_TAG_PATTERN, PHONE_PATTERN
 from switchboard.core import model as core_model
 from switchboard.core.model import Model
 
-Phone = Annotated[str, StringConstraints(pattern=PHONE_PATTERN)]
+
+def _digits(phone: str) -> str:
+    return phone.removeprefix("+")
+
+
+# A phone number in E.164 as people write it, with or without its "+"; stored as its digits.
+Phone = Annotated[str, StringConstraints(pattern="^\\+?" + PHONE_PATTERN.removeprefix("^")), AfterValidator(_digits)]
 OwnerTag = Annotated[str, StringConstraints(pattern=OWNER_TAG_PATTERN)]
 InstanceName = Annotated[str, StringConstraints(pattern=INSTANCE_NAME_PATTERN)]
 Name = Annotated[core_model.Name, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]

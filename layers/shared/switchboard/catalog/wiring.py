@@ -10,6 +10,7 @@ from switchboard.core.settings import get_settings
 from switchboard.core.wiring import secrets, table
 
 if TYPE_CHECKING:
+    from switchboard.catalog.domain import Instance
     from switchboard.catalog.dynamo import CatalogRepository
     from switchboard.catalog.service import CatalogService
 
@@ -25,4 +26,12 @@ def catalog_repository() -> CatalogRepository:
 def catalog_service() -> CatalogService:
     from switchboard.catalog.service import CatalogService
 
-    return CatalogService(catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
+    def status_read(instance: Instance) -> Instance:
+        # Imported on the first save: the connection state's wiring reaches the providers.
+        from switchboard.connection_state.wiring import status_reads
+
+        return status_reads().after_save(instance)
+
+    return CatalogService(
+        catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode, status_read=status_read
+    )

@@ -22,6 +22,11 @@ def _comma_separated(value: object) -> object:
 class Settings(Model):
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
+    # The region, read as the AWS CLI and Lambda's runtime read it: AWS_REGION first (boto3 alone
+    # reads only AWS_DEFAULT_REGION, which boto3 still falls back to when this is unset).
+    aws_region: Annotated[str | None, BeforeValidator(lambda value: value or None)] = Field(
+        default=None, alias="AWS_REGION"
+    )
     table_name: str = Field(default="switchboard", alias="TABLE_NAME")
     idempotency_table_name: str = Field(default="switchboard-idempotency", alias="IDEMPOTENCY_TABLE_NAME")
     secrets_prefix: str = Field(default="/switchboard", alias="SECRETS_PREFIX")
@@ -44,6 +49,10 @@ class Settings(Model):
         default=(), alias="OUTBOUND_ALLOWED_CIDRS"
     )
     provider_timeout_seconds: float = Field(default=10.0, gt=0, le=60, alias="PROVIDER_TIMEOUT_SECONDS")
+    # The Graph API version of every Meta Cloud API call. v25.0 was released on 18 February 2026
+    # and is available until 29 July 2028; move it forward before then (Meta's changelog lists
+    # each version's end).
+    meta_graph_version: str = Field(default="v25.0", pattern=r"^v[0-9]{1,3}\.[0-9]$", alias="META_GRAPH_VERSION")
     secret_cache_seconds: int = Field(default=60, ge=0, alias="SECRET_CACHE_SECONDS")
     # Number pool: how stale a key's pool and its numbers' connection state may be.
     pool_config_cache_seconds: float = Field(default=5.0, ge=0, le=30, alias="POOL_CONFIG_CACHE_SECONDS")

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 @component
 def session() -> boto3.session.Session:
-    return boto3.session.Session()
+    """AWS_REGION, else what boto3 finds (AWS_DEFAULT_REGION, the profile's region)."""
+    return boto3.session.Session(region_name=get_settings().aws_region)
 
 
 @component

@@ -18,6 +18,10 @@ writes and announces the change, `HealthWatch.refresh`).
 | more sends this hour than `max_sends_per_hour` | paused_for_new_contacts | to the end of the hour |
 | delivered / sent < `min_delivery_ratio` over a window of `delivery_window` sends | warning | until a window is above |
 | distinct texts < `min_text_diversity`, recipients >= 0.5, of `diversity_sample` sends | warning | until diverse |
+| a Meta number's Graph API `status` FLAGGED or RESTRICTED | paused_for_new_contacts | while a read says so |
+| its `quality_rating` RED | paused_for_new_contacts | while a read says so |
+| its `status` RATE_LIMITED | warning | while a read says so |
+| its `status` DISCONNECTED, PENDING, UNVERIFIED, BANNED, DELETED, MIGRATED | paused | while a read says so |
 
 The diversity sample keeps, for each of the last `diversity_sample` sends, short hashes of the
 recipient and of the normalised text (never the number or the text: the health item is
@@ -62,6 +66,25 @@ VELOCITY_MINUTE = "velocity_minute"
 VELOCITY_HOUR = "velocity_hour"
 LOW_DELIVERY = "low_delivery_ratio"
 REPEATED_TEXT = "repeated_text"
+# A Meta number's standing, read from its phone number node: one reason per word of `status` that
+# speaks of its sending (`meta_status_restricted`), and `meta_quality_red`. They are levels, not
+# events: each read replaces the previous read's, so one the Graph API no longer reports lifts.
+STANDING_STATUS_PREFIX = "meta_status_"
+QUALITY_RED = "meta_quality_red"
+# FLAGGED (quality low: Meta lowers the messaging limit unless it recovers) and RESTRICTED (its
+# limit of business-initiated conversations is reached) still allow answering the people who
+# wrote: the number keeps its conversations and reaches no one new. The others cannot send at all.
+STANDING_STATES = {
+    "FLAGGED": HealthState.PAUSED_FOR_NEW_CONTACTS,
+    "RESTRICTED": HealthState.PAUSED_FOR_NEW_CONTACTS,
+    "RATE_LIMITED": HealthState.WARNING,
+    "DISCONNECTED": HealthState.PAUSED,
+    "PENDING": HealthState.PAUSED,
+    "UNVERIFIED": HealthState.PAUSED,
+    "BANNED": HealthState.PAUSED,
+    "DELETED": HealthState.PAUSED,
+    "MIGRATED": HealthState.PAUSED,
+}
 
 # Distinct recipients over the sample from which a sample of repeated texts is a broadcast, not a
 # conversation.
@@ -208,6 +231,29 @@ def provider_signal(code: str | None, now: datetime, limits: Thresholds) -> Reas
             code=ECOSYSTEM, state=HealthState.WARNING, since=now, until=_after(now, limits.ecosystem_warning_seconds)
         )
     return None
+
+
+def is_standing(code: str) -> bool:
+    return code.startswith(STANDING_STATUS_PREFIX) or code == QUALITY_RED
+
+
+def standing_reasons(status: str | None, quality_rating: str | None, now: datetime) -> dict[str, Reason]:
+    """The reasons a number's standing gives (none for CONNECTED, GREEN, YELLOW, NA or a word not known)."""
+    reasons: dict[str, Reason] = {}
+    state = STANDING_STATES.get(status or "")
+    if state is not None:
+        code = f"{STANDING_STATUS_PREFIX}{(status or '').lower()}"
+        reasons[code] = Reason(code=code, state=state, since=now)
+    if quality_rating == "RED":
+        reasons[QUALITY_RED] = Reason(code=QUALITY_RED, state=HealthState.PAUSED_FOR_NEW_CONTACTS, since=now)
+    return reasons
+
+
+def with_standing(reasons: dict[str, Reason], standing: dict[str, Reason]) -> dict[str, Reason]:
+    """`reasons` with the standing read now in place of the last read's; a reason still reported
+    keeps its `since` (the number has been restricted since then, not since this read)."""
+    kept = {code: reason for code, reason in reasons.items() if not is_standing(code)}
+    return {**kept, **{code: reasons.get(code, reason) for code, reason in standing.items()}}
 
 
 def with_reason(reasons: dict[str, Reason], reason: Reason, now: datetime) -> dict[str, Reason]:

@@ -29,12 +29,15 @@ from switchboard.health.domain import (
     Thresholds,
     after_send,
     fingerprints,
+    is_standing,
     lapsed_at,
     provider_signal,
     pruned,
+    standing_reasons,
     view,
     window_ratio,
     with_reason,
+    with_standing,
     without,
 )
 from switchboard.health.dynamo import HealthChanged, SampleEntry
@@ -182,6 +185,19 @@ class HealthWatch:
         self._change(
             instance, current, lambda health: (with_reason(pruned(health.reasons, now), logged_out, now), None), now
         )
+
+    def standing(self, instance: Instance, status: str | None, quality_rating: str | None) -> None:
+        """What the provider says of the number itself (a Meta number's phone number node): its
+        reasons replace those of the last read. Written only when they changed; the health comes
+        from this container's copy when fresh (the reconciliation has just read it)."""
+        now = self._clock()
+        wanted = standing_reasons(status, quality_rating, now)
+        current = self.health_of([instance.key])[instance.key]
+        if not wanted and not any(is_standing(code) for code in current.reasons):
+            return
+        if wanted:
+            metrics.add_metric(name="HealthSignals", unit="Count", value=1)
+        self._change(instance, current, lambda health: (with_standing(pruned(health.reasons, now), wanted), None), now)
 
     # --- what the scheduled reconciliation asks -----------------------------------------
 

@@ -57,10 +57,27 @@ class Capabilities(Model):
     calls_max: int = 8
 
 
-class InstanceStatus(Model):
-    """A snapshot from `GET /instance/status` or the answer of a call-settings POST.
+class NumberStanding(Model):
+    """What a cloud API says of the number itself, as its own words (Meta's phone number node:
+    `status` CONNECTED, FLAGGED, RESTRICTED, ...; `quality_rating` GREEN, YELLOW, RED, NA; the
+    messaging limit tier, the throughput level, the two-step verification status). None: not said."""
 
-    `calls_config_version` is None when the server did not send it: absent is not 0.
+    model_config = ConfigDict(frozen=True)
+
+    status: str | None = None
+    quality_rating: str | None = None
+    messaging_limit: str | None = None
+    throughput: str | None = None
+    code_verification_status: str | None = None
+
+
+class InstanceStatus(Model):
+    """An instance's state as its provider reports it: a status read (`GET /instance/status`,
+    `/session/status`, `/instance/connectionState/{instance}`, the Graph API's phone number) or
+    the answer of a call-settings POST.
+
+    `calls_config_version` is None when the server did not send it: absent is not 0. `number` is
+    the number's own standing where the kind reports one (a cloud API), else None.
     """
 
     connected: bool
@@ -68,6 +85,7 @@ class InstanceStatus(Model):
     calls_max_concurrent: int | None = None
     calls_config_version: int | None = None
     updated: str | None = None
+    number: NumberStanding | None = None
 
 
 class WebhookSubscription(Model):
@@ -260,8 +278,17 @@ class ProviderKindSpec(Protocol):
     schemes: tuple[WebhookScheme, ...]
 
     def client(
-        self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
-    ) -> ProviderClient: ...
+        self,
+        *,
+        local_mode: bool,
+        read_timeout: float,
+        transport: httpx.BaseTransport | None = None,
+        api_version: str | None = None,
+    ) -> ProviderClient:
+        """The kind's client. `api_version`: the version of the provider's API, for a kind whose
+        API is versioned in its paths (the Graph API's `v25.0`); None: the kind's default. Kinds
+        with unversioned APIs ignore it."""
+        ...
 
     def authenticate(
         self, request: WebhookRequest, credentials: Credentials, now: float, scheme: WebhookScheme

@@ -597,7 +597,12 @@ class EvolutionKind(KindDefaults):
     schemes: tuple[WebhookScheme, ...] = ("evolution-jwt", "evolution-apikey")
 
     def client(
-        self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
+        self,
+        *,
+        local_mode: bool,
+        read_timeout: float,
+        transport: httpx.BaseTransport | None = None,
+        api_version: str | None = None,
     ) -> ProviderClient:
         return EvolutionClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
 

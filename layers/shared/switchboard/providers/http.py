@@ -74,8 +74,10 @@ class ProviderHttp:
         route: str,
         headers: dict[str, str],
         body: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
     ) -> httpx.Response:
-        """Send one request to `base_url + path`; `route` is the path template used in errors.
+        """Send one request to `base_url + path` (with the query `params`); `route` is the path
+        template used in errors, which never show the query.
 
         Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
         above; the caller decides what a non-2xx answer means.
@@ -84,7 +86,7 @@ class ProviderHttp:
         url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
         label = self.label(method, route)
         try:
-            return self._client.request(method, url, headers=headers, json=body)
+            return self._client.request(method, url, headers=headers, json=body, params=params)
         except _NOT_SENT as exc:
             raise ProviderUnavailable(f"{label}: could not connect") from exc
         except httpx.TransportError as exc:

@@ -5,8 +5,12 @@ target's instance token) and `{"messaging_product": "whatsapp", "recipient_type"
 "to", "type": "text", "text": {"body", "preview_url": false}}`; the answer's `messages[0].id` (the
 wamid) is the provider message id. The phone-number id is `target.meta_phone_id`, else
 `provider_instance_id`. The Cloud API has no idempotency key: after a `ProviderTimeout` a retry
-may send twice. A Cloud API number has no session to lose, so `instance_status` answers connected
-without a request. Calls, call settings and webhook subscriptions raise `UnsupportedByProvider`.
+may send twice. Every request names the Graph API version the client was built with (the
+`META_GRAPH_VERSION` setting). A Cloud API number has no session to lose, so `instance_status`
+always answers connected; it reads the number's standing from its phone number node
+(`GET /{version}/{phone-number-id}?fields=status,quality_rating,...`, the access token of the
+target, else the provider's admin token), which the ban watch judges. Calls, call settings and
+webhook subscriptions raise `UnsupportedByProvider`.
 
 Errors are `{"error": {"message", "type", "code", "error_subcode"?, "error_data", "fbtrace_id"}}`
 and are decided on `error.code`, not on the HTTP status (Meta answers the pair rate limit with 400
@@ -51,6 +55,7 @@ from switchboard.providers.base import (
     InboundEvent,
     InstanceStatus,
     KindDefaults,
+    NumberStanding,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
@@ -62,9 +67,16 @@ from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHtt
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
 
-DEFAULT_API_VERSION = "v21.0"
+# Graph API v25.0: released 18 February 2026, available until 29 July 2028 (Meta's changelog).
+DEFAULT_API_VERSION = "v25.0"
 SEND_ROUTE = "/{version}/{phone-number-id}/messages"
 META_TEXT_CHARS = 4096
+NUMBER_ROUTE = "/{version}/{phone-number-id}"
+# The phone number node's fields that tell its standing. The messaging limit tier is
+# `whatsapp_business_manager_messaging_limit` (`messaging_limit_tier` is deprecated, and asking the
+# Graph API for a field it no longer has fails the whole read with code 100).
+NUMBER_FIELDS = "status,quality_rating,whatsapp_business_manager_messaging_limit,throughput,code_verification_status"
+_WORD = re.compile(r"^[A-Z0-9_]{1,40}$")
 
 # Throughput (130429), pair rate limit (131056), app (4) and business-account (80007) call limits:
 # nothing was sent, the same request succeeds later.
@@ -88,6 +100,34 @@ class _MessageId(_Answer):
 
 class _SendAnswer(_Answer):
     messages: list[_MessageId] = Field(min_length=1)
+
+
+class _Throughput(_Answer):
+    level: Any = None
+
+
+class _NumberAnswer(_Answer):
+    """The phone number node; values are read as Meta's enum words, anything else as unknown."""
+
+    status: Any = None
+    quality_rating: Any = None
+    whatsapp_business_manager_messaging_limit: Any = None
+    throughput: _Throughput | None = None
+    code_verification_status: Any = None
+
+    def standing(self) -> NumberStanding:
+        return NumberStanding(
+            status=_word(self.status),
+            quality_rating=_word(self.quality_rating),
+            messaging_limit=_word(self.whatsapp_business_manager_messaging_limit),
+            throughput=_word(self.throughput.level) if self.throughput else None,
+            code_verification_status=_word(self.code_verification_status),
+        )
+
+
+def _word(value: object) -> str | None:
+    """One of Meta's enum words (`RESTRICTED`, `TIER_1K`), else None: no free text goes further."""
+    return value if isinstance(value, str) and _WORD.fullmatch(value) else None
 
 
 class MetaCloudClient(MessagingOnly):
@@ -134,7 +174,24 @@ class MetaCloudClient(MessagingOnly):
         return SentMessage(provider_message_id=answer.messages[0].id)
 
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
-        return InstanceStatus(connected=True, kind="meta")
+        """Connected, with the number's standing as the Graph API reports it now."""
+        token = target.instance_token or target.admin_token
+        if not token:
+            raise InvalidInput("the target has no Cloud API access token")
+        phone_id = target.meta_phone_id or target.provider_instance_id
+        response = self._http.request(
+            "GET",
+            target.base_url,
+            f"/{path_segment(self._api_version)}/{path_segment(phone_id)}",
+            route=NUMBER_ROUTE,
+            headers={"Authorization": f"Bearer {token}"},
+            params={"fields": NUMBER_FIELDS},
+        )
+        label = self._http.label("GET", NUMBER_ROUTE)
+        if not response.is_success:
+            raise error_for(response, label)
+        answer = self._http.answer(response, _NumberAnswer, label)
+        return InstanceStatus(connected=True, kind="meta", number=answer.standing())
 
 
 def error_for(response: httpx.Response, label: str) -> ProviderError:
@@ -463,9 +520,19 @@ class MetaKind(KindDefaults):
     schemes: tuple[WebhookScheme, ...] = ("meta-signature",)
 
     def client(
-        self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
+        self,
+        *,
+        local_mode: bool,
+        read_timeout: float,
+        transport: httpx.BaseTransport | None = None,
+        api_version: str | None = None,
     ) -> ProviderClient:
-        return MetaCloudClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
+        return MetaCloudClient(
+            local_mode=local_mode,
+            read_timeout=read_timeout,
+            transport=transport,
+            api_version=api_version or DEFAULT_API_VERSION,
+        )
 
     def authenticate(
         self, request: WebhookRequest, credentials: Credentials, now: float, scheme: WebhookScheme

@@ -19,6 +19,10 @@ def provider_client_for(
     local_mode: bool = False,
     read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
     transport: httpx.BaseTransport | None = None,
+    api_version: str | None = None,
 ) -> ProviderClient:
-    """The client for `kind` (a `ProviderTarget.kind`). `local_mode` allows http to loopback only."""
-    return spec_for(kind).client(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
+    """The client for `kind` (a `ProviderTarget.kind`). `local_mode` allows http to loopback only;
+    `api_version` is the provider API's version where the kind's API is versioned (Meta's)."""
+    return spec_for(kind).client(
+        local_mode=local_mode, read_timeout=read_timeout, transport=transport, api_version=api_version
+    )

@@ -24,7 +24,13 @@ def provider_client(kind: ProviderKind) -> ProviderClient:
     from switchboard.providers.registry import provider_client_for
 
     settings = get_settings()
-    return provider_client_for(kind, local_mode=settings.local_mode, read_timeout=settings.provider_timeout_seconds)
+    return provider_client_for(
+        kind,
+        local_mode=settings.local_mode,
+        read_timeout=settings.provider_timeout_seconds,
+        # The Graph API is the one provider API with its version in its paths; the other kinds ignore it.
+        api_version=settings.meta_graph_version,
+    )
 
 
 @component

@@ -534,7 +534,12 @@ class WuzapiKind(KindDefaults):
     schemes: tuple[WebhookScheme, ...] = ("envelope", "wuzapi-hmac")
 
     def client(
-        self, *, local_mode: bool, read_timeout: float, transport: httpx.BaseTransport | None = None
+        self,
+        *,
+        local_mode: bool,
+        read_timeout: float,
+        transport: httpx.BaseTransport | None = None,
+        api_version: str | None = None,
     ) -> ProviderClient:
         return WuzapiClient(local_mode=local_mode, read_timeout=read_timeout, transport=transport)
 

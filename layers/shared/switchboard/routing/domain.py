@@ -12,21 +12,8 @@ from typing import Literal, Protocol
 
 from pydantic import ConfigDict, Field, model_validator
 
-from switchboard.catalog.domain import InstanceState, utcnow
+from switchboard.catalog.domain import utcnow
 from switchboard.core.model import Model
-
-
-class StateWrite(Model):
-    """What applying a `connection` event did: whether it was written (its seq was newer), and
-    the state it replaced (a newer event may repeat the state: written, but nothing changed)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    written: bool
-    previous: InstanceState | None = None
-
-    def changed(self, state: InstanceState) -> bool:
-        return self.written and self.previous != state
 
 
 class DownstreamMapping(Model):

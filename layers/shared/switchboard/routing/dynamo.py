@@ -1,30 +1,26 @@
-"""Routing state: per-tenant downstream mappings, their version stamp, and instance connection state.
+"""Routing state: per-tenant downstream mappings and their version stamp.
 
 - `DOWNSTREAM#<owner_tag>`: one mapping per tenant (listed through GSI1 `DOWNSTREAMS`);
 - `ROUTING#VERSION`: a counter bumped in the same transaction as every mapping change, so each
-  container can tell with one small read whether its cached mappings are still current;
-- the instance item's `state` / `state_seq`: written only by a newer provider `seq`.
+  container can tell with one small read whether its cached mappings are still current.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import InstanceState
 from switchboard.core.dynamo import (
     META,
     cancellation_codes,
     entity_key,
     from_item,
-    is_condition_failure,
     query_all,
 )
 from switchboard.core.errors import InvalidInput, NotFound
-from switchboard.routing.domain import DownstreamMapping, StateWrite
+from switchboard.routing.domain import DownstreamMapping
 
 VERSION_KEY = {"pk": "ROUTING#VERSION", "sk": META}
 
@@ -123,45 +119,6 @@ class RoutingRepository:
                 "ExpressionAttributeValues": {":one": 1},
             }
         }
-
-    # --- instance connection state --------------------------------------------------------
-
-    def apply_connection(self, key: str, state: InstanceState, seq: int | None, at: datetime) -> StateWrite:
-        """Write the state if `seq` is newer than the stored one; whether it was written, and over what.
-
-        An event without `seq` only applies while no sequenced state was stored.
-        """
-        values: dict[str, Any] = {":state": state, ":at": at.isoformat()}
-        if seq is None:
-            expression = "SET #state = :state, state_changed_at = :at"
-            condition = "attribute_exists(pk) AND attribute_not_exists(state_seq)"
-        else:
-            values[":seq"] = seq
-            expression = "SET #state = :state, state_seq = :seq, state_changed_at = :at"
-            condition = "attribute_exists(pk) AND (attribute_not_exists(state_seq) OR state_seq < :seq)"
-        try:
-            answer = self._table.update_item(
-                Key=entity_key("INSTANCE", key),
-                UpdateExpression=expression,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_OLD",
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return StateWrite(written=False)
-            raise
-        # An instance never connected has no stored state: the API shows it DISCONNECTED.
-        previous = (answer.get("Attributes") or {}).get("state", "DISCONNECTED")
-        return StateWrite(written=True, previous=previous)
-
-    def instance_state(self, key: str) -> tuple[InstanceState, int | None] | None:
-        item = self._table.get_item(Key=entity_key("INSTANCE", key), ConsistentRead=True).get("Item")
-        if not item:
-            return None
-        seq = item.get("state_seq")
-        return item.get("state", "DISCONNECTED"), int(seq) if seq is not None else None
 
 
 def _mapping_key(owner_tag: str) -> dict[str, str]:

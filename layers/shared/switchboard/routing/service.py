@@ -11,21 +11,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import InstanceState, Principal, Scope, secret_hint
-from switchboard.core.bus import INSTANCE_CONNECTION_CHANGED
+from switchboard.catalog.domain import Principal, Scope, secret_hint
 from switchboard.core.errors import InvalidInput, NotFound
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.core.ports import Publisher, Secrets
+from switchboard.core.ports import Secrets
 from switchboard.core.urls import check_outbound_url
-from switchboard.routing.domain import DownstreamMapping, DownstreamTarget, StateWrite
+from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
 
 if TYPE_CHECKING:
-    from switchboard.webhooks.events import ProviderEvent
+    pass
 
 CACHE_SECONDS = 30.0
 
@@ -182,50 +180,3 @@ def _check_access(principal: Principal, owner_tag: str) -> None:
 def _audited(mapping: DownstreamMapping | None) -> dict[str, object] | None:
     """The audit snapshot: `tenant` places it in that tenant's log; the hint is not the token."""
     return None if mapping is None else {"tenant": mapping.owner_tag, **mapping.model_dump(mode="json")}
-
-
-class ConnectionStateHandler:
-    """`connection` effect: the instance's state, guarded by `seq`; drains the outbox once connected.
-
-    Publishes `instance.connection.changed` after a write that moved the state (not after a
-    redelivery, an older event, or a newer one repeating the state)."""
-
-    def __init__(self, states: InstanceStates, drain: Callable[[str], object], publisher: Publisher) -> None:
-        self._states = states
-        self._drain = drain
-        self._publisher = publisher
-
-    def __call__(self, event: ProviderEvent) -> None:
-        connected = event.data.get("connected") is True
-        state: InstanceState = "CONNECTED" if connected else "DISCONNECTED"
-        key = event.instance.key
-        write = self._states.apply_connection(key, state, event.seq, event.received_at)
-        logger.info(
-            "instance connection event",
-            extra={"instance": key, "state": state, "seq": event.seq, "applied": write.written},
-        )
-        if write.changed(state):
-            self._publisher.publish(
-                INSTANCE_CONNECTION_CHANGED,
-                {
-                    "tenant": event.instance.tenant,
-                    "instance": event.instance.name,
-                    "numberId": event.instance.number_id,
-                    "state": state,
-                    "at": event.received_at.isoformat(),
-                },
-            )
-        if not connected:
-            return
-        if not write.written:
-            # A redelivery finds its own state already written (same seq), an older event a newer
-            # state: drain (idempotently) only if the instance is connected now.
-            current = self._states.instance_state(key)
-            if current is None or current[0] != "CONNECTED":
-                return
-        self._drain(key)
-
-
-class InstanceStates(Protocol):
-    def apply_connection(self, key: str, state: InstanceState, seq: int | None, at: datetime) -> StateWrite: ...
-    def instance_state(self, key: str) -> tuple[InstanceState, int | None] | None: ...

@@ -17,9 +17,8 @@ from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
 from switchboard.core.observability import logger
 from switchboard.core.settings import get_settings
-from switchboard.core.wiring import client, event_publisher, secrets, table
+from switchboard.core.wiring import client, secrets, table
 from switchboard.messages.wiring import heard_from, receipt_effect
-from switchboard.routing.wiring import outbox_service, routing_repository
 from switchboard.usage.wiring import incoming_usage
 from switchboard.webhooks.events import AcceptWrite, EffectHandler, ProviderEvent, TransactItem
 
@@ -59,14 +58,10 @@ def _forward_incoming(event: ProviderEvent) -> None:
 
 
 def _connection_state(event: ProviderEvent) -> None:
-    from switchboard.routing.outbox import REQUEST_BUDGET_SECONDS
-    from switchboard.routing.service import ConnectionStateHandler
+    """The state by `seq`, or confirmed by a status read; then the ban watch and the outbox."""
+    from switchboard.connection_state.wiring import connection_state_service
 
-    drain = outbox_service().drain
-    handler = ConnectionStateHandler(
-        routing_repository(), lambda name: drain(name, REQUEST_BUDGET_SECONDS), event_publisher()
-    )
-    handler(event)
+    connection_state_service().on_event(event)
 
 
 def _apply_receipt(event: ProviderEvent) -> None:
@@ -83,21 +78,6 @@ def _health_on_receipt(event: ProviderEvent) -> None:
         health_watch().delivered(event.instance)
     except Exception:  # the ban watch never fails the event: the receipt's own effect is applied
         logger.exception("delivery not counted by the ban watch", extra={"instance": event.instance.key})
-
-
-def _health_on_connection(event: ProviderEvent) -> None:
-    """A logged-out disconnection pauses the instance; a connection lifts that pause."""
-    from switchboard.health.wiring import health_watch
-
-    connected, reason = event.data.get("connected"), event.data.get("reason")
-    if not isinstance(connected, bool):
-        return
-    try:
-        health_watch().connection(
-            event.instance, connected=connected, reason=reason if isinstance(reason, str) else None
-        )
-    except Exception:  # the ban watch never fails the event: the connection state is applied
-        logger.exception("connection not seen by the ban watch", extra={"instance": event.instance.key})
 
 
 def _reconcile_calls_on_reconnect(event: ProviderEvent) -> None:
@@ -123,10 +103,9 @@ def event_handlers() -> dict[str, list[EffectHandler]]:
     handlers["call_settings"].append(lambda event: calls_config_service().on_call_settings(event))
     handlers["connection"].append(lambda event: calls_config_service().on_connection(event))
     handlers["message"] += [_forward_incoming, _received_metric]  # the downstream, then the metric
-    handlers["connection"].append(_connection_state)  # state by seq, then the outbox
+    handlers["connection"].append(_connection_state)  # state (by seq or a status read), ban watch, outbox
     handlers["receipt"].append(_apply_receipt)  # status, then the client webhook
     handlers["receipt"].append(_health_on_receipt)
-    handlers["connection"].append(_health_on_connection)
     handlers["call"].append(lambda event: call_service().on_call_event(event))
     handlers["connection"].append(_reconcile_calls_on_reconnect)  # calls may have moved while away
     return handlers
