@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
-from switchboard import bootstrap
 from switchboard.routing.parts import split_text
 from tests.support.api import SECRET_WATCH, Client
 
@@ -60,8 +58,6 @@ def make_instance(
         "kind": "messages",
     }
     assert client.put(f"/api/instances/{flavour}-main", key=admin, json_body=instance).status == 201
-    # Given a connected instance (a Cloud API number has no connection event to say so).
-    bootstrap.routing_repository().apply_connection(f"acme:{flavour}-main", "CONNECTED", 1, datetime.now(UTC))
     secret: str = client.post(f"/api/instances/{flavour}-main/webhook-secret", key=admin).json()["secret"]
     SECRET_WATCH.secrets.add(secret)
     return sim_id, secret
