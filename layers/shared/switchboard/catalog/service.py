@@ -293,12 +293,11 @@ class CatalogService:
         """Create or replace an instance. Returns it and whether it was created.
 
         `configuration` holds the per-instance settings given (`spamguard_enabled`, `inbox_id`,
-        `events_webhook_url`); one left out keeps its current value. Raises InvalidInput."""
+        `events_webhook_url`); one left out keeps its current value. Raises InvalidInput, or
+        UnknownReference when the provider or the number is not the tenant's (checked by the write)."""
         configuration = dict(configuration or {})
         if configuration.get("events_webhook_url"):
             check_outbound_url(configuration["events_webhook_url"], local_mode=self._local_mode)
-        self._repository.get_provider(principal.tenant, provider_id)
-        self._repository.get_number(principal.tenant, number_id)
         if owner_tag not in (None, principal.tenant):
             raise InvalidInput("ownerTag must be your own tenant's tag, or null for the global downstream")
         previous = self._repository.find_instance(instance_key(principal.tenant, name))

@@ -5,7 +5,9 @@ The docs function serves it from `functions/docs/openapi.json`, written by `make
 
 from __future__ import annotations
 
+import json
 from importlib import import_module
+from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
@@ -53,10 +55,26 @@ def build_documented_api() -> APIGatewayHttpResolver:
 
 
 def openapi_json(app: APIGatewayHttpResolver) -> str:
-    return app.get_openapi_json_schema(
-        title=TITLE,
-        version=VERSION,
-        description=DESCRIPTION,
-        security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
-        security=[{"bearerAuth": []}],
+    document = json.loads(
+        app.get_openapi_json_schema(
+            title=TITLE,
+            version=VERSION,
+            description=DESCRIPTION,
+            security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
+            security=[{"bearerAuth": []}],
+        )
     )
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                _not_null(parameter["schema"])
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def _not_null(schema: dict[str, Any]) -> None:
+    """A path, query or header parameter is text on the wire and is never JSON's null: an optional
+    one (`str | None` in Python) is documented as what it is when given, in place."""
+    branches = [branch for branch in schema.get("anyOf", ()) if branch.get("type") != "null"]
+    if "anyOf" in schema and len(branches) == 1:
+        del schema["anyOf"]
+        schema.update(branches[0])
