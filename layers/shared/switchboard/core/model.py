@@ -7,9 +7,14 @@ import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from pydantic import GetJsonSchemaHandler
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import CoreSchema
 
 # C0 and C1 control characters (DEL included) and lone surrogates: a NUL ends a C string in a
 # provider, an escape sequence rewrites a terminal or a log line, and a lone surrogate cannot be
@@ -31,10 +36,28 @@ def _no_control_in_text(value: str) -> str:
     return value
 
 
+class _DocumentedAs:
+    """Puts `pattern` in a string's JSON Schema, unless a tighter pattern of its own is there: the
+    document then refuses the control characters the validator refuses (a lone surrogate cannot be
+    sent in a JSON body at all: the body parser refuses it first)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema.setdefault("pattern", self.pattern)
+        return schema
+
+
 # A single-line value a person or a system gives: names, identifiers, tokens. No control character.
-Name = Annotated[str, AfterValidator(_no_control)]
+Name = Annotated[str, AfterValidator(_no_control), _DocumentedAs(r"^[^\u0000-\u001f\u007f-\u009f]*$")]
 # A message text or caption: line breaks (\n, \r) and tabs allowed, no other control character.
-Text = Annotated[str, AfterValidator(_no_control_in_text)]
+Text = Annotated[
+    str,
+    AfterValidator(_no_control_in_text),
+    _DocumentedAs(r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]*$"),
+]
 
 # Whole numbers are identifiers, counters and versions: 64-bit signed, what every client language
 # and DynamoDB (38 digits) hold exactly.

@@ -40,15 +40,20 @@ class ErrorBody(Model):
 
 class GatewayAnswer(Model):
     """An answer API Gateway writes itself, before switchboard runs; an HTTP API cannot change its
-    body: the authorizer's 401 `Unauthorized`, the throttle's 429 `Too Many Requests`, 413 over its
-    10 MB payload limit."""
+    body: 400 `Bad Request` for a path whose percent-decoding fails, the authorizer's 401
+    `Unauthorized`, 413 over its 10 MB payload limit, the throttle's 429 `Too Many Requests`."""
 
     message: str
 
 
 # The statuses API Gateway itself may answer on a route, in its own body.
 GATEWAY_STATUSES = frozenset(
-    {HTTPStatus.UNAUTHORIZED, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, HTTPStatus.TOO_MANY_REQUESTS}
+    {
+        HTTPStatus.BAD_REQUEST,
+        HTTPStatus.UNAUTHORIZED,
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        HTTPStatus.TOO_MANY_REQUESTS,
+    }
 )
 
 
@@ -120,7 +125,7 @@ _PHRASES = {413: "Content Too Large", 422: "Unprocessable Content"}
 def documented(*statuses: int) -> dict[int, OpenAPIResponse]:
     """OpenAPI `responses` for the error statuses a route can answer. A route that takes an API
     key (401) also answers 429: every such request is counted against its key's and tenant's rate.
-    Where API Gateway may answer the status itself (401, 413, 429), its body is documented too."""
+    Where API Gateway may answer the status itself (400, 401, 413, 429), its body is documented too."""
     if HTTPStatus.UNAUTHORIZED in statuses and HTTPStatus.TOO_MANY_REQUESTS not in statuses:
         statuses = (*statuses, int(HTTPStatus.TOO_MANY_REQUESTS))
     return {

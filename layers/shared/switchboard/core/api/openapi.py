@@ -40,9 +40,19 @@ Every error switchboard answers has one body: `{"error": "<code>", "message": ".
 A few answers come from API Gateway itself, before switchboard runs, and an HTTP API cannot
 change their bodies (it has no gateway responses): the API key check's **401**
 `{"message":"Unauthorized"}` (no `Authorization` header, or a key that is unknown, revoked or
-expired), the throttle's **429** `{"message":"Too Many Requests"}` and, over API Gateway's 10 MB
-payload limit, **413** `{"message":"Request Entity Too Large"}`. A valid key without the scope a
-route needs gets our own 403 `forbidden`.
+expired), the throttle's **429** `{"message":"Too Many Requests"}`, over API Gateway's 10 MB
+payload limit **413** `{"message":"Request Entity Too Large"}`, and **400**
+`{"message":"Bad Request"}` for a path whose percent-decoding fails. A valid key without the
+scope a route needs gets our own 403 `forbidden`.
+
+API Gateway percent-decodes a path (twice) before it routes it, so a path parameter cannot carry
+`/`, `?` or `%`: encoded, they still end the segment, the path or the request (400). A known path
+asked with a method it does not serve is 405 `method_not_allowed` with `Allow`.
+
+Bodies are `application/json` (415 `unsupported_media_type` otherwise, or without a
+Content-Type). A number in a body is one a DynamoDB item stores exactly: an integer within 64
+bits, any other number 0 or from 1E-130 to below 1E126 in magnitude (422 otherwise); `2.0` is the
+integer 2.
 
 Names and identifiers refuse control characters; message texts accept line breaks and tabs only.
 """
