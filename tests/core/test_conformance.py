@@ -19,6 +19,7 @@ shrunk, and all of them are reported at the end.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -37,6 +38,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from devstack.stack import LocalStack
+from tests.support.stacks import stack_on_free_ports
 
 EXAMPLES = {GenerationMode.POSITIVE: 3, GenerationMode.NEGATIVE: 1}
 CHECKS = [
@@ -53,8 +55,23 @@ LAST = ("/api/tenants/{owner_tag}/quotas",)
 
 
 @pytest.fixture(scope="module")
-def stack(api_stack: LocalStack) -> LocalStack:
-    return api_stack
+def stack() -> Iterator[LocalStack]:
+    # A stack of its own, used by this module's tests alone: its functions run in this process,
+    # and the tests of other modules change the environment and the containers they read.
+    local = stack_on_free_ports(
+        "conformance",
+        environment={
+            "PROVIDER_TIMEOUT_SECONDS": "1",
+            "POWERTOOLS_LOG_LEVEL": "CRITICAL",
+            # the run's own pace must not turn its answers into 429s
+            "QUOTA_TENANT_RPS": "10000",
+            "QUOTA_TENANT_BURST": "100000",
+            "QUOTA_KEY_RPS": "10000",
+            "QUOTA_KEY_BURST": "100000",
+        },
+    ).start()
+    yield local
+    local.stop()
 
 
 def keys(stack: LocalStack) -> dict[str, str]:

@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis import GenerationMode
 
 from devstack.stack import LocalStack
+from tests.support.stacks import stack_on_free_ports
 
 EXAMPLES_PER_MODE = 2  # with both modes, each key scope once per operation
 DEEP = 5000
@@ -77,8 +78,12 @@ def is_our_error_body(status: int, body: bytes) -> bool:
 
 
 @pytest.fixture(scope="module")
-def stack(api_stack: LocalStack) -> LocalStack:
-    return api_stack
+def stack() -> Iterator[LocalStack]:
+    local = stack_on_free_ports(
+        "fuzz", environment={"PROVIDER_TIMEOUT_SECONDS": "1", "POWERTOOLS_LOG_LEVEL": "CRITICAL"}
+    ).start()
+    yield local
+    local.stop()
 
 
 @pytest.fixture(scope="module")
