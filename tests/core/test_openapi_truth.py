@@ -38,6 +38,17 @@ def test_a_percent_encoded_path_parameter_names_the_same_object(client: Client, 
     assert (refused.status, refused.json()) == (400, {"message": "Bad Request"})
 
 
+def test_a_path_parameter_its_pattern_refuses_is_422_naming_it_not_an_unknown_route(
+    client: Client, catalog: Catalog
+) -> None:
+    """API Gateway routes any segment to `{name}`: the function must not answer that no route serves it."""
+    for value in ("sales%60team", "sales%20team", "sales%22team"):
+        answer = client.get(f"/api/connections/{value}/calls", key=catalog.tenant.admin)
+
+        assert (answer.status, answer.json()["error"]) == (422, "validation_error"), value
+        assert answer.json()["message"].startswith("path.instance: ")
+
+
 # --- nullable exactly where null is accepted ----------------------------------------------------
 
 
