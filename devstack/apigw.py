@@ -2,6 +2,17 @@
 payload format 2.0 events, and the proxy response format. It knows none of our routes.
 
 The local gateway serves it over HTTP; integration tests call `HttpApi.handle` directly.
+
+What an HTTP API does before any function runs, as captured from a live one
+(tests/contracts/apigateway/SOURCES.md) and as its quotas are documented:
+
+- the path is percent-decoded before routes are matched, and the integration gets it decoded:
+  `rawPath`, `requestContext.http.path` and `pathParameters` alike. It is decoded twice: a
+  decoded `?` ends the path, a `%` left after the first pass must start an escape again
+  (`%25` alone is refused with 400), and `%252F` ends up a `/`;
+- the request line and the header values together hold at most 10,240 bytes;
+- HEAD is a method like any other: it matches a HEAD or ANY route, else `$default`; the answer
+  keeps its status and headers, and its body is not sent.
 """
 
 from __future__ import annotations
@@ -23,6 +34,9 @@ from devstack.template import Intrinsic
 log = logging.getLogger("devstack.apigw")
 DEFAULT_ROUTE_PATH = "/$default"
 DEFAULT_ROUTE_KEY = "$default"
+# "Total combined size of request line and header values" (HTTP API quotas).
+MAX_REQUEST_LINE_AND_HEADERS = 10240
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 @dataclass(frozen=True)
@@ -124,7 +138,8 @@ class HttpApi:
         # API Gateway prefers the most specific route: literal segments over variables.
         self.routes.sort(key=lambda route: (route.path.count("{"), -len(route.path)))
 
-    def match(self, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        """The route of a request for the decoded `path` (see `decoded_path`), and its parameters."""
         default = None
         for route in self.routes:
             if route.is_default:
@@ -132,9 +147,9 @@ class HttpApi:
                 continue
             if route.method not in (method.upper(), "ANY"):
                 continue
-            found = route.pattern.match(raw_path)
+            found = route.pattern.match(path)
             if found:
-                return route, {name: unquote(value) for name, value in found.groupdict().items()}
+                return route, found.groupdict()
         return (default, {}) if default else None
 
     # --- requests ----------------------------------------------------------------------
@@ -150,14 +165,30 @@ class HttpApi:
         source_ip: str = "127.0.0.1",
     ) -> HttpResponse:
         pairs = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
-        matched = self.match(method, raw_path)
+        answer = self._answer(method, raw_path, query=query, pairs=pairs, body=body, source_ip=source_ip)
+        if method.upper() == "HEAD":
+            # What a HEAD answer says of its body: its length, never its bytes.
+            answer.headers["content-length"] = str(len(answer.body))
+            answer.body = b""
+        return answer
+
+    def _answer(
+        self, method: str, raw_path: str, *, query: str, pairs: list[tuple[str, str]], body: bytes, source_ip: str
+    ) -> HttpResponse:
+        request_line = f"{method} {raw_path}{'?' + query if query else ''} HTTP/1.1"
+        if len(request_line.encode()) + sum(len(value.encode()) for _, value in pairs) > MAX_REQUEST_LINE_AND_HEADERS:
+            return _message(431, "Request Header Fields Too Large")
+        path = decoded_path(raw_path)
+        if path is None:
+            return _message(400, "Bad Request")
+        matched = self.match(method, path)
         if matched is None:
             return _message(404, "Not Found")
         route, path_parameters = matched
         event = self.event(
             route=route,
             method=method,
-            raw_path=raw_path,
+            raw_path=path,
             query=query,
             header_pairs=pairs,
             body=body,
@@ -189,7 +220,8 @@ class HttpApi:
         path_parameters: dict[str, str],
         source_ip: str,
     ) -> dict[str, Any]:
-        """A payload format 2.0 event, as API Gateway sends it to the integration."""
+        """A payload format 2.0 event, as API Gateway sends it to the integration (`raw_path`
+        already decoded, as API Gateway hands it on)."""
         headers: dict[str, str] = {}
         cookies: list[str] = []
         for name, value in header_pairs:
@@ -270,6 +302,24 @@ class HttpApi:
         if not isinstance(answer, dict) or not answer.get("isAuthorized"):
             return _message(403, "Forbidden")
         event["requestContext"]["authorizer"] = {"lambda": answer.get("context") or {}}
+        return None
+
+
+def decoded_path(raw_path: str) -> str | None:
+    """The path as an HTTP API routes it and hands it on, from the path as sent; None where it
+    answers 400 (a `%` that starts no escape, or an escape that is not UTF-8, in either pass)."""
+    once = _unquote_strictly(raw_path)
+    if once is None:
+        return None
+    return _unquote_strictly(once.split("?", 1)[0])
+
+
+def _unquote_strictly(text: str) -> str | None:
+    if _BAD_ESCAPE.search(text):
+        return None
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError:
         return None
 
 

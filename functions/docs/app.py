@@ -7,6 +7,8 @@ produce), so this function imports none of the API's routes, schemas or services
 
 from __future__ import annotations
 
+import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -70,8 +72,17 @@ def route_not_found(_: Exception) -> Response[dict[str, str]]:
     return Response(status_code=404, content_type=content_types.APPLICATION_JSON, body=not_found_body())
 
 
+@cache
+def served_routes() -> dict[str, list[str]]:
+    """Every route of the API (path template -> methods): the document's and this function's own."""
+    routes = {path: list(operations) for path, operations in json.loads(document())["paths"].items()}
+    for route in app._static_routes + app._dynamic_routes:  # Powertools has no public accessor
+        routes.setdefault(re.sub(r"<(\w+)>", r"{\1}", route.path), []).append(route.method)
+    return routes
+
+
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("routeKey") == UNMATCHED_ROUTE_KEY:
-        return unmatched_route_answer()
+        return unmatched_route_answer(event.get("rawPath") or "/", served_routes())
     return app.resolve(event, context)

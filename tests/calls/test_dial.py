@@ -99,7 +99,7 @@ def test_given_the_provider_refuses_a_dial_then_the_freed_slot_is_published(
     assert occupancy == [1, 0]
 
 
-def test_given_no_idempotency_key_when_dialing_then_400_and_nothing_is_reserved(
+def test_given_no_idempotency_key_when_dialing_then_422_and_nothing_is_reserved(
     aws: AwsResources, client: Client, simulator: Simulator, control: SimulatorControl
 ) -> None:
     connection = register(simulator, control, limit=1)
@@ -108,8 +108,9 @@ def test_given_no_idempotency_key_when_dialing_then_400_and_nothing_is_reserved(
         f"/api/connections/{connection.name}/calls", key=agent_key("acme", "ana"), json_body={"to": PEER}
     )
 
-    assert answer.status == 400
-    assert answer.json()["error"] == "idempotency_key_required"
+    # the header is a required parameter of the operation in the OpenAPI document
+    assert (answer.status, answer.json()["error"]) == (422, "validation_error")
+    assert "idempotency-key" in answer.json()["message"]
     assert connection.line().occupants == {}
     assert control.instance(connection.sim_id)["calls"] == []
 

@@ -23,7 +23,7 @@ from switchboard.calls.dynamo import ReconcileGate
 from switchboard.calls.on_demand import ReconcileOnDemand
 from switchboard.calls.reconcile import PER_SERVER_RATE
 from switchboard.calls.reconcile_queue import ReconcileQueue
-from switchboard.catalog.domain import Scope, Tenant
+from switchboard.catalog.domain import Number, Provider, Scope, Tenant
 from switchboard.core.errors import RateLimited
 from switchboard.core.settings import get_settings
 from switchboard.providers.base import ProviderCall
@@ -280,8 +280,26 @@ def test_the_schedule_fans_out_one_message_per_instance_in_batches(
     keys = []
     for tenant in ("acme", "globex"):  # the same names in both tenants: two sets of lines
         catalog.create_tenant(Tenant(tenant=tenant, owner_tag=tenant, name=tenant))
+        # an instance's provider and number are its tenant's (the instance's write checks them)
+        provider = Provider(
+            tenant=tenant,
+            id=f"prv_{tenant}",
+            name="zap",
+            kind="wuzapi",
+            base_url="https://zap.example",
+            webhook_secret_hint="…cret",
+        )
+        catalog.create_provider(provider)
+        catalog.create_number(Number(tenant=tenant, id=f"num_{tenant}", number="5511999990001", display_name="line"))
         for index in range(12):
-            line = instance(f"line-{index}", tenant=tenant, kind="calls", provider_instance_id=f"{tenant}-{index}")
+            line = instance(
+                f"line-{index}",
+                tenant=tenant,
+                kind="calls",
+                provider_id=provider.id,
+                number_id=f"num_{tenant}",
+                provider_instance_id=f"{tenant}-{index}",
+            )
             catalog.put_instance(line, None)
             keys.append(line.key)
 
@@ -290,7 +308,8 @@ def test_the_schedule_fans_out_one_message_per_instance_in_batches(
     assert answer == {"instances": 24}
     assert batches == [10, 10, 4]
     assert sorted(delays) == sorted(keys)
-    # One provider server: PER_SERVER_RATE of its instances each second; the first second's are visible now.
-    assert sorted(Counter(delays.values()).values()) == [4] + [PER_SERVER_RATE] * 4
+    # Each tenant's own provider server, 12 lines each: PER_SERVER_RATE of a server's instances each
+    # second (seconds 0, 1 and 2 of each); the first second's are visible now.
+    assert sorted(Counter(delays.values()).values()) == [4] + [2 * PER_SERVER_RATE] * 2
     queued = [json.loads(message["Body"])["instance"] for message in aws.queue_messages("ReconcileQueue")]
     assert sorted(queued) == sorted(key for key, delay in delays.items() if delay == 0)

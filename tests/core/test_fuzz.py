@@ -42,10 +42,12 @@ EXAMPLES_PER_MODE = 2  # with both modes, each key scope once per operation
 DEEP = 5000
 # What API Gateway answers itself, before any function runs (HTTP APIs cannot change these bodies).
 GATEWAY_BODIES = {
+    400: {"message": "Bad Request"},  # a path whose percent-decoding fails
     401: {"message": "Unauthorized"},
     403: {"message": "Forbidden"},
     413: {"message": "Request Entity Too Large"},
     429: {"message": "Too Many Requests"},
+    431: {"message": "Request Header Fields Too Large"},
 }
 HOSTILE_PATH_VALUES = ["%00", "%C3%28", "a" * 2000, "%E2%80%AE", "..%2F..", "%0D%0Ax"]
 HOSTILE_QUERY_VALUES = ["%00", "%C3%28", "x" * 5000, "9" * 400, "1e999"]

@@ -74,7 +74,7 @@ def test_every_route_of_the_template_is_served_by_its_function_and_every_served_
     assert not mismatches, mismatches
 
 
-def test_a_request_no_route_matches_goes_to_the_docs_function_without_a_key_and_gets_our_not_found(
+def test_a_request_no_route_matches_goes_to_the_docs_function_without_a_key_and_gets_our_answer(
     aws: AwsResources, http_api: HttpApi
 ) -> None:
     unmatched = [
@@ -87,13 +87,19 @@ def test_a_request_no_route_matches_goes_to_the_docs_function_without_a_key_and_
         (DOCS_FUNCTION, "ANY", "NONE")
     ]
 
-    # an unknown path, a known path with another method, the root: none reaches a route's code
-    answers = [
-        http_api.handle("GET", "/api/nope"),
-        http_api.handle("DELETE", "/api/messages", headers={"authorization": "Bearer sb_live_x"}),
-        http_api.handle("GET", "/"),
-    ]
+    # an unknown path, the root: none reaches a route's code
+    answers = [http_api.handle("GET", "/api/nope"), http_api.handle("GET", "/")]
+    # a known path with another method (HEAD included: an HTTP API routes it like any method)
+    other_method = http_api.handle("DELETE", "/api/messages", headers={"authorization": "Bearer sb_live_x"})
+    head = http_api.handle("HEAD", "/api/numbers/num_1", headers={"authorization": "Bearer sb_live_x"})
 
     assert [(answer.status, answer.json()) for answer in answers] == [
         (404, {"error": "not_found", "message": "no such route"})
-    ] * 3
+    ] * 2
+    assert (other_method.status, other_method.headers["allow"], other_method.json()["error"]) == (
+        405,
+        "POST",
+        "method_not_allowed",
+    )
+    assert (head.status, head.headers["allow"], head.body) == (405, "DELETE, GET, PATCH", b"")
+    assert int(head.headers["content-length"]) > 0  # the length of the body it leaves out

@@ -100,8 +100,9 @@ def test_duplicates_foreign_numbers_and_bad_reorders_are_refused_with_clear_code
     )
 
     assert (duplicate.status, duplicate.json()["error"]) == (409, "number_already_in_pool")
-    assert (foreign.status, foreign.json()["error"]) == (404, "number_not_found")
-    assert (missing.status, missing.json()["error"]) == (404, "number_not_found")
+    assert (foreign.status, foreign.json()["error"]) == (422, "unknown_number")
+    assert (missing.status, missing.json()["error"]) == (422, "unknown_number")
+    assert foreign.json()["message"] == missing.json()["message"]  # another tenant's is not told apart
     assert (not_permutation.status, not_permutation.json()["error"]) == (400, "not_a_permutation")
     assert (repeated.status, repeated.json()["error"]) == (400, "not_a_permutation")
     assert (not_in_pool.status, not_in_pool.json()["error"]) == (404, "number_not_in_pool")

@@ -13,7 +13,7 @@ import pytest
 
 from switchboard import bootstrap
 from switchboard.catalog.domain import MAX_POOL_SIZE
-from switchboard.core.errors import NotFound
+from switchboard.core.errors import UnknownReference
 from switchboard.pool.domain import Pool
 from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import PoolService, SendingConfigSource
@@ -130,8 +130,8 @@ def test_a_number_deleted_while_it_is_being_added_is_not_added(client: Client, m
     )
     admin = builders.admin(world.tenant.owner_tag)
 
-    with pytest.raises(NotFound) as refused:
+    with pytest.raises(UnknownReference) as refused:
         service.add(admin, world.send_key_id, doomed)
 
-    assert refused.value.code == "number_not_found"
+    assert refused.value.code == "unknown_number"
     assert stored_pool(world).number_ids() == [world.numbers[NUMBERS[0]]]

@@ -94,7 +94,9 @@ class Client:
         headers: dict[str, str] | None = None,
     ) -> HttpResponse:
         raw_path, _, query = path.partition("?")
-        all_headers = {"content-type": "application/json", **(headers or {})}
+        # header names are case-insensitive: a caller's own Content-Type replaces the default one
+        given = {name.lower(): value for name, value in (headers or {}).items()}
+        all_headers = {"content-type": "application/json", **given}
         if key is not None:
             all_headers["authorization"] = f"Bearer {key}"
         payload = body if body is not None else (b"" if json_body is None else json.dumps(json_body).encode())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
@@ -73,8 +73,16 @@ DIAL_ANSWERS: dict[int, OpenAPIResponse] = {
 }
 
 
-def _idempotency_key() -> str:
-    key = router.current_event.headers.get("idempotency-key")
+IdempotencyKey = Annotated[
+    str,
+    Header(
+        alias="idempotency-key",
+        description="Required: a retry of a dial with the same key is the same dial (1..128 printable ASCII).",
+    ),
+]
+
+
+def _idempotency_key(key: str) -> str:
     if not key:
         raise InvalidInput("the Idempotency-Key header is required to dial", code="idempotency_key_required")
     if not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key):
@@ -88,14 +96,16 @@ def _idempotency_key() -> str:
     tags=["call control"],
     responses={**DIAL_ANSWERS, **DIAL_ERRORS},
 )
-def dial(dialing: Dialing, instance: InstancePath, body: DialCall, principal: Agent) -> Response[DialView]:
+def dial(
+    dialing: Dialing, instance: InstancePath, body: DialCall, idempotency_key: IdempotencyKey, principal: Agent
+) -> Response[DialView]:
     """Dial `to` from this connection (header `Idempotency-Key` required: a retry with it is the same dial).
 
     201 with the call; 202 `pending` when the provider's answer was lost (the slot stays reserved;
     retry with the same key); 409 `line_busy` with the limit and the occupants; 409
     `instance_disconnected`.
     """
-    outcome = dialing.dial(principal, instance, body.to, body.video, _idempotency_key())
+    outcome = dialing.dial(principal, instance, body.to, body.video, _idempotency_key(idempotency_key))
     view = DialView.of(outcome)
     return Response(
         status_code=202 if outcome.call is None else 201,

@@ -45,7 +45,7 @@ from switchboard.core.dynamo import (
     tenant_index,
     to_item,
 )
-from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFound
+from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFound, UnknownReference
 
 NOT_EXISTS = "attribute_not_exists(pk)"
 ADMIN_COUNT_SK = "ADMINKEYS"
@@ -92,6 +92,8 @@ class CatalogRepository:
         ]
         if _is_admin(key.scopes):
             writes.append(self._admin_count_change(key.tenant, +1))
+        if key.default_number:
+            writes.append(self._number_digits_owned(key.tenant, key.default_number))
         self._write_counting_admins(key.tenant, lambda: writes, AlreadyExists("API key already exists"))
 
     def principal_for_digest(self, digest: str) -> Principal | None:
@@ -127,6 +129,9 @@ class CatalogRepository:
             ]
             if was_admin != _is_admin(key.scopes):
                 changes.append(self._admin_count_change(key.tenant, -1 if was_admin else +1))
+            # A default number is checked when it is set; one deleted since does not block other edits.
+            if key.default_number and key.default_number != current.get("default_number"):
+                changes.append(self._number_digits_owned(key.tenant, key.default_number))
             return changes
 
         self._write_counting_admins(key.tenant, writes, NotFound("API key not found"))
@@ -190,11 +195,12 @@ class CatalogRepository:
         for _ in range(KEY_WRITE_ATTEMPTS):
             items = writes()
             try:
-                self._client.transact_write_items(TransactItems=items)
+                self._client.transact_write_items(TransactItems=_sendable(items))
             except ClientError as error:
                 codes = cancellation_codes(error)
                 if "ConditionalCheckFailed" not in codes:
                     raise
+                _raise_refused_reference(items, codes, error)
                 count_refused = any(
                     code == "ConditionalCheckFailed" and item.get("Update", {}).get("Key") == counted
                     for item, code in zip(items, codes, strict=False)
@@ -385,6 +391,10 @@ class CatalogRepository:
                 writes.append({"Delete": {"TableName": self._name, "Key": old_binding}})
         providers = {instance.provider_id, *([previous.provider_id] if previous else [])}
         writes += [self._bump(provider_id) for provider_id in sorted(providers)]
+        writes += [
+            self._owned_check(entity_key("PROVIDER", instance.provider_id), instance.tenant, "providerId", "provider"),
+            self._owned_check(entity_key("NUMBER", instance.number_id), instance.tenant, "numberId", "number"),
+        ]
         self._transact(writes, AlreadyExists("instance name or provider binding already in use"))
 
     def _instance_indexes(self, instance: Instance) -> dict[str, str]:
@@ -524,12 +534,50 @@ class CatalogRepository:
         }
 
     def _transact(self, writes: list[dict[str, Any]], on_condition: Exception) -> None:
+        """One transaction; a refused reference check (`_owned_check`) is its UnknownReference, any
+        other refused condition `on_condition`."""
         try:
-            self._client.transact_write_items(TransactItems=writes)
+            self._client.transact_write_items(TransactItems=_sendable(writes))
         except ClientError as error:
-            if "ConditionalCheckFailed" in cancellation_codes(error):
+            codes = cancellation_codes(error)
+            if "ConditionalCheckFailed" in codes:
+                _raise_refused_reference(writes, codes, error)
                 raise on_condition from error
             raise
+
+    def _owned_check(self, key: dict[str, str], tenant: str, field: str, what: str) -> dict[str, Any]:
+        """A transaction entry that holds only while `key` is an item of `tenant`: the object a
+        body's `field` names. Refused, the transaction raises UnknownReference (422), whether the
+        object is missing or another tenant's (never told apart)."""
+        return {
+            "ConditionCheck": {
+                "TableName": self._name,
+                "Key": key,
+                "ConditionExpression": "tenant = :tenant",
+                "ExpressionAttributeValues": {":tenant": tenant},
+            },
+            REFERENCE: (field, what),
+        }
+
+    def _number_digits_owned(self, tenant: str, digits: str) -> dict[str, Any]:
+        """The tenant has a number with these digits (its uniqueness item exists): a `defaultNumber`."""
+        return self._owned_check(_digits_key(tenant, digits), tenant, "defaultNumber", "number")
+
+
+# Marks a transaction entry built by `_owned_check` with the body field it checks; removed before
+# the transaction is sent (`_sendable`).
+REFERENCE = "__reference__"
+
+
+def _sendable(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{name: part for name, part in item.items() if name != REFERENCE} for item in items]
+
+
+def _raise_refused_reference(items: list[dict[str, Any]], codes: list[str], error: ClientError) -> None:
+    for item, code in zip(items, codes, strict=False):
+        if code == "ConditionalCheckFailed" and REFERENCE in item:
+            field, what = item[REFERENCE]
+            raise UnknownReference(f"{field} names no {what} of this tenant", code=f"unknown_{what}") from error
 
 
 _INSTANCE_CONFIGURATION = (

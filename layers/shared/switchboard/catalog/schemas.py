@@ -292,7 +292,9 @@ class PutInstance(Body):
     kind: Literal["messages", "calls"] = "messages"
     owner_tag: OwnerTag | None = None
     spamguard_enabled: bool = Field(default=False, description=SPAMGUARD_ENABLED)
-    inbox_id: Annotated[int, Field(ge=1)] | None = Field(default=None, description=INBOX_ID)
+    # The same Chatwoot inbox id as a downstream's `downstreamInboxId`, with the same bound: a
+    # JavaScript client (the console) reads numbers above 2^53 wrong.
+    inbox_id: Annotated[int, Field(ge=1, lt=2**53)] | None = Field(default=None, description=INBOX_ID)
     events_webhook_url: HttpUrl | None = Field(default=None, description=EVENTS_WEBHOOK_URL)
 
 

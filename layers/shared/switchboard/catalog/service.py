@@ -335,12 +335,11 @@ class CatalogService:
         (another provider or `providerInstanceId`), its connection state starts over as
         DISCONNECTED. A new instance, a new binding or a new token is then read from its provider
         (best effort: a provider that cannot answer leaves the state to the reconciliation).
-        Raises InvalidInput."""
+        Raises InvalidInput, or UnknownReference when the provider or the number is not the
+        tenant's (checked by the write)."""
         configuration = dict(configuration or {})
         if configuration.get("events_webhook_url"):
             check_outbound_url(configuration["events_webhook_url"], local_mode=self._local_mode)
-        self._repository.get_provider(principal.tenant, provider_id)
-        self._repository.get_number(principal.tenant, number_id)
         if owner_tag not in (None, principal.tenant):
             raise InvalidInput("ownerTag must be your own tenant's tag, or null for the global downstream")
         previous = self._repository.find_instance(instance_key(principal.tenant, name))

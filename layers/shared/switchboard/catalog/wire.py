@@ -6,14 +6,19 @@ the catalog's own bodies and views at cold start."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
-from pydantic import AfterValidator, ConfigDict, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, StringConstraints, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from switchboard.catalog.domain import INSTANCE_NAME_PATTERN, OWNER_TAG_PATTERN, PHONE_PATTERN
 from switchboard.core import model as core_model
-from switchboard.core.model import Model
+from switchboard.core.model import Model, storable_bounds, storable_number_problem
+
+if TYPE_CHECKING:
+    from pydantic import GetJsonSchemaHandler
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import CoreSchema
 
 
 def _digits(phone: str) -> str:
@@ -30,15 +35,37 @@ HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_len
 
 
 class Body(Model):
-    """Strict camelCase input: unknown fields are refused, types are not coerced."""
+    """Strict camelCase input: unknown fields are refused, types are not coerced.
+
+    Every number of every body, in any field (nested lists and maps included), is one a DynamoDB
+    item holds exactly (`core.model.storable_number_problem`): a whole number within 64 bits, any
+    other number 0 or between 1E-130 and 1E126 in magnitude. A field needs no bounds of its own for
+    that, and the OpenAPI document states the same ranges (`storable_bounds`)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True, defer_build=True
     )
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _storable_numbers(cls, value: Any) -> Any:
+        problem = storable_number_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        storable_bounds(handler.resolve_ref_schema(schema))
+        return schema
+
 
 class PatchBody(Body):
-    """A partial update: an absent field is left alone; `null` clears it, where clearing makes sense."""
+    """A partial update: an absent field is left alone; `null` clears it, where clearing makes sense.
+
+    A field named in `not_nullable` may be left out but never be null; the document says so (it is
+    not nullable there and has no default)."""
 
     not_nullable: ClassVar[tuple[str, ...]] = ()
 
@@ -48,6 +75,21 @@ class PatchBody(Body):
             if name in self.model_fields_set and getattr(self, name) is None:
                 raise ValueError(f"{to_camel(name)} cannot be null")
         return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        schema = super().__get_pydantic_json_schema__(core_schema, handler)
+        properties = handler.resolve_ref_schema(schema).get("properties", {})
+        for name in cls.not_nullable:
+            field = properties.get(to_camel(name))
+            if field is None:
+                continue
+            field.pop("default", None)
+            branches = [branch for branch in field.get("anyOf", ()) if branch.get("type") != "null"]
+            if len(branches) == 1 and "anyOf" in field:
+                del field["anyOf"]
+                field.update(branches[0])
+        return schema
 
 
 class View(Model):

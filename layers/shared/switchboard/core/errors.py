@@ -75,6 +75,19 @@ class PayloadTooLarge(SwitchboardError):
     code = "payload_too_large"
 
 
+class UnsupportedMediaType(SwitchboardError):
+    """A body whose Content-Type is none the route reads, or a body without one."""
+
+    code = "unsupported_media_type"
+
+
+class UnknownReference(SwitchboardError):
+    """A body names an object of the caller's tenant that does not exist there (another
+    tenant's included, without saying so): the request itself is fine, what it points at is not."""
+
+    code = "unknown_reference"
+
+
 class UnsupportedByProvider(SwitchboardError):
     """The provider server does not announce the capability the request needs."""
 

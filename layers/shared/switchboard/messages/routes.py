@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.catalog.domain import Principal, Scope
@@ -37,6 +37,13 @@ Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ID = Annotated[str, Path(max_length=64)]
 Sender = Annotated[Principal, Depends(requires(router, Scope.SEND))]
 Reader = Annotated[Principal, Depends(requires(router, Scope.SEND, Scope.ADMIN))]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="idempotency-key",
+        description="Retry safely: the same key and body answer the same message for 24 h (1..255 printable ASCII).",
+    ),
+]
 
 
 @router.post(
@@ -45,7 +52,9 @@ Reader = Annotated[Principal, Depends(requires(router, Scope.SEND, Scope.ADMIN))
     tags=["messages"],
     responses=documented(400, 401, 403, 409, 422, 500),
 )
-def send_message(messages: Messages, body: SendMessage, principal: Sender) -> AcceptedView:
+def send_message(
+    messages: Messages, body: SendMessage, principal: Sender, idempotency_key: IdempotencyKey = None
+) -> AcceptedView:
     """Queue a text message; it leaves through the key's default number or its pool.
 
     Send an `Idempotency-Key` header (kept 24 h per API key) to retry safely: the same key and
@@ -56,7 +65,6 @@ def send_message(messages: Messages, body: SendMessage, principal: Sender) -> Ac
     connected waits (status WAITING, client webhook `message.waiting`) and is tried again until
     it leaves or its validity ends (FAILED `expired`); without it, it fails at once.
     """
-    idempotency_key = router.current_event.headers.get("idempotency-key")
     if idempotency_key is not None and not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, idempotency_key):
         raise InvalidInput(
             "Idempotency-Key must be 1 to 255 printable ASCII characters", code="invalid_idempotency_key"

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from switchboard.catalog.domain import MAX_POOL_SIZE, Instance, PacingOverride, new_id, utcnow
-from switchboard.core.errors import AlreadyExists, Conflict, InvalidInput, NotFound
+from switchboard.core.errors import AlreadyExists, Conflict, InvalidInput, NotFound, UnknownReference
 from switchboard.core.model import Model
 from switchboard.providers.kinds import ProviderKind
 
@@ -31,6 +31,11 @@ class PoolEntry(Model):
     id: str
     number_id: str
     added_at: datetime = Field(default_factory=utcnow)
+
+
+def unknown_pool_number() -> UnknownReference:
+    """A pool entry naming a number the tenant does not have (missing, or another tenant's)."""
+    return UnknownReference("whatsappNumberId names no number of this tenant", code="unknown_number")
 
 
 class Pool(Model):

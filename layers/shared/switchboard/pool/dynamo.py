@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, cancellation_codes, entity_key, from_item, to_item
 from switchboard.core.errors import NotFound, PoolChanged
-from switchboard.pool.domain import Pool, Ticket
+from switchboard.pool.domain import Pool, Ticket, unknown_pool_number
 
 POOL_SK = "POOL"
 COUNTER_IDLE_SECONDS = 24 * 3600
@@ -75,8 +75,8 @@ class PoolRepository:
         and, when a number is being `adding`, that number still exists in the tenant too (a
         deletion racing the add must not leave an entry behind).
 
-        Raises NotFound (the key or the added number is gone, or not the tenant's) or PoolChanged
-        (lost the race).
+        Raises NotFound (the key is gone, or not the tenant's), UnknownReference (the added number
+        is) or PoolChanged (lost the race).
         """
         saved = pool.model_copy(update={"version": expected_version + 1})
         same_version = (
@@ -116,7 +116,7 @@ class PoolRepository:
             if codes and codes[0] == "ConditionalCheckFailed":
                 raise NotFound("API key not found") from error
             if len(codes) > 2 and codes[2] == "ConditionalCheckFailed":
-                raise NotFound("number not found", code="number_not_found") from error
+                raise unknown_pool_number() from error
             if "ConditionalCheckFailed" in codes:
                 raise PoolChanged("the pool changed meanwhile; read it again") from error
             raise

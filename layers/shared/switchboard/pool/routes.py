@@ -38,8 +38,8 @@ def list_pool(pool: Pool, key_id: ID, principal: Admin) -> list[PoolEntryView]:
 
 @router.post("/api/api-keys/<key_id>/pool", status_code=201, tags=["number pool"], responses=ERRORS)
 def add_to_pool(pool: Pool, key_id: ID, body: AddPoolNumber, principal: Admin) -> PoolEntryView:
-    """Append a number of this tenant (at most 10): 404 `number_not_found`, 409 `number_already_in_pool`,
-    409 `pool_full`."""
+    """Append a number of this tenant (at most 10): 422 `unknown_number` for a number the tenant does
+    not have, 409 `number_already_in_pool`, 409 `pool_full`."""
     return PoolEntryView.of(pool.add(principal, key_id, body.whatsapp_number_id))
 
 

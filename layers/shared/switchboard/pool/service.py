@@ -19,7 +19,15 @@ from switchboard.core.bus import POOL_CHANGED
 from switchboard.core.errors import NotFound, PoolChanged
 from switchboard.core.model import Model
 from switchboard.core.ports import Publisher
-from switchboard.pool.domain import NumberRoutes, Pool, PoolEntry, Route, SelectionMode, SendingConfig
+from switchboard.pool.domain import (
+    NumberRoutes,
+    Pool,
+    PoolEntry,
+    Route,
+    SelectionMode,
+    SendingConfig,
+    unknown_pool_number,
+)
 from switchboard.providers.kinds import spec_for
 
 SAVE_ATTEMPTS = 3
@@ -116,12 +124,13 @@ class PoolService:
         return [self._member(pool, entry, numbers[entry.number_id]) for entry in pool.entries]
 
     def add(self, principal: Principal, key_id: str, number_id: str) -> PoolMember:
-        """Append a number of the caller's tenant. Raises NotFound, AlreadyExists, Conflict."""
+        """Append a number of the caller's tenant. Raises NotFound (the key), UnknownReference (the
+        number is not the tenant's; the pool's write checks it again), AlreadyExists, Conflict."""
         self._catalog.get_api_key(principal.tenant, key_id)
         try:
             number = self._catalog.get_number(principal.tenant, number_id)
         except NotFound as exc:
-            raise NotFound("number not found", code="number_not_found") from exc
+            raise unknown_pool_number() from exc
         added: list[PoolEntry] = []
 
         def change(pool: Pool) -> Pool:

@@ -8,13 +8,19 @@ from switchboard.catalog.wire import Body, View
 from switchboard.quotas.domain import QuotaOverrides
 from switchboard.quotas.service import QuotaReport
 
+# One request every 1,000 s. A bucket stores how far ahead it may run, in microseconds: the burst
+# times the microseconds between two tokens (`quotas.domain.Bucket`), which for a rate like 1E-130
+# outgrows any DynamoDB number (every request then failed). Below this floor a tenant is switched
+# off rather than throttled, so the floor costs nobody a real setting.
+MIN_RATE = 0.001
+
 
 class PutQuotas(Body):
     """A tenant's overrides, replacing the current ones: an absent or null field takes the default."""
 
-    requests_per_second: float | None = Field(default=None, gt=0, le=10_000)
+    requests_per_second: float | None = Field(default=None, ge=MIN_RATE, le=10_000)
     burst: int | None = Field(default=None, ge=1, le=100_000)
-    key_requests_per_second: float | None = Field(default=None, gt=0, le=10_000)
+    key_requests_per_second: float | None = Field(default=None, ge=MIN_RATE, le=10_000)
     key_burst: int | None = Field(default=None, ge=1, le=100_000)
     messages_per_day: int | None = Field(default=None, ge=0, le=1_000_000_000)
 

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.wire import InstanceName, OwnerTag
 from switchboard.core.api.auth import requires
-from switchboard.core.api.body import parse_json
-from switchboard.core.api.errors import documented
+from switchboard.core.api.body import JSON, check_media_type, parse_json
+from switchboard.core.api.errors import NO_API_KEY, documented
 from switchboard.core.errors import InvalidInput, Unauthenticated
 from switchboard.core.observability import metrics
 from switchboard.core.settings import get_settings
@@ -37,8 +37,8 @@ Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 @router.post(
     "/api/tenants/<owner_tag>/instances/<name>/webhook",
     tags=["outgoing"],
-    responses=documented(400, 401, 422),
-    security=[],
+    responses=documented(400, 401, 415, 422),
+    openapi_extensions=NO_API_KEY,
 )
 def outgoing_webhook(
     outbox: Outbox, owner_tag: Annotated[OwnerTag, Path()], name: Annotated[InstanceName, Path()]
@@ -57,6 +57,8 @@ def outgoing_webhook(
     except Unauthenticated:
         metrics.add_metric(name="RepliesRejected", unit=MetricUnit.Count, value=1)
         raise
+    # Chatwoot posts its webhooks as JSON (`Webhooks::Trigger`: `content_type: :json`).
+    check_media_type(event.headers.get("content-type"), event.body, {JSON})
     try:
         payload = OutgoingWebhook.model_validate(parse_json(router.current_event.decoded_body or ""))
     except (ValueError, ValidationError) as exc:

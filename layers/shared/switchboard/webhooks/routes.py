@@ -12,7 +12,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import StringConstraints
 
-from switchboard.core.api.errors import documented
+from switchboard.core.api.body import FORM, JSON, check_media_type
+from switchboard.core.api.errors import NO_API_KEY, documented
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import metrics
 from switchboard.providers.base import WebhookRequest
@@ -22,6 +23,9 @@ from switchboard.webhooks.wiring import ingest_service
 router = APIGatewayHttpRouter()
 Ingest = Annotated[IngestService, Depends(ingest_service)]
 ProviderId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+# wuzapi posts JSON (`WEBHOOK_FORMAT=json`) or `application/x-www-form-urlencoded` (its default
+# form mode), Evolution API JSON (axios), the Meta Cloud API JSON, the calls-capable server JSON.
+WEBHOOK_MEDIA_TYPES = frozenset({JSON, FORM})
 METRIC_BY_OUTCOME = {
     "applied": "WebhookEventsAccepted",
     "duplicate": "WebhookEventsDuplicate",
@@ -33,8 +37,8 @@ METRIC_BY_OUTCOME = {
 @router.post(
     "/webhooks/<provider_id>",
     tags=["provider webhooks"],
-    responses=documented(400, 401, 404, 413, 500),
-    security=[],
+    responses=documented(400, 401, 404, 413, 415, 500),
+    openapi_extensions=NO_API_KEY,
 )
 def receive_webhook(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) -> IngestResult:
     """A provider's webhook, in its own format and authenticated its own way: wuzapi (JSON or
@@ -46,10 +50,13 @@ def receive_webhook(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) 
     one arriving while another delivery of the same event is applying it `in_flight` (durable
     already: that delivery, the provider's retry or the sweep of pending events applies it), an
     event that cannot be mapped (media, reactions, groups) `ignored` with its reason. Always 200,
-    never another 2xx: the Meta Cloud API retries anything else.
+    never another 2xx: the Meta Cloud API retries anything else. A body is JSON or a form (wuzapi's
+    form mode), with its Content-Type (415 otherwise): what every provider kind sends.
     """
+    request = _request(router.current_event)
     try:
-        result = ingest.receive(provider_id, _request(router.current_event))
+        check_media_type(request.headers.get("content-type"), request.body, WEBHOOK_MEDIA_TYPES)
+        result = ingest.receive(provider_id, request)
     except SwitchboardError:
         metrics.add_metric(name="WebhookEventsRejected", unit=MetricUnit.Count, value=1)
         raise
@@ -63,7 +70,7 @@ def receive_webhook(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) 
     "/webhooks/<provider_id>",
     tags=["provider webhooks"],
     responses=documented(403, 404),
-    security=[],
+    openapi_extensions=NO_API_KEY,
 )
 def verify_subscription(ingest: Ingest, provider_id: Annotated[ProviderId, Path()]) -> Response[str]:
     """The Meta Cloud API's subscription check: answers `hub.challenge` as text when `hub.mode` is

@@ -7,10 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
-from aws_lambda_powertools.event_handler.openapi.exceptions import (
-    RequestUnsupportedContentType,
-    RequestValidationError,
-)
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from switchboard.core import errors
@@ -26,6 +23,8 @@ STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
     (errors.Conflict, HTTPStatus.CONFLICT),
     (errors.IdempotencyKeyReused, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (errors.UnsupportedMediaType, HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
+    (errors.UnknownReference, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.RateLimited, HTTPStatus.TOO_MANY_REQUESTS),
     (errors.UnsupportedByProvider, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.ProviderLineBusy, HTTPStatus.CONFLICT),
@@ -37,6 +36,25 @@ STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
 class ErrorBody(Model):
     error: str
     message: str
+
+
+class GatewayAnswer(Model):
+    """An answer API Gateway writes itself, before switchboard runs; an HTTP API cannot change its
+    body: 400 `Bad Request` for a path whose percent-decoding fails, the authorizer's 401
+    `Unauthorized`, 413 over its 10 MB payload limit, the throttle's 429 `Too Many Requests`."""
+
+    message: str
+
+
+# The statuses API Gateway itself may answer on a route, in its own body.
+GATEWAY_STATUSES = frozenset(
+    {
+        HTTPStatus.BAD_REQUEST,
+        HTTPStatus.UNAUTHORIZED,
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        HTTPStatus.TOO_MANY_REQUESTS,
+    }
+)
 
 
 def status_for(error: errors.SwitchboardError) -> HTTPStatus:
@@ -75,12 +93,6 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
         detail = "; ".join(_describe(problem) for problem in problems) or "invalid request"
         return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", detail)
 
-    @app.exception_handler(RequestUnsupportedContentType)
-    def unsupported_media_type(_: RequestUnsupportedContentType) -> Response:
-        return error_response(
-            HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", "the body must be application/json"
-        )
-
     @app.exception_handler(UnicodeDecodeError)
     def invalid_encoding(_: UnicodeDecodeError) -> Response:
         return error_response(HTTPStatus.BAD_REQUEST, "invalid_encoding", "the body is not valid UTF-8")
@@ -100,6 +112,11 @@ def _describe(problem: dict[str, Any]) -> str:
     return f"{location}: {message}" if location else str(message)
 
 
+# What a route that takes no API key declares (`openapi_extensions=NO_API_KEY`): the provider
+# webhooks and the helpdesk's reply webhook, authenticated their own way. Powertools drops a
+# route's `security=[]`, and the document-wide bearer key would then be documented on them.
+NO_API_KEY: dict[str, Any] = {"security": []}
+
 # RFC 9110's names, which Python adopted only in 3.13: the document must not depend on the
 # interpreter that generated it.
 _PHRASES = {413: "Content Too Large", 422: "Unprocessable Content"}
@@ -107,13 +124,16 @@ _PHRASES = {413: "Content Too Large", 422: "Unprocessable Content"}
 
 def documented(*statuses: int) -> dict[int, OpenAPIResponse]:
     """OpenAPI `responses` for the error statuses a route can answer. A route that takes an API
-    key (401) also answers 429: every such request is counted against its key's and tenant's rate."""
+    key (401) also answers 429: every such request is counted against its key's and tenant's rate.
+    Where API Gateway may answer the status itself (400, 401, 413, 429), its body is documented too."""
     if HTTPStatus.UNAUTHORIZED in statuses and HTTPStatus.TOO_MANY_REQUESTS not in statuses:
         statuses = (*statuses, int(HTTPStatus.TOO_MANY_REQUESTS))
     return {
         status: {
             "description": _PHRASES.get(status) or HTTPStatus(status).phrase,
-            "content": {"application/json": {"model": ErrorBody}},
+            "content": {
+                "application/json": {"model": ErrorBody | GatewayAnswer if status in GATEWAY_STATUSES else ErrorBody}
+            },
         }
         for status in statuses
     }
