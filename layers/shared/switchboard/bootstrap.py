@@ -13,7 +13,7 @@ from switchboard.calls.wiring import call_repository, call_service, dialing_serv
 from switchboard.catalog.wiring import catalog_repository, catalog_service
 from switchboard.core.components import reset
 from switchboard.core.wiring import client, secrets, session, table
-from switchboard.live.wiring import connection_service, live_repository, ticket_service
+from switchboard.live.wiring import connection_service, live_access, live_grants, live_repository, ticket_service
 from switchboard.live.wiring import notifier as live_notifier
 from switchboard.messages.wiring import (
     client_webhook_deliverer,
@@ -55,6 +55,8 @@ __all__ = [
     "forward_once",
     "ingest_service",
     "line_repository",
+    "live_access",
+    "live_grants",
     "live_notifier",
     "live_repository",
     "message_service",

@@ -11,6 +11,7 @@ from switchboard.core.wiring import secrets, table
 
 if TYPE_CHECKING:
     from switchboard.catalog.dynamo import CatalogRepository
+    from switchboard.catalog.ports import GrantChanges
     from switchboard.catalog.service import CatalogService
 
 
@@ -25,4 +26,19 @@ def catalog_repository() -> CatalogRepository:
 def catalog_service() -> CatalogService:
     from switchboard.catalog.service import CatalogService
 
-    return CatalogService(catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
+    settings = get_settings()
+    return CatalogService(
+        catalog_repository(),
+        secrets(),
+        audit_log(),
+        local_mode=settings.local_mode,
+        grant_changes=_live_access() if settings.live_management_url else None,
+    )
+
+
+def _live_access() -> GrantChanges:
+    """Live connections are closed when their key is revoked or changed (a deployment without a
+    live WebSocket API has none)."""
+    from switchboard.live.wiring import live_access
+
+    return live_access()
