@@ -7,25 +7,25 @@ reservations of pending attempts, and nothing else (but the strays a replica wit
 admission would have written, which the next reconciliation must free).
 
 A replay is taken apart into what the dial service does (read the attempt, ask for the
-reservation, dial, bind): hypothesis then interleaves two replays of one key as threads might,
-with each step acting on what that replay read, stale or not.
+reservation, dial, bind or release): hypothesis then interleaves two or three replays of one key
+as threads might, with each step acting on what that replay read, stale or not.
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from switchboard import bootstrap
-from switchboard.call_limit.domain import Snapshot
+from switchboard.call_limit.domain import Line, Snapshot
 from switchboard.call_limit.dynamo import LineRepository, line_key
 from switchboard.calls.dialing import DialService
 from switchboard.calls.domain import LIVE_STATES, AttemptNotPending, DialAttempt, occupant_value, reservation_id
@@ -81,20 +81,31 @@ class CallsProvider:
         return list(self.calls.values())
 
 
+OUTCOMES = ("answered", "refused", "abandoned")  # what a replay's dial comes to
+STEPS = {
+    "answered": ("read", "reserve", "dial", "bind"),
+    "refused": ("read", "reserve", "refuse"),  # the provider refused it for good (its line busy)
+    "abandoned": ("read", "reserve"),  # the answer never came: the reservation is in doubt
+}
+
+
 @dataclass
 class Replay:
-    """One replay of a key in flight: the attempt as it read it, and the call its dial answered."""
+    """One replay of a key in flight, as the dial service runs it: what it read, and then."""
 
     key: str
-    read: DialAttempt
+    outcome: str
+    read: DialAttempt | None = None
     reserved: bool = False
     call_id: str | None = None
-    steps: list[str] = field(default_factory=list)
+    done: int = 0
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        return STEPS[self.outcome]
 
 
 class Occupancy(RuleBasedStateMachine):
-    replays = Bundle("replays")
-
     def __init__(self) -> None:
         super().__init__()
         self.line = instance(f"line-{uuid.uuid4().hex[:10]}", kind="calls", state="CONNECTED")
@@ -115,7 +126,7 @@ class Occupancy(RuleBasedStateMachine):
             targets,
             FakeReconcileQueue(),
             capabilities=lambda _: Capabilities(calls=True, calls_video=True),
-            refresh_limit=lambda _: self.repository.line(self.line.tenant, self.line.name),
+            refresh_limit=lambda line: Line(instance=line.name, tenant=line.tenant),
         )
         self.reconciler = Reconciler(catalog, self.repository, self.calls, targets, refresh_limit=lambda _: None)
         self.strays: set[str] = set()  # entries an old replica wrote, until a reconciliation
@@ -154,49 +165,46 @@ class Occupancy(RuleBasedStateMachine):
         with contextlib.suppress(LineBusy):  # a full line refuses, and is a fine state to go on from
             self.dialing.dial(agent(ATTENDANT), self.line.name, peer_of(key), False, key)
 
-    # --- one replay, step by step --------------------------------------------------------
+    # --- replays of one key at once ------------------------------------------------------
 
-    @rule(target=replays, key=st.sampled_from(KEYS))
-    def read_attempt(self, key: str) -> Replay:
-        """The replay stores or reads the attempt; a released one is reopened, as a retry does."""
-        attempt = self.attempt(key)
-        existing = self.repository.create_attempt(attempt)
-        read = existing or attempt
-        if read.state == "released":
-            self.repository.reopen_attempt(read)
-            read = read.model_copy(update={"state": "pending", "release_reason": None})
-        return Replay(key=key, read=read)
+    @rule(
+        key=st.sampled_from(KEYS),
+        outcomes=st.lists(st.sampled_from(OUTCOMES), min_size=2, max_size=3),
+        data=st.data(),
+    )
+    def replays_at_once(self, key: str, outcomes: list[str], data: st.DataObject) -> None:
+        """Two or three replays of one key, their steps interleaved in an order hypothesis picks
+        (as threads might run them), each step acting on what its own replay read."""
+        replays = [Replay(key=key, outcome=outcome) for outcome in outcomes]
+        turns = [index for index, replay in enumerate(replays) for _ in replay.steps]
+        for index in data.draw(st.permutations(turns)):
+            self.step(replays[index])
 
-    @rule(target=replays, replay=replays)
-    def read_at_the_same_time(self, replay: Replay) -> Replay:
-        """Another replay of the key that read the attempt at the same moment as `replay`."""
-        return Replay(key=replay.key, read=replay.read)
-
-    @rule(replay=replays)
-    def reserve(self, replay: Replay) -> None:
-        if replay.read.state != "pending" or replay.reserved:
+    def step(self, replay: Replay) -> None:
+        name = replay.steps[replay.done]
+        replay.done += 1
+        if name == "read":  # stores the attempt or reads it; a released one is reopened, as a retry does
+            existing = self.repository.create_attempt(self.attempt(replay.key))
+            replay.read = existing or self.attempt(replay.key)
+            if replay.read.state == "released":
+                self.repository.reopen_attempt(replay.read)
+                replay.read = replay.read.model_copy(update={"state": "pending", "release_reason": None})
+        elif replay.read is None or replay.read.state != "pending":
+            return  # it read the call already made: it answers with it and takes no slot
+        elif name == "reserve":
+            try:
+                self.repository.reserve(replay.read)
+            except (LineBusy, AttemptNotPending):
+                return
+            replay.reserved = True
+        elif not replay.reserved:
             return
-        try:
-            self.repository.reserve(replay.read)
-        except (LineBusy, AttemptNotPending):
-            return
-        replay.reserved = True
-
-    @rule(replay=replays)
-    def provider_answers(self, replay: Replay) -> None:
-        if replay.reserved and replay.call_id is None:
+        elif name == "dial":
             client, target = self.targets.target_for(self.line)
             replay.call_id = client.dial(target, peer_of(replay.key), False, replay.read.id).call_id
-
-    @rule(replay=consumes(replays))
-    def bind(self, replay: Replay) -> None:
-        if replay.call_id is not None:
+        elif name == "bind" and replay.call_id is not None:
             self.calls.bind_dial(self.line, replay.read, replay.call_id)
-
-    @rule(replay=consumes(replays))
-    def provider_refuses(self, replay: Replay) -> None:
-        """A definitive refusal (the provider's line busy) before any call: the reservation goes."""
-        if replay.reserved and replay.call_id is None:
+        elif name == "refuse":
             self.repository.release(replay.read, "provider_line_busy")
 
     # --- the provider's own facts ----------------------------------------------------------
