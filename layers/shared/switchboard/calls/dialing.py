@@ -129,7 +129,9 @@ class DialService:
                 replay = self._replay(instance, existing)
                 if replay is not None:
                     return replay
-                attempt = self._slots.get_attempt(instance.tenant, instance.name, existing.id) or existing
+                # Pending now (as read, or reopened by this replay or another): the reservation's
+                # own condition on the attempt's state tells if that is no longer so.
+                attempt = existing.model_copy(update={"state": "pending", "release_reason": None})
             try:
                 self._admit(instance, attempt)
             except AttemptNotPending:
