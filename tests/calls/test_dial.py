@@ -231,7 +231,7 @@ def test_given_a_full_line_when_dialing_then_409_line_busy_with_limit_and_occupa
     assert body["limit"] == 1
     assert [occupant["owner"] for occupant in body["occupants"]] == ["ana"]
     assert len(control.instance(connection.sim_id)["calls"]) == 1
-    assert connection.name in reconcile_requests(aws)
+    assert connection.key in reconcile_requests(aws)
 
 
 def test_given_the_provider_refuses_with_line_busy_then_the_reservation_is_released_and_reconciled(
@@ -246,7 +246,7 @@ def test_given_the_provider_refuses_with_line_busy_then_the_reservation_is_relea
 
     assert refused.value.details["limit"] == 1
     assert connection.line().occupants == {}
-    assert connection.name in reconcile_requests(aws)
+    assert connection.key in reconcile_requests(aws)
     report = bootstrap.reconciler().reconcile(connection.instance())
     assert report.active == 1
     assert list(connection.line().occupants) == [f"call#{connection.provider_id}#{connection.sim_id}#{incoming}"]

@@ -42,8 +42,11 @@ def test_given_limit_one_when_two_replicas_reserve_at_once_then_exactly_one_is_a
     served_aws: AwsResources, simulator: Simulator, control: SimulatorControl
 ) -> None:
     connection = register(simulator, control, limit=1, sim_limit=8)
+    attempts = [attempt_for(connection, f"a{index}", "k") for index in range(2)]
+    for attempt in attempts:
+        assert bootstrap.call_repository().create_attempt(attempt) is None
 
-    reserved = race(2, lambda index, replica: replica.repository.reserve(attempt_for(connection, f"a{index}", "k")))
+    reserved = race(2, lambda index, replica: replica.repository.reserve(attempts[index]))
     assert sorted(type(result).__name__ for result in reserved) == ["LineBusy", "bool"]
     assert connection.occupant_kinds() == ["reservation"]
 

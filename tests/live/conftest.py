@@ -30,14 +30,30 @@ def live(aws: AwsResources, monkeypatch: pytest.MonkeyPatch) -> AwsResources:
 
 @dataclass
 class ManagementApi:
-    """Stands in for the `apigatewaymanagementapi` client: records posts; some connections are gone."""
+    """Stands in for the `apigatewaymanagementapi` client: records posts and closes; some
+    connections are gone, some fail."""
 
     gone: set[str] = field(default_factory=set)
     broken: set[str] = field(default_factory=set)
     posts: dict[str, list[bytes]] = field(default_factory=dict)
+    closed: list[str] = field(default_factory=list)
+
+    def delete_connection(self, *, ConnectionId: str) -> dict[str, Any]:
+        if ConnectionId in self.gone or ConnectionId in self.closed:
+            raise ClientError(
+                {"Error": {"Code": "GoneException", "Message": ""}, "ResponseMetadata": {"HTTPStatusCode": 410}},
+                "DeleteConnection",
+            )
+        if ConnectionId in self.broken:
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": ""}, "ResponseMetadata": {"HTTPStatusCode": 500}},
+                "DeleteConnection",
+            )
+        self.closed.append(ConnectionId)
+        return {}
 
     def post_to_connection(self, *, ConnectionId: str, Data: bytes) -> dict[str, Any]:
-        if ConnectionId in self.gone:
+        if ConnectionId in self.gone or ConnectionId in self.closed:
             raise ClientError(
                 {"Error": {"Code": "GoneException", "Message": ""}, "ResponseMetadata": {"HTTPStatusCode": 410}},
                 "PostToConnection",

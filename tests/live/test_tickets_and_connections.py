@@ -90,7 +90,9 @@ def test_a_missing_unknown_or_expired_ticket_is_refused(sockets: Live, make_tena
     principal = bootstrap.catalog_service().authenticate(acme.admin)
     assert principal is not None
     issued = TicketService(repository, LIVE_URL).issue(principal)
-    later = ConnectionService(repository, repository, clock=lambda: utcnow() + timedelta(seconds=31))
+    later = ConnectionService(
+        repository, repository, bootstrap.live_grants(), clock=lambda: utcnow() + timedelta(seconds=31)
+    )
 
     assert sockets.connect("conn-1", None) == 401
     assert sockets.connect("conn-2", "not-a-ticket") == 401

@@ -1,8 +1,10 @@
 """Slot admission: throughput and DynamoDB requests per reservation, and exactness under contention.
 
 1. In-process moto: `CallRepository.reserve` on lines of limit 8 (admitted) and on full lines
-   (refused), counting every DynamoDB request with a botocore `before-call` hook. The shape is one
-   conditional UpdateItem, so the figure to see is exactly 1.0 request per reservation either way.
+   (refused), counting every DynamoDB request with a botocore `before-call` hook (the attempts are
+   stored first, uncounted: the dial stores its attempt before it asks for the slot). The shape
+   is one transaction (the attempt's state checked, the line updated), so the figure to see is
+   exactly 1.0 request per reservation either way; it writes 2 items, 4 write units.
 2. Contention: 50 threads, each with its own boto3 session and client, reserve at once on one line
    of limit 2, against the local stack's serialised DynamoDB endpoint (moto server behind one
    lock, `devstack.aws_endpoint.AwsEndpoint`); 20 rounds; each must admit exactly 2.
@@ -77,10 +79,15 @@ def in_process() -> None:
         requests: Counter[str] = Counter()
         table.meta.client.meta.events.register("before-call.dynamodb", lambda model, **_: requests.update([model.name]))
 
+        attempts = {line: [_attempt(line, index) for index in range(LIMIT + 1)] for line in lines}
+        for line_attempts in attempts.values():
+            for attempt in line_attempts:
+                repository.create_attempt(attempt)
+        requests.clear()
         started = time.perf_counter()
         for line in lines:
-            for index in range(LIMIT):
-                repository.reserve(_attempt(line, index))
+            for attempt in attempts[line][:LIMIT]:
+                repository.reserve(attempt)
         admitted_seconds = time.perf_counter() - started
         admitted = IN_PROCESS_LINES * LIMIT
         admitted_requests = dict(requests)
@@ -90,7 +97,7 @@ def in_process() -> None:
         started = time.perf_counter()
         for line in lines:
             try:
-                repository.reserve(_attempt(line, LIMIT))
+                repository.reserve(attempts[line][LIMIT])
             except LineBusy:
                 refused += 1
         refused_seconds = time.perf_counter() - started
@@ -141,9 +148,11 @@ def _round(line: str, tables: list[Any]) -> int:
 
     def reserve(index: int) -> None:
         repository = CallRepository(tables[index])
+        attempt = _attempt(line, index)
+        repository.create_attempt(attempt)
         barrier.wait()
         try:
-            repository.reserve(_attempt(line, index))
+            repository.reserve(attempt)
             outcome = "admitted"
         except LineBusy:
             outcome = "refused"

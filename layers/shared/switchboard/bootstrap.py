@@ -14,7 +14,7 @@ from switchboard.catalog.wiring import catalog_repository, catalog_service
 from switchboard.connection_state.wiring import connection_state_repository, connection_state_service, status_reads
 from switchboard.core.components import reset
 from switchboard.core.wiring import client, secrets, session, table
-from switchboard.live.wiring import connection_service, live_repository, ticket_service
+from switchboard.live.wiring import connection_service, live_access, live_grants, live_repository, ticket_service
 from switchboard.live.wiring import notifier as live_notifier
 from switchboard.messages.wiring import (
     client_webhook_deliverer,
@@ -58,6 +58,8 @@ __all__ = [
     "forward_once",
     "ingest_service",
     "line_repository",
+    "live_access",
+    "live_grants",
     "live_notifier",
     "live_repository",
     "message_service",

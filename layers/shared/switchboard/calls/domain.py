@@ -61,6 +61,11 @@ class StaleRecord(Exception):
     """The record (or the attempt it binds) changed since it was read: read again and decide again."""
 
 
+class AttemptNotPending(Exception):
+    """A reservation was asked for an attempt that is no longer pending (bound to its call or
+    released since it was read): read it again and replay what it became."""
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

@@ -7,14 +7,25 @@ Items, all in the partition of the instance's line (`pk = LINE#<instance key>`, 
 - a call record (`sk = CALL#<provider>#<provider instance id>#<callId>`), kept 30 days after its end;
   while live it is also in GSI2 under `LINE#<instance key>#LIVECALL`, so reconciliation reads live calls only.
 
-Admission is one conditional UpdateItem on the line (`size(occupants) < limit AND the id is not
-there yet`): exact under concurrency, idempotent by reservation id, one request. Every other
+Admission is one transaction of two items: a check that the attempt is still `pending`, and the
+conditional update of the line (`size(occupants) < limit AND the id is not there yet`): exact
+under concurrency, idempotent by reservation id, one request. The check is what makes a replay
+of the same Idempotency-Key that read the attempt before it was bound unable to reserve again:
+binding removes the reservation in the same transaction that marks the attempt `connected`, so
+without the check a late replay would put back a reservation nothing ever frees. Every other
 change of a record and of its line entry is one transaction conditioned on the record's
 revision, so the entry is always the projection of the record.
+
+DynamoDB cancels a transaction that meets another one in flight on the same item
+(`TransactionConflict`); the line is such an item for every dial, bind and release of a
+connection, so those transactions are tried again a few times after a short random pause.
 """
 
 from __future__ import annotations
 
+import random
+import time
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -23,10 +34,11 @@ from boto3.dynamodb.conditions import Key
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
-from switchboard.call_limit.domain import Line
+from switchboard.call_limit.domain import Line, Occupant
 from switchboard.call_limit.dynamo import line_from_item, line_key
 from switchboard.calls.domain import (
     Attachment,
+    AttemptNotPending,
     CallRecord,
     DialAttempt,
     LineNotReady,
@@ -34,10 +46,15 @@ from switchboard.calls.domain import (
     occupant_value,
 )
 from switchboard.core.dynamo import cancellation_codes, from_item, is_condition_failure, query_all, to_item
-from switchboard.core.errors import LineBusy
+from switchboard.core.errors import Conflict, LineBusy
 
 ATTEMPT_TTL = timedelta(days=2)
 ENDED_CALL_TTL = timedelta(days=30)
+# A conflict lasts as long as the other transaction (milliseconds): a few short random pauses
+# outlast it without holding a request for long.
+CONFLICT_ATTEMPTS = 5
+CONFLICT_PAUSE_SECONDS = 0.02
+BATCH_GET_KEYS = 100  # DynamoDB's limit per BatchGetItem
 _deserializer = TypeDeserializer()
 
 
@@ -51,6 +68,11 @@ def _call_key(record: CallRecord) -> dict[str, str]:
 
 def call_key(tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> dict[str, str]:
     return {"pk": line_key(tenant, instance)["pk"], "sk": f"CALL#{provider_id}#{provider_instance_id}#{call_id}"}
+
+
+def _occupant_call_key(tenant: str, instance: str, occupant_id: str) -> dict[str, str]:
+    """A call entry's record: `call#<provider>#<instanceId>#<callId>` is `CALL#<same>` in its partition."""
+    return {"pk": line_key(tenant, instance)["pk"], "sk": "CALL#" + occupant_id.removeprefix("call#")}
 
 
 def _live_index(tenant: str, instance: str) -> str:
@@ -76,22 +98,42 @@ class CallRepository:
     def reserve(self, attempt: DialAttempt) -> bool:
         """Admit the attempt's reservation if a slot is free: True if admitted now, False if it already was.
 
-        One conditional UpdateItem. Raises LineBusy (with the limit and the occupants) when the
-        line is full, LineNotReady when it has no limit or no occupants map yet.
+        One transaction: the attempt must still be `pending`, and the line must have a free slot
+        or hold this reservation already. Raises AttemptNotPending (read the attempt again),
+        LineBusy (with the limit and the occupants) when the line is full, LineNotReady when it
+        has no limit or no occupants map yet.
         """
+        items = [
+            {
+                "ConditionCheck": {
+                    "TableName": self._name,
+                    "Key": _attempt_key(attempt.tenant, attempt.instance, attempt.id),
+                    "ConditionExpression": "#state = :pending",
+                    "ExpressionAttributeNames": {"#state": "state"},
+                    "ExpressionAttributeValues": {":pending": "pending"},
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._name,
+                    "Key": line_key(attempt.tenant, attempt.instance),
+                    "UpdateExpression": "SET occupants.#id = :occupant",
+                    "ConditionExpression": "size(occupants) < #limit AND attribute_not_exists(occupants.#id)",
+                    "ExpressionAttributeNames": {"#id": attempt.id, "#limit": "limit"},
+                    "ExpressionAttributeValues": {":occupant": occupant_value(attempt.occupant())},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+        ]
         try:
-            self._table.update_item(
-                Key=line_key(attempt.tenant, attempt.instance),
-                UpdateExpression="SET occupants.#id = :occupant",
-                ConditionExpression="size(occupants) < #limit AND attribute_not_exists(occupants.#id)",
-                ExpressionAttributeNames={"#id": attempt.id, "#limit": "limit"},
-                ExpressionAttributeValues={":occupant": occupant_value(attempt.occupant())},
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            self._transact(items)
         except ClientError as error:
-            if not is_condition_failure(error):
+            codes = cancellation_codes(error)
+            if codes[:1] == ["ConditionalCheckFailed"]:
+                raise AttemptNotPending(attempt.id) from error
+            if codes[1:2] != ["ConditionalCheckFailed"]:
                 raise
-            old = {name: _deserializer.deserialize(value) for name, value in error.response.get("Item", {}).items()}
+            old = self._refused_line_item(attempt, error)
             line = line_from_item(attempt.instance, {"tenant": attempt.tenant, **old}) if old else None
             if line is None or line.limit is None or "occupants" not in old:
                 raise LineNotReady(line) from error
@@ -103,6 +145,15 @@ class CallRepository:
                 occupants=[occupant.model_dump(by_alias=True) for occupant in line.occupants.values()],
             ) from error
         return True
+
+    def _refused_line_item(self, attempt: DialAttempt, error: ClientError) -> dict[str, Any]:
+        """The line item as the refused admission saw it (its cancellation reason), else as read now."""
+        reasons = error.response.get("CancellationReasons") or []
+        raw = reasons[1].get("Item") if len(reasons) > 1 else None
+        if raw:
+            return {name: _deserializer.deserialize(value) for name, value in raw.items()}
+        item = self._table.get_item(Key=line_key(attempt.tenant, attempt.instance), ConsistentRead=True).get("Item")
+        return dict(item or {})
 
     def ensure_line(self, tenant: str, instance: str) -> None:
         """Create the line item or its `occupants` map if missing; never touches the call limit's attributes."""
@@ -157,25 +208,36 @@ class CallRepository:
     def pending_attempts(self, tenant: str, instance: str) -> list[DialAttempt]:
         """The attempts whose reservation is on the line: at most `limit` items, read by key."""
         line = self.line(tenant, instance)
-        ids = sorted(
-            key for key, occupant in (line.occupants.items() if line else []) if occupant.kind == "reservation"
-        )
-        if not ids:
-            return []
-        request = {self._name: {"Keys": [_attempt_key(tenant, instance, key) for key in ids], "ConsistentRead": True}}
-        items: list[dict[str, Any]] = []
-        while request:  # keys left unprocessed (throttling) are asked again
-            answer = self._client.batch_get_item(RequestItems=request)
-            items.extend(answer.get("Responses", {}).get(self._name, []))
-            request = answer.get("UnprocessedKeys") or {}
-        attempts = [from_item(DialAttempt, item) for item in items]
+        ids = [key for key, occupant in (line.occupants.items() if line else []) if occupant.kind == "reservation"]
+        attempts = self.attempts(tenant, instance, ids).values()
         return sorted((attempt for attempt in attempts if attempt.state == "pending"), key=lambda a: a.created_at)
+
+    def attempts(self, tenant: str, instance: str, attempt_ids: Collection[str]) -> dict[str, DialAttempt]:
+        """The stored attempts among `attempt_ids`, by id (consistent batch reads; a missing one is absent)."""
+        keys = [_attempt_key(tenant, instance, attempt_id) for attempt_id in sorted(set(attempt_ids))]
+        return {attempt.id: attempt for attempt in (from_item(DialAttempt, item) for item in self._batch_get(keys))}
+
+    def calls_of_occupants(self, tenant: str, instance: str, occupant_ids: Collection[str]) -> dict[str, CallRecord]:
+        """The call records behind call entries of the line, by occupant id (consistent batch reads)."""
+        keys = [_occupant_call_key(tenant, instance, occupant_id) for occupant_id in sorted(set(occupant_ids))]
+        records = (from_item(CallRecord, item) for item in self._batch_get(keys))
+        return {record.occupant_id: record for record in records}
+
+    def _batch_get(self, keys: list[dict[str, str]]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for start in range(0, len(keys), BATCH_GET_KEYS):
+            request = {self._name: {"Keys": keys[start : start + BATCH_GET_KEYS], "ConsistentRead": True}}
+            while request:  # keys left unprocessed (throttling) are asked again
+                answer = self._client.batch_get_item(RequestItems=request)
+                items.extend(answer.get("Responses", {}).get(self._name, []))
+                request = answer.get("UnprocessedKeys") or {}
+        return items
 
     def release(self, attempt: DialAttempt, reason: str) -> bool:
         """Free a pending attempt's slot (one transaction with its state); False if it was not pending."""
         try:
-            self._client.transact_write_items(
-                TransactItems=[
+            self._transact(
+                [
                     {
                         "Update": {
                             "TableName": self._name,
@@ -321,7 +383,7 @@ class CallRepository:
                 raise
             return
         try:
-            self._client.transact_write_items(TransactItems=[write for _, write in writes])
+            self._transact([write for _, write in writes])
         except ClientError as error:
             codes = cancellation_codes(error)
             failed = {kind for (kind, _), code in zip(writes, codes, strict=False) if code == "ConditionalCheckFailed"}
@@ -330,6 +392,75 @@ class CallRepository:
             if "line" in failed:
                 raise LineNotReady(None) from error
             raise
+        except Conflict as contended:  # still contended after the pauses: read again, decide again
+            raise StaleRecord(record.occupant_id) from contended
+
+    # --- stray line entries ----------------------------------------------------------------
+
+    def release_stray(
+        self, tenant: str, instance: str, occupant: Occupant, behind: DialAttempt | CallRecord | None
+    ) -> bool:
+        """Remove a line entry that nothing holds, on the condition that what it was judged by has
+        not moved since: a reservation's attempt is still missing or not pending; a call entry's
+        record is still missing or at the revision read. False when a condition failed."""
+        if occupant.kind == "reservation":
+            check: dict[str, Any] = {
+                "Key": _attempt_key(tenant, instance, occupant.id),
+                "ConditionExpression": "attribute_not_exists(pk) OR #state <> :pending",
+                "ExpressionAttributeNames": {"#state": "state"},
+                "ExpressionAttributeValues": {":pending": "pending"},
+            }
+        elif isinstance(behind, CallRecord):
+            check = {
+                "Key": _occupant_call_key(tenant, instance, occupant.id),
+                "ConditionExpression": "rev = :rev",
+                "ExpressionAttributeValues": {":rev": behind.rev},
+            }
+        else:
+            check = {
+                "Key": _occupant_call_key(tenant, instance, occupant.id),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        try:
+            self._transact(
+                [
+                    {"ConditionCheck": {"TableName": self._name, **check}},
+                    {
+                        "Update": {
+                            "TableName": self._name,
+                            "Key": line_key(tenant, instance),
+                            "UpdateExpression": "REMOVE occupants.#id",
+                            "ConditionExpression": "attribute_exists(occupants.#id)",
+                            "ExpressionAttributeNames": {"#id": occupant.id},
+                        }
+                    },
+                ]
+            )
+        except ClientError as error:
+            if "ConditionalCheckFailed" in cancellation_codes(error):
+                return False
+            raise
+        return True
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        """TransactWriteItems, tried again after a short random pause while another transaction on
+        one of its items is in flight; any other cancellation is the caller's to read. Raises
+        Conflict (`line_contended`, a 409 to try again) when the conflict outlasts the pauses."""
+        for attempt in range(CONFLICT_ATTEMPTS):
+            try:
+                self._client.transact_write_items(TransactItems=items)
+            except ClientError as error:
+                codes = cancellation_codes(error)
+                if "TransactionConflict" not in codes or "ConditionalCheckFailed" in codes:
+                    raise
+                if attempt == CONFLICT_ATTEMPTS - 1:
+                    raise Conflict(
+                        "other changes of this connection's calls are in flight: try again",
+                        code="line_contended",
+                    ) from error
+                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * 2**attempt))
+                continue
+            return
 
 
 # --- media attachments and the reconcile gate (items in the line's partition) ------------------

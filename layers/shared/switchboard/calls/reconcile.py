@@ -16,7 +16,9 @@ Per instance (manual route, queue worker after a schedule fan-out or an admissio
    same call if the first dial was applied); a refusal releases it; an unknown outcome keeps it;
    one older than `REDIAL_WINDOW` is never re-dialled (that would place a call nobody waits
    for): it is released, and a call it did produce was adopted in step 2 if still live;
-5. outgoing calls that waited for a dial answer that will never come take their own slot.
+5. outgoing calls that waited for a dial answer that will never come take their own slot;
+6. line entries with neither a live call nor a pending attempt behind them are removed
+   (`switchboard.calls.strays`: the grace is `REDIAL_WINDOW`).
 
 The scheduled fan-out sends one queue message per instance (every kind), so a period covers any
 number of instances with bounded work per invocation. Each message is delayed so that no provider
@@ -35,6 +37,7 @@ from pydantic import BaseModel
 from switchboard.calls.domain import CallRecord, DialAttempt, digits, utcnow
 from switchboard.calls.ports import ReconcileRequests
 from switchboard.calls.service import CallService
+from switchboard.calls.strays import StrayStore, release_strays
 from switchboard.catalog.domain import Instance, Tenant
 from switchboard.catalog.ports import Instances
 from switchboard.core.errors import (
@@ -64,7 +67,7 @@ PER_SERVER_RATE = 5
 SPREAD_SECONDS = 240
 
 
-class Records(Protocol):
+class Records(StrayStore, Protocol):
     def live_calls(self, tenant: str, instance: str) -> list[CallRecord]: ...
     def pending_attempts(self, tenant: str, instance: str) -> list[DialAttempt]: ...
     def release(self, attempt: DialAttempt, reason: str) -> bool: ...
@@ -80,6 +83,7 @@ class ReconcileReport(Model):
     reservations_released: int = 0
     reservations_kept: int = 0
     adopted: int = 0
+    strays_released: int = 0
     outbox: dict[str, Any] | None = None  # the outbox drain's result (messaging instances)
     health: str | None = None  # the instance's health state now (None: not read)
     state: str | None = None  # the connection state the provider's status read gave (None: not read)
@@ -145,6 +149,7 @@ class Reconciler:
         for attempt in self._records.pending_attempts(instance.tenant, instance.name):
             self._resolve(instance, client, target, attempt, report)
         self._adopt_orphans(instance, report)
+        self._release_strays(instance, report)
         logger.info("instance reconciled", extra=report.model_dump())
         return report
 
@@ -231,6 +236,11 @@ class Reconciler:
             if record.holds_slot is False and digits(record.peer) not in pending_peers:
                 self._calls.adopt(instance, record)
                 report.adopted += 1
+
+    def _release_strays(self, instance: Instance, report: ReconcileReport) -> None:
+        report.strays_released = release_strays(self._records, instance.tenant, instance.name, utcnow(), REDIAL_WINDOW)
+        if report.strays_released:
+            self._calls.line_changed(instance.tenant, instance.name)
 
 
 # --- the scheduled fan-out -----------------------------------------------------------------

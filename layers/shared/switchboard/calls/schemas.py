@@ -93,6 +93,9 @@ class ReconcileView(View):
     reservations_released: int
     reservations_kept: int
     adopted: int
+    strays_released: int = Field(
+        description="Line entries with neither a live call nor a pending dial behind them, freed."
+    )
 
     @classmethod
     def of(cls, report: ReconcileReport) -> ReconcileView:

@@ -32,6 +32,19 @@ class Scope(StrEnum):
     SEND = "send"
 
 
+def key_principal(key_id: str) -> str:
+    """The principal id of an API key. A principal id names whoever holds a grant, of any kind
+    (`key:<key id>` today; a person signed in through the user pool would be `user:<sub>`), so
+    what reacts to a revoked grant (live connections) is not tied to API keys."""
+    return f"key:{key_id}"
+
+
+def key_of_principal(principal: str) -> str | None:
+    """The key id of an API key's principal id; None for a principal of another kind."""
+    kind, _, identifier = principal.partition(":")
+    return identifier if kind == "key" and identifier else None
+
+
 class Principal(Model):
     """Who is calling, as the authorizer established it."""
 
@@ -44,6 +57,10 @@ class Principal(Model):
 
     def has(self, scope: Scope) -> bool:
         return scope in self.scopes
+
+    @property
+    def principal_id(self) -> str:
+        return key_principal(self.key_id)
 
 
 def utcnow() -> datetime:

@@ -110,6 +110,11 @@ class CatalogRepository:
     def get_api_key(self, tenant: str, key_id: str) -> ApiKey:
         return from_item(ApiKey, self._owned(entity_key("APIKEY", key_id), tenant, "API key"))
 
+    def get_api_keys(self, tenant: str, key_ids: Collection[str]) -> dict[str, ApiKey]:
+        """The tenant's keys among `key_ids`, by id (consistent batch reads): a revoked key, or
+        another tenant's, is simply absent from the answer."""
+        return {key.id: key for key in (from_item(ApiKey, item) for item in self._batch_get("APIKEY", key_ids, tenant))}
+
     def list_api_keys(self, tenant: str) -> list[ApiKey]:
         return [from_item(ApiKey, item) for item in self._by_index("GSI1", "gsi1pk", tenant_index(tenant, "APIKEY"))]
 
@@ -245,17 +250,23 @@ class CatalogRepository:
         """The tenant's numbers among `number_ids`, by id, read together (consistent batch reads).
 
         A deleted number, or another tenant's, is simply absent from the answer."""
-        wanted = list(dict.fromkeys(number_ids))
-        found: dict[str, Number] = {}
+        return {
+            number.id: number
+            for number in (from_item(Number, item) for item in self._batch_get("NUMBER", number_ids, tenant))
+        }
+
+    def _batch_get(self, kind: str, ids: Collection[str], tenant: str) -> list[dict[str, Any]]:
+        """The items of `kind` among `ids` that belong to `tenant` (consistent batch reads)."""
+        wanted = list(dict.fromkeys(ids))
+        found: list[dict[str, Any]] = []
         for start in range(0, len(wanted), BATCH_GET_KEYS):
-            keys = [entity_key("NUMBER", number_id) for number_id in wanted[start : start + BATCH_GET_KEYS]]
+            keys = [entity_key(kind, identifier) for identifier in wanted[start : start + BATCH_GET_KEYS]]
             request: dict[str, Any] = {self._name: {"Keys": keys, "ConsistentRead": True}}
             while request:
                 answer = self._client.batch_get_item(RequestItems=request)
-                for item in answer.get("Responses", {}).get(self._name, []):
-                    if item.get("tenant") == tenant:
-                        number = from_item(Number, item)
-                        found[number.id] = number
+                found.extend(
+                    item for item in answer.get("Responses", {}).get(self._name, []) if item.get("tenant") == tenant
+                )
                 request = answer.get("UnprocessedKeys") or {}
         return found
 

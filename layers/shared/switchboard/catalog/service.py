@@ -22,12 +22,14 @@ from switchboard.catalog.domain import (
     generate_key,
     hash_key,
     instance_key,
+    key_principal,
     looks_like_key,
     new_id,
     secret_hint,
     utcnow,
 )
 from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.catalog.ports import GrantChanges
 from switchboard.core.errors import InvalidInput, NotFound
 from switchboard.core.model import Model
 from switchboard.core.ports import Secrets
@@ -81,14 +83,17 @@ class CatalogService:
         *,
         local_mode: bool,
         status_read: Callable[[Instance], Instance] | None = None,
+        grant_changes: GrantChanges | None = None,
     ) -> None:
         """`status_read` reads a saved instance's connection state from its provider and returns
-        the instance as it then is (never raising: the save stands whatever the provider says)."""
+        the instance as it then is (never raising: the save stands whatever the provider says).
+        `grant_changes` hears of every key revoked, or whose scopes or attendant changed."""
         self._repository = repository
         self._secrets = secrets
         self._audit = audit
         self._local_mode = local_mode
         self._status_read = status_read
+        self._grant_changes = grant_changes
 
     # --- authentication ------------------------------------------------------------------
 
@@ -177,13 +182,21 @@ class CatalogService:
             raise InvalidInput("an agent key needs an attendantId", code="attendant_required")
         self._repository.save_api_key(updated)
         self._audit.record(principal, "api_key.updated", key_id, before=current, after=updated)
+        if (set(current.scopes), current.attendant_id) != (set(updated.scopes), updated.attendant_id):
+            self._grant_changed(principal.tenant, key_id)
         return updated
 
     def delete_api_key(self, principal: Principal, key_id: str) -> None:
-        """Revoke a key. Raises NotFound, or LastAdminKey for the tenant's last admin key."""
+        """Revoke a key, and close what it holds open (live connections). Raises NotFound, or
+        LastAdminKey for the tenant's last admin key."""
         current = self._repository.get_api_key(principal.tenant, key_id)
         self._repository.delete_api_key(principal.tenant, key_id)
         self._audit.record(principal, "api_key.deleted", key_id, before=current)
+        self._grant_changed(principal.tenant, key_id)
+
+    def _grant_changed(self, tenant: str, key_id: str) -> None:
+        if self._grant_changes is not None:
+            self._grant_changes.grant_changed(tenant, key_principal(key_id))
 
     # --- numbers -------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from switchboard.core.wiring import secrets, table
 if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
     from switchboard.catalog.dynamo import CatalogRepository
+    from switchboard.catalog.ports import GrantChanges
     from switchboard.catalog.service import CatalogService
 
 
@@ -32,6 +33,20 @@ def catalog_service() -> CatalogService:
 
         return status_reads().after_save(instance)
 
+    settings = get_settings()
     return CatalogService(
-        catalog_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode, status_read=status_read
+        catalog_repository(),
+        secrets(),
+        audit_log(),
+        local_mode=settings.local_mode,
+        status_read=status_read,
+        grant_changes=_live_access() if settings.live_management_url else None,
     )
+
+
+def _live_access() -> GrantChanges:
+    """Live connections are closed when their key is revoked or changed (a deployment without a
+    live WebSocket API has none)."""
+    from switchboard.live.wiring import live_access
+
+    return live_access()

@@ -5,6 +5,11 @@ up in access logs; so it asks for a ticket over the authenticated HTTP API and o
 with `?ticket=`. A ticket is opaque, single-use and lives 30 seconds; only its SHA-256 is
 stored. The connection it opens is bound to the key's tenant and, for an agent key, to its
 attendant; the notifier never sends a tenant's events anywhere else.
+
+A connection holds its socket on the strength of its principal's grant when it opened (its
+`LiveGrant`: the live scope and, for an agent, the attendant). The grant is the principal's, not
+the socket's: once the principal is revoked or its grant changes (an admin demoted to agent or
+to send, another attendant), the connection may no longer hold it and is closed.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from switchboard.catalog.domain import Principal, Scope
+from pydantic import ConfigDict, model_validator
+
+from switchboard.catalog.domain import Principal, Scope, key_principal
 from switchboard.core.model import Model
 
 TICKET_VALIDITY = timedelta(seconds=30)
@@ -50,14 +57,50 @@ def live_scope(principal: Principal) -> str | None:
     return None
 
 
-class Ticket(Model):
+class LiveGrant(Model):
+    """What a principal's grant lets a live connection see: its scope, and an agent's attendant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scope: str
+    attendant: str | None = None
+
+
+def live_grant(principal: Principal) -> LiveGrant | None:
+    """The live grant of a principal's current scopes; None when it may hold no live connection."""
+    scope = live_scope(principal)
+    if scope is None:
+        return None
+    # The attendant as call ownership names it: its attendant id, else the key itself.
+    return LiveGrant(scope=scope, attendant=(principal.attendant_id or principal.key_id) if scope == AGENT else None)
+
+
+class _Granted(Model):
+    """A record made on the strength of a principal's grant. Records stored before principals
+    were named carry only the key id: their principal is that key's."""
+
+    tenant: str
+    principal: str
+    key_id: str | None = None
+    scope: str
+    attendant: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _principal_of_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("principal") and data.get("key_id"):
+            return {**data, "principal": key_principal(str(data["key_id"]))}
+        return data
+
+    @property
+    def grant(self) -> LiveGrant:
+        return LiveGrant(scope=self.scope, attendant=self.attendant)
+
+
+class Ticket(_Granted):
     """A ticket as stored (by digest) until a $connect consumes it or its TTL removes it."""
 
     digest: str
-    tenant: str
-    key_id: str
-    scope: str
-    attendant: str | None = None
     expires_at: datetime
 
 
@@ -67,16 +110,16 @@ class IssuedTicket(Model):
     expires_at: datetime
 
 
-class Connection(Model):
+class Connection(_Granted):
     """One open WebSocket: whose it is, and until when it can live at most."""
 
     connection_id: str
-    tenant: str
-    key_id: str
-    scope: str
-    attendant: str | None = None
     connected_at: datetime
     expires_at: datetime
+
+    def allowed_by(self, grant: LiveGrant | None) -> bool:
+        """Whether the principal's grant now still lets it see what this connection was opened for."""
+        return grant == self.grant
 
     def wants(self, detail: dict[str, Any]) -> bool:
         """Whether an event of this connection's tenant is for it: an agent only gets the events

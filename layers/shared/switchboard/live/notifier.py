@@ -1,9 +1,11 @@
 """Pushes each domain event of the bus to the open connections of its tenant.
 
-One Query per event lists the tenant's connections; the frames go out in parallel through the
-API Gateway management API (a few threads: each post is a ~20 ms round trip). A connection that
-answers 410 Gone is forgotten; any other failure is logged and skips only that connection.
-An event without a tenant reaches nobody.
+One Query per event lists the tenant's connections; one consistent BatchGetItem reads the current
+grants of the principals of those the event is for (`LiveAccess.split`): a connection whose
+principal was revoked or changed gets no frame and is closed. The frames go out in parallel
+through the API Gateway management API (a few threads: each post is a ~20 ms round trip). A
+connection that answers 410 Gone is forgotten; any other failure is logged and skips only that
+connection. An event without a tenant reaches nobody.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from botocore.exceptions import ClientError
 
 from switchboard.catalog.domain import utcnow
 from switchboard.core.observability import logger
+from switchboard.live.access import LiveAccess
 from switchboard.live.domain import Connection, frame
 
 WORKERS = 4
@@ -24,13 +27,14 @@ WORKERS = 4
 
 class TenantConnections(Protocol):
     def connections_of(self, tenant: str, now: datetime) -> list[Connection]: ...
-    def delete_connection(self, tenant: str, connection_id: str) -> None: ...
+    def delete_connection(self, tenant: str, connection_id: str, principal: str | None) -> None: ...
 
 
 class Delivery:
     SENT = "sent"
     GONE = "gone"
     FAILED = "failed"
+    REVOKED = "revoked"
 
 
 class Notifier:
@@ -38,6 +42,7 @@ class Notifier:
         self,
         connections: TenantConnections,
         management: Any,
+        access: LiveAccess,
         *,
         workers: int = WORKERS,
         clock: Callable[[], datetime] = utcnow,
@@ -45,6 +50,7 @@ class Notifier:
         """`management`: a boto3 `apigatewaymanagementapi` client (thread-safe, shared by the workers)."""
         self._connections = connections
         self._management = management
+        self._access = access
         self._workers = workers
         self._clock = clock
 
@@ -54,17 +60,23 @@ class Notifier:
         if not isinstance(tenant, str) or not tenant:
             logger.warning("event without a tenant not delivered", extra={"detail_type": detail_type})
             return {}
-        targets = [c for c in self._connections.connections_of(tenant, self._clock()) if c.wants(detail)]
-        if not targets:
+        wanting = [c for c in self._connections.connections_of(tenant, self._clock()) if c.wants(detail)]
+        if not wanting:
             return {}
-        data = frame(detail_type, detail, time)
-        with ThreadPoolExecutor(max_workers=min(self._workers, len(targets))) as pool:
-            outcomes = list(pool.map(lambda connection: self._post(connection, data), targets))
+        targets, revoked = self._access.split(tenant, wanting)
         counts: dict[str, int] = {}
+        for connection in revoked:
+            self._access.close(connection, "grant changed")
+            counts[Delivery.REVOKED] = counts.get(Delivery.REVOKED, 0) + 1
+        data = frame(detail_type, detail, time)
+        outcomes: list[str] = []
+        if targets:
+            with ThreadPoolExecutor(max_workers=min(self._workers, len(targets))) as pool:
+                outcomes = list(pool.map(lambda connection: self._post(connection, data), targets))
         for connection, outcome in zip(targets, outcomes, strict=True):
             counts[outcome] = counts.get(outcome, 0) + 1
             if outcome == Delivery.GONE:
-                self._connections.delete_connection(connection.tenant, connection.connection_id)
+                self._connections.delete_connection(connection.tenant, connection.connection_id, connection.principal)
         logger.info("live event delivered", extra={"detail_type": detail_type, "tenant": tenant, **counts})
         return counts
 

@@ -9,14 +9,14 @@ from typing import Protocol
 from switchboard.catalog.domain import Principal, utcnow
 from switchboard.core.errors import Forbidden, Unauthenticated
 from switchboard.core.observability import logger
+from switchboard.live.access import Grants
 from switchboard.live.domain import (
-    AGENT,
     CONNECTION_LIFETIME,
     TICKET_VALIDITY,
     Connection,
     IssuedTicket,
     Ticket,
-    live_scope,
+    live_grant,
     new_ticket,
     ticket_digest,
 )
@@ -29,8 +29,8 @@ class Tickets(Protocol):
 
 class Connections(Protocol):
     def put_connection(self, connection: Connection) -> None: ...
-    def tenant_of(self, connection_id: str) -> str | None: ...
-    def delete_connection(self, tenant: str, connection_id: str) -> None: ...
+    def owner_of(self, connection_id: str) -> tuple[str, str | None] | None: ...
+    def delete_connection(self, tenant: str, connection_id: str, principal: str | None) -> None: ...
 
 
 class TicketService:
@@ -41,8 +41,8 @@ class TicketService:
 
     def issue(self, principal: Principal) -> IssuedTicket:
         """A ticket for one connection within 30 s. Raises Forbidden for send and platform keys."""
-        scope = live_scope(principal)
-        if scope is None:
+        grant = live_grant(principal)
+        if grant is None:
             raise Forbidden("live updates need an admin or agent key")
         if not self._live_url:
             raise RuntimeError("LIVE_URL is not configured")
@@ -52,10 +52,10 @@ class TicketService:
             Ticket(
                 digest=ticket_digest(plaintext),
                 tenant=principal.tenant,
+                principal=principal.principal_id,
                 key_id=principal.key_id,
-                scope=scope,
-                # The attendant as call ownership names it: its attendant id, else the key itself.
-                attendant=(principal.attendant_id or principal.key_id) if scope == AGENT else None,
+                scope=grant.scope,
+                attendant=grant.attendant,
                 expires_at=expires_at,
             )
         )
@@ -63,14 +63,26 @@ class TicketService:
 
 
 class ConnectionService:
-    def __init__(self, tickets: Tickets, connections: Connections, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        tickets: Tickets,
+        connections: Connections,
+        grants: Grants,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
         self._tickets = tickets
         self._connections = connections
+        self._grants = grants
         self._clock = clock
 
     def connect(self, connection_id: str, ticket: str | None) -> Connection:
-        """Consume the ticket and store the connection. Raises Unauthenticated for a missing,
-        unknown, used or expired ticket (the handshake is refused)."""
+        """Consume the ticket and store the connection, if its principal's grant still allows it.
+
+        Raises Unauthenticated for a missing, unknown, used or expired ticket, or one whose
+        principal was revoked or changed since it was issued (the handshake is refused). The
+        grant is read after the connection is stored: a revocation that lists the principal's
+        connections before the store is seen by this read (see `switchboard.live.access`).
+        """
         now = self._clock()
         consumed = self._tickets.consume_ticket(ticket_digest(ticket), now) if ticket else None
         if consumed is None:
@@ -79,6 +91,7 @@ class ConnectionService:
         connection = Connection(
             connection_id=connection_id,
             tenant=consumed.tenant,
+            principal=consumed.principal,
             key_id=consumed.key_id,
             scope=consumed.scope,
             attendant=consumed.attendant,
@@ -86,10 +99,18 @@ class ConnectionService:
             expires_at=now + CONNECTION_LIFETIME,
         )
         self._connections.put_connection(connection)
+        grant = self._grants.live_grants(connection.tenant, [connection.principal]).get(connection.principal)
+        if not connection.allowed_by(grant):
+            self._connections.delete_connection(connection.tenant, connection_id, connection.principal)
+            logger.info(
+                "live connection refused: its grant changed since the ticket", extra={"tenant": connection.tenant}
+            )
+            raise Unauthenticated("the grant this ticket was issued for was revoked or changed")
         logger.info("live connection opened", extra={"tenant": connection.tenant, "scope": connection.scope})
         return connection
 
     def disconnect(self, connection_id: str) -> None:
-        tenant = self._connections.tenant_of(connection_id)
-        if tenant is not None:
-            self._connections.delete_connection(tenant, connection_id)
+        owner = self._connections.owner_of(connection_id)
+        if owner is not None:
+            tenant, principal = owner
+            self._connections.delete_connection(tenant, connection_id, principal)

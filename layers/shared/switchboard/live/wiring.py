@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
 from switchboard.core.settings import get_settings
 from switchboard.core.wiring import session, table
 
 if TYPE_CHECKING:
+    from switchboard.live.access import KeyGrants, LiveAccess
     from switchboard.live.dynamo import LiveRepository
     from switchboard.live.notifier import Notifier
     from switchboard.live.service import ConnectionService, TicketService
@@ -29,10 +31,17 @@ def ticket_service() -> TicketService:
 
 
 @component
+def live_grants() -> KeyGrants:
+    from switchboard.live.access import KeyGrants
+
+    return KeyGrants(catalog_repository())
+
+
+@component
 def connection_service() -> ConnectionService:
     from switchboard.live.service import ConnectionService
 
-    return ConnectionService(live_repository(), live_repository())
+    return ConnectionService(live_repository(), live_repository(), live_grants())
 
 
 @component
@@ -45,7 +54,16 @@ def management_api() -> object:
 
 
 @component
+def live_access() -> LiveAccess:
+    """Closes live connections whose principal's grant no longer allows them (the catalog's
+    `GrantChanges` hook, and the notifier's check before it posts)."""
+    from switchboard.live.access import LiveAccess
+
+    return LiveAccess(live_repository(), live_grants(), management_api)
+
+
+@component
 def notifier() -> Notifier:
     from switchboard.live.notifier import Notifier
 
-    return Notifier(live_repository(), management_api())
+    return Notifier(live_repository(), management_api(), live_access())
