@@ -25,6 +25,7 @@ between the line's occupancy in switchboard and the live calls plus reservations
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from tools.soak.ledger import Ledger
@@ -37,10 +38,13 @@ EXAMPLES = 5
 
 def account(ledger: Ledger, truth: Truth) -> dict[str, Any]:
     copies = Counter(message["body"] for message in truth.sim_sent)
+    sent_at: dict[str, list[float]] = {}
+    for message in truth.sim_sent:
+        sent_at.setdefault(message["body"], []).append(_seconds(message["time"]))
     figures = {
-        "sends": _sends(ledger, truth, copies),
+        "sends": _sends(ledger, truth, copies, sent_at),
         "incoming": _incoming(ledger, truth),
-        "replies": _replies(ledger, truth, copies),
+        "replies": _replies(ledger, truth, copies, sent_at),
         "calls": _calls(ledger, truth),
     }
     figures["outboxLeft"] = truth.outbox_left
@@ -62,7 +66,20 @@ def failing(figures: dict[str, Any]) -> bool:
     return any(figures["totals"][name] for name in ("lost", "doubled", "stuck", "slotDrift"))
 
 
-def _sends(ledger: Ledger, truth: Truth, copies: Counter[str]) -> dict[str, Any]:
+def _seconds(rfc3339: str) -> float:
+    """The simulator's RFC 3339 time (nanoseconds) as epoch seconds (microseconds kept)."""
+    whole, _, rest = rfc3339.rstrip("Z").partition(".")
+    return datetime.fromisoformat(f"{whole}.{(rest or '0')[:6]:0<6}+00:00").timestamp()
+
+
+def _gap(moments: list[float]) -> str:
+    """How long after the first copy the last one came."""
+    if len(moments) < 2:
+        return ""
+    return f", the last {max(moments) - min(moments):.1f} s after the first"
+
+
+def _sends(ledger: Ledger, truth: Truth, copies: Counter[str], sent_at: dict[str, list[float]]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "intents": len(ledger.sends),
         "accepted": 0,
@@ -84,8 +101,8 @@ def _sends(ledger: Ledger, truth: Truth, copies: Counter[str]) -> dict[str, Any]
             _example(
                 result,
                 "doubled",
-                f"s{intent.serial} ({intent.key}): {on_phones} copies on the phone, ids {sorted(intent.ids)}, "
-                f"answers {intent.answers}",
+                f"s{intent.serial} ({intent.key}): {on_phones} copies on the phone{_gap(sent_at.get(intent.text, []))}"
+                f", ids {sorted(intent.ids)}, answers {intent.answers}",
             )
         if not intent.ids:
             result["neverAccepted"] += 1  # the client was told no (or nothing): not ours to deliver
@@ -143,7 +160,8 @@ def _incoming(ledger: Ledger, truth: Truth) -> dict[str, Any]:
         event = truth.events.get(str(record.event_id if record.flavour == "calls" else record.message_id))
         label = f"i{record.serial} {record.kind} via {record.instance} ({record.flavour})"
         if times > 1:
-            _example(result, "doubled", f"{label}: forwarded {times} times")
+            gap = _gap(truth.arrivals.get(record.message_id, []))
+            _example(result, "doubled", f"{label}: forwarded {times} times{gap}, redelivered {record.redelivered}")
             kind["doubled"] += 1
         elif times == 1:
             result["forwarded"] += 1
@@ -161,7 +179,7 @@ def _incoming(ledger: Ledger, truth: Truth) -> dict[str, Any]:
     return result
 
 
-def _replies(ledger: Ledger, truth: Truth, copies: Counter[str]) -> dict[str, Any]:
+def _replies(ledger: Ledger, truth: Truth, copies: Counter[str], sent_at: dict[str, list[float]]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "replies": len(ledger.replies),
         "sent": 0,
@@ -183,7 +201,8 @@ def _replies(ledger: Ledger, truth: Truth, copies: Counter[str]) -> dict[str, An
         outcome = truth.reply_outcomes.get(str(record.chatwoot_id)) or {}
         label = f"r{record.serial} via {record.instance} ({record.flavour})"
         if on_phones > 1:
-            _example(result, "doubled", f"{label}: {on_phones} copies on the phone, answers {record.answers}")
+            gap = _gap(sent_at.get(record.text, []))
+            _example(result, "doubled", f"{label}: {on_phones} copies on the phone{gap}, answers {record.answers}")
             flavour["doubled"] += 1
         elif on_phones == 1:
             result["sent"] += 1

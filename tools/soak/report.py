@@ -29,7 +29,11 @@ def table(report: dict[str, Any]) -> str:
         ),
         ("outbox left", figures["outboxLeft"], "replies waiting for their instance"),
         ("DLQ depth", sum(figures["dlq"].values()), _pairs(figures["dlq"])),
-        ("queues left", sum(figures["queuesLeft"].values()), _pairs(figures["queuesLeft"])),
+        (
+            "queues left",
+            sum(depth for name, depth in figures["queuesLeft"].items() if name != "ReconcileQueue"),
+            f"{_pairs(figures['queuesLeft'])}: the reconcile queue refills every period and is not counted",
+        ),
         (
             "stack RSS MB",
             f"{memory['readyMb']:.0f} / {memory['warmMb']:.0f} / {memory['endMb']:.0f}",

@@ -39,6 +39,7 @@ class Truth:
     sim_sent: list[dict[str, Any]] = field(default_factory=list)
     messages: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # id -> API view (None: 404)
     forwarded: Counter[str] = field(default_factory=Counter)  # provider message id -> incoming posts
+    arrivals: dict[str, list[float]] = field(default_factory=dict)  # provider message id -> when (monotonic)
     private_notes: int = 0
     events: dict[str, dict[str, Any]] = field(default_factory=dict)  # provider event id -> record
     reply_outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)  # chatwoot id -> outcome
@@ -158,6 +159,7 @@ class TruthReader:
             truth.line = answer.json() if answer.status_code == 200 else {"error": answer.status_code}
         truth.messages = self.message_views(message_ids)
         truth.forwarded, truth.private_notes = self.forwarded()
+        truth.arrivals = dict(self.world.downstream.arrivals)
         self._scan(truth)
         truth.outbox_left = self.outbox_left()
         truth.queues = self.queue_depths()

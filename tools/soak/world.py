@@ -5,8 +5,10 @@ its Chatwoot-shaped downstream and a client webhook receiver."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tests.support.downstream import FakeDownstream, ServedDownstream
+from tests.support.downstream import FakeDownstream
 
 CALL_LIMIT = 2
 ACCOUNT_ID = 7
@@ -27,6 +29,76 @@ QUOTAS = {"requestsPerSecond": 2000, "burst": 4000, "keyRequestsPerSecond": 1000
 
 class SetupFailed(RuntimeError):
     pass
+
+
+class TimedDownstream(FakeDownstream):
+    """The fake Chatwoot, also remembering when each incoming message arrived (by source id), so
+    a second copy says how long after the first it came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrivals: dict[str, list[float]] = {}
+        self._arrivals_lock = threading.Lock()
+
+    def handle(
+        self, origin: str, method: str, path: str, *, query: str, token: str | None, body: dict[str, Any] | None
+    ) -> tuple[int, Any]:
+        answer = super().handle(origin, method, path, query=query, token=token, body=body)
+        if method == "POST" and path.endswith("/messages") and (body or {}).get("message_type") == "incoming":
+            with self._arrivals_lock:
+                self.arrivals.setdefault(str((body or {}).get("source_id")), []).append(time.monotonic())
+        return answer
+
+    def serve_strictly(self) -> ServedStrictly:
+        return ServedStrictly(self)
+
+
+class ServedStrictly:
+    """The fake on a loopback port, reading a request as a real HTTP server does: a body shorter
+    than its Content-Length (its sender died mid-request, as a killed worker does) is refused and
+    never applied, where the tests' lenient server would apply an empty body."""
+
+    def __init__(self, fake: FakeDownstream) -> None:
+        outer = fake
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if len(raw) < length:
+                    self.close_connection = True
+                    return  # the client is gone; nothing to answer, nothing applied
+                parts = urlsplit(self.path)
+                status, payload = outer.handle(
+                    f"http://127.0.0.1:{self.server.server_address[1]}",
+                    self.command,
+                    parts.path,
+                    query=parts.query,
+                    token=self.headers.get("api_access_token"),
+                    body=json.loads(raw) if raw else None,
+                )
+                data = json.dumps(payload).encode()
+                # Applied; a sender killed meanwhile never reads the answer (the crash after the effect).
+                with contextlib.suppress(OSError):
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="soak-downstream", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 @dataclass(frozen=True)
@@ -51,7 +123,7 @@ class World:
     send_keys: dict[str, str]  # label -> key
     attendants: dict[str, str]  # attendant id -> agent key
     calls_instance: SoakInstance
-    downstream: FakeDownstream
+    downstream: TimedDownstream
     client_webhooks: ClientWebhookReceiver
     secrets: set[str] = field(default_factory=set)  # what must never appear in the report
 
@@ -71,7 +143,11 @@ class ClientWebhookReceiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                if len(raw) < length:
+                    self.close_connection = True
+                    return  # cut off mid-request: not a delivery
                 try:
                     kind = str(json.loads(raw).get("event") or json.loads(raw).get("type") or "?")
                 except ValueError:
@@ -121,12 +197,12 @@ def api_client(base_url: str) -> Iterator[Api]:
         api.close()
 
 
-def arrange(info: dict[str, Any], attendants: int) -> tuple[World, ServedDownstream]:
+def arrange(info: dict[str, Any], attendants: int) -> tuple[World, ServedStrictly]:
     """Everything the soak's traffic needs, through the API; the served downstream to stop at the end."""
     demo = info["demo"]
     admin, platform, owner = demo["admin_key"], info["platformKey"], demo["owner_tag"]
-    downstream = FakeDownstream()
-    served = downstream.serve()
+    downstream = TimedDownstream()
+    served = downstream.serve_strictly()
     receiver = ClientWebhookReceiver()
     with api_client(info["apiUrl"]) as api:
         api.call(
