@@ -78,7 +78,9 @@ def test_a_tiny_soak_counts_a_dropped_message_as_lost_and_a_second_copy_as_doubl
     assert once.ids and figures["totals"]["stuck"] == 0
     assert figures["calls"]["dials"] == 1 and figures["totals"]["slotDrift"] == 0
     assert failing(figures)
-    assert report["memory"]["readyMb"] > 0 and report["memory"]["transactionBackup"] == "item"
+    memory = report["memory"]
+    assert memory["readyMb"] > 0 and memory["transactionBackup"] == "item"
+    assert memory["store"]["items"]["end"] > memory["store"]["items"]["ready"] > 0
     write_json(report, tmp_path / "report.json", world.secrets)
     written = (tmp_path / "report.json").read_text()
     assert not [secret for secret in world.secrets if secret in written]

@@ -42,10 +42,11 @@ def table(report: dict[str, Any]) -> str:
             f"{memory['containers']['warm']} / {memory['containers']['end']})",
         ),
         (
-            "table items",
-            f"{memory['tableItems']['warm']} / {memory['tableItems']['end']}",
-            f"after warm-up / end: moto holds them all in memory and expires none (transaction backup: "
-            f"{memory['transactionBackup']})",
+            "store MB",
+            f"{memory['store']['mb']['warm']:.0f} / {memory['store']['mb']['end']:.0f}",
+            f"moto's DynamoDB objects after warm-up / end ({memory['store']['items']['warm']} / "
+            f"{memory['store']['items']['end']} items; it expires none); the rest of the stack end vs warm-up "
+            f"{memory['endVsWarmWithoutStorePercent']:+.1f} % (transaction backup: {memory['transactionBackup']})",
         ),
     ]
     width = max(len(name) for name, _, _ in rows)

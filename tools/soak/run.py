@@ -24,6 +24,11 @@ WAITED_QUEUES = ("SendQueue", "ForwardQueue", "ClientWebhookQueue")  # the recon
 RSS_PERIOD = 10.0
 RECONCILE_GAP = 11.0  # the connection's reconcile window is 10 s
 LINE = ("lineOccupancy", "providerOccupancy")
+STAGES = ("ready", "warm", "end")
+
+
+def _percent(now: int, then: int) -> float:
+    return round(100.0 * (now - then) / then, 1) if then else 0.0
 
 
 @dataclass
@@ -61,6 +66,7 @@ class Soak:
         self.traffic = Traffic(self.world, self.stack, self.ledger, self.config.load, self.config.seed)
         self.memory["readyBytes"] = self.stack.rss()
         self.memory["readyContainers"] = self._containers()
+        self.memory["readyStore"] = self._store()
         self._sampler = threading.Thread(target=self._sample_rss, name="soak-rss", daemon=True)
         self._sampler.start()
         return self
@@ -80,11 +86,11 @@ class Soak:
             if "warmBytes" not in self.memory and now >= warm_at:
                 self.memory["warmBytes"] = self.stack.rss()
                 self.memory["warmContainers"] = self._containers()
-                self.memory["warmItems"] = self._items()
+                self.memory["warmStore"] = self._store()
             time.sleep(min(1.0, end - now))
         self.memory.setdefault("warmBytes", self.stack.rss())
         self.memory.setdefault("warmContainers", self._containers())
-        self.memory.setdefault("warmItems", self._items())
+        self.memory.setdefault("warmStore", self._store())
         self.traffic.stop()
 
     def drain(self, max_seconds: float | None = None) -> dict[str, Any]:
@@ -125,7 +131,7 @@ class Soak:
         truth = self.reader.read(ids)
         self.memory["endBytes"] = self.stack.rss()
         self.memory["endContainers"] = self._containers()
-        self.memory["endItems"] = self._items()
+        self.memory["endStore"] = self._store()
         figures = account(self.ledger, truth)
         memory = self._memory_figures()
         return {
@@ -220,9 +226,8 @@ class Soak:
             )
         self.ledger.count(f"drain.reconcile.{answer.status_code}")
 
-    def _items(self) -> int:
-        assert self.reader is not None
-        return self.reader.items()
+    def _store(self) -> dict[str, int]:
+        return self.stack.store()
 
     def _containers(self) -> int:
         """Function containers loaded in the stack (each a copy of its handler module)."""
@@ -240,9 +245,18 @@ class Soak:
             "warmMb": round(megabytes(warm), 1),
             "endMb": round(megabytes(end), 1),
             "peakMb": round(megabytes(peak), 1),
-            "endVsWarmPercent": round(100.0 * (end - warm) / warm, 1) if warm else 0.0,
-            "endVsReadyPercent": round(100.0 * (end - ready) / ready, 1) if ready else 0.0,
-            "tableItems": {"warm": self.memory.get("warmItems"), "end": self.memory.get("endItems")},
+            "endVsWarmPercent": _percent(end, warm),
+            "endVsReadyPercent": _percent(end, ready),
+            "store": {
+                "items": {stage: self.memory.get(f"{stage}Store", {}).get("items") for stage in STAGES},
+                "mb": {
+                    stage: round(megabytes(self.memory.get(f"{stage}Store", {}).get("bytes", 0)), 1) for stage in STAGES
+                },
+            },
+            "endVsWarmWithoutStorePercent": _percent(
+                end - self.memory.get("endStore", {}).get("bytes", 0),
+                warm - self.memory.get("warmStore", {}).get("bytes", 0),
+            ),
             "transactionBackup": self.stack.info.get("transactionBackup"),
             "containers": {
                 "ready": self.memory.get("readyContainers"),

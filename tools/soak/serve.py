@@ -8,6 +8,8 @@ this process can do:
 - `POST /kill {"function", "afterOperations"}` crashes a container of that function in the middle
   of an invocation (`Functions.kill`): `{"killed": bool}` (false: none was running one);
 - `GET /functions`: `{name: {"containers", "running"}}`;
+- `GET /store`: `{"items", "bytes"}`, what moto's DynamoDB holds (items in every table, and the
+  Python objects they take, summed with `sys.getsizeof`: what a data store, not the stack, uses);
 - `GET /memory`: with `SOAK_TRACEMALLOC=<frames>` set, where the memory allocated since the stack
   was ready went (tracemalloc's top 20 tracebacks; slow: for finding a growth, not for measuring).
 
@@ -73,6 +75,9 @@ class Control:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                if self.path == "/store":
+                    self._answer(200, store())
+                    return
                 if self.path == "/memory":
                     self._answer(200, outer.memory())
                     return
@@ -136,6 +141,40 @@ class Control:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def store() -> dict[str, int]:
+    """Items in moto's DynamoDB tables and the bytes of their Python objects (deep `getsizeof`)."""
+    from moto.dynamodb.models import dynamodb_backends  # noqa: PLC0415 - moto is loaded by the stack
+
+    items = 0
+    roots: list[Any] = []
+    for account in list(dynamodb_backends.values()):
+        for backend in list(account.values()):
+            for table in list(backend.tables.values()):
+                items += len(table)
+                roots.append(table.items)
+    return {"items": items, "bytes": _deep_size(roots)}
+
+
+def _deep_size(root: Any) -> int:
+    seen: set[int] = set()
+    pending = [root]
+    total = 0
+    while pending:
+        value = pending.pop()
+        if id(value) in seen or isinstance(value, type):
+            continue
+        seen.add(id(value))
+        total += sys.getsizeof(value)
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            pending.extend(value)
+        elif hasattr(value, "__dict__"):
+            pending.append(vars(value))
+    return total
 
 
 def handshake(stack: LocalStack, control_url: str) -> dict[str, Any]:

@@ -133,6 +133,14 @@ class SoakStack:
         killed: bool = answer.json()["killed"]
         return killed
 
+    def store(self) -> dict[str, int]:
+        """What moto's DynamoDB holds: `{items, bytes}`."""
+        assert self._control is not None
+        answer = self._control.get("/store", timeout=120.0)
+        answer.raise_for_status()
+        found: dict[str, int] = answer.json()
+        return found
+
     def functions(self) -> dict[str, dict[str, int]]:
         assert self._control is not None
         answer = self._control.get("/functions")

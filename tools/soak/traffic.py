@@ -68,6 +68,7 @@ class Load:
     media_share: float = 0.3  # of incoming messages that are not text
     idempotent_share: float = 0.6  # of sends with an Idempotency-Key
     replay_share: float = 0.25  # of keyed sends, dials and replies sent more than once
+    burst_share: float = 0.05  # of dials replayed 10 times at once
     valid_for_share: float = 0.3  # of sends that may wait for a number
     kills: bool = True
     faults: bool = True
@@ -288,7 +289,10 @@ class Traffic:
         self.ledger.add_dial(intent)
         calls = self.world.calls_instance
         headers = {"authorization": f"Bearer {key}", "idempotency-key": intent.idempotency_key}
-        copies = rng.randint(2, 3) if rng.random() < self.load.replay_share else 1
+        # Replays of one key at once, as a console retrying a lost answer; now and then a burst,
+        # the kind of race that can leave a reservation behind.
+        draw = rng.random()
+        copies = 10 if draw < self.load.burst_share else rng.randint(2, 3) if draw < self.load.replay_share else 1
         outcomes: list[str] = []
 
         def post() -> None:

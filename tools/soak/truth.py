@@ -78,17 +78,6 @@ class TruthReader:
             }
         return depths
 
-    def items(self) -> int:
-        """Items the main table holds (moto keeps them all in memory and expires none)."""
-        request: dict[str, Any] = {"Select": "COUNT"}
-        total = 0
-        while True:
-            page = self._table.scan(**request)
-            total += int(page["Count"])
-            if "LastEvaluatedKey" not in page:
-                return total
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
     def outbox_left(self) -> int:
         answer = self._table.query(
             IndexName="GSI1",
