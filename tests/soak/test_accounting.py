@@ -153,10 +153,10 @@ def test_a_reply_is_sent_failed_refused_stuck_lost_or_doubled() -> None:
 
 def test_slot_drift_is_the_gap_between_the_line_and_the_provider_and_fails_the_soak() -> None:
     ledger = Ledger()
-    ledger.add_dial(DialIntent(1, "a1", "5541", "k1", [201], {"CALL1"}, "connected"))
-    ledger.add_dial(DialIntent(2, "a2", "5542", "k2", [201, 201], {"CALL2"}, "connected"))
+    ledger.add_dial(DialIntent(1, "a1", "5541", "k1", [201], {"CALL1"}, {"res-1"}, copies=1, outcome="connected"))
+    ledger.add_dial(DialIntent(2, "a2", "5542", "k2", [201, 201], {"CALL2"}, {"res-2"}, 2, "connected"))
     leaking = truth(
-        line={"occupancy": 1, "calls": [], "reservations": [{"id": "r1"}]},
+        line={"occupancy": 1, "calls": [], "reservations": [{"id": "res-2", "state": "reserved", "since": "t"}]},
         sim_line={"occupancy": 0, "calls": [{"callId": "CALL1", "state": "ended"}]},
         call_history=[{"to": "5542", "direction": "outgoing"}, {"to": "5542", "direction": "outgoing"}],
     )
@@ -164,6 +164,10 @@ def test_slot_drift_is_the_gap_between_the_line_and_the_provider_and_fails_the_s
     figures = account(ledger, leaking)
 
     assert figures["calls"]["slotDrift"] == 1 and figures["calls"]["lineReservations"] == 1
+    assert figures["calls"]["examples"]["drifting"] == [
+        "reserved res-2 (call None) since t, not at the provider: dial d2 (2 at once under one key, "
+        "answers [201, 201], calls ['CALL2'])"
+    ]
     assert figures["calls"]["doubled"] == 1 and figures["calls"]["replayed"] == 1
     assert figures["totals"] == {"lost": 0, "doubled": 1, "stuck": 0, "slotDrift": 1}
     assert failing(figures)

@@ -230,7 +230,8 @@ def _calls(ledger: Ledger, truth: Truth) -> dict[str, Any]:
         "outcomes": Counter(intent.outcome for intent in ledger.dials),
         "replayed": sum(1 for intent in ledger.dials if len(intent.answers) > 1),
         "doubled": 0,
-        "examples": {"doubled": []},
+        "drifting": 0,
+        "examples": {"doubled": [], "drifting": []},
     }
     for intent in ledger.dials:
         if outgoing.get(intent.to, 0) > 1 or len(intent.call_ids) > 1:
@@ -244,6 +245,24 @@ def _calls(ledger: Ledger, truth: Truth) -> dict[str, Any]:
     result["lineReservations"] = len(truth.line.get("reservations", []))
     result["providerLiveCalls"] = [call.get("callId") for call in live_at_provider]
     result["slotDrift"] = abs(int(occupancy) - provider_occupancy) if isinstance(occupancy, int) else 1
+    live = {call.get("callId") for call in live_at_provider}
+    by_reservation = {reservation: intent for intent in ledger.dials for reservation in intent.reservations}
+    for occupant in [*truth.line.get("calls", []), *truth.line.get("reservations", [])]:
+        if occupant.get("callId") in live:
+            continue
+        intent = by_reservation.get(str(occupant.get("id")))
+        origin = (
+            f"dial d{intent.serial} ({intent.copies} at once under one key, answers {intent.answers}, "
+            f"calls {sorted(intent.call_ids)})"
+            if intent
+            else "no dial of the soak names it"
+        )
+        _example(
+            result,
+            "drifting",
+            f"{occupant.get('state')} {occupant.get('id')} (call {occupant.get('callId')}) since "
+            f"{occupant.get('since')}, not at the provider: {origin}",
+        )
     return result
 
 

@@ -61,6 +61,8 @@ class DialIntent:
     idempotency_key: str
     answers: list[int] = field(default_factory=list)
     call_ids: set[str] = field(default_factory=set)
+    reservations: set[str] = field(default_factory=set)  # the reservation ids the API answered
+    copies: int = 1  # requests sent at once under the key
     outcome: str = ""  # connected, pending, line_busy, disconnected, error, ...
 
 

@@ -68,6 +68,14 @@ def table(report: dict[str, Any]) -> str:
         f"    calls     {calls['dials']} dials {_pairs(calls['outcomes'])}, {calls['replayed']} with replays",
         f"    faults    {_pairs(report['chaos'])}",
     ]
+    shown = [
+        f"    {part} {kind}: {example}"
+        for part in ("sends", "incoming", "replies", "calls")
+        for kind in ("lost", "doubled", "stuck", "drifting")
+        for example in figures[part]["examples"].get(kind, [])[:2]
+    ]
+    if shown:
+        lines += ["  examples (all in the JSON):", *shown]
     return "\n".join(lines)
 
 

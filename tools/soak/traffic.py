@@ -293,6 +293,7 @@ class Traffic:
         # the kind of race that can leave a reservation behind.
         draw = rng.random()
         copies = 10 if draw < self.load.burst_share else rng.randint(2, 3) if draw < self.load.replay_share else 1
+        intent.copies = copies
         outcomes: list[str] = []
 
         def post() -> None:
@@ -322,6 +323,8 @@ class Traffic:
         if answer is None or answer.status_code >= 500:
             return "error"
         payload = answer.json()
+        if answer.status_code in (201, 202) and payload.get("reservationId"):
+            intent.reservations.add(str(payload["reservationId"]))
         if answer.status_code in (201, 202) and payload.get("call"):
             intent.call_ids.add(payload["call"]["callId"])
             return "connected"
