@@ -5,6 +5,7 @@ figures as JSON, and exits 1 if anything was lost, doubled, stuck or left a call
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -66,6 +67,8 @@ def parse(argv: list[str]) -> tuple[SoakConfig, Path]:
 
 def main(argv: list[str]) -> int:
     config, json_path = parse(argv)
+    # SIGTERM (a `timeout`, a CI runner) ends the soak through its cleanup, as Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     soak = Soak(config)
     try:
         print(f"soak: starting the local stack (log: {config.log_path})", flush=True)

@@ -60,6 +60,15 @@ class Soak:
     # --- phases ----------------------------------------------------------------------------
 
     def start(self) -> Soak:
+        """The stack started and the tenant arranged; on any failure, nothing left running."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop(graceful=False)
+            raise
+        return self
+
+    def _start(self) -> None:
         self.stack.start()
         self.world, self._served = arrange(self.stack.info, self.config.load.attendants)
         self.reader = TruthReader(self.world, self.stack.info)
@@ -69,7 +78,6 @@ class Soak:
         self.memory["readyStore"] = self._store()
         self._sampler = threading.Thread(target=self._sample_rss, name="soak-rss", daemon=True)
         self._sampler.start()
-        return self
 
     def run_traffic(self, seconds: float) -> None:
         """The mixed traffic and its faults for `seconds`. The RSS "after warm-up" is taken a quarter
@@ -158,14 +166,17 @@ class Soak:
         }
 
     def stop(self, *, graceful: bool = True) -> None:
+        """Everything the soak started, stopped; a second call finds nothing left to stop."""
         self._sampling.set()
         if self.traffic is not None:
             self.traffic.stop()
         if self.reader is not None:
             self.reader.close()
+            self.reader = None
         if self._served is not None:
             self._served.stop()
-        if self.world is not None:
+            self._served = None
+            assert self.world is not None
             self.world.client_webhooks.stop()
         self.stack.stop(graceful=graceful)
 

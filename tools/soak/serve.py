@@ -16,7 +16,8 @@ this process can do:
 Its embedded AWS endpoint backs a DynamoDB transaction up item by item (`moto_transactions`: moto
 deep-copies the whole table per transaction) unless `SOAK_MOTO_TABLE_COPIES=1`.
 
-SIGTERM or SIGINT stops the stack. Settings come from the environment the soak sets:
+SIGTERM or SIGINT stops the stack, and so does the death of the soak that started it. Settings
+come from the environment the soak sets:
 `SOAK_VISIBILITY_TIMEOUT` (every queue's, empty: the template's), `SOAK_SCHEDULE_SECONDS`,
 `SOAK_FAULT_DELAY_SECONDS` (how long the simulator's `timeout` fault sleeps) and
 `PROVIDER_TIMEOUT_SECONDS` for the functions.
@@ -198,6 +199,7 @@ def handshake(stack: LocalStack, control_url: str) -> dict[str, Any]:
 def main(path: Path) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request would bury what matters
+    parent = os.getppid()
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
@@ -215,7 +217,9 @@ def main(path: Path) -> int:
         partial.chmod(0o600)
         partial.rename(path)  # the soak sees the whole file or none of it
         print(f"soak stack ready: {stack.api_url}", flush=True)
-        while not stopping.wait(timeout=0.5):
+        # The soak that started it may die without stopping it (killed, or a crash before its
+        # cleanup): an orphan is adopted by another process, and then stops too.
+        while not stopping.wait(timeout=0.5) and os.getppid() == parent:
             pass
     finally:
         if control is not None:

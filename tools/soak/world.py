@@ -199,11 +199,27 @@ def api_client(base_url: str) -> Iterator[Api]:
 
 def arrange(info: dict[str, Any], attendants: int) -> tuple[World, ServedStrictly]:
     """Everything the soak's traffic needs, through the API; the served downstream to stop at the end."""
-    demo = info["demo"]
-    admin, platform, owner = demo["admin_key"], info["platformKey"], demo["owner_tag"]
     downstream = TimedDownstream()
     served = downstream.serve_strictly()
     receiver = ClientWebhookReceiver()
+    try:
+        world = _arranged(info, attendants, downstream, served, receiver)
+    except BaseException:
+        served.stop()
+        receiver.stop()
+        raise
+    return world, served
+
+
+def _arranged(
+    info: dict[str, Any],
+    attendants: int,
+    downstream: TimedDownstream,
+    served: ServedStrictly,
+    receiver: ClientWebhookReceiver,
+) -> World:
+    demo = info["demo"]
+    admin, platform, owner = demo["admin_key"], info["platformKey"], demo["owner_tag"]
     with api_client(info["apiUrl"]) as api:
         api.call(
             "PUT",
@@ -273,7 +289,7 @@ def arrange(info: dict[str, Any], attendants: int) -> tuple[World, ServedStrictl
         client_webhooks=receiver,
         secrets={secret for secret in secrets if secret},
     )
-    return world, served
+    return world
 
 
 def _send_key(api: Api, admin: str, name: str, default_number: str, webhook_url: str | None = None) -> Any:
