@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 SAM_VENV := .sam-venv
 STAMP := $(VENV)/.installed
 
-.PHONY: local test lint typecheck unit build coldstart openapi bench clean deploy-console chromium cli
+.PHONY: local test lint typecheck unit build coldstart openapi bench soak clean deploy-console chromium cli
 
 $(STAMP): requirements-dev.txt layers/shared/requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,13 @@ openapi: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m tools.bench $(BENCH)
+
+## The soak (not in CI): the local stack under mixed traffic and faults for MINUTES, then what was
+## lost, doubled or stuck (docs/soak.md). Figures in SOAK_REPORT; SOAK_ARGS passes more options.
+MINUTES ?= 30
+SOAK_REPORT ?= .soak/report.json
+soak: $(STAMP)
+	$(PY) -m tools.soak --minutes $(MINUTES) --json $(SOAK_REPORT) $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam

@@ -34,6 +34,18 @@ share that class); one lock around every API invocation would serve one request 
 Still shared: the logger's keys (correlation id, function name) and the metrics set, so with
 invocations at once a log line may carry another invocation's keys and a metrics flush
 another's metrics.
+
+`kill(logical_id)` crashes a container of a function in the middle of an invocation, as a Lambda
+container dies (out of memory, a segmentation fault, a hard timeout): the invocation stops with
+no answer (its caller gets `FunctionCrashed`, so an SQS batch is not deleted and comes back after
+its visibility timeout) and the container is gone (the next invocation loads a new one). It stops
+at the invocation thread's next network read or write, optionally a few of them later: a point
+where a real crash leaves the outside world in every state that matters (a request not sent, sent
+but unanswered, answered but not recorded); an invocation that does no more network I/O stops on
+its way out, its work done but unanswered. It is a `ContainerKilled` raised there, not an
+asynchronous exception, so it never lands between a lock's acquisition and the block that
+releases it. Unlike a real crash, the handler's `finally` blocks run, threads it started go on, and
+what containers share in this process (the layer's modules and adapters) outlives it.
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import socket
 import sys
 import threading
 import time
@@ -63,6 +76,15 @@ DEFAULT_MAX_CONTAINERS = 4
 
 class FunctionsStopped(RuntimeError):
     """An invocation after `Functions.close()`: the local stack is stopping."""
+
+
+class FunctionCrashed(RuntimeError):
+    """The invocation's container was killed (`Functions.kill`) before it answered."""
+
+
+class ContainerKilled(BaseException):
+    """Raised in a killed invocation's thread. A BaseException, so the handler's own
+    `except Exception` blocks do not swallow it: the invocation ends there."""
 
 
 @dataclass
@@ -104,6 +126,8 @@ class Container:
     module: ModuleType
     handler: Handler
     busy: bool = False
+    thread: int | None = None  # the thread running its invocation right now, the one `kill` stops
+    killed: bool = False
 
 
 @dataclass
@@ -152,6 +176,11 @@ class Functions:
         with self._changed:
             return len(self._pools[logical_id].containers)
 
+    def running(self, logical_id: str) -> int:
+        """How many of the function's containers are running an invocation now."""
+        with self._changed:
+            return sum(container.thread is not None for container in self._pools[logical_id].containers)
+
     def invoke(self, logical_id: str, event: Any) -> Any:
         properties = self._definitions[logical_id]
         context = FakeLambdaContext(
@@ -162,9 +191,43 @@ class Functions:
         )
         with self._container(logical_id) as container:
             try:
-                return container.handler(event, context)
+                answer = self._run(container, event, context)
             finally:
                 request_state.forget()
+            if container.killed:
+                raise FunctionCrashed(f"{logical_id}: its container was killed mid-invocation")
+            return answer
+
+    def kill(self, logical_id: str, *, after_operations: int = 0) -> bool:
+        """Crash a container of the function that is running an invocation now, at that
+        invocation's next network read or write (`after_operations` later ones first).
+
+        False when no container of it is running one: nothing is killed.
+        """
+        _install_crash_points()
+        with self._changed:
+            running = [c for c in self._pools[logical_id].containers if c.thread is not None and not c.killed]
+            if not running:
+                return False
+            victim = running[0]
+            victim.killed = True
+            assert victim.thread is not None
+            _doomed[victim.thread] = after_operations
+            return True
+
+    def _run(self, container: Container, event: Any, context: Any) -> Any:
+        """The handler's answer; None when its container was killed on the way."""
+        thread = threading.get_ident()
+        with self._changed:
+            container.thread = thread
+        try:
+            return container.handler(event, context)
+        except ContainerKilled:
+            return None
+        finally:
+            with self._changed:
+                container.thread = None
+                _doomed.pop(thread, None)  # killed with no network I/O left: it stops on its way out
 
     def close(self) -> None:
         """Refuse new invocations (`FunctionsStopped`); those in flight run on."""
@@ -193,6 +256,10 @@ class Functions:
         finally:
             with self._changed:
                 container.busy = False
+                if container.killed:
+                    # Gone, as a crashed Lambda container is: the next invocation loads a new one.
+                    self._pools[logical_id].containers.remove(container)
+                    sys.modules.pop(container.module.__name__, None)
                 self._changed.notify_all()
 
     def _acquire(self, logical_id: str) -> Container:
@@ -245,6 +312,41 @@ class Functions:
         _start_with_empty_contexts(module)
         handler: Handler = getattr(module, attribute)
         return module, handler
+
+
+# Threads of killed invocations -> network operations each still makes before it stops.
+_doomed: dict[int, int] = {}
+_crash_points_installed = False
+_CRASH_POINTS = ("send", "sendall", "recv", "recv_into")
+
+
+def _install_crash_points() -> None:
+    """Wrap the socket methods every HTTP client here ends in (http.client for boto3 and moto,
+    httpcore for httpx) with `_crash_point`; once per process, and only once a kill is asked."""
+    global _crash_points_installed  # noqa: PLW0603 - one patch per process
+    if _crash_points_installed:
+        return
+    for name in _CRASH_POINTS:
+        original = getattr(socket.socket, name)
+
+        def wrapped(self: socket.socket, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            _crash_point()
+            return _original(self, *args, **kwargs)
+
+        setattr(socket.socket, name, wrapped)
+    _crash_points_installed = True
+
+
+def _crash_point() -> None:
+    thread = threading.get_ident()
+    left = _doomed.get(thread)
+    if left is None:
+        return
+    if left > 0:
+        _doomed[thread] = left - 1
+        return
+    del _doomed[thread]
+    raise ContainerKilled
 
 
 def _start_with_empty_contexts(module: ModuleType) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import boto3
 
 from devstack.background import Background
-from devstack.lambdas import Functions, FunctionsStopped
+from devstack.lambdas import FunctionCrashed, Functions, FunctionsStopped
 from devstack.template import Queue, ref_target
 
 log = logging.getLogger("devstack.sqs")
@@ -193,6 +193,12 @@ class SqsPoller:
             response = self._functions.invoke(mapping.function, event)
         except FunctionsStopped:
             return  # the batch comes back after its visibility timeout
+        except FunctionCrashed:
+            log.warning(
+                "container killed mid-batch: the batch comes back after its visibility timeout",
+                extra={"function": mapping.function, "size": len(batch)},
+            )
+            return
         except Exception:
             log.exception("sqs batch failed", extra={"function": mapping.function, "size": len(batch)})
             return

@@ -416,6 +416,7 @@ class SimulatorApp:
             Rule(f"{CONTROL_PREFIX}/sent", methods=["GET"], endpoint=self.sent),
             Rule(f"{CONTROL_PREFIX}/events", methods=["GET"], endpoint=self.events),
             Rule(f"{CONTROL_PREFIX}/faults", methods=["POST"], endpoint=self.add_fault),
+            Rule(f"{CONTROL_PREFIX}/faults", methods=["DELETE"], endpoint=self.clear_faults),
             Rule(f"{CONTROL_PREFIX}/webhooks/redeliver", methods=["POST"], endpoint=self.redeliver),
             Rule(f"{CONTROL_PREFIX}/global-webhook", methods=["POST"], endpoint=self.set_global_webhook),
             Rule(f"{CONTROL_PREFIX}/global-webhook", methods=["DELETE"], endpoint=self.delete_global_webhook),
@@ -476,8 +477,10 @@ class SimulatorApp:
 
     def incoming_message(self, request: Request, instance_id: str) -> Response:
         body = _parse(request, schemas.IncomingMessageBody)
+        if body.type == "text" and body.text is None:
+            raise SimError(400, "invalid_request", "text: a text message needs its text")
         message = self.state.incoming_message(
-            instance_id, body.from_, body.text, push_name=body.push_name, addressing=body.addressing
+            instance_id, body.from_, body.text or "", body.type, push_name=body.push_name, addressing=body.addressing
         )
         return _json(message)
 
@@ -511,6 +514,9 @@ class SimulatorApp:
             raise SimError(400, "unknown_route", f"faults apply to provider routes: {self._fault_routes}")
         self.state.add_fault(body)
         return _json({"ok": True})
+
+    def clear_faults(self, request: Request) -> Response:
+        return _json({"cleared": self.state.clear_faults()})
 
     def redeliver(self, request: Request) -> Response:
         self.state.redeliver(_parse(request, schemas.RedeliverBody).event_id)

@@ -78,6 +78,14 @@ class SimulatorControl:
         message_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-message", body)["id"]
         return message_id
 
+    def incoming(self, instance_id: str, sender: str, *, kind: str = "text", text: str | None = None) -> dict[str, Any]:
+        """Any kind of incoming message (`text`, `image`, `audio`, `video`, `document`, `sticker`,
+        `location`, `reaction`): `{id, eventId}`, the sender's message id and the simulator's event id."""
+        body: dict[str, Any] = {"from": sender, "type": kind}
+        if text is not None:
+            body["text"] = text
+        return self._post(f"/_sim/instances/{instance_id}/incoming-message", body)
+
     def incoming_call(self, instance_id: str, sender: str, *, video: bool = False) -> str:
         body = {"from": sender, "video": video}
         call_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-call", body)["callId"]
@@ -121,6 +129,13 @@ class SimulatorControl:
 
     def fault(self, route: str, mode: str, *, times: int = 1, method: str | None = None) -> None:
         self._post("/_sim/faults", {"route": route, "mode": mode, "times": times, "method": method})
+
+    def clear_faults(self) -> int:
+        """Forget every injected fault not yet consumed; returns how many there were."""
+        response = self._client.delete("/_sim/faults")
+        response.raise_for_status()
+        cleared: int = response.json()["cleared"]
+        return cleared
 
     def redeliver(self, event_id: str) -> None:
         self._post("/_sim/webhooks/redeliver", {"eventId": event_id})

@@ -174,9 +174,16 @@ class GlobalWebhookBody(ControlBody):
     previous_secret: StrictStr | None = Field(default=None, alias="previousSecret", min_length=1, repr=False)
 
 
+IncomingType = Literal["text", "image", "audio", "video", "document", "sticker", "location", "reaction"]
+
+
 class IncomingMessageBody(ControlBody):
+    """A text (`text` required), or another kind of message: `text` is then its caption (image,
+    video, document) and a reaction reacts to the last message the instance sent `from`."""
+
     from_: StrictStr = Field(alias="from", min_length=1)
-    text: StrictStr
+    text: StrictStr | None = None
+    type: IncomingType = "text"
     # The sender's WhatsApp profile name (whatsmeow `PushName`, Baileys `pushName`, Meta
     # `contacts[].profile.name`); null: WhatsApp sent none.
     push_name: StrictStr | None = Field(default="Cliente", alias="pushName")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
-from devstack.simulator import payloads, wire
+from devstack.simulator import incoming, payloads, wire
 from devstack.simulator.model import (
     Call,
     Delivery,
@@ -123,6 +123,13 @@ class SimulatorState:
     def add_fault(self, body: FaultBody) -> None:
         with self._lock:
             self._faults.append(Fault(body.route, body.method, body.mode, body.times))
+
+    def clear_faults(self) -> int:
+        """Forget every pending fault; returns how many were still pending."""
+        with self._lock:
+            pending = len(self._faults)
+            self._faults = []
+            return pending
 
     def take_fault(self, route: str, method: str) -> str | None:
         """Consume one pending fault for this route, oldest first."""
@@ -680,9 +687,18 @@ class SimulatorState:
             return [message.view() for message in self._sent]
 
     def incoming_message(
-        self, instance_id: str, sender: str, text: str, *, push_name: str | None = "Cliente", addressing: str = "pn"
+        self,
+        instance_id: str,
+        sender: str,
+        text: str,
+        kind: str = "text",
+        *,
+        push_name: str | None = "Cliente",
+        addressing: str = "pn",
     ) -> dict[str, Any]:
-        """A text from `sender` arrives: posted as the instance's server posts it.
+        """A message from `sender` arrives, posted as the instance's server posts it: `{id, eventId}`
+        (`eventId` is the simulator's, for `/_sim/webhooks/redeliver`; the calls envelope's too).
+        `kind` other than text: `text` is the caption of an image, video or document.
 
         `addressing` (Evolution only) is how WhatsApp addressed the chat: `pn`, `lid` or
         `lid_only` (see `payloads.evolution_upsert`)."""
@@ -694,27 +710,55 @@ class SimulatorState:
                 raise SimError(400, "not_on_this_server", "only the Evolution server simulates LID-addressed chats")
             sender = sender.lstrip("+")
             instance.contacts.add(sender)
+            if kind != "text":
+                return self._incoming_other(instance, sender, text, kind)
             now = time.time()
             if instance.flavour == "calls":
                 message_id = wire.whatsapp_message_id()
                 data = {"id": message_id, "from": sender, "text": text, "timestamp": rfc3339_nano(time.time_ns())}
-                self._emit(instance, "message", data)
+                event_id = self._emit(instance, "message", data)
             elif instance.flavour == "wuzapi":
                 message_id = wire.phone_message_id()
                 event = payloads.wuzapi_message_event(message_id, sender, text, now, push_name or "")
-                self._emit_wuzapi(instance, {"event": event, "type": "Message"})
+                event_id = self._emit_wuzapi(instance, {"event": event, "type": "Message"})
             elif instance.flavour == "evolution":
                 message_id = wire.phone_message_id()
                 data = payloads.evolution_upsert(
                     message_id, sender, text, now, instance.uuid, push_name=push_name, addressing=addressing
                 )
                 self._remember_evolution_contact(instance, data["key"], push_name)
-                self._emit_evolution(instance, "messages.upsert", data)
+                event_id = self._emit_evolution(instance, "messages.upsert", data)
             else:
                 message_id = wire.wamid(sender)
                 value = payloads.meta_message(message_id, sender, text, now, push_name=push_name)
-                self._emit_meta(instance, "messages", value)
-            return {"id": message_id}
+                event_id = self._emit_meta(instance, "messages", value)
+            return {"id": message_id, "eventId": event_id}
+
+    def _incoming_other(self, instance: Instance, sender: str, caption: str, kind: str) -> dict[str, Any]:
+        """A photo, voice note, video, document, sticker, location or reaction (`incoming`)."""
+        reacted = self._last_sent_to(instance, sender)
+        flavour = instance.flavour
+        if flavour == "meta":
+            message_id, reacted_id = wire.wamid(sender), reacted or wire.wamid(sender)
+        else:
+            message_id = wire.whatsapp_message_id() if flavour == "calls" else wire.phone_message_id()
+            reacted_id = reacted or wire.whatsapp_message_id()
+        arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        if flavour == "calls":
+            event_id = self._emit(instance, "message", incoming.envelope_message(arrival, rfc3339_nano(time.time_ns())))
+        elif flavour == "wuzapi":
+            event_id = self._emit_wuzapi(instance, incoming.wuzapi_postmap(arrival, "Cliente"))
+        elif flavour == "evolution":
+            event_id = self._emit_evolution(
+                instance, "messages.upsert", incoming.evolution_upsert(arrival, instance.uuid)
+            )
+        else:
+            event_id = self._emit_meta(instance, "messages", incoming.meta_message(arrival))
+        return {"id": message_id, "eventId": event_id}
+
+    def _last_sent_to(self, instance: Instance, recipient: str) -> str | None:
+        """The id of the last message the instance sent `recipient` (what a reaction reacts to)."""
+        return next((m.id for m in reversed(self._sent) if m.instance_id == instance.id and m.phone == recipient), None)
 
     def _remember_evolution_contact(self, instance: Instance, key: dict[str, Any], push_name: str | None) -> None:
         """What Evolution stores on an incoming message: the contact's pushName by `remoteJid`, and in
@@ -964,8 +1008,8 @@ class SimulatorState:
         name: str,
         data: dict[str, Any],
         instance_summary: dict[str, Any] | None = None,
-    ) -> None:
-        """The calls server's signed envelope."""
+    ) -> str:
+        """The calls server's signed envelope; returns its eventId."""
         instance.seq += 1
         envelope: dict[str, Any] = {
             "EventType": name,
@@ -986,30 +1030,31 @@ class SimulatorState:
             )
             self._deliver(delivery)
         self._log(envelope["eventId"], EmittedEvent(envelope, delivery))
+        return str(envelope["eventId"])
 
-    def _emit_wuzapi(self, instance: Instance, postmap: dict[str, Any]) -> None:
-        """Posted only when the live subscription lists its type (or `All`)."""
+    def _emit_wuzapi(self, instance: Instance, postmap: dict[str, Any]) -> str:
+        """Posted only when the live subscription lists its type (or `All`); returns the event's id."""
         body, content_type = payloads.wuzapi_webhook(
             postmap, instance_name=instance.id, user_id=instance.user_id, form=instance.webhook_format == "form"
         )
         live = instance.hook.live_events
         wanted = postmap["type"] in live or "All" in live
-        self._emit_real(instance, postmap["type"], body, content_type, wanted=wanted)
+        return self._emit_real(instance, postmap["type"], body, content_type, wanted=wanted)
 
-    def _emit_evolution(self, instance: Instance, event: str, data: dict[str, Any]) -> None:
+    def _emit_evolution(self, instance: Instance, event: str, data: dict[str, Any]) -> str:
         body = payloads.evolution_webhook(
             event, instance.id, data, url=instance.hook.url, own_number=instance.number, seconds=time.time()
         )
         configured = instance.hook.events
         wanted = not configured or event.replace(".", "_").upper() in configured
-        self._emit_real(instance, event, body, "application/json", wanted=wanted)
+        return self._emit_real(instance, event, body, "application/json", wanted=wanted)
 
-    def _emit_meta(self, instance: Instance, name: str, value: dict[str, Any]) -> None:
+    def _emit_meta(self, instance: Instance, name: str, value: dict[str, Any]) -> str:
         assert instance.meta_phone_id is not None
         body = payloads.meta_webhook(instance.waba_id, instance.number, instance.meta_phone_id, value)
-        self._emit_real(instance, name, body, "application/json", wanted=True)
+        return self._emit_real(instance, name, body, "application/json", wanted=True)
 
-    def _emit_real(self, instance: Instance, name: str, body: bytes, content_type: str, *, wanted: bool) -> None:
+    def _emit_real(self, instance: Instance, name: str, body: bytes, content_type: str, *, wanted: bool) -> str:
         instance.seq += 1
         event_id = str(uuid.uuid4())
         delivery = None
@@ -1026,6 +1071,7 @@ class SimulatorState:
             "payload": _readable(body, content_type),
         }
         self._log(event_id, EmittedEvent(view, delivery))
+        return event_id
 
     def _log(self, event_id: str, event: EmittedEvent) -> None:
         self._events[event_id] = event

@@ -1,0 +1,161 @@
+"""What each server posts for a customer's photo, voice note, video, document, sticker, location
+or reaction: the shapes of the real fixtures (tests/contracts), mapped by our webhook code to an
+ignored event with the reason a person would give (switchboard does not map them yet)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from devstack.simulator import SimulatorControl
+from devstack.simulator.incoming import MEDIA_KINDS, media_file
+from switchboard.providers import envelope, evolution, meta, wuzapi_webhooks
+from switchboard.providers.base import WebhookRequest
+from tests.simulator.conftest import FlavourFactory, Received, WebhookReceiver
+
+PEER = "5511977776666"
+CONTRACTS = Path(__file__).parents[1] / "contracts"
+WUZAPI_REASONS = {
+    "image": "media message",
+    "audio": "media message",
+    "video": "media message",
+    "document": "media message",
+    "sticker": "media message",
+    "location": "location message",
+    "reaction": "reaction",
+}
+
+
+def mapped(flavour: str, received: Received) -> Any:
+    request = WebhookRequest(headers={k.lower(): v for k, v in received.headers.items()}, body=received.body)
+    parse = {
+        "calls": envelope.events,
+        "wuzapi": wuzapi_webhooks.events,
+        "evolution": evolution.KIND.events,
+        "meta": meta.KIND.events,
+    }[flavour]
+    [event] = parse(request)
+    return event
+
+
+def fixture(kind: str, name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((CONTRACTS / kind / name).read_text())
+    return loaded
+
+
+@pytest.mark.parametrize("flavour", ["calls", "wuzapi", "evolution", "meta"])
+@pytest.mark.parametrize("kind", MEDIA_KINDS)
+def test_every_kind_of_message_is_posted_by_each_server_and_mapped_as_ignored_with_its_reason(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver, flavour: str, kind: str
+) -> None:
+    instance = make_flavoured(flavour, **({"kind": "messages"} if flavour == "calls" else {}))
+
+    sent = control.incoming(instance.id, PEER, kind=kind)
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    event = mapped(flavour, delivery)
+    assert event.name == "message" and event.ignored
+    expected = {
+        "calls": "not a text message",
+        "wuzapi": WUZAPI_REASONS[kind],
+        "evolution": f"{kind}Message message",
+        "meta": f"{kind} message",
+    }[flavour]
+    assert event.ignored == expected
+    assert event.event_id == (sent["eventId"] if flavour == "calls" else sent["id"])
+    assert sent["eventId"] in {e["eventId"] for e in control.events(instance.id)}
+
+
+def test_a_wuzapi_photo_has_the_real_webhooks_fields_and_its_bytes(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    real = json.loads((CONTRACTS / "wuzapi" / "webhook_json_unmappable_message_image.json").read_bytes())
+    instance = make_flavoured("wuzapi")
+
+    sent = control.incoming(instance.id, PEER, kind="image", text="Segue o comprovante")
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    body = delivery.envelope
+    assert set(body) == set(real)
+    assert set(body["event"]["Info"]) == set(real["event"]["Info"])
+    assert set(body["event"]["Message"]["imageMessage"]) <= set(real["event"]["Message"]["imageMessage"])
+    assert (body["event"]["Info"]["Type"], body["event"]["Info"]["MediaType"]) == ("media", "image")
+    assert body["event"]["Message"]["imageMessage"]["caption"] == "Segue o comprovante"
+    assert (body["mimeType"], body["fileName"]) == ("image/jpeg", f"{sent['id']}.jpeg")
+    assert base64.b64decode(body["base64"]) == media_file("image")
+    assert list(body) == sorted(body)
+
+
+def test_an_evolution_photo_has_the_real_webhooks_fields(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    real = fixture("evolution", "webhook_messages_upsert_image.json")
+    instance = make_flavoured("evolution")
+
+    control.incoming(instance.id, PEER, kind="image")
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    data = delivery.envelope["data"]
+    assert list(data) == list(real["data"])
+    assert list(data["message"]["imageMessage"]) == list(real["data"]["message"]["imageMessage"])
+    assert data["contextInfo"] is None and data["messageType"] == "imageMessage"
+    assert data["message"]["imageMessage"]["fileLength"] == {
+        "low": len(media_file("image")),
+        "high": 0,
+        "unsigned": True,
+    }
+
+
+def test_a_meta_photo_and_a_reaction_have_the_cloud_apis_fields(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    real = fixture("meta", "webhook_image_message.json")["entry"][0]["changes"][0]["value"]["messages"][0]
+    instance = make_flavoured("meta")
+
+    control.incoming(instance.id, PEER, kind="image")
+    control.incoming(instance.id, PEER, kind="reaction")
+
+    photo, reaction = (
+        delivery.envelope["entry"][0]["changes"][0]["value"]["messages"][0]
+        for delivery in receiver.wait_for(instance.id, 2)
+    )
+    assert set(photo) == set(real) and set(photo["image"]) == set(real["image"])
+    assert reaction["type"] == "reaction" and set(reaction["reaction"]) == {"message_id", "emoji"}
+
+
+def test_a_reaction_reacts_to_the_last_message_sent_to_that_customer(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    instance = make_flavoured("evolution")
+    sent = httpx.post(
+        f"{instance.base_url}/message/sendText/{instance.id}",
+        headers={"apikey": instance.token},
+        json={"number": PEER, "text": "seu pedido saiu"},
+    ).json()["key"]["id"]
+
+    control.incoming(instance.id, PEER, kind="reaction")
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    data = delivery.envelope["data"]
+    assert data["message"]["reactionMessage"]["key"]["id"] == sent
+    assert "contextInfo" not in data and data["messageType"] == "reactionMessage"
+
+
+def test_a_text_message_still_needs_its_text(make_flavoured: FlavourFactory, control: SimulatorControl) -> None:
+    instance = make_flavoured("wuzapi")
+
+    with pytest.raises(httpx.HTTPStatusError, match="400"):
+        control.incoming(instance.id, PEER)
+
+
+def test_pending_faults_can_be_cleared(control: SimulatorControl) -> None:
+    control.fault("/wuzapi/chat/send/text", "error500", times=3)
+    control.fault("/call/dial", "timeout")
+
+    assert control.clear_faults() == 2
+    assert control.clear_faults() == 0

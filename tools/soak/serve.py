@@ -1,0 +1,235 @@
+"""The soak's local stack, in a process of its own: `python -m tools.soak.serve <handshake.json>`.
+
+It starts the same `LocalStack` as `make local` (every port free, the demo tenant seeded), then
+writes the handshake file the soak reads (URLs, keys, queues, tables: it holds secrets, so it goes
+in a private directory the soak removes) and serves a small control API on loopback for what only
+this process can do:
+
+- `POST /kill {"function", "afterOperations"}` crashes a container of that function in the middle
+  of an invocation (`Functions.kill`): `{"killed": bool}` (false: none was running one);
+- `GET /functions`: `{name: {"containers", "running"}}`;
+- `GET /store`: `{"items", "bytes"}`, what moto's DynamoDB holds (items in every table, and the
+  Python objects they take, summed with `sys.getsizeof`: what a data store, not the stack, uses);
+- `GET /memory`: with `SOAK_TRACEMALLOC=<frames>` set, where the memory allocated since the stack
+  was ready went (tracemalloc's top 20 tracebacks; slow: for finding a growth, not for measuring).
+
+Its embedded AWS endpoint backs a DynamoDB transaction up item by item (`moto_transactions`: moto
+deep-copies the whole table per transaction) unless `SOAK_MOTO_TABLE_COPIES=1`.
+
+SIGTERM or SIGINT stops the stack, and so does the death of the soak that started it. Settings
+come from the environment the soak sets:
+`SOAK_VISIBILITY_TIMEOUT` (every queue's, empty: the template's), `SOAK_SCHEDULE_SECONDS`,
+`SOAK_FAULT_DELAY_SECONDS` (how long the simulator's `timeout` fault sleeps) and
+`PROVIDER_TIMEOUT_SECONDS` for the functions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import tracemalloc
+from dataclasses import asdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from devstack.stack import LocalStack
+from tools.soak import moto_transactions
+
+log = logging.getLogger("soak.serve")
+
+
+def _optional_number(name: str) -> float | None:
+    value = os.environ.get(name)
+    return float(value) if value else None
+
+
+def build_stack() -> LocalStack:
+    visibility = _optional_number("SOAK_VISIBILITY_TIMEOUT")
+    return LocalStack(
+        port=0,
+        aws_port=0,
+        sim_port=0,
+        live_port=0,
+        live_management_port=0,
+        prefix="soak",
+        schedule_seconds=_optional_number("SOAK_SCHEDULE_SECONDS"),
+        visibility_timeout=int(visibility) if visibility else None,
+        simulator_settings={"fault_delay_seconds": _optional_number("SOAK_FAULT_DELAY_SECONDS") or 3.0},
+        environment={"PROVIDER_TIMEOUT_SECONDS": os.environ.get("PROVIDER_TIMEOUT_SECONDS", "2")},
+    )
+
+
+class Control:
+    """The control API's server, bound to the running stack."""
+
+    def __init__(self, stack: LocalStack) -> None:
+        functions = stack.functions
+        assert functions is not None
+        self._functions = functions
+
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path == "/store":
+                    self._answer(200, store())
+                    return
+                if self.path == "/memory":
+                    self._answer(200, outer.memory())
+                    return
+                if self.path != "/functions":
+                    self._answer(404, {"error": "not_found"})
+                    return
+                self._answer(200, outer.functions())
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                    name = str(body["function"])
+                    after = int(body.get("afterOperations", 0))
+                except (ValueError, KeyError, TypeError):
+                    self._answer(400, {"error": "invalid_request", "message": "{function, afterOperations?}"})
+                    return
+                if self.path != "/kill" or name not in outer._functions.names():
+                    self._answer(404, {"error": "not_found", "message": "POST /kill with a template function"})
+                    return
+                self._answer(200, {"killed": outer._functions.kill(name, after_operations=after)})
+
+            def _answer(self, status: int, payload: Any) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="soak-control", daemon=True)
+
+    def functions(self) -> dict[str, dict[str, int]]:
+        return {
+            name: {"containers": self._functions.containers(name), "running": self._functions.running(name)}
+            for name in self._functions.names()
+        }
+
+    @staticmethod
+    def memory() -> dict[str, Any]:
+        if not tracemalloc.is_tracing():
+            return {"error": "set SOAK_TRACEMALLOC=<frames> to trace allocations"}
+        snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+        top = snapshot.statistics("traceback")[:20]
+        return {
+            "tracedMb": round(tracemalloc.get_traced_memory()[0] / 2**20, 1),
+            "top": [
+                {"kb": round(stat.size / 1024), "count": stat.count, "where": stat.traceback.format()} for stat in top
+            ],
+        }
+
+    def start(self) -> Control:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def store() -> dict[str, int]:
+    """Items in moto's DynamoDB tables and the bytes of their Python objects (deep `getsizeof`)."""
+    from moto.dynamodb.models import dynamodb_backends  # noqa: PLC0415 - moto is loaded by the stack
+
+    items = 0
+    roots: list[Any] = []
+    for account in list(dynamodb_backends.values()):
+        for backend in list(account.values()):
+            for table in list(backend.tables.values()):
+                items += len(table)
+                roots.append(table.items)
+    return {"items": items, "bytes": _deep_size(roots)}
+
+
+def _deep_size(root: Any) -> int:
+    seen: set[int] = set()
+    pending = [root]
+    total = 0
+    while pending:
+        value = pending.pop()
+        if id(value) in seen or isinstance(value, type):
+            continue
+        seen.add(id(value))
+        total += sys.getsizeof(value)
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            pending.extend(value)
+        elif hasattr(value, "__dict__"):
+            pending.append(vars(value))
+    return total
+
+
+def handshake(stack: LocalStack, control_url: str) -> dict[str, Any]:
+    assert stack.demo is not None, "the soak needs the seeded demo tenant"
+    return {
+        "pid": os.getpid(),
+        "apiUrl": stack.api_url,
+        "simUrl": stack.sim_url,
+        "awsUrl": stack.aws_url,
+        "liveUrl": stack.live_url,
+        "controlUrl": control_url,
+        "platformKey": stack.platform_key,
+        "simAdminToken": stack.sim_admin_token,
+        "tables": stack.tables,
+        "queues": {name: asdict(queue) for name, queue in stack.queues.items()},
+        "demo": asdict(stack.demo),
+        "transactionBackup": "table" if os.environ.get("SOAK_MOTO_TABLE_COPIES") else "item",
+    }
+
+
+def main(path: Path) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request would bury what matters
+    parent = os.getppid()
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    if not os.environ.get("SOAK_MOTO_TABLE_COPIES"):
+        moto_transactions.install()
+    stack = build_stack()
+    control: Control | None = None
+    try:
+        stack.start()
+        if frames := os.environ.get("SOAK_TRACEMALLOC"):
+            tracemalloc.start(int(frames))  # from now on: what the traffic allocates, not the start
+        control = Control(stack).start()
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(handshake(stack, control.url)))
+        partial.chmod(0o600)
+        partial.rename(path)  # the soak sees the whole file or none of it
+        print(f"soak stack ready: {stack.api_url}", flush=True)
+        # The soak that started it may die without stopping it (killed, or a crash before its
+        # cleanup): an orphan is adopted by another process, and then stops too.
+        while not stopping.wait(timeout=0.5) and os.getppid() == parent:
+            pass
+    finally:
+        if control is not None:
+            control.stop()
+        stack.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(Path(sys.argv[1]))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # nothing left to flush; skip the interpreter's slow teardown of moto's state
