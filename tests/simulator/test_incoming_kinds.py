@@ -36,8 +36,8 @@ def mapped(flavour: str, received: Received) -> Any:
     parse = {
         "calls": envelope.events,
         "wuzapi": wuzapi_webhooks.events,
-        "evolution": evolution.KIND.events,
-        "meta": meta.KIND.events,
+        "evolution": lambda request: evolution.KIND.events(request, "evolution-jwt"),
+        "meta": lambda request: meta.KIND.events(request, "meta-signature"),
     }[flavour]
     [event] = parse(request)
     return event
