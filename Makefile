@@ -4,6 +4,8 @@ PYTHON ?= $(shell for p in python3.13 $(wildcard $(HOME)/.pyenv/versions/3.13*/b
 	$$p -c 'import sys' >/dev/null 2>&1 && { echo $$p; break; }; done)
 VENV := .venv
 PY := $(VENV)/bin/python
+# `make cli` answers JSON that is piped on: never "Entering directory" lines, even under another make.
+MAKEFLAGS += --no-print-directory
 SAM_VENV := .sam-venv
 STAMP := $(VENV)/.installed
 

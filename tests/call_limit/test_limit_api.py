@@ -137,7 +137,7 @@ def test_the_limit_can_be_set_while_the_connection_is_disconnected(client: Clien
     assert (answer.json()["limit"], answer.json()["connected"]) == (4, False)
 
 
-@pytest.mark.parametrize("value", [0, 9, -1, 2.5, 2.0, "2", None, True, [2]])
+@pytest.mark.parametrize("value", [0, 9, -1, 2.5, 8.0001, "2", None, True, [2]])
 def test_only_integers_from_one_to_eight_are_accepted(
     client: Client, connect: Any, control: SimulatorControl, value: object
 ) -> None:
@@ -148,6 +148,16 @@ def test_only_integers_from_one_to_eight_are_accepted(
     assert answer.status == 422, answer.body
     assert answer.json()["error"] == "validation_error"
     assert control.instance(connection.sim_id)["callsConfigVersion"] == 0
+
+
+def test_an_integral_limit_written_as_a_float_is_that_integer(client: Client, connect: Any) -> None:
+    """JSON has one number type: 2.0 is the integer 2, as JSON Schema and the API's other fields read it."""
+    connection = connect()
+
+    answer = client.put(connection.limit_path, key=connection.admin_key, json_body={"callsMaxConcurrent": 2.0})
+
+    assert answer.status == 200, answer.body
+    assert answer.json()["limit"] == 2
 
 
 def test_unknown_fields_and_a_missing_value_are_refused(client: Client, connect: Any) -> None:

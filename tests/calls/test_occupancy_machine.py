@@ -32,6 +32,7 @@ from switchboard.calls.domain import LIVE_STATES, AttemptNotPending, DialAttempt
 from switchboard.calls.dynamo import CallRepository
 from switchboard.calls.reconcile import REDIAL_WINDOW, Reconciler
 from switchboard.calls.service import CallService
+from switchboard.connection_state.domain import Check
 from switchboard.core.errors import LineBusy
 from switchboard.providers.base import Capabilities, DialResult, ProviderCall, ProviderTarget
 from tests.support.aws import AwsResources
@@ -128,7 +129,14 @@ class Occupancy(RuleBasedStateMachine):
             capabilities=lambda _: Capabilities(calls=True, calls_video=True),
             refresh_limit=lambda line: Line(instance=line.name, tenant=line.tenant),
         )
-        self.reconciler = Reconciler(catalog, self.repository, self.calls, targets, refresh_limit=lambda _: None)
+        self.reconciler = Reconciler(
+            catalog,
+            self.repository,
+            self.calls,
+            targets,
+            read_status=lambda _: (Check(state="CONNECTED"), None),
+            apply_limit=lambda *_: None,
+        )
         self.strays: set[str] = set()  # entries an old replica wrote, until a reconciliation
         self.seq = 0
 

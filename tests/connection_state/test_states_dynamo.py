@@ -11,7 +11,8 @@ from typing import Any
 import boto3
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import InstanceState
+from switchboard.catalog.domain import InstanceState, Number
+from switchboard.catalog.domain import Provider as ProviderRecord
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.connection_state.domain import StoredState
 from switchboard.connection_state.dynamo import ConnectionStateRepository
@@ -24,8 +25,23 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def saved(key_name: str = "acme-main") -> str:
-    record = instance(key_name)
-    bootstrap.catalog_repository().put_instance(record, None)
+    """An instance saved with the provider and number its write checks it owns."""
+    catalog = bootstrap.catalog_repository()
+    record = instance(key_name, provider_id=f"prv_{key_name}", number_id=f"num_{key_name}")
+    catalog.create_provider(
+        ProviderRecord(
+            tenant=record.tenant,
+            id=record.provider_id,
+            name="zap",
+            kind="wuzapi",
+            base_url="https://zap.example",
+            webhook_secret_hint="…cret",
+        )
+    )
+    catalog.create_number(
+        Number(tenant=record.tenant, id=record.number_id, number="5511999990001", display_name="line")
+    )
+    catalog.put_instance(record, None)
     return record.key
 
 
