@@ -20,13 +20,14 @@ $(STAMP): requirements-dev.txt layers/shared/requirements.txt
 local: $(STAMP)
 	$(PY) -m devstack
 
-## Every check CI runs: lint, format, types, template lint, tests.
+## Every check CI runs: lint, format, types, template lint, tests (one pytest worker per core; a
+## test file stays on one worker, so its module fixtures start once).
 test: $(STAMP) chromium
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(VENV)/bin/cfn-lint template.yaml
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 ## Debian's Chromium, which the browser tests (tests/console) drive: installed when missing,
 ## through sudo unless root. Playwright's own browser download is never used.
