@@ -483,6 +483,17 @@ class FakeMappingStore:
         self.stamp += 1
 
 
+class FakeForwardAttempts:
+    """`routing.forwarder.ForwardAttempts`: the first start of each event id."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, datetime] = {}
+
+    def begin(self, message: Any, at: datetime) -> datetime | None:
+        earlier = self.started.setdefault(message.event_id, at)
+        return None if earlier is at else earlier
+
+
 @dataclass
 class FakeDownstreams:
     """`routing.outbox.Downstreams`: every owner tag resolves to `target`."""
@@ -499,7 +510,7 @@ class FakeDownstreamClient:
     def __init__(self) -> None:
         self.notes: list[tuple[int, str]] = []
 
-    def post_incoming(self, target: DownstreamTarget, message: Any) -> int:
+    def post_incoming(self, target: DownstreamTarget, message: Any, *, earlier_attempt: Any = None) -> int:
         raise AssertionError("not used")
 
     def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:
