@@ -12,6 +12,10 @@ series of short polls, each under the lock, with the lock released in between.
 Observers (`AwsEndpoint.observe`) see the requests of one JSON target and moto's answers, inside
 that same lock: what they see is in the order moto applied it (the local EventBridge rules read
 PutEvents so).
+
+moto backs every transaction up by copying whole tables, a cost that grows with the table; the
+endpoint installs an item-level backup instead (`devstack.moto_transactions`), so the local stack
+does not slow down as its tables fill, as DynamoDB does not.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
+from devstack import moto_transactions
 from devstack.serving import Server
 
 StartResponse = Callable[..., Any]
@@ -128,6 +133,7 @@ class AwsEndpoint:
     """moto server on 127.0.0.1:`port` (0 picks a free port), serialised, served by threads."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
+        moto_transactions.install()
         self._app = SerializedApp(DomainDispatcherApplication(create_backend_app))
         self._server = Server(self._app, name="aws-endpoint", host=host, port=port, handler=QuietMotoHandler)
 

@@ -7,6 +7,10 @@ A session belongs to one (instance, callId). Its URL carries a one-time ticket v
 waits `RETAIN_SECONDS` for a reattach (a new attach for the same call resumes it, with a new
 ticket), then it is released and the call keeps its state. A new socket on a session replaces
 the one it had (the provider accepts a replaced attachment: ownership is the caller's business).
+
+A socket is on its session from the moment its handshake is accepted, before the 101 answer
+leaves: a client whose `connect` returned finds its session connected, whatever the server's
+threads are doing (the echo loop starts a moment later, in the connection's own thread).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request as WsRequest
 from websockets.http11 import Response as WsResponse
+from websockets.protocol import State
 from websockets.sync.server import Server, ServerConnection, serve
 
 CONNECT_SECONDS = 60.0
@@ -68,6 +73,7 @@ class MediaSessions:
         self._lock = threading.Lock()
         self._sessions: dict[tuple[str, str], MediaSession] = {}
         self._pending: dict[int, MediaSession] = {}  # handshakes whose ticket was consumed
+        self._attached: dict[int, MediaSession] = {}  # accepted sockets, until their echo loop starts
         self.ws_url = ""
 
     def attach(self, instance_id: str, call_id: str, *, resume: bool = True) -> dict[str, Any]:
@@ -112,7 +118,9 @@ class MediaSessions:
             session = self._sessions.get((instance_id, call_id))
             if session is None or session.released(self.clock(), self._retain_seconds):
                 return None
-            return {"sessionId": session.id, "connected": session.socket is not None}
+            # A socket whose 101 could not be sent never serves: it is on the session, not connected.
+            connected = session.socket is not None and session.socket.state in (State.CONNECTING, State.OPEN)
+            return {"sessionId": session.id, "connected": connected}
 
     def reset(self) -> None:
         with self._lock:
@@ -140,15 +148,24 @@ class MediaSessions:
             return connection.respond(HTTPStatus.CONFLICT, "the call has ended\n")
         return None
 
+    def attach_socket(self, connection: ServerConnection, request: WsRequest, response: WsResponse) -> None:
+        """Put an accepted socket on its session (the handshake's last step, before its answer is
+        sent); the socket it replaces is closed."""
+        with self._lock:
+            session = self._pending.pop(id(connection), None)
+            if session is None or response.status_code != HTTPStatus.SWITCHING_PROTOCOLS:
+                return
+            replaced, session.socket, session.ever_connected = session.socket, connection, True
+            self._attached[id(connection)] = session
+        if replaced is not None:
+            replaced.close(REPLACED, "attachment replaced")
+
     def serve_socket(self, connection: ServerConnection) -> None:
         """Echo every frame tagged `<callId>:` until the socket closes or the call ends."""
         with self._lock:
-            session = self._pending.pop(id(connection), None)
+            session = self._attached.pop(id(connection), None)
             if session is None:
                 return
-            replaced, session.socket, session.ever_connected = session.socket, connection, True
-        if replaced is not None:
-            replaced.close(REPLACED, "attachment replaced")
         tag = session.call_id
         try:
             for frame in connection:
@@ -183,7 +200,13 @@ class MediaServer:
         self._thread: threading.Thread | None = None
 
     def start(self, host: str, port: int = 0) -> str:
-        self._server = serve(self._sessions.serve_socket, host, port, process_request=self._sessions.check_handshake)
+        self._server = serve(
+            self._sessions.serve_socket,
+            host,
+            port,
+            process_request=self._sessions.check_handshake,
+            process_response=self._sessions.attach_socket,
+        )
         bound_host, bound_port = self._server.socket.getsockname()[:2]
         self._thread = threading.Thread(target=self._server.serve_forever, name="simulator-media", daemon=True)
         self._thread.start()

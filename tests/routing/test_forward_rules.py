@@ -12,7 +12,7 @@ from switchboard.providers.base import ProviderTarget
 from switchboard.routing.domain import DownstreamTarget, IncomingMessage
 from switchboard.routing.forwarder import DownstreamForwarder, ProviderPhones
 from tests.support.builders import instance
-from tests.support.fakes import FakeCatalog, FakeDownstreams, FakeProvider, FakeTargets
+from tests.support.fakes import FakeCatalog, FakeDownstreams, FakeForwardAttempts, FakeProvider, FakeTargets
 
 LID = "204857600054321@lid"
 TARGET = DownstreamTarget(base_url="https://cw.example", account_id=1, inbox_id=2, api_token="t", source="tenant")
@@ -53,7 +53,9 @@ class Posted:
     def __init__(self) -> None:
         self.messages: list[IncomingMessage] = []
 
-    def post_incoming(self, target: DownstreamTarget, incoming: IncomingMessage) -> int:
+    def post_incoming(
+        self, target: DownstreamTarget, incoming: IncomingMessage, *, earlier_attempt: object = None
+    ) -> int:
         self.messages.append(incoming)
         return 77
 
@@ -64,7 +66,7 @@ class Posted:
 def forward(client: Any, incoming: IncomingMessage) -> list[IncomingMessage]:
     posted = Posted()
     phones = ProviderPhones(FakeCatalog([INSTANCE]), FakeTargets(client, kind="evolution"))
-    assert DownstreamForwarder(FakeDownstreams(TARGET), posted, phones).forward(incoming) == 77
+    assert DownstreamForwarder(FakeDownstreams(TARGET), posted, FakeForwardAttempts(), phones).forward(incoming) == 77
     return posted.messages
 
 

@@ -72,6 +72,11 @@ def reply(message_id: int, text: str, **overrides: Any) -> dict[str, Any]:
     }
 
 
+def customer(conversation: int) -> dict[str, Any]:
+    """The webhook's `conversation`: its id and the customer's number."""
+    return {"id": conversation, "meta": {"sender": {"phone_number": f"+{PHONE}"}}}
+
+
 def post_reply(client: Client, secret: str | None, body: dict[str, Any], name: str = "acme-main") -> Any:
     headers = {"X-Switchboard-Secret": secret} if secret is not None else {}
     return client.post(f"/api/tenants/acme/instances/{name}/webhook", json_body=body, headers=headers)
@@ -199,8 +204,9 @@ def test_given_a_reply_older_than_its_validity_when_drained_then_failed_with_a_r
             "downstreamInboxId": 12,
         },
     )
+    conversation = fake.open_conversation("http://127.0.0.1:9301", f"+{PHONE}", inbox_id=12)
     deliver_connection(client, sim_catalog, seq=1, connected=False)
-    post_reply(client, secret, reply(500, "too late"))
+    post_reply(client, secret, reply(500, "too late", conversation=customer(conversation)))
     later = datetime.now(UTC) + timedelta(hours=4, minutes=1)
     real = bootstrap.outbox_service()
     expired_clock = OutboxService(
@@ -220,10 +226,10 @@ def test_given_a_reply_older_than_its_validity_when_drained_then_failed_with_a_r
     assert swept["acme:acme-main"].failed == 1
     assert real.drain("acme:acme-main").sent == 0
     assert sent_to_provider(control, instance_id) == []
-    answer = post_reply(client, secret, reply(500, "too late")).json()
+    answer = post_reply(client, secret, reply(500, "too late", conversation=customer(conversation))).json()
     assert answer["status"] == "FAILED" and "expired" in answer["reason"]
     [note] = fake.messages()
-    assert note.path == "/api/v1/accounts/7/conversations/55/messages"
+    assert note.path == f"/api/v1/accounts/7/conversations/{conversation}/messages"
     assert note.body is not None and note.body["private"] is True and "500" in note.body["content"]
 
 

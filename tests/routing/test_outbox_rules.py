@@ -194,15 +194,12 @@ def test_given_the_same_reply_through_a_kind_with_whatsapps_own_limit_then_it_is
     assert [(sent.body, sent.key) for sent in provider.sent] == [(LONG, "outbox-acme:acme-main-m0")]
 
 
-@pytest.mark.parametrize("failure", [ProviderUnavailable("down"), ProviderTimeout("no answer")])
-def test_given_the_provider_fails_at_the_second_part_then_the_next_drain_sends_from_that_part_never_the_first_again(
-    failure: Exception,
-) -> None:
+def test_given_the_provider_is_unavailable_at_the_second_part_then_the_next_drain_resends_only_from_that_part() -> None:
     provider = FakeProvider()
     outbox, store, _ = service(provider, kind="meta")
     queue(store, LONG)
     second = outbox_module.split_text(LONG, 4096)[1]
-    provider.failures[second] = [failure]
+    provider.failures[second] = [ProviderUnavailable("down")]
 
     first = outbox.drain("acme:acme-main")
     again = outbox.drain("acme:acme-main")
@@ -210,6 +207,71 @@ def test_given_the_provider_fails_at_the_second_part_then_the_next_drain_sends_f
     assert (first.sent, first.waiting, again.sent) == (0, True, 1)
     assert [part.key[-2:] for part in provider.sent] == ["p1", "p2", "p3"]
     assert "\n\n".join(provider.bodies) == LONG
+
+
+@pytest.mark.parametrize("kind", ["evolution", "meta"])
+def test_given_a_lost_answer_through_a_kind_that_cannot_resend_safely_then_not_resent_and_the_agent_told_it_is_in_doubt(
+    kind: ProviderKind,
+) -> None:
+    provider = FakeProvider()
+    outbox, store, notes = service(provider, kind=kind)
+    queue(store, "hello", "next")
+    provider.failures["hello"] = [ProviderTimeout("no answer")]
+
+    first = outbox.drain("acme:acme-main")
+    again = outbox.drain("acme:acme-main")
+
+    assert (first.sent, first.failed, again.sent, again.failed) == (1, 1, 0, 0)
+    assert provider.bodies == ["next"]  # "hello" was never tried again; the next reply still left
+    outcome = store.outcomes["m0"]
+    assert outcome.status == "FAILED" and (outcome.reason or "").startswith("ambiguous_outcome")
+    [(conversation, note)] = notes.notes
+    assert conversation == 55 and "m0" in note and "may not have been delivered" in note and kind in note
+
+
+def test_given_a_lost_answer_through_a_kind_that_resends_under_the_same_id_then_resent_with_that_id() -> None:
+    provider = FakeProvider()
+    outbox, store, notes = service(provider, kind="wuzapi")
+    queue(store, "hello")
+    provider.failures["hello"] = [ProviderTimeout("no answer")]
+
+    first = outbox.drain("acme:acme-main")
+    again = outbox.drain("acme:acme-main")
+
+    assert (first.sent, first.waiting, again.sent) == (0, True, 1)
+    assert [sent.key for sent in provider.sent] == ["outbox-acme:acme-main-m0"]
+    assert store.outcomes["m0"].status == "SENT" and notes.notes == []
+
+
+def test_given_a_lost_answer_at_the_second_part_then_the_reply_ends_in_doubt_saying_how_far_it_got() -> None:
+    provider = FakeProvider()
+    outbox, store, notes = service(provider, kind="meta")
+    queue(store, LONG)
+    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderTimeout("no answer")]
+
+    result = outbox.drain("acme:acme-main")
+
+    assert (result.sent, result.failed, len(provider.sent)) == (0, 1, 1)
+    reason = store.outcomes["m0"].reason or ""
+    assert reason.startswith("ambiguous_outcome") and "part 2 of 3" in reason and "the 1 parts before it" in reason
+    assert len(notes.notes) == 1
+
+
+@pytest.mark.parametrize(("kind", "resent"), [("evolution", False), ("wuzapi", True)])
+def test_given_a_drain_that_died_mid_send_then_the_next_one_resends_only_where_it_is_safe(
+    kind: ProviderKind, resent: bool
+) -> None:
+    provider = FakeProvider()
+    outbox, store, notes = service(provider, kind=kind)
+    queue(store, "hello")
+    store.entries[0] = store.entries[0].model_copy(update={"in_flight": 0})  # its send started, never recorded
+
+    result = outbox.drain("acme:acme-main")
+
+    assert (result.sent, result.failed) == ((1, 0) if resent else (0, 1))
+    assert provider.bodies == (["hello"] if resent else [])
+    assert store.outcomes["m0"].status == ("SENT" if resent else "FAILED")
+    assert len(notes.notes) == (0 if resent else 1)
 
 
 def test_given_a_part_refused_for_good_then_the_reply_fails_once_with_one_note_saying_how_far_it_got() -> None:

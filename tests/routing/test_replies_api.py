@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
+from switchboard import bootstrap
 from switchboard.routing.parts import split_text
 from tests.support.api import SECRET_WATCH, Client
+from tests.support.downstream import FakeDownstream
 
 CHATWOOT = Path(__file__).resolve().parents[1] / "contracts" / "chatwoot"
 PHONE = "16505551234"  # the contact of the Chatwoot fixtures
@@ -99,6 +101,36 @@ def test_given_a_9000_character_reply_through_a_cloud_api_number_then_it_arrives
     assert len(received) == 3 and "\n\n".join(message["body"] for message in received) == LONG_REPLY
     assert [message["phone"] for message in received] == [PHONE] * 3
     assert [message["time"] for message in received] == sorted(message["time"] for message in received)
+
+
+def test_given_evolutions_answer_to_a_reply_is_lost_then_the_customer_gets_it_once_and_the_agent_is_told(
+    client: Client, admin: str, simulator: Simulator, control: SimulatorControl, fake: FakeDownstream
+) -> None:
+    sim_id, secret = make_instance(client, admin, simulator, control, "evolution")
+    downstream = "http://127.0.0.1:9302"
+    mapping = {
+        "downstreamBaseUrl": downstream,
+        "downstreamApiToken": "cw-token-replies-very-secret",
+        "downstreamAccountId": 7,
+        "downstreamInboxId": 12,
+    }
+    assert client.put("/api/tenants/acme", key=admin, json_body=mapping).status == 200
+    conversation = fake.open_conversation(downstream, f"+{PHONE}", inbox_id=12)
+    reply = chatwoot_webhook("webhook_message_created_outgoing.json", id=9070)
+    reply["conversation"] |= {"id": conversation}
+    control.fault("/evolution/message/sendText/{instance}", "drop_response")  # Evolution sends, its answer is lost
+
+    first = post_reply(client, "evolution", secret, reply)
+    again = post_reply(client, "evolution", secret, reply)  # Chatwoot delivers the webhook twice
+    bootstrap.outbox_service().drain_all()  # the schedule passes
+
+    assert (first.status, first.json()["status"]) == (200, "FAILED")
+    assert first.json()["reason"].startswith("ambiguous_outcome") and again.json() == first.json()
+    assert [message["body"] for message in sent_by(control, sim_id)] == [reply["content"]]  # once, never resent
+    [note] = fake.messages(downstream)
+    assert note.path == f"/api/v1/accounts/7/conversations/{conversation}/messages"
+    assert note.body is not None and note.body["private"] is True
+    assert "9070" in note.body["content"] and "may not have been delivered" in note.body["content"]
 
 
 def test_given_the_same_reply_through_evolution_then_it_is_one_message(

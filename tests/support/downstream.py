@@ -1,14 +1,28 @@
-"""A fake Chatwoot-style downstream that records every request, for routing tests.
+"""A fake Chatwoot-style downstream that records every request, for routing tests and the soak.
 
 The same in-memory core serves an httpx `MockTransport` (integration tests inject it in the
-adapter) and a real HTTP server on 127.0.0.1 (end-to-end tests map a tenant to its URL).
+adapter) and a real HTTP server on 127.0.0.1 (end-to-end tests and the soak map a tenant to its
+URL). It is as strict as Chatwoot where a lenient fake would hide a bug:
+
+- a body that is not JSON is refused with Rails' 400 (`ActionDispatch::Http::Parameters::ParseError`)
+  and applies nothing; on the served fake, a body shorter than its Content-Length (its sender died
+  mid-request) is never answered nor applied, as Puma waits for the rest and drops the request;
+- a conversation needs an existing contact and an inbox (`ConversationsController#contact_inbox`:
+  `ContactInbox.find_by!` otherwise, a 404), a message an existing conversation, a note or a
+  listing an existing contact (`find` / `find_by!`: 404 `Resource could not be found`);
+- messages are kept per conversation with their `source_id` (Chatwoot stores it as given and
+  does not make it unique), and `GET /conversations/{id}/messages` pages them as `MessageFinder`
+  does: the latest 20, `before=<id>` the 20 before it, `after=<id>` up to 100 after it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -18,6 +32,11 @@ import httpx
 
 _FIELDS = ("name", "phone_number", "identifier")
 _ACCOUNT = re.compile(r"^/api/v1/accounts/(?P<account>[0-9]+)(?P<rest>/.*)$")
+NOT_FOUND = {"error": "Resource could not be found"}
+BAD_REQUEST = {"status": 400, "error": "Bad Request"}
+# `Message.message_types` as the API answers them (`message_type_before_type_cast`).
+MESSAGE_TYPES = {"incoming": 0, "outgoing": 1, "activity": 2, "template": 3}
+LATEST, BEFORE, AFTER = 20, 20, 100  # `MessageFinder`'s pages
 
 
 @dataclass
@@ -27,6 +46,7 @@ class Recorded:
     token: str | None
     body: dict[str, Any] | None
     origin: str = ""
+    status: int = 0
 
 
 @dataclass
@@ -37,7 +57,8 @@ class FakeDownstream:
     name, phone number and identifier; `phone_number` in E.164 and, like `identifier`, unique
     (422 otherwise); `PUT /contacts/{id}` changes the fields it is given; notes per contact.
     `contacts` maps (origin, phone) to a contact id (a test may add one to stand for a contact
-    made elsewhere); `people` holds every contact the API created, by id.
+    made elsewhere); `people` holds every contact the API created, by id; `posted` every message
+    by conversation id.
     """
 
     requests: list[Recorded] = field(default_factory=list)
@@ -45,15 +66,19 @@ class FakeDownstream:
     people: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> {origin, name, phone_number, identifier}
     notes: dict[int, list[str]] = field(default_factory=dict)  # contact id -> note contents
     conversations: dict[int, dict[str, Any]] = field(default_factory=dict)
+    posted: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # conversation id -> messages
+    clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: int = 0
 
     def messages(self, origin: str | None = None) -> list[Recorded]:
+        """The message POSTs the helpdesk took (created a message), in order."""
         return [
             request
             for request in self.requests
             if request.method == "POST"
             and request.path.endswith("/messages")
+            and request.status == 200
             and (origin is None or request.origin == origin)
         ]
 
@@ -62,17 +87,49 @@ class FakeDownstream:
         with self._lock:
             return dict(self._view(contact_id))
 
+    def open_conversation(self, origin: str, phone: str, inbox_id: int) -> int:
+        """A contact and its open conversation made in the helpdesk beforehand (the customer wrote
+        first, or an agent started it): the conversation's id."""
+        with self._lock:
+            contact_id = self.contacts.get((origin, phone))
+            if contact_id is None:
+                contact_id = self._next()
+                self.people[contact_id] = {"origin": origin, "name": phone, "phone_number": phone, "identifier": None}
+                self.contacts[(origin, phone)] = contact_id
+            now = int(self.clock())
+            conversation = {
+                "id": self._next(),
+                "origin": origin,
+                "status": "open",
+                "inbox_id": inbox_id,
+                "contact_id": contact_id,
+                "created_at": now,
+                "last_activity_at": now,
+            }
+            self.conversations[conversation["id"]] = conversation
+            return int(conversation["id"])
+
     def handle(
-        self, origin: str, method: str, path: str, *, query: str, token: str | None, body: dict[str, Any] | None
+        self, origin: str, method: str, path: str, *, query: str, token: str | None, raw: bytes
     ) -> tuple[int, Any]:
         with self._lock:
-            self.requests.append(Recorded(method, path, token, body, origin))
-            found = _ACCOUNT.match(path)
-            if not found:
-                return 404, {"error": "not_found"}
-            rest = found.group("rest")
-            answer = self._contacts_api(origin, method, rest, query, body or {})
-            return answer if answer is not None else self._conversations_api(method, rest, body or {})
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+                answer: tuple[int, Any] = (400, BAD_REQUEST)
+            else:
+                answer = self._answer(origin, method, path, query, body if isinstance(body, dict) else {})
+            self.requests.append(Recorded(method, path, token, body, origin, answer[0]))
+            return answer
+
+    def _answer(self, origin: str, method: str, path: str, query: str, body: dict[str, Any]) -> tuple[int, Any]:
+        found = _ACCOUNT.match(path)
+        if not found:
+            return 404, {"error": "not_found"}
+        rest = found.group("rest")
+        answer = self._contacts_api(origin, method, rest, query, body)
+        return answer if answer is not None else self._conversations_api(origin, method, rest, query, body)
 
     def _contacts_api(
         self, origin: str, method: str, rest: str, query: str, body: dict[str, Any]
@@ -95,6 +152,8 @@ class FakeDownstream:
             return self._update_contact(origin, int(one.group(1)), body)
         if notes := re.fullmatch(r"/contacts/([0-9]+)/notes", rest):
             contact_id = int(notes.group(1))
+            if not self._exists(origin, contact_id):
+                return 404, NOT_FOUND
             if method != "POST":
                 return 200, [
                     {"id": index, "content": text} for index, text in enumerate(self.notes.get(contact_id, []))
@@ -106,9 +165,9 @@ class FakeDownstream:
         return None
 
     def _update_contact(self, origin: str, contact_id: int, body: dict[str, Any]) -> tuple[int, Any]:
+        if not self._exists(origin, contact_id):
+            return 404, NOT_FOUND
         if contact_id not in self.people:
-            if contact_id not in self.contacts.values():
-                return 404, {"error": "Resource could not be found"}
             view = self._view(contact_id)
             self.people[contact_id] = {"origin": origin, **{name: view[name] for name in _FIELDS}}
         changes = {name: value for name, value in body.items() if name in _FIELDS}
@@ -119,17 +178,95 @@ class FakeDownstream:
             self.contacts[(origin, changes["phone_number"])] = contact_id
         return 200, {"payload": self._view(contact_id)}
 
-    def _conversations_api(self, method: str, rest: str, body: dict[str, Any]) -> tuple[int, Any]:
+    def _conversations_api(
+        self, origin: str, method: str, rest: str, query: str, body: dict[str, Any]
+    ) -> tuple[int, Any]:
         if method == "GET" and (listed := re.fullmatch(r"/contacts/([0-9]+)/conversations", rest)):
-            mine = [c for c in self.conversations.values() if c["contact_id"] == int(listed.group(1))]
-            return 200, {"payload": mine}
+            contact_id = int(listed.group(1))
+            if not self._exists(origin, contact_id):
+                return 404, NOT_FOUND
+            mine = [c for c in self.conversations.values() if c["contact_id"] == contact_id and c["origin"] == origin]
+            mine.sort(key=lambda c: c["last_activity_at"], reverse=True)
+            return 200, {"payload": [self._conversation_view(c) for c in mine[:20]]}
         if method == "POST" and rest == "/conversations":
-            conversation = {"id": self._next(), "status": "open", **body}
+            contact_id, inbox_id = body.get("contact_id"), body.get("inbox_id")
+            if not (isinstance(contact_id, int) and isinstance(inbox_id, int) and self._exists(origin, contact_id)):
+                return 404, NOT_FOUND
+            now = int(self.clock())
+            conversation = {
+                "id": self._next(),
+                "origin": origin,
+                "status": "open",
+                "inbox_id": inbox_id,
+                "contact_id": contact_id,
+                "created_at": now,
+                "last_activity_at": now,
+            }
             self.conversations[conversation["id"]] = conversation
-            return 200, {"id": conversation["id"]}
-        if method == "POST" and re.fullmatch(r"/conversations/[0-9]+/messages", rest):
-            return 200, {"id": self._next()}
+            return 200, self._conversation_view(conversation)
+        if posted := re.fullmatch(r"/conversations/([0-9]+)/messages", rest):
+            conversation = self.conversations.get(int(posted.group(1)))
+            if conversation is None or conversation["origin"] != origin:
+                return 404, NOT_FOUND
+            if method == "GET":
+                return 200, self._listing(conversation, parse_qs(query))
+            if method == "POST":
+                return self._post_message(conversation, body)
         return 404, {"error": "not_found"}
+
+    def _post_message(self, conversation: dict[str, Any], body: dict[str, Any]) -> tuple[int, Any]:
+        message_type = body.get("message_type") or "outgoing"
+        if message_type not in MESSAGE_TYPES:
+            return 422, {"error": f"'{message_type}' is not a valid message_type"}
+        now = int(self.clock())
+        message = {
+            "id": self._next(),
+            "content": body.get("content"),
+            "inbox_id": conversation["inbox_id"],
+            "conversation_id": conversation["id"],
+            "message_type": MESSAGE_TYPES[message_type],
+            "content_type": body.get("content_type") or "text",
+            "status": "sent",
+            "content_attributes": {},
+            "created_at": now,
+            "private": bool(body.get("private")),
+            "source_id": body.get("source_id"),
+        }
+        self.posted.setdefault(conversation["id"], []).append(message)
+        conversation["last_activity_at"] = now
+        if message_type == "incoming" and conversation["status"] == "resolved":
+            conversation["status"] = "open"  # `Message#reopen_conversation`
+        return 200, message
+
+    def _listing(self, conversation: dict[str, Any], params: dict[str, list[str]]) -> dict[str, Any]:
+        messages = self.posted.get(conversation["id"], [])
+        before, after = (int(params[name][0]) if name in params else None for name in ("before", "after"))
+        if before is not None and after is not None:
+            page = [m for m in messages if after <= m["id"] < before][:1000]
+        elif before is not None:
+            page = [m for m in messages if m["id"] < before][-BEFORE:]
+        elif after is not None:
+            page = [m for m in messages if m["id"] > after][:AFTER]
+        else:
+            page = messages[-LATEST:]
+        return {"meta": {"labels": [], "contact": self._view(conversation["contact_id"])}, "payload": page}
+
+    def _conversation_view(self, conversation: dict[str, Any]) -> dict[str, Any]:
+        """The conversation partial's fields a client reads (`meta.sender`, never a bare contact id)."""
+        return {
+            "meta": {"sender": self._view(conversation["contact_id"]), "channel": "Channel::Api"},
+            "id": conversation["id"],
+            "inbox_id": conversation["inbox_id"],
+            "status": conversation["status"],
+            "created_at": conversation["created_at"],
+            "timestamp": conversation["last_activity_at"],
+            "last_activity_at": conversation["last_activity_at"],
+        }
+
+    def _exists(self, origin: str, contact_id: int) -> bool:
+        if contact_id in self.people:
+            return bool(self.people[contact_id]["origin"] == origin)
+        return (origin, contact_id) in {(where, known) for (where, _), known in self.contacts.items()}
 
     def _search(self, origin: str, query: str) -> list[int]:
         """Chatwoot's `name ILIKE OR phone_number ILIKE OR identifier LIKE '%q%'`, and, fuzzier
@@ -175,15 +312,15 @@ class FakeDownstream:
 
     def transport(self) -> httpx.MockTransport:
         def handler(request: httpx.Request) -> httpx.Response:
-            body = json.loads(request.content) if request.content else None
-            origin = f"{request.url.scheme}://{request.url.host}:{request.url.port}"
+            port = request.url.port or {"https": 443, "http": 80}[request.url.scheme]
+            origin = f"{request.url.scheme}://{request.url.host}:{port}"
             status, payload = self.handle(
                 origin,
                 request.method,
                 request.url.path,
                 query=request.url.query.decode(),
                 token=request.headers.get("api_access_token"),
-                body=body,
+                raw=request.content,
             )
             return httpx.Response(status, json=payload)
 
@@ -194,7 +331,8 @@ class FakeDownstream:
 
 
 class ServedDownstream:
-    """The fake on a real loopback port (`url`); `stop()` when done."""
+    """The fake on a real loopback port (`url`); `stop()` when done. It reads a request as a real
+    HTTP server does: a body shorter than its Content-Length is never answered nor applied."""
 
     def __init__(self, fake: FakeDownstream) -> None:
         outer = fake
@@ -203,22 +341,26 @@ class ServedDownstream:
             def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if len(raw) < length:
+                    self.close_connection = True
+                    return  # the client is gone mid-body: nothing to answer, nothing applied
                 parts = urlsplit(self.path)
-                origin = f"http://127.0.0.1:{self.server.server_address[1]}"
                 status, payload = outer.handle(
-                    origin,
+                    f"http://127.0.0.1:{self.server.server_address[1]}",
                     self.command,
                     parts.path,
                     query=parts.query,
                     token=self.headers.get("api_access_token"),
-                    body=json.loads(raw) if raw else None,
+                    raw=raw,
                 )
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                # Applied; a client killed meanwhile never reads the answer (the crash after the effect).
+                with contextlib.suppress(OSError):
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
 
             do_GET = do_POST = do_PUT = _answer
 
@@ -226,8 +368,9 @@ class ServedDownstream:
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-downstream", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

@@ -483,6 +483,17 @@ class FakeMappingStore:
         self.stamp += 1
 
 
+class FakeForwardAttempts:
+    """`routing.forwarder.ForwardAttempts`: the first start of each event id."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, datetime] = {}
+
+    def begin(self, message: Any, at: datetime) -> datetime | None:
+        earlier = self.started.setdefault(message.event_id, at)
+        return None if earlier is at else earlier
+
+
 @dataclass
 class FakeDownstreams:
     """`routing.outbox.Downstreams`: every owner tag resolves to `target`."""
@@ -499,7 +510,7 @@ class FakeDownstreamClient:
     def __init__(self) -> None:
         self.notes: list[tuple[int, str]] = []
 
-    def post_incoming(self, target: DownstreamTarget, message: Any) -> int:
+    def post_incoming(self, target: DownstreamTarget, message: Any, *, earlier_attempt: Any = None) -> int:
         raise AssertionError("not used")
 
     def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:
@@ -526,20 +537,30 @@ class FakeOutboxStore:
     def instances_waiting(self) -> list[str]:
         return sorted({entry.instance for entry in self.entries})
 
-    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> bool:
-        return self._index(entry) is not None
+    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> OutboxEntry | None:
+        index = self._index(entry)
+        return None if index is None else self.entries[index]
+
+    def begin_part(self, entry: OutboxEntry) -> bool:
+        index = self._index(entry)
+        if index is None or self.entries[index].parts_sent != entry.parts_sent:
+            return False
+        self.entries[index] = self.entries[index].model_copy(update={"in_flight": entry.parts_sent})
+        return True
 
     def advance(self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int) -> bool:
         index = self._index(entry)
         if index is None or self.entries[index].parts_sent != parts_sent - 1:
             return False
         self.entries[index] = self.entries[index].model_copy(
-            update={"parts_sent": parts_sent, "part_chars": part_chars}
+            update={"parts_sent": parts_sent, "part_chars": part_chars, "in_flight": None}
         )
         return True
 
     def release(self, entry: OutboxEntry) -> None:
-        return None
+        index = self._index(entry)
+        if index is not None:
+            self.entries[index] = self.entries[index].model_copy(update={"in_flight": None})
 
     def finish(
         self, entry: OutboxEntry, status: FinalStatus, reason: str | None, provider_message_id: str | None

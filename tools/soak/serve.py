@@ -13,8 +13,9 @@ this process can do:
 - `GET /memory`: with `SOAK_TRACEMALLOC=<frames>` set, where the memory allocated since the stack
   was ready went (tracemalloc's top 20 tracebacks; slow: for finding a growth, not for measuring).
 
-Its embedded AWS endpoint backs a DynamoDB transaction up item by item (`moto_transactions`: moto
-deep-copies the whole table per transaction) unless `SOAK_MOTO_TABLE_COPIES=1`.
+Its embedded AWS endpoint backs a DynamoDB transaction up item by item, as every embedded endpoint
+does (`devstack.moto_transactions`: moto deep-copies the whole table per transaction), unless
+`SOAK_MOTO_TABLE_COPIES=1` puts moto's own backup back.
 
 SIGTERM or SIGINT stops the stack, and so does the death of the soak that started it. Settings
 come from the environment the soak sets:
@@ -37,8 +38,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from devstack import moto_transactions
 from devstack.stack import LocalStack
-from tools.soak import moto_transactions
 
 log = logging.getLogger("soak.serve")
 
@@ -203,12 +204,12 @@ def main(path: Path) -> int:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    if not os.environ.get("SOAK_MOTO_TABLE_COPIES"):
-        moto_transactions.install()
     stack = build_stack()
     control: Control | None = None
     try:
         stack.start()
+        if os.environ.get("SOAK_MOTO_TABLE_COPIES"):
+            moto_transactions.uninstall()  # the endpoint installed the item-level backup
         if frames := os.environ.get("SOAK_TRACEMALLOC"):
             tracemalloc.start(int(frames))  # from now on: what the traffic allocates, not the start
         control = Control(stack).start()

@@ -5,7 +5,6 @@ its Chatwoot-shaped downstream and a client webhook receiver."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -18,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tests.support.downstream import FakeDownstream
+from tests.support.downstream import FakeDownstream, ServedDownstream
 
 CALL_LIMIT = 2
 ACCOUNT_ID = 7
@@ -41,64 +40,14 @@ class TimedDownstream(FakeDownstream):
         self._arrivals_lock = threading.Lock()
 
     def handle(
-        self, origin: str, method: str, path: str, *, query: str, token: str | None, body: dict[str, Any] | None
+        self, origin: str, method: str, path: str, *, query: str, token: str | None, raw: bytes
     ) -> tuple[int, Any]:
-        answer = super().handle(origin, method, path, query=query, token=token, body=body)
-        if method == "POST" and path.endswith("/messages") and (body or {}).get("message_type") == "incoming":
+        status, payload = super().handle(origin, method, path, query=query, token=token, raw=raw)
+        incoming = status == 200 and isinstance(payload, dict) and payload.get("message_type") == 0
+        if method == "POST" and path.endswith("/messages") and incoming:
             with self._arrivals_lock:
-                self.arrivals.setdefault(str((body or {}).get("source_id")), []).append(time.monotonic())
-        return answer
-
-    def serve_strictly(self) -> ServedStrictly:
-        return ServedStrictly(self)
-
-
-class ServedStrictly:
-    """The fake on a loopback port, reading a request as a real HTTP server does: a body shorter
-    than its Content-Length (its sender died mid-request, as a killed worker does) is refused and
-    never applied, where the tests' lenient server would apply an empty body."""
-
-    def __init__(self, fake: FakeDownstream) -> None:
-        outer = fake
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                if len(raw) < length:
-                    self.close_connection = True
-                    return  # the client is gone; nothing to answer, nothing applied
-                parts = urlsplit(self.path)
-                status, payload = outer.handle(
-                    f"http://127.0.0.1:{self.server.server_address[1]}",
-                    self.command,
-                    parts.path,
-                    query=parts.query,
-                    token=self.headers.get("api_access_token"),
-                    body=json.loads(raw) if raw else None,
-                )
-                data = json.dumps(payload).encode()
-                # Applied; a sender killed meanwhile never reads the answer (the crash after the effect).
-                with contextlib.suppress(OSError):
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-
-            do_GET = do_POST = _answer
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="soak-downstream", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+                self.arrivals.setdefault(str(payload.get("source_id")), []).append(time.monotonic())
+        return status, payload
 
 
 @dataclass(frozen=True)
@@ -197,10 +146,10 @@ def api_client(base_url: str) -> Iterator[Api]:
         api.close()
 
 
-def arrange(info: dict[str, Any], attendants: int) -> tuple[World, ServedStrictly]:
+def arrange(info: dict[str, Any], attendants: int) -> tuple[World, ServedDownstream]:
     """Everything the soak's traffic needs, through the API; the served downstream to stop at the end."""
     downstream = TimedDownstream()
-    served = downstream.serve_strictly()
+    served = downstream.serve()
     receiver = ClientWebhookReceiver()
     try:
         world = _arranged(info, attendants, downstream, served, receiver)
@@ -215,7 +164,7 @@ def _arranged(
     info: dict[str, Any],
     attendants: int,
     downstream: TimedDownstream,
-    served: ServedStrictly,
+    served: ServedDownstream,
     receiver: ClientWebhookReceiver,
 ) -> World:
     demo = info["demo"]

@@ -9,6 +9,7 @@ errors name the route template and status, never the host, the token or the answ
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -60,10 +61,30 @@ class _Conversation(Model):
     id: int
     inbox_id: int | None = None
     status: str | None = None
+    last_activity_at: int | None = None  # epoch seconds: the last message's creation
 
 
 class _Conversations(Model):
     payload: list[_Conversation]
+
+
+class _Posted(Model):
+    id: int
+    source_id: str | None = None
+    created_at: int | None = None  # epoch seconds
+
+
+class _Messages(Model):
+    payload: list[_Posted]
+
+
+# A message posted by an earlier attempt is looked for among the messages created since that
+# attempt started, less this much: the helpdesk's clock and ours may disagree.
+CLOCK_SKEW_SECONDS = 600
+# Chatwoot pages a conversation's messages by 20 (`MessageFinder`: the latest, or `before` an id)
+# and has no filter by `source_id`: the search walks back at most this many pages.
+LOOKUP_PAGES = 10
+PAGE_SIZE = 20
 
 
 # The first words of the note on a contact that WhatsApp gave us by LID alone (found again by them).
@@ -103,9 +124,17 @@ class ChatwootClient:
     def close(self) -> None:
         self._client.close()
 
-    def post_incoming(self, target: DownstreamTarget, message: IncomingMessage) -> int:
+    def post_incoming(
+        self, target: DownstreamTarget, message: IncomingMessage, *, earlier_attempt: datetime | None = None
+    ) -> int:
         contact_id = self._contact(target, message)
-        conversation_id = self._conversation(target, contact_id)
+        conversations = self._conversations(target, contact_id)
+        if earlier_attempt is not None:
+            found = self._posted_in(target, conversations, message.provider_message_id, earlier_attempt)
+            if found is not None:
+                logger.info("message already in the downstream: not posted again", extra={"conversation": found})
+                return found
+        conversation_id = self._conversation(target, contact_id, conversations)
         self._call(
             target,
             "POST",
@@ -212,12 +241,53 @@ class ChatwootClient:
         route = "/contacts/{id}/notes"
         self._call(target, "POST", f"/contacts/{contact_id}/notes", route=route, body={"content": lid_note(lid)})
 
-    def _conversation(self, target: DownstreamTarget, contact_id: int) -> int:
+    def _conversations(self, target: DownstreamTarget, contact_id: int) -> list[_Conversation]:
+        """The contact's conversations, the most recently active first (Chatwoot lists 20)."""
         route = "/contacts/{id}/conversations"
         listed = self._parse(
             self._call(target, "GET", f"/contacts/{contact_id}/conversations", route=route), _Conversations, route
         )
-        for conversation in listed.payload:
+        conversations: list[_Conversation] = listed.payload
+        return conversations
+
+    def _posted_in(
+        self, target: DownstreamTarget, conversations: list[_Conversation], source_id: str, since: datetime
+    ) -> int | None:
+        """The conversation of the inbox holding a message with this `source_id`, among those
+        active since `since` (a post makes its conversation active), or None.
+
+        Chatwoot neither refuses nor merges a repeated `source_id` and cannot filter a listing
+        by it, so the messages are read, newest first, back to `since`."""
+        oldest = int(since.timestamp()) - CLOCK_SKEW_SECONDS
+        for conversation in conversations:
+            if conversation.inbox_id != target.inbox_id:
+                continue
+            if conversation.last_activity_at is not None and conversation.last_activity_at < oldest:
+                continue
+            if self._holds(target, conversation.id, source_id, oldest):
+                return conversation.id
+        return None
+
+    def _holds(self, target: DownstreamTarget, conversation_id: int, source_id: str, oldest: int) -> bool:
+        route = "/conversations/{id}/messages"
+        path = f"/conversations/{conversation_id}/messages"
+        params: dict[str, str] | None = None
+        for _ in range(LOOKUP_PAGES):
+            page = self._parse(self._call(target, "GET", path, route=route, params=params), _Messages, route)
+            messages: list[_Posted] = page.payload
+            if any(message.source_id == source_id for message in messages):
+                return True
+            if len(messages) < PAGE_SIZE:
+                return False  # the conversation's first message is on this page
+            earliest = min(messages, key=lambda message: message.id)
+            if earliest.created_at is not None and earliest.created_at < oldest:
+                return False  # older than the earlier attempt: it cannot be there
+            params = {"before": str(earliest.id)}
+        logger.warning("helpdesk search stopped before the earlier attempt", extra={"conversation": conversation_id})
+        return False
+
+    def _conversation(self, target: DownstreamTarget, contact_id: int, conversations: list[_Conversation]) -> int:
+        for conversation in conversations:
             if conversation.inbox_id == target.inbox_id and conversation.status != "resolved":
                 return conversation.id
         created = self._call(

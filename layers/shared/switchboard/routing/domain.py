@@ -66,12 +66,16 @@ class IncomingMessage(Model):
 
 
 class DownstreamClient(Protocol):
-    def post_incoming(self, target: DownstreamTarget, message: IncomingMessage) -> int:
+    def post_incoming(
+        self, target: DownstreamTarget, message: IncomingMessage, *, earlier_attempt: datetime | None = None
+    ) -> int:
         """Find or create the contact and its conversation, post the message; returns the conversation id.
 
         The contact is found by phone number, else by LID; it is created with the sender's
         profile name, and given it while it is still named by its number. A contact known by its
-        LID alone carries a note saying so."""
+        LID alone carries a note saying so. With `earlier_attempt` (a forward of this message
+        started then, and may have posted it) the message is first looked for by its provider id
+        in the contact's conversations of the inbox: found, it is not posted again."""
         ...
 
     def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:

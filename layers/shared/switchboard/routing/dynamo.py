@@ -1,12 +1,16 @@
-"""Routing state: per-tenant downstream mappings and their version stamp.
+"""Routing state: per-tenant downstream mappings and their version stamp, and forward attempts.
 
 - `DOWNSTREAM#<owner_tag>`: one mapping per tenant (listed through GSI1 `DOWNSTREAMS`);
 - `ROUTING#VERSION`: a counter bumped in the same transaction as every mapping change, so each
-  container can tell with one small read whether its cached mappings are still current.
+  container can tell with one small read whether its cached mappings are still current;
+- `FORWARD#<event id>`: when the first forward of an incoming message started, written before
+  it posts anything; it expires after the longest a forward job can live (the dead-letter
+  queue's retention, from the original enqueue), so a job redriven from it is still known.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -17,12 +21,14 @@ from switchboard.core.dynamo import (
     cancellation_codes,
     entity_key,
     from_item,
+    is_condition_failure,
     query_all,
 )
 from switchboard.core.errors import InvalidInput, NotFound
-from switchboard.routing.domain import DownstreamMapping
+from switchboard.routing.domain import DownstreamMapping, IncomingMessage
 
 VERSION_KEY = {"pk": "ROUTING#VERSION", "sk": META}
+FORWARD_ATTEMPT_DAYS = 14  # ForwardDLQ's MessageRetentionPeriod
 
 
 class RoutingRepository:
@@ -123,3 +129,38 @@ class RoutingRepository:
 
 def _mapping_key(owner_tag: str) -> dict[str, str]:
     return {"pk": f"DOWNSTREAM#{owner_tag}", "sk": META}
+
+
+class ForwardAttemptsRepository:
+    """`routing.forwarder.ForwardAttempts`: one conditional put per forward."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def begin(self, message: IncomingMessage, at: datetime) -> datetime | None:
+        try:
+            self._table.put_item(
+                Item={
+                    **_forward_key(message),
+                    "tenant": message.instance.partition(":")[0],
+                    "instance": message.instance,
+                    "started_at": at.isoformat(),
+                    "expiresAt": int((at + timedelta(days=FORWARD_ATTEMPT_DAYS)).timestamp()),
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if not is_condition_failure(error):
+                raise
+            # The earlier item comes back in DynamoDB's own JSON (read again where it does not).
+            earlier = error.response.get("Item", {}).get("started_at", {}).get("S")
+            if earlier is None:
+                stored = self._table.get_item(Key=_forward_key(message), ConsistentRead=True).get("Item") or {}
+                earlier = stored.get("started_at")
+            return datetime.fromisoformat(str(earlier)) if earlier else at
+        return None
+
+
+def _forward_key(message: IncomingMessage) -> dict[str, str]:
+    return {"pk": f"FORWARD#{message.event_id}", "sk": META}

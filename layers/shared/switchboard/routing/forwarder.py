@@ -2,14 +2,21 @@
 
 The ingest only enqueues (fast, durable before its 2xx); the forwarder (SQS, retries, DLQ)
 resolves the downstream at delivery time, so a mapping change applies to the very next message.
-The forward of one provider event is made idempotent by the forwarder function (Powertools
-idempotency keyed by the event id).
+
+Each provider message reaches the helpdesk once. Two copies of one forward running at once are
+held apart by the forwarder function (Powertools idempotency keyed by the event id); what that
+cannot see is a forward that died after its POST and before its completion was recorded (a
+crash, a timeout, an answer lost): the redelivery would post the message again, and Chatwoot
+takes a repeated `source_id` as a new message. So every forward records its start first (one
+conditional write); a forward that finds an earlier start looks for the message, by its
+`source_id`, in the contact's conversations before posting it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from switchboard.core.errors import SwitchboardError
@@ -30,6 +37,13 @@ class ForwardQueue(Protocol):
 
 class TargetResolver(Protocol):
     def target_for(self, owner_tag: str | None) -> DownstreamTarget | None: ...
+
+
+class ForwardAttempts(Protocol):
+    def begin(self, message: IncomingMessage, at: datetime) -> datetime | None:
+        """Record that a forward of this message starts at `at`, before anything is posted; when
+        an earlier forward of it started, that start instead (it may have posted the message)."""
+        ...
 
 
 class PhoneLookup(Protocol):
@@ -74,16 +88,27 @@ def _text(value: object) -> str | None:
 
 
 class DownstreamForwarder:
-    def __init__(self, resolver: TargetResolver, client: DownstreamClient, phones: PhoneLookup | None = None) -> None:
+    def __init__(
+        self,
+        resolver: TargetResolver,
+        client: DownstreamClient,
+        attempts: ForwardAttempts,
+        phones: PhoneLookup | None = None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self._resolver = resolver
         self._client = client
+        self._attempts = attempts
         self._phones = phones
+        self._clock = clock
 
     def forward(self, message: IncomingMessage) -> int | None:
         """Post one message; returns the conversation id, or None when no downstream is configured.
 
         A sender known only by a LID is first looked up at the instance's provider; unresolved,
         the conversation is kept by the LID (the downstream contact says why it has no number).
+        A forward that an earlier one of the same message preceded posts only if that one did not.
         Raises DownstreamError (the queue retries it, then parks it in the DLQ).
         """
         target = self._resolver.target_for(message.owner_tag)
@@ -100,8 +125,11 @@ class DownstreamForwarder:
         if message.inbox_id is not None:
             # The instance's own inbox, in the same downstream account (same URL and token).
             target = target.model_copy(update={"inbox_id": message.inbox_id})
+        earlier = self._attempts.begin(message, self._clock())
+        if earlier is not None:
+            logger.info("forward retried: the helpdesk is searched first", extra={"instance": message.instance})
         try:
-            conversation = self._client.post_incoming(target, message)
+            conversation = self._client.post_incoming(target, message, earlier_attempt=earlier)
         except Exception:
             count_metric("ForwardFailures", message.instance)
             raise

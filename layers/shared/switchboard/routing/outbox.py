@@ -8,6 +8,13 @@ accepted; it runs again when a `connection` event
 says connected and on the reconciliation schedule. An entry older than the validity ends FAILED
 with a reason, and a private note tells the downstream conversation.
 
+A send whose outcome is unknown (no answer in time, or a drain that died between starting a send
+and recording it: the part `in_flight`) is sent again only through a kind that is `retry_safe`
+(the resend carries the same id, so WhatsApp shows one message). Through any other kind a resend
+would reach the customer as a second copy, so the reply ends FAILED `ambiguous_outcome` and the
+note tells the agent it may or may not have arrived: the agent, who can see the conversation,
+decides whether to write again.
+
 The outgoing webhook is authenticated by a per-instance secret (256 random bits, shown once,
 stored as its SHA-256), presented in the `X-Switchboard-Secret` header and compared in constant time.
 """
@@ -25,7 +32,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import Instance, Principal, instance_key, secret_hint
 from switchboard.catalog.ports import Instances
-from switchboard.core.errors import ProviderError, ProviderRejected, Unauthenticated
+from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.kinds import spec_for
@@ -42,6 +49,7 @@ LEASE_SECONDS = 60
 DRAIN_BATCH = 50
 DEFAULT_VALIDITY = timedelta(hours=4)
 REQUEST_BUDGET_SECONDS = 3.0  # drains run inside HTTP requests (webhooks, replies): bounded
+AMBIGUOUS_OUTCOME = "ambiguous_outcome"  # the same reason code as a send through the API
 # What became of one claimed entry: all of it sent, failed (and told), paused (the provider cannot
 # take it now: the drain stops, keeping the order), or gone (finished or taken by another drain).
 Step = Literal["sent", "failed", "paused", "gone"]
@@ -56,7 +64,16 @@ class OutboxStore(Protocol):
     def enqueue(self, entry: OutboxEntry) -> bool: ...
     def waiting(self, instance: str, limit: int) -> list[OutboxEntry]: ...
     def instances_waiting(self) -> list[str]: ...
-    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> bool: ...
+    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> OutboxEntry | None:
+        """The entry as stored once taken for sending (PENDING, or its sender's lease ran out);
+        None when it is finished or another drain holds it."""
+        ...
+
+    def begin_part(self, entry: OutboxEntry) -> bool:
+        """Record the part `entry.parts_sent` as in flight, before it is sent; False when the
+        entry is no longer being sent from that part."""
+        ...
+
     def advance(
         self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int
     ) -> bool: ...
@@ -189,11 +206,12 @@ class OutboxService:
             if not instance.connected:
                 result.waiting = True
                 break
-            if not self._store.claim(entry, now, LEASE_SECONDS):
+            claimed = self._store.claim(entry, now, LEASE_SECONDS)
+            if claimed is None:
                 result.waiting = True  # another drain holds it; it keeps the order
                 break
             sender = sender or self._targets.target_for(instance)
-            step = self._send(instance, entry, *sender, deadline)
+            step = self._send(instance, claimed, *sender, deadline)
             if step == "sent":
                 result.sent += 1
             elif step == "failed":
@@ -218,18 +236,25 @@ class OutboxService:
         """Send the parts of a claimed entry still to go, in order: a part leaves only once the
         one before it was accepted, and each accepted part is recorded before the next is sent,
         so no drain sends a part twice. Each part has its own stable id (the reply's, plus its
-        position), the idempotency key of its send."""
-        limit = entry.part_chars or spec_for(target.kind).text_limit
+        position), the idempotency key of its send. Where a resend could make a copy, the part
+        is first recorded in flight, and a send whose outcome is unknown is never repeated."""
+        spec = spec_for(target.kind)
+        limit = entry.part_chars or spec.text_limit
         parts = split_text(entry.text, limit)
         if not parts:  # blank: no WhatsApp server takes an empty text
             self._store.release(entry)
             return "failed" if self._fail(instance, entry, "nothing to send: the reply is blank") else "gone"
         key = instance.key
         first = entry.parts_sent
+        if entry.in_flight is not None and not spec.retry_safe:
+            # The drain that sent this part died before recording what became of it.
+            return self._fail_in_doubt(instance, entry, target.kind, entry.in_flight, len(parts))
         for index in range(first, len(parts)):
             if index > first and deadline is not None and self._monotonic() >= deadline:
                 self._store.release(entry)  # the parts sent so far stay recorded
                 return "paused"
+            if not spec.retry_safe and not self._store.begin_part(entry):
+                return "gone"  # no longer ours: the drain holding it goes on from what was recorded
             part = part_id(entry.message_id, index, len(parts))
             try:
                 sent = client.send_text(target, entry.phone, parts[index], f"outbox-{key}-{part}")
@@ -239,6 +264,13 @@ class OutboxService:
                 if index:
                     reason = f"part {index + 1} of {len(parts)} {reason}; the {index} before it were sent"
                 return "failed" if self._fail(instance, entry, reason) else "gone"
+            except ProviderTimeout:
+                if not spec.retry_safe:
+                    return self._fail_in_doubt(instance, entry, target.kind, index, len(parts))
+                self._store.release(entry)  # resent with the same id: WhatsApp shows one message
+                count_metric("SendFailures", key)
+                logger.info("outbox paused", extra={"instance": key, "error": "provider_timeout"})
+                return "paused"
             except ProviderError as exc:
                 self._store.release(entry)
                 count_metric("SendFailures", key)
@@ -258,15 +290,25 @@ class OutboxService:
         """The scheduled pass: every instance with waiting replies (sends the connected, expires the old)."""
         return {key: self.drain(key) for key in self._store.instances_waiting()}
 
-    def _fail(self, instance: Instance, entry: OutboxEntry, reason: str) -> int:
+    def _fail_in_doubt(self, instance: Instance, entry: OutboxEntry, kind: str, index: int, parts: int) -> Step:
+        what = "it" if parts == 1 else f"part {index + 1} of {parts}"
+        reason = (
+            f"{AMBIGUOUS_OUTCOME}: the provider's answer was lost, so {what} may or may not have reached"
+            f" the customer; not sent again, as a resend through {kind} would arrive as a second copy"
+        )
+        if index:
+            reason += f" (the {index} parts before it were sent)"
+        return "failed" if self._fail(instance, entry, reason, in_doubt=True) else "gone"
+
+    def _fail(self, instance: Instance, entry: OutboxEntry, reason: str, *, in_doubt: bool = False) -> int:
         if not self._store.finish(entry, "FAILED", reason, None):
             return 0
         count_metric("SendFailures", instance.key)
         logger.info("reply failed", extra={"instance": instance.key, "message_id": entry.message_id, "reason": reason})
-        self._report(instance, entry, reason)
+        self._report(instance, entry, reason, in_doubt=in_doubt)
         return 1
 
-    def _report(self, instance: Instance, entry: OutboxEntry, reason: str) -> None:
+    def _report(self, instance: Instance, entry: OutboxEntry, reason: str, *, in_doubt: bool) -> None:
         """Tell the downstream conversation; a failure to tell it is logged, never raised."""
         if entry.conversation_id is None:
             return
@@ -274,7 +316,8 @@ class OutboxService:
             target = self._downstreams.target_for(instance.owner_tag)
             if target is None:
                 return
-            note = f"Message {entry.message_id} was not delivered through {instance.name}: {reason}."
+            outcome = "may not have been delivered" if in_doubt else "was not delivered"
+            note = f"Message {entry.message_id} {outcome} through {instance.name}: {reason}."
             self._downstream_client.post_note(target, entry.conversation_id, note)
         except Exception as exc:
             logger.warning(

@@ -4,7 +4,8 @@
 
 - entry `OUTBOX#<instance>` / `<enqueuedAt>#<messageId>`: waiting (PENDING) or being sent
   (SENDING, with a lease); the partition holds only unfinished entries, in order; a reply sent
-  in parts keeps how many have left (`parts_sent`) and the length they were cut to;
+  in parts keeps how many have left (`parts_sent`) and the length they were cut to; `in_flight`
+  is the part whose send started (through a kind that cannot resend safely) and is not recorded;
 - outcome `OUTBOXMSG#<instance>#<messageId>`: one per downstream message id (dedupe), with the
   final status (SENT, FAILED + reason) once the entry leaves the outbox;
 - GSI1 `OUTBOX#WAITING` lists entries of every instance, for the scheduled drain;
@@ -90,10 +91,11 @@ class OutboxRepository:
         )
         return sorted({item["instance"] for item in items})
 
-    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> bool:
-        """Take an entry for sending: it is PENDING, or its sender's lease ran out."""
+    def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> OutboxEntry | None:
+        """Take an entry for sending: it is PENDING, or its sender's lease ran out. The entry as
+        claimed (a dead sender's `in_flight` included), read by the same write."""
         try:
-            self._table.update_item(
+            claimed = self._table.update_item(
                 Key=_entry_key(entry),
                 UpdateExpression="SET #status = :sending, lease_until = :until",
                 ConditionExpression="attribute_exists(pk) AND (#status = :pending OR lease_until < :now)",
@@ -104,6 +106,26 @@ class OutboxRepository:
                     ":until": int((now + timedelta(seconds=lease_seconds)).timestamp()),
                     ":now": int(now.timestamp()),
                 },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if is_condition_failure(error):
+                return None
+            raise
+        return from_item(OutboxEntry, claimed["Attributes"])
+
+    def begin_part(self, entry: OutboxEntry) -> bool:
+        """Mark the part `entry.parts_sent` in flight; False when the entry is finished or moved on."""
+        try:
+            self._table.update_item(
+                Key=_entry_key(entry),
+                UpdateExpression="SET in_flight = :part",
+                ConditionExpression=(
+                    "attribute_exists(pk) AND #status = :sending"
+                    " AND (parts_sent = :part OR (attribute_not_exists(parts_sent) AND :part = :zero))"
+                ),
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":part": entry.parts_sent, ":sending": "SENDING", ":zero": 0},
             )
         except ClientError as error:
             if is_condition_failure(error):
@@ -117,7 +139,7 @@ class OutboxRepository:
         try:
             self._table.update_item(
                 Key=_entry_key(entry),
-                UpdateExpression="SET parts_sent = :sent, part_chars = :chars, lease_until = :until",
+                UpdateExpression="SET parts_sent = :sent, part_chars = :chars, lease_until = :until REMOVE in_flight",
                 ConditionExpression=(
                     "attribute_exists(pk) AND #status = :sending"
                     " AND (parts_sent = :before OR (attribute_not_exists(parts_sent) AND :before = :zero))"
@@ -141,7 +163,7 @@ class OutboxRepository:
     def release(self, entry: OutboxEntry) -> None:
         self._table.update_item(
             Key=_entry_key(entry),
-            UpdateExpression="SET #status = :pending, lease_until = :zero",
+            UpdateExpression="SET #status = :pending, lease_until = :zero REMOVE in_flight",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={":pending": "PENDING", ":zero": 0},

@@ -20,7 +20,8 @@ class OutboxEntry(Model):
     """A reply waiting for its instance. A reply longer than one message of the instance's kind
     leaves in parts, one after the other: `parts_sent` counts those accepted so far, and
     `part_chars` is the length its parts were cut to (fixed by the first part sent, so a later
-    drain cuts the same parts)."""
+    drain cuts the same parts). `in_flight` is the part whose send started and whose outcome is
+    not recorded yet: found set by a later drain, the drain that sent it died mid-send."""
 
     instance: str
     message_id: str  # the downstream's message id: the dedupe key
@@ -31,6 +32,7 @@ class OutboxEntry(Model):
     enqueued_at: datetime
     parts_sent: int = 0
     part_chars: int | None = None
+    in_flight: int | None = None
 
 
 class Outcome(Model):

@@ -91,10 +91,12 @@ def forward_once() -> Callable[..., int | None]:
     # Imported here: only the forwarder function pays for Powertools idempotency at cold start.
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
 
+    from switchboard.routing.dynamo import ForwardAttemptsRepository
     from switchboard.routing.forwarder import DownstreamForwarder, ProviderPhones
 
     phones = ProviderPhones(catalog_repository(), targets())
-    forwarder = DownstreamForwarder(downstream_resolver(), downstream_client(), phones)
+    attempts = ForwardAttemptsRepository(table())
+    forwarder = DownstreamForwarder(downstream_resolver(), downstream_client(), attempts, phones)
     persistence = DynamoDBPersistenceLayer(
         table_name=get_settings().idempotency_table_name, boto3_client=client("dynamodb")
     )

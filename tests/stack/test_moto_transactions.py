@@ -1,8 +1,10 @@
-"""The soak's item-level transaction backup answers and leaves the tables exactly as moto's
-whole-table backup does: the same transactions, committed or cancelled, on both."""
+"""The embedded endpoint's item-level transaction backup answers and leaves the tables exactly as
+moto's whole-table backup does: the same transactions, committed or cancelled, on both."""
 
 from __future__ import annotations
 
+import copy
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,9 +12,13 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.dynamodb import models as dynamodb_models
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 
+from devstack import moto_transactions
+from devstack.aws_endpoint import AwsEndpoint
 from tests.support.aws import fake_aws_environment
-from tools.soak import moto_transactions
 
 MAIN, PLAIN = "main", "plain"
 Scenario = Callable[[Any], None]
@@ -136,18 +142,60 @@ def outcome(client: Any, items: list[dict[str, Any]]) -> tuple[Any, dict[str, li
 def test_a_transaction_ends_as_with_motos_whole_table_backup(client: Any, scenario: str) -> None:
     items = SCENARIOS[scenario]
     seed(client)
-    expected = outcome(client, items)
+    with moto_transactions.backed_up_by(moto_transactions.MOTO_METHOD):
+        expected = outcome(client, items)
     for name in (MAIN, PLAIN):
         for item in client.scan(TableName=name)["Items"]:
             client.delete_item(TableName=name, Key={k: v for k, v in item.items() if k in ("pk", "sk")})
     seed(client)
 
-    moto_transactions.install()
-    try:
+    with moto_transactions.backed_up_by(moto_transactions.transact_write_items):
         got = outcome(client, items)
-    finally:
-        moto_transactions.uninstall()
 
     assert got == expected
     if scenario != "committed":
         assert expected[0] != "committed"  # the scenario does cancel: the rollback was exercised
+
+
+# --- the embedded endpoint ------------------------------------------------------------------
+
+
+class CopyWatch:
+    """Stands for the `copy` module inside moto's DynamoDB backend: records what it deep-copies."""
+
+    def __init__(self) -> None:
+        self.copied: list[type] = []
+
+    def deepcopy(self, value: Any, memo: Any = None) -> Any:
+        self.copied.append(type(value))
+        return copy.deepcopy(value, memo)
+
+
+@pytest.mark.parametrize("backup", ["endpoint", "moto"])
+def test_a_transaction_through_the_embedded_endpoint_copies_no_table(
+    monkeypatch: pytest.MonkeyPatch, backup: str
+) -> None:
+    fake_aws_environment(monkeypatch)
+    watch = CopyWatch()
+    monkeypatch.setattr(dynamodb_models, "copy", watch)
+    endpoint = AwsEndpoint(port=0).start()  # what `make local`, the served tests and the soak run
+    try:
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint.url)
+        table = f"filled-{uuid.uuid4().hex[:8]}"  # endpoints in one process share moto's state
+        dynamodb.create_table(
+            TableName=table,
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        for index in range(50):
+            dynamodb.put_item(TableName=table, Item={"pk": {"S": f"OLD#{index}"}})
+        method = moto_transactions.MOTO_METHOD if backup == "moto" else DynamoDBBackend.transact_write_items
+        with moto_transactions.backed_up_by(method):
+            dynamodb.transact_write_items(TransactItems=[put(table, "NEW#1"), put(table, "NEW#2")])
+        assert len(dynamodb.scan(TableName=table)["Items"]) == 52
+        dynamodb.close()
+    finally:
+        endpoint.stop()
+
+    assert (Table in watch.copied) is (backup == "moto")  # the contrast shows the watch sees moto's copies
