@@ -120,7 +120,10 @@ class MediaSessions:
                 return None
             # A socket whose 101 could not be sent never serves: it is on the session, not connected.
             connected = session.socket is not None and session.socket.state in (State.CONNECTING, State.OPEN)
-            return {"sessionId": session.id, "connected": connected}
+            # `detached`: the close is recorded and the retention window runs from it; a socket
+            # already closed is not connected a moment before its echo loop records that.
+            detached = session.socket is None and session.ever_connected
+            return {"sessionId": session.id, "connected": connected, "detached": detached}
 
     def reset(self) -> None:
         with self._lock:

@@ -59,9 +59,10 @@ def session_of(simulator: Simulator, connection: Connection, call_id: str) -> di
 
 
 def wait_detached(simulator: Simulator, connection: Connection, call_id: str) -> None:
-    """Until the simulator has seen the browser's socket go (it learns of a close a moment later)."""
+    """Until the simulator has recorded the browser's socket as gone: the retention window runs from
+    that record, which comes a moment after the socket stops being connected."""
     deadline = time.monotonic() + 5
-    while (view := session_of(simulator, connection, call_id)) and view["connected"]:
+    while (view := session_of(simulator, connection, call_id)) and not view["detached"]:
         assert time.monotonic() < deadline, "the simulator never saw the socket close"
         time.sleep(0.01)
 

@@ -36,9 +36,10 @@ def clock(simulator: Simulator, monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 
 def wait_detached(simulator: Simulator, target: ProviderTarget, call_id: str) -> None:
-    """Until the server has seen the client's socket go (it learns of a close a moment later)."""
+    """Until the server has recorded the client's socket as gone (the retention window runs from that
+    record, a moment after the socket stops being connected)."""
     deadline = time.monotonic() + 5
-    while (view := simulator.app.media.view(target.provider_instance_id, call_id)) and view["connected"]:
+    while (view := simulator.app.media.view(target.provider_instance_id, call_id)) and not view["detached"]:
         assert time.monotonic() < deadline, "the server never saw the socket close"
         time.sleep(0.01)
 
@@ -76,6 +77,7 @@ def test_a_ticket_connects_once_and_only_for_a_live_call(
         assert control.media_session(target.provider_instance_id, call_id) == {
             "sessionId": attachment.session_id,
             "connected": True,
+            "detached": False,
         }
         with pytest.raises(InvalidStatus) as reused:
             connect(attachment.media_url)
