@@ -22,12 +22,21 @@ local: $(STAMP)
 
 ## Every check CI runs: lint, format, types, template lint, tests (one pytest worker per core; a
 ## test file stays on one worker, so its module fixtures start once).
-test: $(STAMP) chromium
+test: lint typecheck chromium
+	$(PY) -m pytest -n auto --dist loadfile
+
+## The fast loop: the tests on fakes only (no moto, no server, no browser), in parallel.
+unit: $(STAMP)
+	$(PY) -m pytest -m unit -n auto --dist loadfile
+
+## Style and format (ruff) and the template (cfn-lint).
+lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy
 	$(VENV)/bin/cfn-lint template.yaml
-	$(PY) -m pytest -n auto --dist loadfile
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
 
 ## Debian's Chromium, which the browser tests (tests/console) drive: installed when missing,
 ## through sudo unless root. Playwright's own browser download is never used.

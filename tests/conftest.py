@@ -137,3 +137,24 @@ def make_tenant(client: Client, platform_key: str) -> Callable[..., TenantKeys]:
 def catalog(client: Client, make_tenant: Callable[..., TenantKeys]) -> Catalog:
     """Tenant `acme`'s number, wuzapi provider and instance `acme-main`, through the API."""
     return build_catalog(client, make_tenant("acme"))
+
+
+# The tiers (`make unit` runs the first): each test gets one from the fixtures it uses, so a test
+# moves tier by what it starts, never by a list kept by hand. A test marked `stack` by its module
+# keeps that mark.
+STACK_FIXTURES = frozenset({"stack", "local_stack", "fresh_tenant"})
+STACK_FOLDERS = ("tests/stack/", "tests/e2e/", "tests/soak/")  # they start stacks in the test body too
+AWS_FIXTURES = frozenset({"aws", "served_aws", "aws_endpoint", "simulator", "http_api"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "tests/console/" in item.nodeid or "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+        elif item.get_closest_marker("stack") or fixtures & STACK_FIXTURES or item.nodeid.startswith(STACK_FOLDERS):
+            item.add_marker(pytest.mark.stack)
+        elif fixtures & AWS_FIXTURES:
+            item.add_marker(pytest.mark.aws)
+        else:
+            item.add_marker(pytest.mark.unit)
