@@ -1,5 +1,5 @@
-"""The bodies the README shows are accepted as shown: a provider without a name, numbers written
-with their `+` (stored as E.164 digits, found again either way)."""
+"""The bodies README.md and docs/api.md show are accepted as shown: a provider without a name,
+numbers written with their `+` (stored as E.164 digits, found again either way)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ local stack (the one `make local` runs), the console served by its gateway at `/
   it: a test that changes it works on an API key of its own, or puts back what it changed.
 - `page`: a new browser context per test (its own sessionStorage, localStorage and cookies) at
   1280x800, base URL the stack's gateway; `console.open()` loads `/console/`.
-- `screenshot(page, name)`: writes `docs/screenshots/<name>.png` (the README shows them).
+- `screenshot(page, name)`: writes `docs/screenshots/<name>.png` (docs/console.md shows them).
 
 Elements are found by role and accessible name, in the console's default language (pt-BR),
 as a screen reader user would find them.

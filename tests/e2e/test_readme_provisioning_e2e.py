@@ -1,6 +1,9 @@
 """The README's "Provision a tenant" block, read from README.md and run as printed against the
 local stack: each command through bash (`make cli`, `curl`), its `<...>` filled in the way its
-reader would, from the stack's outputs, the answer just printed, and the wuzapi user it names."""
+reader would, from the stack's outputs, the answer just printed, the wuzapi user it names and
+their Chatwoot (a fake helpdesk served on loopback). What the block promises then holds: the
+message leaves through the key's pool, the recipient's answer reaches the mapped inbox, and the
+`webhookUrl` pasted into Chatwoot sends an agent's reply through the instance."""
 
 from __future__ import annotations
 
@@ -11,10 +14,15 @@ import secrets
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+
 from tests.e2e.conftest import Stack
+from tests.support.downstream import FakeDownstream
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACEHOLDER = re.compile(r"<([^<>]+)>")
@@ -37,12 +45,25 @@ def bash(command: str, environment: dict[str, str]) -> subprocess.CompletedProce
     )
 
 
-def test_the_readme_provisioning_block_runs_as_printed_and_its_message_is_sent(stack: Stack) -> None:
+@pytest.fixture
+def chatwoot() -> Iterator[tuple[FakeDownstream, str]]:
+    """The reader's Chatwoot: a fake helpdesk on a loopback port, and its URL."""
+    fake = FakeDownstream()
+    served = fake.serve()
+    yield fake, served.url
+    served.stop()
+
+
+def test_the_readme_provisioning_block_runs_as_printed_and_its_tenant_sends_receives_and_replies(
+    stack: Stack, chatwoot: tuple[FakeDownstream, str]
+) -> None:
     commands = provisioning_block()
     assert any(command.startswith("make cli") for command in commands) and any("curl" in c for c in commands)
     user, token = "support-readme", secrets.token_urlsafe(24)
     stack.sim.create_instance(id=user, token=token, flavour="wuzapi", number="5511999990001")
-    # What the reader fills in: the stack's outputs, their wuzapi server and its (paired) user.
+    helpdesk, url = chatwoot
+    # What the reader fills in: the stack's outputs, their wuzapi server and its (paired) user,
+    # their Chatwoot account and inbox.
     yours = {
         "MainTableName": stack.local.environment["TABLE_NAME"],
         "SecretsPrefix": stack.local.environment["SECRETS_PREFIX"],
@@ -52,6 +73,10 @@ def test_the_readme_provisioning_block_runs_as_printed_and_its_message_is_sent(s
         "32+ characters": secrets.token_urlsafe(32),
         "the wuzapi user name": user,
         "the wuzapi user token": token,
+        "your Chatwoot URL": url,
+        "account id": "3",
+        "inbox id": "7",
+        "user access token": "cw-readme-user-token",
     }
     # The shell the README's reader types into: the local endpoint and test credentials, and
     # none of the variables the stack set in this process (the block exports what it needs).
@@ -105,3 +130,43 @@ def test_the_readme_provisioning_block_runs_as_printed_and_its_message_is_sent(s
     assert (sent["status"], sent["instance"], sent["sourceNumber"]) == ("SENT", "support-1", "5511999990001"), sent
     [delivered] = [m for m in stack.sim.sent() if m["instance"] == user]
     assert (delivered["phone"], delivered["body"]) == ("5511988887777", "hello from switchboard")
+
+    # The send key's sends go through its pool, which holds the block's number.
+    key = next(answer for answer in answers if answer.get("scopes") == ["send"] and "key" in answer)
+    mode = next(answer for answer in answers if answer.get("id") == key["id"] and answer is not key)
+    assert mode["numberSelectionMode"] == "pool"
+    pool = next(answer for answer in answers if answer.get("apiKeyId") == key["id"])
+    assert (pool["whatsappNumberId"], pool["connected"]) == (instance["numberId"], True)
+    [resolved] = [step["data"] for step in sent["trace"] if step["stage"] == "pool.number.resolved"]
+    assert (resolved["selectionMode"], resolved["poolSize"]) == ("pool", 1), sent["trace"]
+    # The tenant is mapped to the Chatwoot inbox (its token never comes back), and the URL
+    # to paste into the inbox carries the instance's secret.
+    mapped = next(answer for answer in answers if answer.get("downstream"))["downstream"]
+    assert (mapped["downstreamBaseUrl"], mapped["downstreamAccountId"], mapped["downstreamInboxId"]) == (url, 3, 7)
+    assert all("cw-readme-user-token" not in json.dumps(answer) for answer in answers)
+    webhook_url = next(answer for answer in answers if answer.get("webhookUrl"))["webhookUrl"]
+    assert webhook_url.startswith(f"{stack.api_url}/api/tenants/acme/instances/support-1/webhook?token=")
+
+    stack.sim.incoming_message(user, "5511988887777", "oi, recebi")
+    [forwarded] = stack.wait_for(
+        lambda: [m for m in helpdesk.messages() if m.body and m.body.get("content") == "oi, recebi"], timeout=15
+    )
+    assert (forwarded.origin, forwarded.token) == (url, "cw-readme-user-token")
+    opened = ("POST", "/api/v1/accounts/3/conversations")
+    [conversation] = [r for r in helpdesk.requests if (r.method, r.path) == opened]
+    assert conversation.body is not None and conversation.body["inbox_id"] == 7
+
+    reply = {
+        "event": "message_created",
+        "id": 4242,
+        "content": "obrigado!",
+        "message_type": "outgoing",
+        "private": False,
+        "conversation": {"id": 1, "meta": {"sender": {"phone_number": "+5511988887777"}}},
+    }
+    answered = httpx.post(webhook_url, json=reply, timeout=30, trust_env=False)
+    assert answered.status_code == 200, answered.text
+    replied = stack.wait_for(
+        lambda: [m for m in stack.sim.sent() if m["instance"] == user and m["body"] == "obrigado!"], timeout=15
+    )
+    assert [m["phone"] for m in replied] == ["5511988887777"]

@@ -388,7 +388,7 @@ def main() -> None:
         forwarded = incoming(run)
     with stage() as run:
         reserved = reservations(run)
-    print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in the README, Cost per million)")
+    print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in docs/costs.md)")
     report([miss, hit, forwarded, reserved])
     report_sends(miss, hit)
 

@@ -16,8 +16,8 @@ from switchboard.core.observability import logger, metrics
 
 SOURCE = "switchboard"
 
-# The domain events the console's live updates listen to (each detail carries `tenant`; see the
-# README's "Live updates"). `connection.calls.config.changed` is the call limit's own.
+# The domain events the console's live updates listen to (each detail carries `tenant`; see
+# docs/live-updates.md). `connection.calls.config.changed` is the call limit's own.
 INSTANCE_CONNECTION_CHANGED = "instance.connection.changed"
 POOL_CHANGED = "pool.changed"
 MESSAGE_STATUS_CHANGED = "message.status.changed"
