@@ -87,6 +87,21 @@ class FakeDownstream:
         with self._lock:
             return dict(self._view(contact_id))
 
+    def _new_conversation(self, origin: str, inbox_id: int, contact_id: int) -> dict[str, Any]:
+        """An open conversation of the contact in the inbox (lock held)."""
+        now = int(self.clock())
+        conversation = {
+            "id": self._next(),
+            "origin": origin,
+            "status": "open",
+            "inbox_id": inbox_id,
+            "contact_id": contact_id,
+            "created_at": now,
+            "last_activity_at": now,
+        }
+        self.conversations[conversation["id"]] = conversation
+        return conversation
+
     def open_conversation(self, origin: str, phone: str, inbox_id: int) -> int:
         """A contact and its open conversation made in the helpdesk beforehand (the customer wrote
         first, or an agent started it): the conversation's id."""
@@ -96,18 +111,7 @@ class FakeDownstream:
                 contact_id = self._next()
                 self.people[contact_id] = {"origin": origin, "name": phone, "phone_number": phone, "identifier": None}
                 self.contacts[(origin, phone)] = contact_id
-            now = int(self.clock())
-            conversation = {
-                "id": self._next(),
-                "origin": origin,
-                "status": "open",
-                "inbox_id": inbox_id,
-                "contact_id": contact_id,
-                "created_at": now,
-                "last_activity_at": now,
-            }
-            self.conversations[conversation["id"]] = conversation
-            return int(conversation["id"])
+            return int(self._new_conversation(origin, inbox_id, contact_id)["id"])
 
     def handle(
         self, origin: str, method: str, path: str, *, query: str, token: str | None, raw: bytes
@@ -192,18 +196,7 @@ class FakeDownstream:
             contact_id, inbox_id = body.get("contact_id"), body.get("inbox_id")
             if not (isinstance(contact_id, int) and isinstance(inbox_id, int) and self._exists(origin, contact_id)):
                 return 404, NOT_FOUND
-            now = int(self.clock())
-            conversation = {
-                "id": self._next(),
-                "origin": origin,
-                "status": "open",
-                "inbox_id": inbox_id,
-                "contact_id": contact_id,
-                "created_at": now,
-                "last_activity_at": now,
-            }
-            self.conversations[conversation["id"]] = conversation
-            return 200, self._conversation_view(conversation)
+            return 200, self._conversation_view(self._new_conversation(origin, inbox_id, contact_id))
         if posted := re.fullmatch(r"/conversations/([0-9]+)/messages", rest):
             conversation = self.conversations.get(int(posted.group(1)))
             if conversation is None or conversation["origin"] != origin:
