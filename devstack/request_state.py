@@ -68,7 +68,7 @@ def isolate() -> None:
             (metaclass,),
             {"_devstack_per_thread": True, **{name: _PerThread(name) for name in NAMES}},
         )
-        BaseRouter.__class__ = per_thread
+        BaseRouter.__class__ = per_thread  # type: ignore[method-assign]  # the router's metaclass is swapped on purpose
 
 
 def forget() -> None:

@@ -28,7 +28,7 @@ class Intrinsic:
     value: Any
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no annotations: its classes are Any
     pass
 
 

@@ -24,8 +24,6 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.core.bus import EventPublisher
 from tests.support.api import SECRET_WATCH, Client, TenantKeys, new_platform_key, new_tenant
-
-# tests/stack imports fake_aws_environment from here.
 from tests.support.aws import AwsResources, create_template_resources, fake_aws_environment
 from tests.support.connections import SIM_ADMIN_TOKEN
 from tests.support.provider_webhooks import Catalog, build_catalog

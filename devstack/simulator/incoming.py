@@ -137,32 +137,33 @@ def wuzapi_content(kind: str, caption: str, reacted_id: str, reacted_chat: str, 
         return {"reactionMessage": {"key": key, "text": REACTION, "senderTimestampMS": int(seconds * 1000)}}
     raw = _FILES[kind]
     url, path = _url_and_path()
-    sha, enc_sha, key = hashlib.sha256(raw).digest(), secrets.token_bytes(32), secrets.token_bytes(32)
+    sha, enc_sha, media_key = hashlib.sha256(raw).digest(), secrets.token_bytes(32), secrets.token_bytes(32)
     stamp = int(seconds)
     media: dict[str, Any]
     if kind == "image":
         media = {"URL": url, "mimetype": _DECLARED[kind]}
         media |= {"caption": caption} if caption else {}
-        media |= {"fileSHA256": _b64(sha), "fileLength": len(raw), "height": 16, "width": 16, "mediaKey": _b64(key)}
+        media |= {"fileSHA256": _b64(sha), "fileLength": len(raw), "height": 16, "width": 16}
+        media |= {"mediaKey": _b64(media_key)}
         media |= {"fileEncSHA256": _b64(enc_sha), "directPath": path, "mediaKeyTimestamp": stamp}
         media |= {"JPEGThumbnail": _b64(raw)}
     elif kind == "audio":
         media = {"URL": url, "mimetype": _DECLARED[kind], "fileSHA256": _b64(sha), "fileLength": len(raw)}
-        media |= {"seconds": 4, "PTT": True, "mediaKey": _b64(key), "fileEncSHA256": _b64(enc_sha)}
+        media |= {"seconds": 4, "PTT": True, "mediaKey": _b64(media_key), "fileEncSHA256": _b64(enc_sha)}
         media |= {"directPath": path, "mediaKeyTimestamp": stamp, "waveform": _b64(bytes(range(0, 64)))}
     elif kind == "video":
         media = {"URL": url, "mimetype": _DECLARED[kind], "fileSHA256": _b64(sha), "fileLength": len(raw)}
-        media |= {"seconds": 3, "mediaKey": _b64(key)}
+        media |= {"seconds": 3, "mediaKey": _b64(media_key)}
         media |= {"caption": caption} if caption else {}
         media |= {"height": 640, "width": 360, "fileEncSHA256": _b64(enc_sha), "directPath": path}
         media |= {"mediaKeyTimestamp": stamp}
     elif kind == "document":
         media = {"URL": url, "mimetype": _DECLARED[kind], "title": DOCUMENT_NAME, "fileSHA256": _b64(sha)}
-        media |= {"fileLength": len(raw), "pageCount": 1, "mediaKey": _b64(key), "fileName": DOCUMENT_NAME}
+        media |= {"fileLength": len(raw), "pageCount": 1, "mediaKey": _b64(media_key), "fileName": DOCUMENT_NAME}
         media |= {"fileEncSHA256": _b64(enc_sha), "directPath": path, "mediaKeyTimestamp": stamp}
         media |= {"caption": caption} if caption else {}
     else:  # sticker
-        media = {"URL": url, "fileSHA256": _b64(sha), "fileEncSHA256": _b64(enc_sha), "mediaKey": _b64(key)}
+        media = {"URL": url, "fileSHA256": _b64(sha), "fileEncSHA256": _b64(enc_sha), "mediaKey": _b64(media_key)}
         media |= {"mimetype": _DECLARED[kind], "height": 64, "width": 64, "directPath": path}
         media |= {"fileLength": len(raw), "mediaKeyTimestamp": stamp, "isAnimated": False}
     return {_PROTO_KEYS[kind]: media}
@@ -220,9 +221,9 @@ def evolution_content(kind: str, caption: str, reacted_id: str, reacted_chat: st
         return {"reactionMessage": {"key": key, "text": REACTION, "senderTimestampMs": stamp}}
     raw = _FILES[kind]
     url, path = _url_and_path()
-    sha, enc_sha, key = hashlib.sha256(raw).digest(), secrets.token_bytes(32), secrets.token_bytes(32)
+    sha, enc_sha, media_key = hashlib.sha256(raw).digest(), secrets.token_bytes(32), secrets.token_bytes(32)
     length, stamp = _long(len(raw), unsigned=True), _long(int(seconds), unsigned=False)
-    common = {"fileSha256": _node_bytes(sha), "fileLength": length, "mediaKey": _node_bytes(key)}
+    common = {"fileSha256": _node_bytes(sha), "fileLength": length, "mediaKey": _node_bytes(media_key)}
     media: dict[str, Any]
     if kind == "image":
         media = {"interactiveAnnotations": [], "scanLengths": [], "annotations": [], "url": url}

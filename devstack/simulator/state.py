@@ -713,6 +713,7 @@ class SimulatorState:
             if kind != "text":
                 return self._incoming_other(instance, sender, text, kind)
             now = time.time()
+            data: dict[str, Any]
             if instance.flavour == "calls":
                 message_id = wire.whatsapp_message_id()
                 data = {"id": message_id, "from": sender, "text": text, "timestamp": rfc3339_nano(time.time_ns())}

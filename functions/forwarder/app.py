@@ -7,7 +7,7 @@ event id, built in bootstrap.forward_once).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard.coldstart import imported
 
@@ -20,6 +20,9 @@ from switchboard import bootstrap
 from switchboard.core.observability import logger, metrics
 from switchboard.routing.domain import IncomingMessage
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
@@ -29,7 +32,7 @@ def record_handler(record: SQSRecord) -> None:
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     bootstrap.forward_idempotency_config().register_lambda_context(context)
     metrics.add_metric(name="ForwardBatchRecords", unit=MetricUnit.Count, value=len(event.get("Records", [])))
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard.coldstart import imported
 
@@ -14,6 +14,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from switchboard import bootstrap
 from switchboard.core.observability import logger
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
@@ -22,7 +25,7 @@ def reconcile_one(record: SQSRecord) -> None:
 
 
 @logger.inject_lambda_context(clear_state=True)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(event=event, record_handler=reconcile_one, processor=processor, context=context)
 
 

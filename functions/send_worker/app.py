@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard.coldstart import imported
 
@@ -12,6 +12,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
 from switchboard.core.observability import logger, metrics
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
@@ -23,7 +26,7 @@ def record_handler(record: SQSRecord) -> None:
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
 
 

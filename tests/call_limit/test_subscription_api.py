@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from devstack.apigw import HttpResponse
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from tests.support.api import Client, TenantKeys
@@ -22,7 +23,7 @@ SECRET = "whsec-own-subscription-secret"
 GLOBAL_SECRET = "whsec-global-subscription-secret"
 
 
-def prepare(client: Client, connection: Connection, key: str | None = None, **body: Any) -> httpx.Response | Any:
+def prepare(client: Client, connection: Connection, key: str | None = None, **body: Any) -> HttpResponse:
     return client.post(
         f"/api/connections/{connection.name}/subscription", key=key or connection.admin_key, json_body=body
     )

@@ -5,6 +5,7 @@ Covers the manual route, the queue worker (SQS batch, partial failures) and the 
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections import Counter
@@ -225,7 +226,7 @@ def test_two_replicas_opening_the_panel_at_once_run_one_reconciliation(
     gates = [ReconcileGate(boto3.session.Session().resource("dynamodb").Table(get_settings().table_name)) for _ in "ab"]
     now = 1_000_000.0
 
-    entered = at_once([lambda gate=gate: gate.enter(connection.tenant, connection.name, now, 10) for gate in gates])
+    entered = at_once([functools.partial(gate.enter, connection.tenant, connection.name, now, 10) for gate in gates])
 
     assert sorted(entered, key=lambda left: left is not None) == [None, 10.0]
 

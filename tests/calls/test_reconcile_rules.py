@@ -140,7 +140,7 @@ def test_a_messaging_instance_is_reconciled_by_its_status_read_then_its_outbox_w
         raise AssertionError("a messaging instance has no calls to read")
 
     reconciler = Reconciler(
-        FakeCatalog([]),  # type: ignore[arg-type]
+        FakeCatalog([]),
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
@@ -161,14 +161,18 @@ def test_a_messaging_instance_whose_provider_cannot_be_read_still_has_its_outbox
     def unreadable(target: Instance) -> tuple[Check, InstanceStatus]:
         raise ProviderUnavailable("evolution GET /instance/connectionState/{instance}: could not connect")
 
+    def drain(name: str) -> Drained:
+        drained.append(name)
+        return Drained(sent=0)
+
     reconciler = Reconciler(
-        FakeCatalog([]),  # type: ignore[arg-type]
+        FakeCatalog([]),
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         read_status=unreadable,
         apply_limit=lambda *_: None,
-        drain_outbox=lambda name: drained.append(name) or Drained(sent=0),
+        drain_outbox=drain,
     )
 
     report = reconciler.reconcile(instance("msgs-1", kind="messages"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from devstack.apigw import HttpResponse
 from switchboard import bootstrap
 from tests.support.api import Client
 from tests.support.provider_webhooks import Catalog
@@ -16,7 +19,7 @@ def test_each_write_of_a_provider_its_instances_or_their_number_moves_its_stamp(
 ) -> None:
     admin = catalog.tenant.admin
     instance = {"providerId": catalog.provider_id, "numberId": catalog.number_id, "providerInstanceId": "inst-1"}
-    writes = [
+    writes: list[Callable[[], HttpResponse]] = [
         lambda: client.patch(f"/api/providers/{catalog.provider_id}", key=admin, json_body={"name": "renamed"}),
         lambda: client.patch(
             f"/api/providers/{catalog.provider_id}", key=admin, json_body={"webhookSecret": "whsec-rotated-000001"}

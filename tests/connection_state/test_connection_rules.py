@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.catalog.domain import Instance
+from switchboard.catalog.domain import Instance, InstanceState
 from switchboard.connection_state.service import ConnectionStateService
 from switchboard.core.errors import ProviderUnavailable
 from switchboard.providers.base import InstanceStatus, NumberStanding, ProviderTarget
@@ -30,7 +30,7 @@ class StatusProvider:
         self.connected = connected
         self.number = number
         self.failure: Exception | None = None
-        self.during_read: Callable[[], None] | None = None
+        self.during_read: Callable[[], object] | None = None
         self.reads = 0
 
     def instance_status(self, target: ProviderTarget) -> InstanceStatus:
@@ -83,11 +83,12 @@ class World:
 
 
 def world(
-    *, connected: bool = True, stored: str = "DISCONNECTED", kind: ProviderKind = "wuzapi", **provider: Any
+    *, connected: bool = True, stored: InstanceState = "DISCONNECTED", kind: ProviderKind = "wuzapi", **provider: Any
 ) -> World:
     status = StatusProvider(connected, **provider)
-    states = FakeConnectionStates(stored)  # type: ignore[arg-type]
-    publisher, health, drained = FakePublisher(), HeardHealth(), []
+    states = FakeConnectionStates(stored)
+    publisher, health = FakePublisher(), HeardHealth()
+    drained: list[str] = []
     service = ConnectionStateService(
         states, KindTargets(status, kind), publisher, health=lambda: health, drain=drained.append
     )

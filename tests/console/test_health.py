@@ -138,6 +138,7 @@ def test_a_meta_number_shows_connected_and_a_restriction_the_graph_api_reports_s
 
     # Meta restricts the number; the next reconciliation reads its phone number node.
     stack.sim.number_status(meta.sim_id, status="RESTRICTED")
+    assert stack.local.functions is not None  # a started stack serves its functions
     stack.local.functions.invoke(
         "ReconcileSchedulerFunction", {"source": "aws.events", "detail-type": "Scheduled Event"}
     )

@@ -12,6 +12,7 @@ import secrets
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from playwright.sync_api import Page, expect
@@ -23,7 +24,7 @@ from tests.e2e.conftest import Stack
 NUMBERS_TITLE = "Números e instâncias"
 
 
-def stored_everywhere(page: Page) -> dict[str, object]:
+def stored_everywhere(page: Page) -> dict[str, Any]:
     """What the page could keep a key in: both storages, its cookies, its URL and history."""
     return {
         "session": page.evaluate("() => Object.assign({}, sessionStorage)"),
@@ -129,7 +130,7 @@ def test_the_key_lives_in_session_storage_only_and_signing_out_forgets_it(
     expect(page.get_by_role("heading", level=1, name="Chaves de API")).to_be_visible()
 
     kept = stored_everywhere(page)
-    assert tenant.admin_key in kept["session"].values()  # type: ignore[union-attr]
+    assert tenant.admin_key in kept["session"].values()
     kept.pop("session")
     assert tenant.admin_key not in str(kept)
     assert tenant.admin_key[8:] not in str(kept)  # not even without its sb_live_ prefix

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 from devstack import template
 
@@ -40,7 +41,7 @@ def handler_sources() -> dict[str, str]:
     return sources
 
 
-def probe(sources: dict[str, str]) -> dict[str, dict]:
+def probe(sources: dict[str, str]) -> dict[str, dict[str, Any]]:
     environment = {
         **os.environ,
         "PYTHONPATH": str(template.ROOT / "layers" / "shared"),
@@ -50,7 +51,8 @@ def probe(sources: dict[str, str]) -> dict[str, dict]:
     done = subprocess.run(  # noqa: S603 - our own interpreter and code
         [sys.executable, "-c", PROBE, json.dumps(sources)], capture_output=True, text=True, check=True, env=environment
     )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
 
 
 def test_a_handler_import_runs_one_collection_and_leaves_the_collector_running() -> None:

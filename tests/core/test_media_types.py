@@ -78,7 +78,9 @@ def merge_patch_api() -> Any:
     router = APIGatewayHttpRouter()
 
     @router.patch("/things/<thing>")
-    def patch_thing(thing: str, body: Annotated[Patch, BodyParam(media_type="application/merge-patch+json")]) -> dict:
+    def patch_thing(
+        thing: str, body: Annotated[Patch, BodyParam(media_type="application/merge-patch+json")]
+    ) -> dict[str, str]:
         return {"thing": thing, "name": body.name}
 
     return create_api(router)

@@ -112,7 +112,7 @@ class Stack:
         return sum(int(attributes["Attributes"][name]) for name in names)
 
     @staticmethod
-    def wait_for(probe: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
+    def wait_for(probe: Callable[[], T | None], timeout: float = 10.0, interval: float = 0.05) -> T:
         deadline = time.monotonic() + timeout
         while True:
             value = probe()

@@ -165,6 +165,7 @@ def helpdesk() -> Iterator[tuple[FakeDownstream, ServedDownstream]]:
 def reconcile_period(stack: Stack) -> None:
     """One scheduled period: the scheduler's fan-out, as EventBridge invokes it; the worker takes
     the queue from there."""
+    assert stack.local.functions is not None  # a started stack serves its functions
     stack.local.functions.invoke("ReconcileSchedulerFunction", SCHEDULED)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack
 
 
@@ -26,7 +27,7 @@ def test_given_the_seeded_demo_when_the_printed_curl_is_sent_then_the_simulator_
     assert status.json()["sourceNumber"] in {instance.number for instance in demo.instances}
 
 
-def test_given_a_fresh_tenant_then_it_is_isolated_from_the_demo(stack: Stack, fresh_tenant) -> None:
+def test_given_a_fresh_tenant_then_it_is_isolated_from_the_demo(stack: Stack, fresh_tenant: SeededTenant) -> None:
     assert fresh_tenant.connected and fresh_tenant.pool_mode, fresh_tenant.notes
 
     theirs = stack.api("GET", "/api/numbers", key=fresh_tenant.admin_key).json()

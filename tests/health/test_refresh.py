@@ -93,7 +93,7 @@ def test_the_reconciliation_refreshes_every_instances_health_and_a_failure_there
 
     def build(refresh: Any) -> Reconciler:
         return Reconciler(
-            FakeCatalog([source]),  # type: ignore[arg-type]
+            FakeCatalog([source]),
             None,  # type: ignore[arg-type]
             None,  # type: ignore[arg-type]
             None,  # type: ignore[arg-type]

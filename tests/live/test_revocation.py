@@ -22,7 +22,8 @@ EVENT = {"tenant": "acme", "keyId": "key_1"}
 
 
 def items(pk: str) -> list[dict[str, Any]]:
-    return bootstrap.table().query(KeyConditionExpression=Key("pk").eq(pk))["Items"]
+    found: list[dict[str, Any]] = bootstrap.table().query(KeyConditionExpression=Key("pk").eq(pk))["Items"]
+    return found
 
 
 def frames(management: ManagementApi, connection_id: str) -> list[str]:

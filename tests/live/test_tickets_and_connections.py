@@ -18,7 +18,8 @@ from tests.support.api import Client, TenantKeys
 
 
 def items(pk: str) -> list[dict[str, Any]]:
-    return bootstrap.table().query(KeyConditionExpression=Key("pk").eq(pk))["Items"]
+    found: list[dict[str, Any]] = bootstrap.table().query(KeyConditionExpression=Key("pk").eq(pk))["Items"]
+    return found
 
 
 def test_an_admin_key_gets_a_ticket_stored_only_by_its_digest_with_a_30_second_ttl(

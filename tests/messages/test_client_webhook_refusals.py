@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from switchboard.catalog.domain import ApiKey, Scope
-from switchboard.core.errors import InvalidInput, RetryLater
+from switchboard.catalog.domain import ApiKey, Instance, Scope
+from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.messages.client_webhooks import ClientWebhookDeliverer
 from switchboard.messages.domain import ClientWebhookJob
 from tests.support.fakes import FakeAudit, FakeSecrets
@@ -24,6 +24,8 @@ JOB = ClientWebhookJob(
 
 
 class Keys:
+    """A catalog holding every API key asked for and no instance."""
+
     def get_api_key(self, tenant: str, key_id: str) -> ApiKey:
         return ApiKey(
             tenant=tenant,
@@ -34,6 +36,9 @@ class Keys:
             webhook_url="https://hooks.example/switchboard",
             prefix="sk_live",
         )
+
+    def get_instance(self, tenant: str, name: str) -> Instance:
+        raise NotFound("instance not found")
 
 
 class Poster:

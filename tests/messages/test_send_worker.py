@@ -12,7 +12,7 @@ from switchboard.core.errors import (
     ProviderUnavailable,
     RetryLater,
 )
-from switchboard.messages.domain import MessageStatus, SendJob
+from switchboard.messages.domain import Message, MessageStatus, SendJob
 from switchboard.messages.sending import SendWorker
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.support.builders import instance
@@ -23,7 +23,7 @@ RECIPIENT = "5511988880001"
 
 
 def pool(*numbers: object, webhook_url: str | None = "https://client.example/hooks") -> SendingConfig:
-    return SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", pool=numbers, webhook_url=webhook_url)  # type: ignore[arg-type]
+    return SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", pool=numbers, webhook_url=webhook_url)
 
 
 def stages(world: SendWorld, message_id: str) -> list[tuple[str, object, object]]:
@@ -124,7 +124,7 @@ def test_given_a_sent_message_then_the_client_webhook_is_queued_with_the_keys_ur
 def test_given_the_client_webhook_cannot_be_queued_then_the_send_still_succeeds() -> None:
     world = SendWorld(pool(number("5511999990001")))
 
-    def broken(*_: object) -> None:
+    def broken(message: Message, webhook_url: str | None) -> None:
         raise RuntimeError("sqs down")
 
     world.notifier.message_changed = broken  # type: ignore[method-assign]

@@ -9,14 +9,13 @@ from typing import Any
 import pytest
 
 from switchboard.catalog.domain import utcnow
-from switchboard.core.errors import NotFound, RetryLater
+from switchboard.core.errors import RetryLater
 from switchboard.messages.domain import (
     EXPIRED,
     Message,
     MessageStatus,
     SendJob,
     SendOutcome,
-    TraceEvent,
     next_check_seconds,
 )
 from switchboard.messages.sending import SendingService
@@ -31,34 +30,7 @@ T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def pool(*numbers: object) -> SendingConfig:
-    return SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", pool=numbers, webhook_url=HOOKS)  # type: ignore[arg-type]
-
-
-class WaitingMessages(FakeMessages):
-    """`FakeMessages` that can record WAITING as the real repository does: the first wait counts
-    an attempt and appends its trace (only the job carrying `wake_token` claims it back)."""
-
-    def get(self, tenant: str, message_id: str) -> Message:
-        if message_id not in self.items:
-            raise NotFound("message not found")
-        return self.items[message_id]
-
-    def record_waiting(self, message: Message, next_check_at: datetime, events: list[TraceEvent]) -> Message:
-        stored = self._queued(message)
-        first = stored.wait_checks == 0
-        waiting = stored.model_copy(
-            update={
-                "status": MessageStatus.WAITING,
-                "wake_token": stored.lease_token,
-                "lease_token": None,
-                "next_check_at": next_check_at,
-                "wait_checks": stored.wait_checks + 1,
-                "attempts": stored.attempts + (1 if first else 0),
-                "trace": [*stored.trace, *events],
-            }
-        )
-        self.items[message.id] = waiting
-        return waiting
+    return SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", pool=numbers, webhook_url=HOOKS)
 
 
 class DelayedJobs:
@@ -80,7 +52,7 @@ class WaitWorld(SendWorld):
     def __init__(self, config: SendingConfig) -> None:
         super().__init__(config)
         self.now = T0
-        self.messages = WaitingMessages()
+        self.messages = FakeMessages()
         self.jobs = DelayedJobs()
         self.service = SendingService(
             self.messages,

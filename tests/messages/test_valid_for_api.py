@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
+import moto.core.utils
 import moto.sqs.models
 import pytest
 
@@ -56,7 +57,7 @@ def queue_counts(aws: AwsResources, logical_id: str) -> dict[str, int]:
 
 def sqs_clock_ahead(monkeypatch: pytest.MonkeyPatch, seconds: int) -> None:
     """moto's SQS clock, `seconds` later: its delayed messages become receivable (no sleeping)."""
-    real = moto.sqs.models.unix_time_millis
+    real = moto.core.utils.unix_time_millis  # the clock moto's SQS models imported by name
 
     def later(*args: Any) -> float:
         return float(real(*args)) + seconds * 1000

@@ -12,7 +12,7 @@ from tests.support.sending import SendWorld, number
 
 
 def pool_config(*numbers: NumberRoutes, default: NumberRoutes | None = None, mode: str = "pool") -> SendingConfig:
-    return SendingConfig(tenant="acme", api_key_id="key_1", mode=mode, default=default, pool=numbers)  # type: ignore[arg-type]
+    return SendingConfig(tenant="acme", api_key_id="key_1", mode=mode, default=default, pool=numbers)
 
 
 def affinity_to(target: NumberRoutes, *, at_offset: timedelta = timedelta(0)) -> Affinity:

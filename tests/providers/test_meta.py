@@ -597,8 +597,8 @@ def test_the_verify_query_answers_its_challenge() -> None:
     ],
 )
 def test_a_failed_check_is_forbidden(change: dict[str, str | None], credentials: FakeCredentials) -> None:
-    query = {**verify_query(), **change}
-    query = {name: value for name, value in query.items() if value is not None}
+    merged = {**verify_query(), **change}
+    query = {name: value for name, value in merged.items() if value is not None}
 
     with pytest.raises(Forbidden) as refused:
         KIND.verify_subscription(query, credentials)

@@ -11,9 +11,9 @@ import pytest
 
 from switchboard.core.errors import ProviderRejected, ProviderTimeout, ProviderUnavailable
 from switchboard.providers.kinds import ProviderKind
-from switchboard.routing import outbox as outbox_module
 from switchboard.routing.domain import DownstreamTarget
 from switchboard.routing.outbox import OutboxService, Reply
+from switchboard.routing.parts import split_text
 from switchboard.routing.records import OutboxEntry
 from switchboard.usage.service import UsageRecorder
 from tests.support.builders import instance
@@ -198,7 +198,7 @@ def test_given_the_provider_is_unavailable_at_the_second_part_then_the_next_drai
     provider = FakeProvider()
     outbox, store, _ = service(provider, kind="meta")
     queue(store, LONG)
-    second = outbox_module.split_text(LONG, 4096)[1]
+    second = split_text(LONG, 4096)[1]
     provider.failures[second] = [ProviderUnavailable("down")]
 
     first = outbox.drain("acme:acme-main")
@@ -247,7 +247,7 @@ def test_given_a_lost_answer_at_the_second_part_then_the_reply_ends_in_doubt_say
     provider = FakeProvider()
     outbox, store, notes = service(provider, kind="meta")
     queue(store, LONG)
-    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderTimeout("no answer")]
+    provider.failures[split_text(LONG, 4096)[1]] = [ProviderTimeout("no answer")]
 
     result = outbox.drain("acme:acme-main")
 
@@ -278,7 +278,7 @@ def test_given_a_part_refused_for_good_then_the_reply_fails_once_with_one_note_s
     provider = FakeProvider()
     outbox, store, notes = service(provider, kind="meta")
     queue(store, LONG, "next")
-    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderRejected("bad")]
+    provider.failures[split_text(LONG, 4096)[1]] = [ProviderRejected("bad")]
 
     result = outbox.drain("acme:acme-main")
 
@@ -307,7 +307,7 @@ def test_given_a_reply_partly_sent_when_it_expires_then_the_note_says_parts_had_
     provider = FakeProvider()
     outbox, store, notes = service(provider, kind="meta")
     queue(store, LONG)
-    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderUnavailable("down")]
+    provider.failures[split_text(LONG, 4096)[1]] = [ProviderUnavailable("down")]
     outbox.drain("acme:acme-main")
     later, _, _ = service(provider, kind="meta", clock=NOW + timedelta(hours=4, seconds=1), store=store, notes=notes)
 
@@ -321,7 +321,7 @@ def test_the_parts_of_a_reply_keep_the_cut_of_their_first_part_even_if_the_kind_
     provider = FakeProvider()
     outbox, store, _ = service(provider, kind="meta")
     queue(store, LONG)
-    provider.failures[outbox_module.split_text(LONG, 4096)[1]] = [ProviderUnavailable("down")]
+    provider.failures[split_text(LONG, 4096)[1]] = [ProviderUnavailable("down")]
     outbox.drain("acme:acme-main")
     moved, _, _ = service(provider, kind="evolution", store=store)  # now on a kind with a far larger limit
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from devstack.simulator import SimulatorControl
 from devstack.simulator.incoming import MEDIA_KINDS, media_file
 from switchboard.providers import envelope, evolution, meta, wuzapi_webhooks
-from switchboard.providers.base import WebhookRequest
+from switchboard.providers.base import InboundEvent, WebhookRequest
 from tests.simulator.conftest import FlavourFactory, Received, WebhookReceiver
 
 PEER = "5511977776666"
@@ -33,7 +34,7 @@ WUZAPI_REASONS = {
 
 def mapped(flavour: str, received: Received) -> Any:
     request = WebhookRequest(headers={k.lower(): v for k, v in received.headers.items()}, body=received.body)
-    parse = {
+    parse: Callable[[WebhookRequest], list[InboundEvent]] = {
         "calls": envelope.events,
         "wuzapi": wuzapi_webhooks.events,
         "evolution": lambda request: evolution.KIND.events(request, "evolution-jwt"),

@@ -143,6 +143,7 @@ def test_attach_needs_the_instance_token(simulator: Simulator, make_instance: In
     target = make_instance()
     answer = httpx.post(f"{simulator.base_url}/call/ANY/attach", headers={"token": "wrong"})
     assert (answer.status_code, answer.json()["error"]) == (401, "unauthorized")
+    assert target.instance_token is not None
     assert target.instance_token not in answer.text
 
 

@@ -18,6 +18,7 @@ from schemathesis.core.failures import FailureGroup
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from devstack.stack import LocalStack
+from tests.support.openapi import operations_of
 
 EXAMPLES_PER_OPERATION = 4
 
@@ -28,8 +29,7 @@ def test_generated_requests_get_no_server_error_and_documented_responses(local_s
     schema = schemathesis.openapi.from_url(f"{local_stack.api_url}/api/openapi.json")
     failures: dict[str, str] = {}
     operations = 0
-    for result in schema.get_all_operations():
-        operation = result.ok()
+    for operation in operations_of(schema):
         operations += 1
 
         @given(case=operation.as_strategy())

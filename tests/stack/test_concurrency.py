@@ -98,6 +98,14 @@ def recipient(index: int) -> str:
     return f"55119{index:08d}"
 
 
+def created_named(name: str) -> Callable[[httpx.Response], bool]:
+    return lambda answer: answer.status_code == 201 and answer.json()["name"] == name
+
+
+def shows(expected: dict[str, str]) -> Callable[[httpx.Response], bool]:
+    return lambda answer: answer.status_code == 200 and {f: answer.json().get(f) for f in expected} == expected
+
+
 def test_given_200_concurrent_requests_across_routes_then_each_gets_its_own_answer(local_stack: LocalStack) -> None:
     demo = local_stack.demo
     assert demo is not None
@@ -134,7 +142,7 @@ def test_given_200_concurrent_requests_across_routes_then_each_gets_its_own_answ
                     "POST",
                     "/api/api-keys",
                     demo.admin_key,
-                    lambda answer, name=name: answer.status_code == 201 and answer.json()["name"] == name,
+                    created_named(name),
                     body={"name": name, "scopes": ["send"]},
                 )
             )
@@ -162,9 +170,7 @@ def test_given_200_concurrent_requests_across_routes_then_each_gets_its_own_answ
                     "GET",
                     path,
                     demo.admin_key,
-                    lambda answer, expected=expected: (
-                        answer.status_code == 200 and {name: answer.json().get(name) for name in expected} == expected
-                    ),
+                    shows(expected),
                 )
             )
         elif kind == 8:  # 20 listings

@@ -83,7 +83,9 @@ def request_of(event: dict[str, Any]) -> tuple[str, str, list[tuple[str, str]]]:
 REPEATED = {"x-forwarded-for": ["203.0.113.7", "10.0.0.1"], "accept": ["application/json", "text/plain"]}
 
 
-def test_given_a_percent_encoded_path_when_it_is_routed_then_the_event_matches_the_sample(gateway) -> None:
+def test_given_a_percent_encoded_path_when_it_is_routed_then_the_event_matches_the_sample(
+    gateway: tuple[Gateway, CapturingFunctions],
+) -> None:
     server, functions = gateway
     expected = sample("http_api_request.json")
     functions.invocations.clear()
@@ -104,7 +106,9 @@ def test_given_a_percent_encoded_path_when_it_is_routed_then_the_event_matches_t
     assert without_volatile(authorizer_event) == without_volatile(sample("authorizer_request.json"))
 
 
-def test_given_a_body_that_is_not_utf8_when_it_is_routed_then_it_arrives_base64_encoded(gateway) -> None:
+def test_given_a_body_that_is_not_utf8_when_it_is_routed_then_it_arrives_base64_encoded(
+    gateway: tuple[Gateway, CapturingFunctions],
+) -> None:
     server, functions = gateway
     expected = sample("http_api_binary_body.json")
     functions.invocations.clear()
@@ -119,7 +123,9 @@ def test_given_a_body_that_is_not_utf8_when_it_is_routed_then_it_arrives_base64_
     assert event["body"] == "//4AYmluYXJ5gA=="
 
 
-def test_given_a_proxy_response_with_cookies_then_the_client_gets_one_set_cookie_line_each(gateway) -> None:
+def test_given_a_proxy_response_with_cookies_then_the_client_gets_one_set_cookie_line_each(
+    gateway: tuple[Gateway, CapturingFunctions],
+) -> None:
     server, _functions = gateway
     method, target, headers = request_of(sample("http_api_request.json"))
 
@@ -129,7 +135,9 @@ def test_given_a_proxy_response_with_cookies_then_the_client_gets_one_set_cookie
     assert answer.headers["content-type"] == "text/plain"
 
 
-def test_given_no_authorization_header_then_the_authorizer_is_not_called_and_the_answer_is_401(gateway) -> None:
+def test_given_no_authorization_header_then_the_authorizer_is_not_called_and_the_answer_is_401(
+    gateway: tuple[Gateway, CapturingFunctions],
+) -> None:
     server, functions = gateway
     functions.invocations.clear()
 
@@ -139,7 +147,7 @@ def test_given_no_authorization_header_then_the_authorizer_is_not_called_and_the
     assert functions.invocations == []
 
 
-def test_given_a_chunked_body_then_the_function_gets_it_whole(gateway) -> None:
+def test_given_a_chunked_body_then_the_function_gets_it_whole(gateway: tuple[Gateway, CapturingFunctions]) -> None:
     server, functions = gateway
     functions.invocations.clear()
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
@@ -151,7 +159,9 @@ def test_given_a_chunked_body_then_the_function_gets_it_whole(gateway) -> None:
     assert event["body"] == '{"a": 1}'
 
 
-def test_given_a_body_over_the_payload_limit_then_413_and_no_invocation(gateway) -> None:
+def test_given_a_body_over_the_payload_limit_then_413_and_no_invocation(
+    gateway: tuple[Gateway, CapturingFunctions],
+) -> None:
     server, functions = gateway
     functions.invocations.clear()
 

@@ -129,7 +129,12 @@ def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leav
     )
     lines: queue.Queue[str] = queue.Queue()
     output: list[str] = []
-    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout or []], daemon=True)
+
+    def read() -> None:
+        for line in process.stdout or []:
+            lines.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
         deadline = time.monotonic() + 90

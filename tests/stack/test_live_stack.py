@@ -30,7 +30,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "live.yaml"
 KEPT = {"AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Events::EventBus", "AWS::Serverless::LayerVersion"}
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no annotations: its classes are Any
     pass
 
 

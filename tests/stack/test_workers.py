@@ -18,7 +18,7 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.lambdas import Functions
 from devstack.scheduler import Scheduler, rate_seconds, scheduled_event, schedules
 from devstack.sqs_poller import SqsPoller, event_source_mappings, failed_items
-from tests.conftest import fake_aws_environment
+from tests.support.aws import fake_aws_environment
 
 TEMPLATE = Path(__file__).parent / "fixtures" / "template.yaml"
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -26,7 +26,7 @@ REGION = "us-east-1"
 T = TypeVar("T")
 
 
-def eventually(probe: Callable[[], T], timeout: float = 15.0) -> T:
+def eventually(probe: Callable[[], T | None], timeout: float = 15.0) -> T:
     deadline = time.monotonic() + timeout
     while not (value := probe()):
         if time.monotonic() >= deadline:

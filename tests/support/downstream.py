@@ -90,7 +90,7 @@ class FakeDownstream:
     def _new_conversation(self, origin: str, inbox_id: int, contact_id: int) -> dict[str, Any]:
         """An open conversation of the contact in the inbox (lock held)."""
         now = int(self.clock())
-        conversation = {
+        conversation: dict[str, Any] = {
             "id": self._next(),
             "origin": origin,
             "status": "open",
@@ -193,18 +193,19 @@ class FakeDownstream:
             mine.sort(key=lambda c: c["last_activity_at"], reverse=True)
             return 200, {"payload": [self._conversation_view(c) for c in mine[:20]]}
         if method == "POST" and rest == "/conversations":
-            contact_id, inbox_id = body.get("contact_id"), body.get("inbox_id")
-            if not (isinstance(contact_id, int) and isinstance(inbox_id, int) and self._exists(origin, contact_id)):
+            asked_contact, inbox_id = body.get("contact_id"), body.get("inbox_id")
+            asked = asked_contact if isinstance(asked_contact, int) and isinstance(inbox_id, int) else None
+            if asked is None or not self._exists(origin, asked):
                 return 404, NOT_FOUND
             return 200, self._conversation_view(self._new_conversation(origin, inbox_id, contact_id))
         if posted := re.fullmatch(r"/conversations/([0-9]+)/messages", rest):
-            conversation = self.conversations.get(int(posted.group(1)))
-            if conversation is None or conversation["origin"] != origin:
+            found = self.conversations.get(int(posted.group(1)))
+            if found is None or found["origin"] != origin:
                 return 404, NOT_FOUND
             if method == "GET":
-                return 200, self._listing(conversation, parse_qs(query))
+                return 200, self._listing(found, parse_qs(query))
             if method == "POST":
-                return self._post_message(conversation, body)
+                return self._post_message(found, body)
         return 404, {"error": "not_found"}
 
     def _post_message(self, conversation: dict[str, Any], body: dict[str, Any]) -> tuple[int, Any]:
@@ -329,6 +330,7 @@ class ServedDownstream:
 
     def __init__(self, fake: FakeDownstream) -> None:
         outer = fake
+        served = self
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
@@ -339,7 +341,7 @@ class ServedDownstream:
                     return  # the client is gone mid-body: nothing to answer, nothing applied
                 parts = urlsplit(self.path)
                 status, payload = outer.handle(
-                    f"http://127.0.0.1:{self.server.server_address[1]}",
+                    served.url,
                     self.command,
                     parts.path,
                     query=parts.query,

@@ -15,7 +15,7 @@ from typing import Any
 from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
 from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key, utcnow
 from switchboard.connection_state.domain import StateWrite, StoredState
-from switchboard.core.errors import AlreadyFinal, NotFound, ProviderError
+from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound, ProviderError
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
@@ -229,6 +229,17 @@ class FakeMessages:
         self.affinities: dict[tuple[str, str], Affinity] = {}
         self.spam_history = FakeSpamHistory()
 
+    def create(self, message: Message) -> None:
+        if message.id in self.items:
+            raise AlreadyExists("message already exists")
+        self.items[message.id] = message
+
+    def get(self, tenant: str, message_id: str) -> Message:
+        stored = self.items.get(message_id)
+        if stored is None or stored.tenant != tenant:
+            raise NotFound("message not found")
+        return stored
+
     def claim(
         self, message_id: str, tenant: str, token: str, lease_seconds: int, wake: str | None = None
     ) -> Message | None:
@@ -256,14 +267,27 @@ class FakeMessages:
         self.items[message.id] = marked
         return marked
 
-    def record_sent(self, message: Message, **fields: Any) -> Message:
+    def record_sent(
+        self,
+        message: Message,
+        *,
+        number_id: str,
+        source_number: str,
+        instance: str | None,
+        provider_id: str,
+        provider_message_id: str,
+        events: list[TraceEvent],
+        remember_affinity: bool,
+        spam_history: KeptTexts | None = None,
+    ) -> Message:
         stored = self._queued(message)
-        events: list[TraceEvent] = fields.pop("events")
-        remember = fields.pop("remember_affinity")
-        kept: KeptTexts | None = fields.pop("spam_history", None)
         sent = stored.model_copy(
             update={
-                **fields,
+                "number_id": number_id,
+                "source_number": source_number,
+                "instance": instance,
+                "provider_id": provider_id,
+                "provider_message_id": provider_message_id,
                 "status": MessageStatus.SENT,
                 "lease_token": None,
                 "sent_at": utcnow(),
@@ -273,16 +297,17 @@ class FakeMessages:
             }
         )
         self.items[message.id] = sent
-        if remember:
+        if remember_affinity:
             # Like the repository's update: who the recipient wrote to (`heard`) stays.
             known = self.affinities.get((message.tenant, message.to))
             self.affinities[(message.tenant, message.to)] = Affinity(
-                number_id=fields["number_id"],
-                number=fields["source_number"],
+                number_id=number_id,
+                number=source_number,
                 sent_at=utcnow(),
                 heard=known.heard if known is not None else {},
             )
-        if kept is not None:
+        if spam_history is not None:
+            kept = spam_history
             self.spam_history.replace(kept.instance, kept.recipient, list(kept.texts), kept.expires_at)
         return sent
 
@@ -299,6 +324,25 @@ class FakeMessages:
         )
         self.items[message.id] = failed
         return failed
+
+    def record_waiting(self, message: Message, next_check_at: datetime, events: list[TraceEvent]) -> Message:
+        """As the repository records WAITING: the first wait counts an attempt and appends its
+        trace (only the job carrying `wake_token` claims it back)."""
+        stored = self._queued(message)
+        first = stored.wait_checks == 0
+        waiting = stored.model_copy(
+            update={
+                "status": MessageStatus.WAITING,
+                "wake_token": stored.lease_token,
+                "lease_token": None,
+                "next_check_at": next_check_at,
+                "wait_checks": stored.wait_checks + 1,
+                "attempts": stored.attempts + (1 if first else 0),
+                "trace": [*stored.trace, *events],
+            }
+        )
+        self.items[message.id] = waiting
+        return waiting
 
     def record_retry(
         self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import instance_key
+from switchboard.catalog.domain import InstanceState, instance_key
 from tests.support.api import Client, TenantKeys
 
 NUMBERS = ("5511999990001", "5511999990002", "5511999990003")
@@ -37,7 +37,7 @@ class PoolWorld:
             "/api/numbers", key=self.tenant.admin, json_body={"number": digits, "displayName": f"n{digits[-1]}"}
         )
         assert answer.status == 201, answer.body
-        number_id = answer.json()["id"]
+        number_id: str = answer.json()["id"]
         name = f"{self.tenant.owner_tag}-{digits[-4:]}"
         answer = self.client.put(
             f"/api/instances/{name}",
@@ -56,7 +56,7 @@ class PoolWorld:
 
     def set_connected(self, digits: str, connected: bool) -> None:
         """What a provider's `connection` event does: the state, ordered by its seq."""
-        state = "CONNECTED" if connected else "DISCONNECTED"
+        state: InstanceState = "CONNECTED" if connected else "DISCONNECTED"
         key = instance_key(self.tenant.owner_tag, self.instances[digits])
         bootstrap.connection_state_repository().apply_event(key, state, next(_SEQ), datetime.now(UTC))
 

@@ -55,7 +55,7 @@ def drain_queue(aws: AwsResources, functions: Functions, queue: str, function: s
     sqs = boto3.client("sqs", region_name=REGION)
     url = aws.queues[queue]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    responses = []
+    responses: list[dict[str, Any]] = []
     while True:
         batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
         if not batch:

@@ -4,11 +4,20 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, TypedDict
 
 from devstack.stack import LocalStack
 
-FREE_PORTS = {"port": 0, "aws_port": 0, "sim_port": 0, "live_port": 0, "live_management_port": 0}
+
+class FreePorts(TypedDict):
+    port: int
+    aws_port: int
+    sim_port: int
+    live_port: int
+    live_management_port: int
+
+
+FREE_PORTS: FreePorts = {"port": 0, "aws_port": 0, "sim_port": 0, "live_port": 0, "live_management_port": 0}
 
 
 def unique_prefix(kind: str = "stack") -> str:

@@ -140,7 +140,7 @@ def test_a_950_kb_signed_envelope_message_carrying_media_is_applied_without_the_
 
 def test_stored_data_keeps_texts_and_ids_drops_media_and_is_bounded_whatever_the_shape() -> None:
     longest_text = "a\u0000" * MAX_TEXT_CHARS  # escapes to six bytes per NUL
-    shapes = [
+    shapes: list[dict[str, Any]] = [
         {"id": "m1", "text": "hi", "base64": media(900_000), "thumbs": [{"jpegThumbnail": media(10_000), "w": 1}]},
         {"id": "m2", "text": longest_text},
         {"id": "m3", "many": [media(4000)] * 200},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -82,7 +83,7 @@ def test_given_a_timestamp_outside_the_window_when_delivered_then_401_with_the_s
     wrong_secret = deliver(client, catalog.provider_id, body, signed_headers(body, secret="another-secret-value"))
     # Read the clock for each delivery: a whole second past the window either way, whatever
     # fraction of a second `int()` drops and however long the delivery takes to be checked.
-    stamps = [lambda: str(int(time.time()) - 301), lambda: str(int(time.time()) + 302)]
+    stamps: list[Callable[[], str]] = [lambda: str(int(time.time()) - 301), lambda: str(int(time.time()) + 302)]
     stamps += [lambda: "1700000000.0", lambda: ""]
 
     for stamp in stamps:

@@ -56,7 +56,7 @@ class Tally:
     requests: Counter[str] = field(default_factory=Counter)  # "dynamodb.GetItem" -> count
     writes: Counter[str] = field(default_factory=Counter)  # "UpdateItem MESSAGE" -> items written
     write_units: Counter[str] = field(default_factory=Counter)  # "UpdateItem MESSAGE" -> units
-    read_units: Counter[str] = field(default_factory=Counter)
+    read_units: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))  # eventual reads are halves
     sqs_requests: float = 0.0
     eventbridge_events: float = 0.0
     ssm_interactions: float = 0.0
@@ -137,26 +137,26 @@ class Meter:
                 meter._http_seconds += time.perf_counter() - started
                 meter.outbound("http")
 
-        def invoke(functions: Functions, logical_id: str, event: Any) -> Any:
-            with meter.labelled(logical_id), contextlib.redirect_stdout(sink):  # type: ignore[type-var]
+        def invoke(self: Functions, logical_id: str, event: Any) -> Any:
+            with meter.labelled(logical_id), contextlib.redirect_stdout(sink):
                 aws, http, latency = meter._aws_seconds, meter._http_seconds, meter._latency_ms
                 started = time.perf_counter()
                 try:
-                    return original_invoke(functions, logical_id, event)
+                    return original_invoke(self, logical_id, event)
                 finally:
                     wall = time.perf_counter() - started
                     own = wall - (meter._aws_seconds - aws) - (meter._http_seconds - http)
                     meter.tally().invocations.append(Invocation(max(0.0, own), meter._latency_ms - latency))
 
-        BaseClient._make_api_call = call  # type: ignore[method-assign]
+        BaseClient._make_api_call = call
         httpx.Client.send = send  # type: ignore[method-assign,assignment]
         Functions.invoke = invoke  # type: ignore[method-assign]
         for handler in handlers:
-            handler.setStream(sink)  # type: ignore[arg-type]
+            handler.setStream(sink)
         try:
             yield
         finally:
-            BaseClient._make_api_call = original_call  # type: ignore[method-assign]
+            BaseClient._make_api_call = original_call
             httpx.Client.send = original_send  # type: ignore[method-assign]
             Functions.invoke = original_invoke  # type: ignore[method-assign]
             for handler, stream in zip(handlers, streams, strict=True):

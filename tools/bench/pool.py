@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 import boto3
@@ -91,7 +91,7 @@ class RequestCounter:
 
     def __init__(self, client: Any) -> None:
         self.calls: Counter[str] = Counter()
-        self.seconds: Counter[str] = Counter()
+        self.seconds: defaultdict[str, float] = defaultdict(float)
         self._started = 0.0
         client.meta.events.register("before-call.dynamodb", self._count)
         client.meta.events.register("after-call.dynamodb", self._timed)
@@ -152,7 +152,7 @@ def _catalog(table: Any, tenant: str = "bench", *, guarded: bool = False) -> tup
             prefix="sb_live_xxx",
             default_number=NUMBERS[0],
             number_selection_mode=mode,
-        )  # type: ignore[arg-type]
+        )
         catalog.create_api_key(key, digest=f"digest-{key_id}")
     PoolRepository(table).save(Pool(tenant=tenant, api_key_id=keys["pool"], entries=tuple(entries)), 0)
     return keys["default"], keys["pool"]

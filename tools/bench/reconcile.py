@@ -23,6 +23,7 @@ It prints figures and asserts nothing. `python -m tools.bench reconcile` (or `-m
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import re
@@ -45,7 +46,7 @@ from switchboard.providers.kinds import ProviderKind
 from tests.support.fakes import FakeCatalog
 from tests.support.sqs import sqs_record
 from tools.bench import cost
-from tools.bench.meter import LATENCY_MS, Meter
+from tools.bench.meter import LATENCY_MS, Meter, Tally
 from tools.bench.workloads import Measured, stage
 
 SERVERS = 20
@@ -278,7 +279,7 @@ def main() -> None:
                 bootstrap.reset()
                 provider.by_read.clear()
                 reconciled[label] = run.measure(
-                    label, len(keys), lambda keys=keys: _reconcile(run, keys, worker.batch_size)
+                    label, len(keys), functools.partial(_reconcile, run, keys, worker.batch_size)
                 )
                 reads[label] = Counter(provider.by_read)
 
@@ -372,7 +373,7 @@ def _list(run: Any, table: Any, tenant: str) -> None:
         catalog.list_instances(tenant)
 
 
-def _own_ms(tally: Any, units: int) -> float:
+def _own_ms(tally: Tally, units: int) -> float:
     return sum(invocation.own_seconds * 1000 for invocation in tally.invocations) / units
 
 

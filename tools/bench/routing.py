@@ -208,6 +208,7 @@ def _round(services: list[IngestService], provider_id: str, delivery: WebhookReq
 
     def deliver(service: IngestService) -> None:
         barrier.wait()
+        answer: str
         try:
             answer = service.receive(provider_id, delivery).outcome
         except SwitchboardError as error:
@@ -250,7 +251,7 @@ def replies() -> None:
         _environment(None)
         _catalog()
         key = "bench:bench-1"
-        bootstrap.routing_repository().apply_connection(key, "CONNECTED", 1, datetime.now(UTC))
+        bootstrap.connection_state_repository().apply_event(key, "CONNECTED", 1, datetime.now(UTC))
         recorder = _Recorder()
         outbox = OutboxService(
             OutboxRepository(bootstrap.table()),

@@ -299,7 +299,7 @@ def _provider_calls(meter: Meter, base_url: str) -> Iterator[None]:
             meter.outbound("provider", replace_http=True)
         return answer
 
-    httpx.Client.send = send  # type: ignore[method-assign]
+    httpx.Client.send = send  # type: ignore[method-assign,assignment]  # forwards the real method's keywords as it got them
     try:
         yield
     finally:

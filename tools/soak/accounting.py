@@ -41,7 +41,7 @@ def account(ledger: Ledger, truth: Truth) -> dict[str, Any]:
     sent_at: dict[str, list[float]] = {}
     for message in truth.sim_sent:
         sent_at.setdefault(message["body"], []).append(_seconds(message["time"]))
-    figures = {
+    figures: dict[str, Any] = {
         "sends": _sends(ledger, truth, copies, sent_at),
         "incoming": _incoming(ledger, truth),
         "replies": _replies(ledger, truth, copies, sent_at),
@@ -250,11 +250,11 @@ def _calls(ledger: Ledger, truth: Truth) -> dict[str, Any]:
     for occupant in [*truth.line.get("calls", []), *truth.line.get("reservations", [])]:
         if occupant.get("callId") in live:
             continue
-        intent = by_reservation.get(str(occupant.get("id")))
+        dial = by_reservation.get(str(occupant.get("id")))
         origin = (
-            f"dial d{intent.serial} ({intent.copies} at once under one key, answers {intent.answers}, "
-            f"calls {sorted(intent.call_ids)})"
-            if intent
+            f"dial d{dial.serial} ({dial.copies} at once under one key, answers {dial.answers}, "
+            f"calls {sorted(dial.call_ids)})"
+            if dial
             else "no dial of the soak names it"
         )
         _example(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 import random
 import threading
@@ -109,7 +110,7 @@ class Traffic:
             self._spawn(f"dials-{attendant}", self._every(lambda: load.dial_interval, self._dialer(attendant, key)), 1)
         self._spawn("incoming-calls", self._every(lambda: load.incoming_call_interval, self.incoming_call_one), 1)
         for index in range(load.live_sockets):
-            self._spawn(f"live-{index}", lambda index=index: self._live(index), 1)
+            self._spawn(f"live-{index}", functools.partial(self._live, index), 1)
         self._spawn("receipts", self._every(lambda: load.receipts_interval, self.receipts_once, jitter=False), 1)
         if load.faults or load.kills:
             self._spawn("chaos", self._every(lambda: load.chaos_interval, self.chaos_once), 1)
@@ -129,7 +130,7 @@ class Traffic:
         thread.start()
 
     def _every(
-        self, interval: Callable[[], float], step: Callable[[], None], *, jitter: bool = True
+        self, interval: Callable[[], float], step: Callable[[], object], *, jitter: bool = True
     ) -> Callable[[], None]:
         """Run `step` at random (exponential) intervals of mean `interval()` until stopped."""
 
@@ -568,7 +569,7 @@ class Traffic:
         try:
             live = [call for call in sim.instance(calls.name)["calls"] if call["state"] != "ended"]
             for call in live:
-                self._quietly(lambda call=call: sim.call_action(calls.name, call["callId"], "end"))
+                self._quietly(functools.partial(sim.call_action, calls.name, call["callId"], "end"))
             return len(live)
         finally:
             sim.close()

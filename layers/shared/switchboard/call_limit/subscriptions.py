@@ -16,20 +16,16 @@ from __future__ import annotations
 
 from typing import Literal
 
+from switchboard.audit.ports import Audit
 from switchboard.call_limit.domain import Line
-from switchboard.call_limit.service import (
-    Audit,
-    CallsConfigService,
-    Instances,
-    Targets,
-    for_caller,
-    require_calls_instance,
-)
+from switchboard.call_limit.service import CallsConfigService, for_caller, require_calls_instance
 from switchboard.catalog.domain import Principal, Scope
+from switchboard.catalog.ports import Instances
 from switchboard.core.errors import Forbidden, ProviderError, UnsupportedByProvider
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderClient, ProviderTarget, WebhookSubscription
+from switchboard.providers.ports import Targets
 
 REQUIRED_EVENTS = ("call", "call_settings", "connection")
 OPTIONAL_EVENTS = ("limits",)

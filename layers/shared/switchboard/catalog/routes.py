@@ -23,7 +23,6 @@ from switchboard.catalog.schemas import (
     InstanceView,
     MeView,
     NumberView,
-    OwnerTag,
     ProviderView,
     PutInstance,
     UpdateApiKey,
@@ -31,7 +30,7 @@ from switchboard.catalog.schemas import (
     UpdateProvider,
 )
 from switchboard.catalog.service import CatalogService
-from switchboard.catalog.wire import InstanceName
+from switchboard.catalog.wire import InstanceName, OwnerTag
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented

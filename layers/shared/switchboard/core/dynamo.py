@@ -69,7 +69,8 @@ def _plain(value: Any) -> Any:
 
 
 def is_condition_failure(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    code: str | None = error.response.get("Error", {}).get("Code")
+    return code == "ConditionalCheckFailedException"
 
 
 def cancellation_codes(error: ClientError) -> list[str]:

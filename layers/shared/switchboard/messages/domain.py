@@ -175,7 +175,7 @@ def client_event_data(message: Message) -> dict[str, Any]:
 def next_check_seconds(checks_made: int, seconds_left: float) -> int:
     """The delay before the next re-check of a WAITING message, never past its expiry: the last
     re-check lands on `expires_at` (rounded up to SQS's whole seconds), so it ends `expired` on time."""
-    interval = min(MAX_CHECK_SECONDS, FIRST_CHECK_SECONDS * 2 ** min(checks_made, 8))
+    interval = min(MAX_CHECK_SECONDS, FIRST_CHECK_SECONDS << max(0, min(checks_made, 8)))
     return max(1, min(interval, math.ceil(seconds_left)))
 
 

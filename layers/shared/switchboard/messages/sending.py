@@ -80,7 +80,7 @@ from switchboard.pool.domain import (
     known_to,
     plan_numbers,
 )
-from switchboard.providers.base import ProviderClient, ProviderTarget
+from switchboard.providers.base import ProviderTarget, SentMessage
 from switchboard.providers.kinds import spec_for
 
 NO_NUMBER = "no_number_available"
@@ -90,6 +90,12 @@ INTERNAL_ERROR = "internal_error"
 AMBIGUOUS_OUTCOME = "ambiguous_outcome"
 LEASE_SECONDS = 60
 MAX_DELAY_SECONDS = 900  # SQS's longest per-message delay
+
+
+class TextSender(Protocol):
+    """What a send needs of a provider client (`switchboard.providers.base.ProviderClient`)."""
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage: ...
 
 
 class ConfigSource(Protocol):
@@ -154,7 +160,7 @@ class SendingService:
         configs: ConfigSource,
         tickets: Tickets,
         secrets: Secrets,
-        client_for: Callable[[str], ProviderClient],
+        client_for: Callable[[str], TextSender],
         notifier: Notifier,
         max_attempts: int,
         usage: Usage | None = None,

@@ -11,8 +11,9 @@ from switchboard.core.wiring import secrets
 
 if TYPE_CHECKING:
     from switchboard.providers.base import ProviderClient
+    from switchboard.providers.kinds import ProviderKind
     from switchboard.providers.setup import WebhookSetup
-    from switchboard.providers.targets import ProviderKind, TargetResolver
+    from switchboard.providers.targets import TargetResolver
 
 
 @component

@@ -10,10 +10,10 @@ errors name the route template and status, never the host, the token or the answ
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
-from pydantic import RootModel, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from switchboard.core.api.body import read_answer
 from switchboard.core.errors import DownstreamError
@@ -25,6 +25,9 @@ from switchboard.routing.domain import DownstreamTarget, IncomingMessage
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
+
+
+_Answer = TypeVar("_Answer", bound=BaseModel)
 
 
 class _Id(Model):
@@ -324,7 +327,7 @@ class ChatwootClient:
         return response
 
     @staticmethod
-    def _parse(response: httpx.Response, model: type[Any], route: str) -> Any:
+    def _parse(response: httpx.Response, model: type[_Answer], route: str) -> _Answer:
         try:
             return model.model_validate(read_answer(response.content))
         except (ValueError, ValidationError) as exc:

@@ -17,9 +17,9 @@ from switchboard.catalog.schemas import (
     CreatedApiKeyView,
     CreatedTenantView,
     CreateTenant,
-    OwnerTag,
     TenantView,
 )
+from switchboard.catalog.wire import OwnerTag
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented

@@ -53,7 +53,7 @@ def storable(data: dict[str, Any]) -> dict[str, Any]:
     not fit otherwise; an event that is still too large (thousands of keys, which no provider
     sends) keeps only the top-level entries that fit."""
     text_limit, field_limit = MAX_TEXT_CHARS, MAX_FIELD_CHARS
-    bounded = _bounded(data, text_limit, field_limit)
+    bounded: dict[str, Any] = _bounded(data, text_limit, field_limit)
     size = _size(bounded)
     while size > MAX_DATA_BYTES and (text_limit or field_limit):
         text_limit, field_limit = text_limit // 2, field_limit // 2

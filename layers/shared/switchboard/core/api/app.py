@@ -29,7 +29,7 @@ def create_api(*routers: APIGatewayHttpRouter) -> APIGatewayHttpResolver:
     app = HttpApiResolver(enable_validation=True, json_body_deserializer=parse_api_json)
     # Powertools has no hook for how a body is read: its request validation is replaced before any
     # route builds its middleware stack (tests/core/test_media_types.py pins that it is used).
-    app._request_validation_middleware = MediaTypeValidation()
+    app._request_validation_middleware = MediaTypeValidation()  # type: ignore[no-untyped-call]  # Powertools' own no-argument constructor is unannotated
     install_error_handlers(app)
     for router in routers:
         app.include_router(router)

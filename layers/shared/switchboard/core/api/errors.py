@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
@@ -64,7 +65,7 @@ def status_for(error: errors.SwitchboardError) -> HTTPStatus:
     return HTTPStatus.INTERNAL_SERVER_ERROR
 
 
-def error_response(status: HTTPStatus, code: str, message: str, /, **extra: Any) -> Response:
+def error_response(status: HTTPStatus, code: str, message: str, /, **extra: Any) -> Response[dict[str, Any]]:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
@@ -72,11 +73,20 @@ def error_response(status: HTTPStatus, code: str, message: str, /, **extra: Any)
     )
 
 
+_E = TypeVar("_E", bound=Exception)
+_Handler = Callable[[_E], Response[dict[str, Any]]]
+
+
+def _handles(app: ApiGatewayResolver, error_class: type[_E]) -> Callable[[_Handler[_E]], _Handler[_E]]:
+    # Powertools' registration is unannotated; it hands the handler back unchanged.
+    return cast("Callable[[_Handler[_E]], _Handler[_E]]", app.exception_handler(error_class))
+
+
 def install_error_handlers(app: ApiGatewayResolver) -> None:
     """Map domain errors, validation errors and unknown routes to our error body."""
 
-    @app.exception_handler(errors.SwitchboardError)
-    def domain_error(error: errors.SwitchboardError) -> Response:
+    @_handles(app, errors.SwitchboardError)
+    def domain_error(error: errors.SwitchboardError) -> Response[dict[str, Any]]:
         status = status_for(error)
         logger.info("request refused", extra={"error": error.code, "status": int(status)})
         response = error_response(status, error.code, error.message, **error.details)
@@ -84,8 +94,8 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
             response.headers["Retry-After"] = str(error.retry_after_seconds)
         return response
 
-    @app.exception_handler(RequestValidationError)
-    def validation_error(error: RequestValidationError) -> Response:
+    @_handles(app, RequestValidationError)
+    def validation_error(error: RequestValidationError) -> Response[dict[str, Any]]:
         problems = error.errors()
         if any(problem.get("type") == "json_invalid" for problem in problems):
             return error_response(HTTPStatus.BAD_REQUEST, "invalid_json", "the body is not valid JSON")
@@ -93,16 +103,16 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
         detail = "; ".join(_describe(problem) for problem in problems) or "invalid request"
         return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", detail)
 
-    @app.exception_handler(UnicodeDecodeError)
-    def invalid_encoding(_: UnicodeDecodeError) -> Response:
+    @_handles(app, UnicodeDecodeError)
+    def invalid_encoding(_: UnicodeDecodeError) -> Response[dict[str, Any]]:
         return error_response(HTTPStatus.BAD_REQUEST, "invalid_encoding", "the body is not valid UTF-8")
 
-    @app.exception_handler(RecursionError)
-    def too_deep(_: RecursionError) -> Response:
+    @_handles(app, RecursionError)
+    def too_deep(_: RecursionError) -> Response[dict[str, Any]]:
         return error_response(HTTPStatus.BAD_REQUEST, "invalid_json", "the body is nested too deeply")
 
     @app.not_found
-    def route_not_found(_: Exception) -> Response:
+    def route_not_found(_: Exception) -> Response[dict[str, Any]]:
         return error_response(HTTPStatus.NOT_FOUND, "not_found", NO_SUCH_ROUTE)
 
 
