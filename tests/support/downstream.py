@@ -193,11 +193,10 @@ class FakeDownstream:
             mine.sort(key=lambda c: c["last_activity_at"], reverse=True)
             return 200, {"payload": [self._conversation_view(c) for c in mine[:20]]}
         if method == "POST" and rest == "/conversations":
-            asked_contact, inbox_id = body.get("contact_id"), body.get("inbox_id")
-            asked = asked_contact if isinstance(asked_contact, int) and isinstance(inbox_id, int) else None
-            if asked is None or not self._exists(origin, asked):
+            asked, inbox_id = body.get("contact_id"), body.get("inbox_id")
+            if not (isinstance(asked, int) and isinstance(inbox_id, int) and self._exists(origin, asked)):
                 return 404, NOT_FOUND
-            return 200, self._conversation_view(self._new_conversation(origin, inbox_id, contact_id))
+            return 200, self._conversation_view(self._new_conversation(origin, inbox_id, asked))
         if posted := re.fullmatch(r"/conversations/([0-9]+)/messages", rest):
             found = self.conversations.get(int(posted.group(1)))
             if found is None or found["origin"] != origin:
