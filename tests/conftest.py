@@ -146,13 +146,28 @@ AWS_FIXTURES = frozenset({"aws", "served_aws", "aws_endpoint", "simulator", "htt
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tiers = {item.nodeid: _tier(item) for item in items}
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if "tests/console/" in item.nodeid or "browser" in fixtures:
-            item.add_marker(pytest.mark.browser)
-        elif item.get_closest_marker("stack") or fixtures & STACK_FIXTURES or item.nodeid.startswith(STACK_FOLDERS):
-            item.add_marker(pytest.mark.stack)
-        elif fixtures & AWS_FIXTURES:
-            item.add_marker(pytest.mark.aws)
-        else:
-            item.add_marker(pytest.mark.unit)
+        item.add_marker(getattr(pytest.mark, tiers[item.nodeid]))
+    # The slow tiers' files first, each file still in one piece: parallel workers then take the
+    # long files early and finish together, instead of one worker running the last long file alone.
+    first_rank: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        first_rank[path] = min(first_rank.get(path, len(TIER_ORDER)), TIER_ORDER.index(tiers[item.nodeid]))
+    order = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (first_rank[item.nodeid.split("::", 1)[0]], order[id(item)]))
+
+
+TIER_ORDER = ("browser", "stack", "aws", "unit")
+
+
+def _tier(item: pytest.Item) -> str:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if "tests/console/" in item.nodeid or "browser" in fixtures:
+        return "browser"
+    if item.get_closest_marker("stack") or fixtures & STACK_FIXTURES or item.nodeid.startswith(STACK_FOLDERS):
+        return "stack"
+    if fixtures & AWS_FIXTURES:
+        return "aws"
+    return "unit"
