@@ -35,7 +35,8 @@ from devstack.websocket_api import IDLE_TIMEOUT, MAX_DURATION, WebSocketApi, web
 # The shared layer is importable as in Lambda (/opt/python), also under `python -m devstack`.
 mount_layers()
 from switchboard import bootstrap  # noqa: E402
-from switchboard.catalog.domain import PLATFORM_TENANT, Scope, looks_like_key  # noqa: E402
+from switchboard.catalog.domain import looks_like_key  # noqa: E402
+from switchboard.core.identity import PLATFORM_TENANT, Scope  # noqa: E402
 
 log = logging.getLogger("devstack.stack")
 

@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from switchboard.call_limit.domain import Snapshot
 from switchboard.call_limit.service import CONFIG_CHANGED, CallsConfigService, CapabilitiesCache
 from switchboard.catalog.domain import Instance
+from switchboard.catalog.events import ProviderEvent
 from switchboard.core.bus import EventPublisher
 from switchboard.core.errors import (
     NotCallsInstance,
@@ -19,7 +20,6 @@ from switchboard.core.errors import (
     UnsupportedByProvider,
 )
 from switchboard.providers.base import Capabilities
-from switchboard.webhooks.events import ProviderEvent
 from tests.support.builders import admin, instance, provider_event
 from tests.support.fakes import (
     ALL_CALLS,

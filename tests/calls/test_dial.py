@@ -12,8 +12,8 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.catalog.domain import Scope
 from switchboard.core.errors import IdempotencyKeyReused, InstanceDisconnected, LineBusy
+from switchboard.core.identity import Scope
 from tests.support.api import Client
 from tests.support.aws import AwsResources
 from tests.support.builders import admin, agent

@@ -12,7 +12,8 @@ from websockets.sync.client import connect
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.catalog.domain import Instance, Scope
+from switchboard.catalog.domain import Instance
+from switchboard.core.identity import Scope
 from switchboard.providers.evolution import EvolutionClient
 from tests.support.api import Client
 from tests.support.aws import AwsResources

@@ -24,8 +24,9 @@ from switchboard.calls.dynamo import ReconcileGate
 from switchboard.calls.on_demand import ReconcileOnDemand
 from switchboard.calls.reconcile import PER_SERVER_RATE
 from switchboard.calls.reconcile_queue import ReconcileQueue
-from switchboard.catalog.domain import Number, Provider, Scope, Tenant
+from switchboard.catalog.domain import Number, Provider, Tenant
 from switchboard.core.errors import RateLimited
+from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
 from switchboard.providers.base import ProviderCall
 from switchboard.webhooks import wiring as webhooks_wiring

@@ -17,10 +17,10 @@ from switchboard.calls.reconcile import (
 )
 from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.catalog.domain import Instance
+from switchboard.catalog.events import ProviderEvent
 from switchboard.connection_state.domain import Check
 from switchboard.core.errors import ProviderUnavailable
 from switchboard.providers.base import InstanceStatus
-from switchboard.webhooks.events import ProviderEvent
 from tests.support.builders import instance, provider_event
 from tests.support.fakes import FakeCatalog, FakeReconcileQueue
 

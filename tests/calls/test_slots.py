@@ -21,8 +21,8 @@ from switchboard.call_limit.dynamo import LineRepository
 from switchboard.calls.dynamo import CallRepository
 from switchboard.calls.service import CallService
 from switchboard.catalog.domain import Instance
+from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import CallEnded, CallOwned, Forbidden, LineBusy
-from switchboard.webhooks.events import ProviderEvent
 from tests.support.aws import AwsResources
 from tests.support.builders import admin, agent, instance, provider_event
 from tests.support.connections import around_dial, call_events, deliver, register

@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import Scope
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import LastAdminKey
+from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
 from tests.support.api import Client, TenantKeys
 from tests.support.aws import REGION, AwsResources

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from switchboard.catalog.domain import Instance, InstanceState
+from switchboard.catalog.events import ProviderEvent
 from switchboard.connection_state.service import ConnectionStateService
 from switchboard.core.errors import ProviderUnavailable
 from switchboard.providers.base import InstanceStatus, NumberStanding, ProviderTarget
 from switchboard.providers.kinds import ProviderKind
-from switchboard.webhooks.events import ProviderEvent
 from tests.support.builders import instance, provider_event
 from tests.support.fakes import FakeConnectionStates, FakePublisher
 

@@ -11,9 +11,9 @@ import pytest
 from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.wire import Body
 from switchboard.core.api.app import create_api
 from switchboard.core.api.validation import MediaTypeValidation
+from switchboard.core.wire import Body
 from tests.support.api import Client
 from tests.support.provider_webhooks import Catalog, envelope, message_data, signed_headers
 

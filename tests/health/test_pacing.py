@@ -12,20 +12,14 @@ import boto3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.catalog.domain import Instance
+from switchboard.catalog.domain import Instance, PacingLimits
+from switchboard.core.buckets import BucketMoved, Claim
 from switchboard.core.settings import get_settings
 from switchboard.health.dynamo import DynamoPaceStore
-from switchboard.health.pacing import (
-    PACING_NEW_CONTACTS,
-    PACING_RATE,
-    Pacer,
-    PacingLimits,
-    new_contact_budget,
-)
+from switchboard.health.pacing import PACING_NEW_CONTACTS, PACING_RATE, Pacer, new_contact_budget
 from switchboard.messages.domain import MessageStatus
 from switchboard.messages.sending import SendingService
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
-from switchboard.quotas.domain import BucketMoved, Claim
 from tests.messages.test_valid_for import DelayedJobs
 from tests.support.aws import AwsResources
 from tests.support.sending import SendWorld, instance_tokens

@@ -8,9 +8,9 @@ from datetime import timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.catalog.domain import PacingOverride
+from switchboard.catalog.domain import PacingLimits, PacingOverride
 from switchboard.catalog.schemas import PacingBody
-from switchboard.health.pacing import PACING_RATE, Pacer, PacingLimits
+from switchboard.health.pacing import PACING_RATE, Pacer
 from switchboard.messages.domain import MessageStatus
 from switchboard.pool.domain import NumberRoutes
 from tests.health.test_pacing import T0, MemoryPaceStore, PacedWorld, number_of

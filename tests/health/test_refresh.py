@@ -12,8 +12,9 @@ from pydantic import BaseModel
 
 from switchboard import bootstrap
 from switchboard.calls.reconcile import Reconciler
-from switchboard.catalog.domain import Instance, utcnow
+from switchboard.catalog.domain import Instance
 from switchboard.connection_state.domain import Check
+from switchboard.core.clock import utcnow
 from switchboard.health.domain import TIMELOCK, HealthState, Reason, Thresholds
 from switchboard.health.dynamo import HealthRepository
 from switchboard.health.service import HEALTH_CHANGED

@@ -12,7 +12,8 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import key_principal, utcnow
+from switchboard.core.clock import utcnow
+from switchboard.core.identity import key_principal
 from switchboard.live.domain import CONNECTION_LIFETIME, Connection
 from switchboard.live.dynamo import connection_key, owner_key
 from tests.live.conftest import Live, ManagementApi

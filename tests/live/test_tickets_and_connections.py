@@ -10,7 +10,7 @@ import pytest
 from boto3.dynamodb.conditions import Key
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.core.errors import Unauthenticated
 from switchboard.live.service import ConnectionService, TicketService
 from tests.live.conftest import LIVE_URL, Live, digest, ws_event

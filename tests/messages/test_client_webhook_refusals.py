@@ -7,8 +7,9 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from switchboard.catalog.domain import ApiKey, Instance, Scope
+from switchboard.catalog.domain import ApiKey, Instance
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
+from switchboard.core.identity import Scope
 from switchboard.messages.client_webhooks import ClientWebhookDeliverer
 from switchboard.messages.domain import ClientWebhookJob
 from tests.support.fakes import FakeAudit, FakeSecrets

@@ -15,7 +15,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import Instance, new_id
+from switchboard.catalog.domain import Instance
+from switchboard.catalog.events import ProviderEvent
+from switchboard.core.clock import new_id
 from switchboard.core.wiring import table as shared_table
 from switchboard.messages.domain import Message, MessageStatus, body_hash
 from switchboard.messages.dynamo import MessageRepository, affinity_key
@@ -24,7 +26,6 @@ from switchboard.messages.schemas import SendMessage
 from switchboard.pool.domain import NumberRoutes, SendingConfig, plan_numbers, usable_affinity
 from switchboard.providers.base import WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
-from switchboard.webhooks.events import ProviderEvent
 from tests.support.api import Client
 from tests.support.aws import REGION, AwsResources
 from tests.support.fakes import FakeTickets

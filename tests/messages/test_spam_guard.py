@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from switchboard.catalog.domain import Instance
+from switchboard.core.text import normalised, text_hash
 from switchboard.messages.domain import MessageStatus
-from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard, normalised, text_hash
+from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.support.fakes import FakeClock, FakeSpamHistory
 from tests.support.sending import SendWorld

@@ -11,12 +11,14 @@ from typing import Any
 import boto3
 import pytest
 
-from switchboard.catalog.domain import instance_key, new_id
+from switchboard.catalog.domain import instance_key
+from switchboard.core.clock import new_id
 from switchboard.core.errors import AlreadyFinal
+from switchboard.core.text import text_hash
 from switchboard.core.wiring import table as shared_table
 from switchboard.messages.domain import Message, body_hash
 from switchboard.messages.dynamo import MessageRepository
-from switchboard.messages.spam_guard import WINDOW, KeptTexts, SentText, text_hash
+from switchboard.messages.spam_guard import WINDOW, KeptTexts, SentText
 from tests.support.api import Client
 from tests.support.aws import REGION, AwsResources
 from tests.support.fakes import FakeProvider

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.core.errors import RetryLater
 from switchboard.messages.domain import (
     EXPIRED,

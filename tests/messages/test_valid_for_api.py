@@ -15,7 +15,7 @@ import moto.sqs.models
 import pytest
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.core.dynamo import to_item
 from switchboard.core.settings import get_settings
 from switchboard.messages.domain import Message, MessageStatus, SendJob, body_hash

@@ -14,9 +14,9 @@ import boto3
 import pytest
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import Scope
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.dynamo import to_item
+from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
 from switchboard.messages.domain import Message, SendJob, body_hash
 from switchboard.messages.dynamo import MessageRepository, message_key

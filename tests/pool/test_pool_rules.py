@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import timedelta
 
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers
 from tests.support.fakes import FakeTickets
 from tests.support.sending import SendWorld, number

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from datetime import date
 
-from switchboard.catalog.domain import Principal, Scope
-from switchboard.quotas.domain import BucketMoved, Claim, QuotaOverrides, Quotas
+from switchboard.core.buckets import BucketMoved, Claim
+from switchboard.core.identity import Principal, Scope
+from switchboard.quotas.domain import QuotaOverrides, Quotas
 
 
 class FakeBuckets:

@@ -11,9 +11,9 @@ from typing import Any
 
 import boto3
 
+from switchboard.core.buckets import Claim
 from switchboard.core.errors import RateLimited
 from switchboard.core.settings import get_settings
-from switchboard.quotas.domain import Claim
 from switchboard.quotas.dynamo import DynamoBuckets, DynamoQuotaStore
 from switchboard.quotas.service import QuotaPolicies, RequestLimiter
 from tests.quotas.fakes import FakeQuotaStore, caller, quotas

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from devstack.simulator import SimulatorControl
+from switchboard.catalog.webhook_setup import WebhookSetup
 from switchboard.core.errors import ProviderDisconnected, Unauthenticated
 from switchboard.providers.base import InboundEvent, ProviderClient, ProviderTarget, WebhookRequest
 from switchboard.providers.kinds import spec_for
-from switchboard.providers.setup import WebhookSetup
 from tests.simulator.conftest import HOOK_KEY, SCHEME_OF, FlavourFactory, FlavourInstance, Received, WebhookReceiver
 from tests.support.builders import instance
 from tests.support.fakes import FakeSecrets

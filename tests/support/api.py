@@ -14,7 +14,7 @@ from typing import Any
 
 from devstack.apigw import HttpApi, HttpResponse
 from switchboard import bootstrap
-from switchboard.catalog.domain import PLATFORM_TENANT, Scope
+from switchboard.core.identity import PLATFORM_TENANT, Scope
 from switchboard.core.observability import logger
 
 # Request fields whose values are secrets: once seen, they must never come back in a response

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import PLATFORM_TENANT, Instance, Principal, Scope
-from switchboard.webhooks.events import ProviderEvent
+from switchboard.catalog.domain import Instance
+from switchboard.catalog.events import ProviderEvent
+from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
 
 
 def admin(tenant: str = "acme") -> Principal:

@@ -29,12 +29,12 @@ from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.calls.service import CallService
 from switchboard.catalog.domain import Instance, instance_key
 from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.catalog.targets import TargetResolver
 from switchboard.core.dynamo import entity_key
 from switchboard.core.secrets import SecretStore
 from switchboard.core.settings import get_settings
 from switchboard.providers.base import Capabilities
 from switchboard.providers.registry import provider_client_for
-from switchboard.providers.targets import TargetResolver
 from tests.support.api import Client, TenantKeys
 from tests.support.builders import admin, event_of_envelope, run_effects
 

@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
-from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key, utcnow
+from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key
 from switchboard.connection_state.domain import StateWrite, StoredState
+from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound, ProviderError
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
@@ -169,7 +170,7 @@ class FakeProvider:
 
 @dataclass
 class FakeTargets:
-    """`providers.ports.Targets`: every instance is reached through `provider`, of kind `kind`."""
+    """`catalog.ports.Targets`: every instance is reached through `provider`, of kind `kind`."""
 
     provider: Any
     kind: ProviderKind = "wuzapi"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.messages.domain import Message, SendJob, SendOutcome, body_hash
 from switchboard.messages.sending import SendingService
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig

@@ -15,11 +15,11 @@ from botocore.exceptions import ClientError
 
 from switchboard import bootstrap
 from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.secrets import SecretStore
 from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
-from switchboard.webhooks.events import ProviderEvent
 from switchboard.webhooks.service import IngestService
 from tests.support.api import Client, new_platform_key, new_tenant
 from tests.support.aws import REGION, AwsResources

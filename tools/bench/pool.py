@@ -33,12 +33,12 @@ import boto3
 from moto import mock_aws
 
 from devstack import template
-from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, secret_hint
+from switchboard.catalog.domain import ApiKey, Instance, Number, PacingLimits, Provider, secret_hint
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.observability import logger
 from switchboard.health.domain import Thresholds
 from switchboard.health.dynamo import DynamoPaceStore, HealthRepository
-from switchboard.health.pacing import Pacer, PacingLimits
+from switchboard.health.pacing import Pacer
 from switchboard.health.service import HealthWatch
 from switchboard.messages.domain import Message, SendJob, body_hash
 from switchboard.messages.dynamo import MessageRepository, SpamHistoryRepository

@@ -28,10 +28,11 @@ import boto3  # noqa: E402
 
 from devstack import template  # noqa: E402
 from devstack.aws_endpoint import AwsEndpoint  # noqa: E402
-from switchboard.catalog.domain import Principal, Scope  # noqa: E402
+from switchboard.core.buckets import Claim  # noqa: E402
 from switchboard.core.errors import RateLimited  # noqa: E402
+from switchboard.core.identity import Principal, Scope  # noqa: E402
 from switchboard.core.observability import logger  # noqa: E402
-from switchboard.quotas.domain import Claim, QuotaOverrides, Quotas  # noqa: E402
+from switchboard.quotas.domain import QuotaOverrides, Quotas  # noqa: E402
 from switchboard.quotas.dynamo import DynamoBuckets  # noqa: E402
 from switchboard.quotas.service import QuotaPolicies, RequestLimiter  # noqa: E402
 

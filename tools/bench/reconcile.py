@@ -38,8 +38,8 @@ from switchboard.calls.reconcile import PER_SERVER_RATE, SPREAD_SECONDS
 from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.catalog.domain import Instance, Provider, Tenant, secret_hint
 from switchboard.catalog.dynamo import CatalogRepository
-from switchboard.catalog.service import instance_token_name
 from switchboard.core.observability import logger
+from switchboard.core.secrets import instance_token_name
 from switchboard.providers import wiring as providers_wiring
 from switchboard.providers.base import InstanceStatus, NumberStanding, ProviderCall, ProviderTarget
 from switchboard.providers.kinds import ProviderKind

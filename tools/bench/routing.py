@@ -39,9 +39,11 @@ from moto import mock_aws
 from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
 from switchboard import bootstrap
-from switchboard.catalog.domain import Instance, Principal, Scope
+from switchboard.catalog.domain import Instance
 from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import SwitchboardError
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import logger
 from switchboard.core.secrets import SecretStore
 from switchboard.providers.base import ProviderTarget, SentMessage, WebhookRequest
@@ -49,7 +51,6 @@ from switchboard.routing.outbox import OutboxService, Reply
 from switchboard.routing.outbox_dynamo import OutboxRepository
 from switchboard.routing.parts import split_text
 from switchboard.webhooks.dynamo import EventStore
-from switchboard.webhooks.events import ProviderEvent
 from switchboard.webhooks.service import IngestService
 
 REGION = "us-east-1"

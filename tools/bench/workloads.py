@@ -43,7 +43,7 @@ from moto import mock_aws
 from devstack.apigw import HttpApi
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.catalog.domain import Scope
+from switchboard.core.identity import Scope
 from switchboard.core.observability import logger
 from switchboard.messages import wiring as messages_wiring
 from switchboard.providers.base import ProviderTarget, SentMessage

@@ -19,9 +19,11 @@ import sys
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from switchboard.catalog.domain import OWNER_TAG_PATTERN, PLATFORM_TENANT, Scope, hash_key, looks_like_key
+from switchboard.catalog.domain import hash_key, looks_like_key
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.errors import SwitchboardError
+from switchboard.core.identity import PLATFORM_TENANT, Scope
+from switchboard.core.wire import OWNER_TAG_PATTERN
 
 
 def main(argv: list[str] | None = None) -> int:

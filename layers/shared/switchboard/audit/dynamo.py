@@ -8,8 +8,9 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 from pydantic import BaseModel
 
-from switchboard.catalog.domain import PLATFORM_TENANT, Principal, new_id
+from switchboard.core.clock import new_id
 from switchboard.core.dynamo import from_item, to_item
+from switchboard.core.identity import PLATFORM_TENANT, Principal
 from switchboard.core.model import Model
 
 _SECRET_FIELDS = {"token", "api_token", "downstream_api_token", "webhook_secret", "admin_token", "digest", "secret"}

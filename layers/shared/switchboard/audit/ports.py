@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from switchboard.catalog.domain import Principal
+from switchboard.core.identity import Principal
 
 
 class Audit(Protocol):

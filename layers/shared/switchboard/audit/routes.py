@@ -10,10 +10,10 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.audit import wiring
 from switchboard.audit.schemas import AuditView
-from switchboard.catalog.domain import PLATFORM_TENANT, Principal, Scope
-from switchboard.catalog.wire import OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
+from switchboard.core.wire import OwnerTag
 
 if TYPE_CHECKING:
     # The function serving these routes serves others too: each service is imported by its

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from switchboard.audit.dynamo import AuditEntry
-from switchboard.catalog.wire import View
+from switchboard.core.wire import View
 
 
 class AuditView(View):

@@ -11,10 +11,10 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.call_limit.schemas import CallsView, PrepareSubscription, SetCallsLimit, SubscriptionView
 from switchboard.call_limit.wiring import calls_config_service, subscription_service
-from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.wire import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
+from switchboard.core.wire import InstanceName
 
 if TYPE_CHECKING:
     # Each service is imported by its wiring when a route that takes it first runs.

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from switchboard.call_limit.domain import MAX_LIMIT, MIN_LIMIT, Line, Occupant, SnapshotSource
 from switchboard.call_limit.subscriptions import SubscriptionReport, SubscriptionState
-from switchboard.catalog.wire import Body, View
+from switchboard.core.wire import Body, View
 from switchboard.providers.base import Capabilities
 
 if TYPE_CHECKING:

@@ -30,16 +30,16 @@ from switchboard.call_limit.domain import (
     SnapshotSource,
     Verdict,
 )
-from switchboard.catalog.domain import Instance, Principal
-from switchboard.catalog.ports import Instances
+from switchboard.catalog.domain import Instance
+from switchboard.catalog.ports import Instances, Targets
 from switchboard.core.errors import NotCallsInstance, ProviderError, ProviderTimeout, UnsupportedByProvider
+from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderClient, ProviderTarget
-from switchboard.providers.ports import Targets
 
 if TYPE_CHECKING:
-    from switchboard.webhooks.events import ProviderEvent
+    from switchboard.catalog.events import ProviderEvent
 
 CONFIG_CHANGED = "connection.calls.config.changed"
 CAPABILITIES_TTL_SECONDS = 60.0

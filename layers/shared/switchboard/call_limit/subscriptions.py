@@ -19,13 +19,12 @@ from typing import Literal
 from switchboard.audit.ports import Audit
 from switchboard.call_limit.domain import Line
 from switchboard.call_limit.service import CallsConfigService, for_caller, require_calls_instance
-from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.ports import Instances
+from switchboard.catalog.ports import Instances, Targets
 from switchboard.core.errors import Forbidden, ProviderError, UnsupportedByProvider
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderClient, ProviderTarget, WebhookSubscription
-from switchboard.providers.ports import Targets
 
 REQUIRED_EVENTS = ("call", "call_settings", "connection")
 OPTIONAL_EVENTS = ("limits",)

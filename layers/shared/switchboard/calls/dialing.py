@@ -33,8 +33,8 @@ from switchboard.call_limit.domain import Line
 from switchboard.calls.domain import AttemptNotPending, CallRecord, DialAttempt, LineNotReady, reservation_id
 from switchboard.calls.ports import ReconcileRequests
 from switchboard.calls.service import CallService, attendant_of
-from switchboard.catalog.domain import Instance, Principal
-from switchboard.catalog.ports import Instances
+from switchboard.catalog.domain import Instance
+from switchboard.catalog.ports import Instances, Targets
 from switchboard.core.errors import (
     Conflict,
     IdempotencyKeyReused,
@@ -47,10 +47,10 @@ from switchboard.core.errors import (
     ProviderTimeout,
     UnsupportedByProvider,
 )
+from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import Capabilities
-from switchboard.providers.ports import Targets
 
 # A dial whose outcome is unknown is resolved by the reconciler a little later, not at once.
 RESOLVE_DELAY_SECONDS = 15

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from switchboard.calls.reconcile import Reconciler, ReconcileReport
-from switchboard.catalog.domain import Principal
 from switchboard.catalog.ports import Instances
 from switchboard.core.errors import RateLimited
+from switchboard.core.identity import Principal
 from switchboard.core.observability import logger
 
 WINDOW_SECONDS = 10.0

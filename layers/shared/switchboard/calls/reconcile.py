@@ -39,7 +39,7 @@ from switchboard.calls.ports import ReconcileRequests
 from switchboard.calls.service import CallService
 from switchboard.calls.strays import StrayStore, release_strays
 from switchboard.catalog.domain import Instance, Tenant
-from switchboard.catalog.ports import Instances
+from switchboard.catalog.ports import Instances, Targets
 from switchboard.core.errors import (
     ProviderDisconnected,
     ProviderLineBusy,
@@ -51,11 +51,10 @@ from switchboard.core.errors import (
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.base import InstanceStatus, ProviderCall, ProviderClient, ProviderTarget
-from switchboard.providers.ports import Targets
 
 if TYPE_CHECKING:
+    from switchboard.catalog.events import ProviderEvent
     from switchboard.connection_state.domain import Check
-    from switchboard.webhooks.events import ProviderEvent
 
 REDIAL_WINDOW = timedelta(minutes=2)
 BATCH_SIZE = 10  # SendMessageBatch's maximum

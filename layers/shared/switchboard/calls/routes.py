@@ -23,11 +23,11 @@ from switchboard.calls.schemas import (
     VideoAction,
 )
 from switchboard.calls.wiring import call_service, dialing_service, media_service, reconcile_on_demand
-from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.wire import InstanceName
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
+from switchboard.core.identity import Principal, Scope
+from switchboard.core.wire import InstanceName
 
 if TYPE_CHECKING:
     # Each service is imported by its wiring when a route that takes it first runs.

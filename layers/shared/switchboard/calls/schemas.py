@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from switchboard.catalog.wire import Body, Phone, View
+from switchboard.core.wire import Body, Phone, View
 from switchboard.providers.base import MediaAttachment
 
 if TYPE_CHECKING:

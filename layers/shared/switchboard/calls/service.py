@@ -30,17 +30,17 @@ from switchboard.calls.domain import (
     may_control,
     new_record,
 )
-from switchboard.catalog.domain import Instance, Principal, Scope
-from switchboard.catalog.ports import Instances
+from switchboard.catalog.domain import Instance
+from switchboard.catalog.ports import Instances, Targets
 from switchboard.core.bus import CALL_STATE_CHANGED, LINE_OCCUPANCY_CHANGED
 from switchboard.core.errors import CallEnded, Forbidden, NotFound, ProviderError
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import logger
 from switchboard.core.ports import Publisher
 from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
-from switchboard.providers.ports import Targets
 
 if TYPE_CHECKING:
-    from switchboard.webhooks.events import ProviderEvent
+    from switchboard.catalog.events import ProviderEvent
 
 # Each retry follows a concurrent write that made progress; the bound only stops a bug from spinning.
 MAX_ATTEMPTS = 10

@@ -9,66 +9,17 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime
 from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from switchboard.core.clock import utcnow
+from switchboard.core.identity import Scope
 from switchboard.core.model import Model
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
-PLATFORM_TENANT = "_platform"
-OWNER_TAG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
-INSTANCE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-PHONE_PATTERN = r"^[1-9][0-9]{7,14}$"  # E.164 digits, no "+"
 MAX_POOL_SIZE = 10
-
-
-class Scope(StrEnum):
-    PLATFORM = "platform"
-    ADMIN = "admin"
-    AGENT = "agent"
-    SEND = "send"
-
-
-def key_principal(key_id: str) -> str:
-    """The principal id of an API key. A principal id names whoever holds a grant, of any kind
-    (`key:<key id>` today; a person signed in through the user pool would be `user:<sub>`), so
-    what reacts to a revoked grant (live connections) is not tied to API keys."""
-    return f"key:{key_id}"
-
-
-def key_of_principal(principal: str) -> str | None:
-    """The key id of an API key's principal id; None for a principal of another kind."""
-    kind, _, identifier = principal.partition(":")
-    return identifier if kind == "key" and identifier else None
-
-
-class Principal(Model):
-    """Who is calling, as the authorizer established it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tenant: str
-    key_id: str
-    scopes: frozenset[Scope]
-    attendant_id: str | None = None
-
-    def has(self, scope: Scope) -> bool:
-        return scope in self.scopes
-
-    @property
-    def principal_id(self) -> str:
-        return key_principal(self.key_id)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(10)}"
 
 
 def secret_hint(secret: str) -> str:
@@ -139,6 +90,36 @@ class PacingOverride(Model):
 
     def set_fields(self) -> list[str]:
         return [name for name, value in self.model_dump().items() if value is not None]
+
+
+class PacingLimits(Model):
+    """How fast a number may send (health/pacing.py): the deployment's defaults, or those with a
+    number's `PacingOverride` over them."""
+
+    model_config = ConfigDict(frozen=True)
+
+    per_minute: float = Field(default=0, ge=0)
+    burst: int = Field(default=5, ge=1)
+    new_contacts_first_day: int = Field(default=20, ge=0)
+    new_contacts_step: int = Field(default=20, ge=0)
+    new_contacts_max: int = Field(default=200, ge=0)
+
+    @property
+    def enabled(self) -> bool:
+        return self.per_minute > 0
+
+    def overridden_by(self, override: PacingOverride | None) -> PacingLimits:
+        """These limits with each field the number's override sets replacing the default."""
+        if override is None:
+            return self
+        changes = {
+            "per_minute": override.messages_per_minute,
+            "burst": override.burst,
+            "new_contacts_first_day": override.new_contacts_first_day,
+            "new_contacts_step": override.new_contacts_step,
+            "new_contacts_max": override.new_contacts_max,
+        }
+        return self.model_copy(update={name: value for name, value in changes.items() if value is not None})
 
 
 class Number(Record):

@@ -22,18 +22,8 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import (
-    ApiKey,
-    Instance,
-    Number,
-    Principal,
-    Provider,
-    Record,
-    Scope,
-    Tenant,
-    instance_key,
-    utcnow,
-)
+from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, Record, Tenant, instance_key
+from switchboard.core.clock import utcnow
 from switchboard.core.dynamo import (
     META,
     cancellation_codes,
@@ -46,6 +36,7 @@ from switchboard.core.dynamo import (
     to_item,
 )
 from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFound, UnknownReference
+from switchboard.core.identity import Principal, Scope
 
 NOT_EXISTS = "attribute_not_exists(pk)"
 ADMIN_COUNT_SK = "ADMINKEYS"

@@ -1,15 +1,25 @@
-"""The catalog as other capabilities read it, and the hook it calls when a grant changes."""
+"""The catalog as other capabilities read it, how they reach the provider behind one of its
+instances, and the hook it calls when a grant changes."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from switchboard.catalog.domain import Instance
+
+if TYPE_CHECKING:
+    from switchboard.providers.base import ProviderClient, ProviderTarget
 
 
 class Instances(Protocol):
     def find_instance(self, key: str) -> Instance | None: ...
     def get_instance(self, tenant: str, name: str) -> Instance: ...
+
+
+class Targets(Protocol):
+    """The client for an instance's provider kind and its target (catalog/targets.py)."""
+
+    def target_for(self, instance: Instance) -> tuple[ProviderClient, ProviderTarget]: ...
 
 
 class GrantChanges(Protocol):

@@ -10,7 +10,6 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
     INSTANCE_CONFIGURATION,
     ApiKeyView,
@@ -30,16 +29,17 @@ from switchboard.catalog.schemas import (
     UpdateProvider,
 )
 from switchboard.catalog.service import CatalogService
-from switchboard.catalog.wire import InstanceName, OwnerTag
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
+from switchboard.core.wire import InstanceName, OwnerTag
 from switchboard.health.wiring import pacing_defaults
 from switchboard.providers.wiring import webhook_setup
 
 if TYPE_CHECKING:
     # Only the instance routes take it: its wiring imports it when one of them first runs.
-    from switchboard.providers.setup import WebhookSetup
+    from switchboard.catalog.webhook_setup import WebhookSetup
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
     WebhookSetup = Any

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from switchboard.catalog.domain import ApiKey, Instance, Number, PacingOverride, Provider, Scope, Tenant
-from switchboard.catalog.wire import Body, HttpUrl, Name, OwnerTag, PatchBody, Phone, Secret, View
+from switchboard.catalog.domain import ApiKey, Instance, Number, PacingOverride, Provider, Tenant
 from switchboard.core import model as core_model
+from switchboard.core.identity import Scope
+from switchboard.core.wire import Body, HttpUrl, Name, OwnerTag, PatchBody, Phone, Secret, View
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
 if TYPE_CHECKING:
-    from switchboard.health.pacing import PacingLimits
+    from switchboard.catalog.domain import PacingLimits
 
 # --- tenants -------------------------------------------------------------------------------
 

@@ -15,24 +15,22 @@ from switchboard.catalog.domain import (
     ApiKey,
     Instance,
     Number,
-    Principal,
     Provider,
-    Scope,
     Tenant,
     generate_key,
     hash_key,
     instance_key,
-    key_principal,
     looks_like_key,
-    new_id,
     secret_hint,
-    utcnow,
 )
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.catalog.ports import GrantChanges
+from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound
+from switchboard.core.identity import Principal, Scope, key_principal
 from switchboard.core.model import Model
 from switchboard.core.ports import Secrets
+from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.core.urls import check_outbound_url
 from switchboard.providers.kinds import ProviderKind, WebhookScheme, spec_for
 
@@ -40,16 +38,6 @@ from switchboard.providers.kinds import ProviderKind, WebhookScheme, spec_for
 class CreatedKey(Model):
     key: ApiKey
     plaintext: str
-
-
-def provider_secret_name(
-    secrets: Secrets, provider_id: str, which: Literal["admin-token", "webhook-secret", "verify-token"]
-) -> str:
-    return secrets.name("providers", provider_id, which)
-
-
-def instance_token_name(secrets: Secrets, tenant: str, instance_name: str) -> str:
-    return secrets.name("instances", tenant, instance_name, "token")
 
 
 def _check_verify_token_kind(kind: ProviderKind) -> None:

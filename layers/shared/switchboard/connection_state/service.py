@@ -22,9 +22,9 @@ from switchboard.core.ports import Publisher
 from switchboard.providers.kinds import spec_for
 
 if TYPE_CHECKING:
+    from switchboard.catalog.events import ProviderEvent
+    from switchboard.catalog.ports import Targets
     from switchboard.providers.base import InstanceStatus, NumberStanding
-    from switchboard.providers.ports import Targets
-    from switchboard.webhooks.events import ProviderEvent
 
 
 class States(Protocol):

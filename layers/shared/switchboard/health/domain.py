@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from switchboard.core.model import Model
-from switchboard.messages.spam_guard import text_hash
+from switchboard.core.text import text_hash
 
 
 class HealthState(StrEnum):

@@ -27,9 +27,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from switchboard.core.buckets import Claim
 from switchboard.core.dynamo import META, from_item, is_condition_failure
 from switchboard.health.domain import Health, HealthState, Reason
-from switchboard.quotas.domain import Claim
 from switchboard.quotas.dynamo import take_bucket
 
 BATCH_GET_KEYS = 100

@@ -28,12 +28,13 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 
-from switchboard.catalog.domain import PacingOverride, utcnow
+from switchboard.catalog.domain import PacingLimits, PacingOverride
+from switchboard.core.buckets import US, Bucket, BucketMoved, Claim, Rate
+from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
 from switchboard.pool.domain import NumberRoutes
-from switchboard.quotas.domain import US, Bucket, BucketMoved, Claim, Rate
 
 PACING_RATE = "pacing_rate"
 PACING_NEW_CONTACTS = "pacing_new_contacts"
@@ -41,33 +42,6 @@ TAKE_ATTEMPTS = 3
 # Distinct limits a container keeps buckets for; past it the caches start over (an operator
 # editing overrides again and again must not grow a long-lived container without end).
 MAX_CACHED_LIMITS = 256
-
-
-class PacingLimits(Model):
-    model_config = ConfigDict(frozen=True)
-
-    per_minute: float = Field(default=0, ge=0)
-    burst: int = Field(default=5, ge=1)
-    new_contacts_first_day: int = Field(default=20, ge=0)
-    new_contacts_step: int = Field(default=20, ge=0)
-    new_contacts_max: int = Field(default=200, ge=0)
-
-    @property
-    def enabled(self) -> bool:
-        return self.per_minute > 0
-
-    def overridden_by(self, override: PacingOverride | None) -> PacingLimits:
-        """These limits with each field the number's override sets replacing the default."""
-        if override is None:
-            return self
-        changes = {
-            "per_minute": override.messages_per_minute,
-            "burst": override.burst,
-            "new_contacts_first_day": override.new_contacts_first_day,
-            "new_contacts_step": override.new_contacts_step,
-            "new_contacts_max": override.new_contacts_max,
-        }
-        return self.model_copy(update={name: value for name, value in changes.items() if value is not None})
 
 
 def new_contact_budget(age_days: int, limits: PacingLimits) -> int:

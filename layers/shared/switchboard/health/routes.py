@@ -8,11 +8,11 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.service import CatalogService
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
 from switchboard.health.schemas import EventsWebhookSecretView, HealthView
 from switchboard.health.service import HealthWatch
 from switchboard.health.wiring import health_watch

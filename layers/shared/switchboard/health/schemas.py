@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from switchboard.catalog.domain import Instance
-from switchboard.catalog.wire import View
+from switchboard.core.wire import View
 from switchboard.health.domain import Health, Thresholds, view
 
 State = Literal["healthy", "warning", "paused_for_new_contacts", "paused"]

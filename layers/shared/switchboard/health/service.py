@@ -19,7 +19,8 @@ from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, Protocol
 
-from switchboard.catalog.domain import Instance, utcnow
+from switchboard.catalog.domain import Instance
+from switchboard.core.clock import utcnow
 from switchboard.core.observability import logger, metrics
 from switchboard.health.domain import (
     LOGGED_OUT,

@@ -9,8 +9,9 @@ from switchboard.core.settings import get_settings
 from switchboard.core.wiring import event_publisher, table
 
 if TYPE_CHECKING:
+    from switchboard.catalog.domain import PacingLimits
     from switchboard.health.domain import Thresholds
-    from switchboard.health.pacing import Pacer, PacingLimits
+    from switchboard.health.pacing import Pacer
     from switchboard.health.service import HealthWatch
 
 
@@ -49,7 +50,7 @@ def health_watch() -> HealthWatch:
 
 def pacing_defaults() -> PacingLimits:
     """The deployment's pacing, which every number follows where its own override is silent."""
-    from switchboard.health.pacing import PacingLimits
+    from switchboard.catalog.domain import PacingLimits
 
     settings = get_settings()
     return PacingLimits(

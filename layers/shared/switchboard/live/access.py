@@ -30,7 +30,9 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import ApiKey, Principal, key_of_principal, utcnow
+from switchboard.catalog.domain import ApiKey
+from switchboard.core.clock import utcnow
+from switchboard.core.identity import Principal, key_of_principal
 from switchboard.core.observability import logger
 from switchboard.live.domain import Connection, LiveGrant, live_grant
 

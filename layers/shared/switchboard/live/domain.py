@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ConfigDict, model_validator
 
-from switchboard.catalog.domain import Principal, Scope, key_principal
+from switchboard.core.identity import Principal, Scope, key_principal
 from switchboard.core.model import Model
 
 TICKET_VALIDITY = timedelta(seconds=30)

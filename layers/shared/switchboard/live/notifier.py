@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.core.observability import logger
 from switchboard.live.access import LiveAccess
 from switchboard.live.domain import Connection, frame

@@ -7,9 +7,9 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
 from switchboard.live.schemas import LiveTicketView
 from switchboard.live.service import TicketService
 from switchboard.live.wiring import ticket_service

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from switchboard.catalog.wire import View
+from switchboard.core.wire import View
 from switchboard.live.domain import IssuedTicket
 
 

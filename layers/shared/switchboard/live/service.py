@@ -6,8 +6,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
-from switchboard.catalog.domain import Principal, utcnow
+from switchboard.core.clock import utcnow
 from switchboard.core.errors import Forbidden, Unauthenticated
+from switchboard.core.identity import Principal
 from switchboard.core.observability import logger
 from switchboard.live.access import Grants
 from switchboard.live.domain import (

@@ -22,8 +22,10 @@ from pydantic import ValidationError
 from standardwebhooks import Webhook
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import ApiKey, Instance, Principal, new_id, utcnow
+from switchboard.catalog.domain import ApiKey, Instance
+from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
+from switchboard.core.identity import Principal
 from switchboard.core.observability import logger
 from switchboard.core.ports import Backoff, JobQueue, Secrets
 from switchboard.core.urls import check_outbound_url

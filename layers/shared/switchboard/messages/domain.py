@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.catalog.domain import Record, utcnow
+from switchboard.catalog.domain import Record
+from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
 
 MAX_TEXT_LENGTH = 4096  # WhatsApp's limit for a text body

@@ -29,7 +29,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.core.dynamo import (
     META,
     cancellation_codes,

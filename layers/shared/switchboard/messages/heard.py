@@ -17,8 +17,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
+from switchboard.catalog.events import ProviderEvent
+from switchboard.core.events import TransactItem
 from switchboard.messages.domain import recipient_digits
-from switchboard.webhooks.events import ProviderEvent, TransactItem
 
 
 class HeardStore(Protocol):

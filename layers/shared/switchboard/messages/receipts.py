@@ -13,12 +13,12 @@ from typing import Protocol
 
 from pydantic import ConfigDict, StrictStr, ValidationError
 
+from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import AlreadyFinal, NotFound
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.messages.domain import Message, MessageStatus, ReceiptStatus, TraceEvent
 from switchboard.messages.sending import ConfigSource, Notifier
-from switchboard.webhooks.events import ProviderEvent
 
 
 class Receipts(Protocol):

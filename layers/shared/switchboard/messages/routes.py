@@ -9,10 +9,10 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
+from switchboard.core.identity import Principal, Scope
 from switchboard.messages.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AcceptedView,

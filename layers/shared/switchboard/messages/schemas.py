@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints, field_validator
 
-from switchboard.catalog.wire import Body, View
 from switchboard.core.model import Text
+from switchboard.core.wire import Body, View
 from switchboard.messages.domain import (
     MAX_TEXT_LENGTH,
     MAX_VALID_FOR_SECONDS,

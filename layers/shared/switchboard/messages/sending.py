@@ -42,8 +42,8 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from switchboard.catalog.domain import Instance, new_id, utcnow
-from switchboard.catalog.service import instance_token_name, provider_secret_name
+from switchboard.catalog.domain import Instance
+from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import (
     AlreadyFinal,
     InvalidInput,
@@ -59,6 +59,7 @@ from switchboard.core.errors import (
 )
 from switchboard.core.observability import logger, metrics
 from switchboard.core.ports import Backoff, Secrets
+from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.messages.domain import (
     EXPIRED,
     Message,

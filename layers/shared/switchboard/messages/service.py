@@ -25,13 +25,14 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
 
-from switchboard.catalog.domain import Principal, new_id, utcnow
+from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import (
     AlreadyExists,
     IdempotencyKeyInFlight,
     IdempotencyKeyReused,
     QueueUnavailable,
 )
+from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import JobQueue

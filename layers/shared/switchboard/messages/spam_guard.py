@@ -11,27 +11,20 @@ repeated texts can accept.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from pydantic import ConfigDict
 
-from switchboard.catalog.domain import Instance, utcnow
+from switchboard.catalog.domain import Instance
+from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
+from switchboard.core.text import text_hash
 
 SPAM_GUARD = "spam_guard"
 WINDOW = timedelta(hours=24)
 KEPT = 2
-
-
-def normalised(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(normalised(text).encode()).hexdigest()
 
 
 class SentText(Model):

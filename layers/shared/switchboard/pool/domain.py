@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from switchboard.catalog.domain import MAX_POOL_SIZE, Instance, PacingOverride, new_id, utcnow
+from switchboard.catalog.domain import MAX_POOL_SIZE, Instance, PacingOverride
+from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import AlreadyExists, Conflict, InvalidInput, NotFound, UnknownReference
 from switchboard.core.model import Model
 from switchboard.providers.kinds import ProviderKind

@@ -9,10 +9,10 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import ApiKeyView
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
 from switchboard.pool.schemas import AddPoolNumber, PoolEntryView, ReorderPool, SetSelectionMode
 from switchboard.pool.service import PoolService
 from switchboard.pool.wiring import pool_service

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from switchboard.catalog.domain import MAX_POOL_SIZE
-from switchboard.catalog.wire import Body, View
 from switchboard.core.model import Name
+from switchboard.core.wire import Body, View
 from switchboard.pool.service import PoolMember
 
 NumberId = Annotated[Name, StringConstraints(min_length=1, max_length=64)]

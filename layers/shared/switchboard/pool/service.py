@@ -14,9 +14,10 @@ from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import ApiKey, Instance, Number, Principal, Provider
+from switchboard.catalog.domain import ApiKey, Instance, Number, Provider
 from switchboard.core.bus import POOL_CHANGED
 from switchboard.core.errors import NotFound, PoolChanged
+from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.ports import Publisher
 from switchboard.pool.domain import (

@@ -10,10 +10,10 @@ from switchboard.core.settings import get_settings
 from switchboard.core.wiring import secrets
 
 if TYPE_CHECKING:
+    from switchboard.catalog.targets import TargetResolver
+    from switchboard.catalog.webhook_setup import WebhookSetup
     from switchboard.providers.base import ProviderClient
     from switchboard.providers.kinds import ProviderKind
-    from switchboard.providers.setup import WebhookSetup
-    from switchboard.providers.targets import TargetResolver
 
 
 @component
@@ -36,13 +36,13 @@ def provider_client(kind: ProviderKind) -> ProviderClient:
 
 @component
 def targets() -> TargetResolver:
-    from switchboard.providers.targets import TargetResolver
+    from switchboard.catalog.targets import TargetResolver
 
     return TargetResolver(catalog_repository(), secrets(), provider_client)
 
 
 @component
 def webhook_setup() -> WebhookSetup:
-    from switchboard.providers.setup import WebhookSetup
+    from switchboard.catalog.webhook_setup import WebhookSetup
 
     return WebhookSetup(targets(), secrets(), get_settings().public_base_url)

@@ -1,7 +1,7 @@
 """Quota items in the MainTable, all in the tenant's `QUOTA#<tag>` partition:
 
 - `#META`: the platform's overrides of the default quotas;
-- `BUCKET#tenant`, `BUCKET#key#<key id>`: token buckets (`tat`, see `quotas.domain.Bucket`),
+- `BUCKET#tenant`, `BUCKET#key#<key id>`: token buckets (`tat`, see `core.buckets.Bucket`),
   gone by TTL once they would be full again (a missing bucket is a full one);
 - `DAY#<yyyy-mm-dd>`: messages accepted that UTC day, gone by TTL two days later.
 """
@@ -14,8 +14,9 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import ClientError
 
+from switchboard.core.buckets import BucketMoved, Claim
 from switchboard.core.dynamo import META, from_item, is_condition_failure, to_item
-from switchboard.quotas.domain import BucketMoved, Claim, QuotaOverrides
+from switchboard.quotas.domain import QuotaOverrides
 
 _deserializer = TypeDeserializer()
 DAY_TTL = timedelta(days=2)

@@ -6,7 +6,8 @@ from datetime import date
 from typing import Protocol
 
 from switchboard.catalog.domain import Tenant
-from switchboard.quotas.domain import Claim, QuotaOverrides
+from switchboard.core.buckets import Claim
+from switchboard.quotas.domain import QuotaOverrides
 
 
 class Tenants(Protocol):

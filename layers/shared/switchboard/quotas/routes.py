@@ -8,10 +8,10 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.wire import OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
+from switchboard.core.wire import OwnerTag
 from switchboard.quotas import wiring
 from switchboard.quotas.schemas import PutQuotas, QuotasView
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from switchboard.catalog.wire import Body, View
+from switchboard.core.wire import Body, View
 from switchboard.quotas.domain import QuotaOverrides
 from switchboard.quotas.service import QuotaReport
 
 # One request every 1,000 s. A bucket stores how far ahead it may run, in microseconds: the burst
-# times the microseconds between two tokens (`quotas.domain.Bucket`), which for a rate like 1E-130
+# times the microseconds between two tokens (`core.buckets.Bucket`), which for a rate like 1E-130
 # outgrows any DynamoDB number (every request then failed). Below this floor a tenant is switched
 # off rather than throttled, so the floor costs nobody a real setting.
 MIN_RATE = 0.001

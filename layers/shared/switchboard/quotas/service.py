@@ -10,18 +10,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import Principal, Scope, utcnow
+from switchboard.core.buckets import US, Bucket, BucketMoved, Rate
+from switchboard.core.clock import utcnow
 from switchboard.core.errors import DailyQuotaExceeded, NotFound, RateLimited
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import logger
 from switchboard.quotas.domain import (
     MIN_RECHECK_SECONDS,
-    US,
     Allowance,
-    Bucket,
-    BucketMoved,
     QuotaOverrides,
     Quotas,
-    Rate,
     TenantQuotas,
     recheck_pause,
     retry_after_seconds,

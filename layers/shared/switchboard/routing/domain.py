@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 from pydantic import ConfigDict, Field, model_validator
 
-from switchboard.catalog.domain import utcnow
+from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
 
 

@@ -19,16 +19,16 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import logger
 from switchboard.providers.base import ContactDirectory
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget, IncomingMessage
 from switchboard.usage.service import count_metric
-from switchboard.webhooks.events import ProviderEvent
 
 if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
-    from switchboard.providers.ports import Targets
+    from switchboard.catalog.ports import Targets
 
 
 class ForwardQueue(Protocol):

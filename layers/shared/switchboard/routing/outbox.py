@@ -30,9 +30,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import Instance, Principal, instance_key, secret_hint
+from switchboard.catalog.domain import Instance, instance_key, secret_hint
 from switchboard.catalog.ports import Instances
 from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, Unauthenticated
+from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.providers.kinds import spec_for
@@ -42,8 +43,8 @@ from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
 from switchboard.usage.service import UsageRecorder, count_metric
 
 if TYPE_CHECKING:
+    from switchboard.catalog.ports import Targets
     from switchboard.providers.base import ProviderClient, ProviderTarget
-    from switchboard.providers.ports import Targets
 
 LEASE_SECONDS = 60
 DRAIN_BATCH = 50

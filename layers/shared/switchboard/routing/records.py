@@ -1,19 +1,17 @@
 """Records of the routing capability, shared by its services and their DynamoDB adapters.
 
-- `OutboxEntry` / `Outcome`: a reply waiting for its instance, and what finally became of it;
-- `DailyUsage`: messages in and out of one instance on one day.
+`OutboxEntry` / `Outcome`: a reply waiting for its instance, and what finally became of it.
 """
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import datetime
 from typing import Literal
 
 from switchboard.core.model import Model
 
 OutboxStatus = Literal["PENDING", "SENDING", "SENT", "FAILED"]
 FinalStatus = Literal["SENT", "FAILED"]
-Direction = Literal["in", "out"]
 
 
 class OutboxEntry(Model):
@@ -39,12 +37,3 @@ class Outcome(Model):
     status: OutboxStatus
     reason: str | None = None
     provider_message_id: str | None = None
-
-
-class DailyUsage(Model):
-    tenant: str
-    instance: str  # its name within `tenant`
-    owner_tag: str | None
-    day: date
-    messages_in: int = 0
-    messages_out: int = 0

@@ -11,14 +11,14 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import ValidationError
 
-from switchboard.catalog.domain import Principal, Scope
-from switchboard.catalog.wire import InstanceName, OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.body import JSON, check_media_type, parse_json
 from switchboard.core.api.errors import NO_API_KEY, documented
 from switchboard.core.errors import InvalidInput, Unauthenticated
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import metrics
 from switchboard.core.settings import get_settings
+from switchboard.core.wire import InstanceName, OwnerTag
 from switchboard.routing.outbox import OutboxService
 from switchboard.routing.reply_schemas import (
     SECRET_HEADER,

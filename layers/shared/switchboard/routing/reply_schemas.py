@@ -8,8 +8,8 @@ import re
 
 from pydantic import ConfigDict, Field
 
-from switchboard.catalog.wire import View
 from switchboard.core.model import Model, Text
+from switchboard.core.wire import View
 from switchboard.routing.outbox import Reply
 
 SECRET_HEADER = "X-Switchboard-Secret"  # noqa: S105 - a header name, not a secret

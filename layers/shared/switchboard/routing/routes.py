@@ -11,7 +11,6 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
     ApiKeyView,
     CreatedApiKeyView,
@@ -19,10 +18,11 @@ from switchboard.catalog.schemas import (
     CreateTenant,
     TenantView,
 )
-from switchboard.catalog.wire import OwnerTag
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
+from switchboard.core.wire import OwnerTag
 from switchboard.routing.schemas import PutDownstream, TenantRoutingView
 from switchboard.routing.wiring import routing_service
 

@@ -9,7 +9,7 @@ from pydantic import Field, StringConstraints
 
 from switchboard.catalog.domain import Tenant
 from switchboard.catalog.schemas import TenantView
-from switchboard.catalog.wire import Body, Secret, View
+from switchboard.core.wire import Body, Secret, View
 from switchboard.routing.domain import DownstreamMapping
 
 # Printable ASCII only: an internationalised host must come as punycode (xn--...).

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import Principal, Scope, secret_hint
+from switchboard.catalog.domain import secret_hint
 from switchboard.core.errors import InvalidInput, NotFound
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets

@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from switchboard.catalog.domain import Instance
 from switchboard.core.dynamo import META, cancellation_codes, query_all
-from switchboard.routing.records import DailyUsage, Direction
+from switchboard.usage.domain import DailyUsage, Direction
 
 UNTAGGED = "_untagged"  # cannot collide with an owner tag (they start with [a-z0-9])
 MARKER_DAYS = 8

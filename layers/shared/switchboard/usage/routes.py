@@ -8,10 +8,10 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.identity import Principal, Scope
 from switchboard.usage.schemas import Month, UsageView
 from switchboard.usage.wiring import usage_recorder
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
-from switchboard.catalog.wire import View
+from switchboard.core.wire import View
 from switchboard.usage.service import TenantMonthUsage
 
 Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]

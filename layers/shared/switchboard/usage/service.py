@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from switchboard.catalog.domain import Instance, Principal, Scope
+from switchboard.catalog.domain import Instance
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import metrics
-from switchboard.routing.records import DailyUsage, Direction
+from switchboard.usage.domain import DailyUsage, Direction
 
 if TYPE_CHECKING:
-    from switchboard.webhooks.events import ProviderEvent
+    from switchboard.catalog.events import ProviderEvent
 
 
 class UsageStore(Protocol):

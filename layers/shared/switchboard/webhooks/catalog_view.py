@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from switchboard.catalog.domain import Instance, Provider
+from switchboard.core.events import TransactItem
 from switchboard.core.ports import Secrets
-from switchboard.webhooks.events import TransactItem
 
 BindingField = str  # `InboundEvent.binding_field`: "provider_instance_id" or "meta_phone_id"
 

@@ -36,8 +36,9 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, cancellation_codes, is_condition_failure, query_all
+from switchboard.core.events import TransactItem
 from switchboard.providers.base import DeliveryToken
-from switchboard.webhooks.events import Acceptance, EventStatus, StoredEvent, TransactItem
+from switchboard.webhooks.events import Acceptance, EventStatus, StoredEvent
 
 DEDUPE_DAYS = 4
 RECORD_DAYS = 8

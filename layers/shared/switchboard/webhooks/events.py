@@ -1,6 +1,6 @@
 """Provider webhook events, after the signature and the instance binding were verified.
 
-The ingest turns each event of an authentic delivery into a `ProviderEvent`. Its effects come
+The ingest turns each event of an authentic delivery into a `ProviderEvent` (catalog/events.py). Its effects come
 in two kinds, each owned by the capability whose state it changes:
 
 - an `AcceptWrite` returns transaction entries that join the one transaction accepting the
@@ -23,9 +23,10 @@ import json
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import field_validator
 
-from switchboard.catalog.domain import Instance
+from switchboard.catalog.events import ProviderEvent
+from switchboard.core.events import TransactItem
 from switchboard.core.model import Model
 
 EventStatus = Literal["pending", "applied", "ignored"]
@@ -34,7 +35,6 @@ EventStatus = Literal["pending", "applied", "ignored"]
 # bring: nothing written), or a redelivery: `duplicate` (applied, ignored or no record left),
 # `in_flight` (pending, leased to another delivery) or `claimable` (pending, lease run out).
 Acceptance = Literal["accepted", "stale", "replayed", "duplicate", "in_flight", "claimable"]
-TransactItem = dict[str, Any]  # one entry of a DynamoDB TransactWriteItems request
 
 # A provider delivery may be up to 1 MB, most of it media posted as base64 inside a message
 # event; a DynamoDB item holds at most 400 KB. What is stored of an event is bounded well below:
@@ -112,19 +112,6 @@ class StoredEvent(Model):
     @classmethod
     def _storable(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return None if value is None else storable(value)
-
-
-class ProviderEvent(Model):
-    model_config = ConfigDict(frozen=True)
-
-    provider_id: str
-    instance: Instance  # our instance record the envelope's instanceId is bound to
-    name: str  # envelope `event` (e.g. message, connection, call, call_settings)
-    event_id: str
-    seq: int | None = None  # per-instance order of the provider's events
-    data: dict[str, Any] = Field(default_factory=dict)
-    envelope_instance: dict[str, Any] | None = None  # top-level `instance` object (connection events)
-    received_at: datetime
 
 
 class EffectHandler(Protocol):

@@ -35,24 +35,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
 from switchboard.catalog.domain import Instance
-from switchboard.catalog.service import instance_token_name, provider_secret_name
+from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import EventNotApplied, NotFound, SwitchboardError, Unauthenticated
+from switchboard.core.events import TransactItem
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
+from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.providers import envelope
 from switchboard.providers.base import DeliveryToken, InboundEvent, WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.webhooks.catalog_view import ProviderCatalog, ProviderView, ProviderViews
-from switchboard.webhooks.events import (
-    Acceptance,
-    AcceptWrite,
-    EffectHandler,
-    EventStatus,
-    ProviderEvent,
-    StoredEvent,
-    TransactItem,
-)
+from switchboard.webhooks.events import Acceptance, AcceptWrite, EffectHandler, EventStatus, StoredEvent
 
 LEASE_SECONDS = 20
 FRESH_SECRET_INTERVAL_SECONDS = 10.0

@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING
 
 from switchboard.call_limit.wiring import calls_config_service
 from switchboard.calls.wiring import call_service, reconcile_queue
+from switchboard.catalog.events import ProviderEvent
 from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
+from switchboard.core.events import TransactItem
 from switchboard.core.observability import logger
 from switchboard.core.settings import get_settings
 from switchboard.core.wiring import client, secrets, table
 from switchboard.messages.wiring import heard_from, receipt_effect
 from switchboard.usage.wiring import incoming_usage
-from switchboard.webhooks.events import AcceptWrite, EffectHandler, ProviderEvent, TransactItem
+from switchboard.webhooks.events import AcceptWrite, EffectHandler
 
 if TYPE_CHECKING:
     from switchboard.webhooks.service import IngestService

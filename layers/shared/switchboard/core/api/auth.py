@@ -16,8 +16,8 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.event_handler.depends import Depends
 
-from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.errors import Forbidden, Unauthenticated
+from switchboard.core.identity import Principal, Scope
 from switchboard.quotas import wiring as quotas
 from switchboard.quotas.service import RequestLimiter
 

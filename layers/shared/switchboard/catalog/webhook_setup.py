@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from switchboard.catalog.domain import Instance
-from switchboard.catalog.service import provider_secret_name
+from switchboard.catalog.ports import Targets
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
+from switchboard.core.secrets import provider_secret_name
 from switchboard.providers.kinds import spec_for
-from switchboard.providers.ports import Targets
 
 
 class WebhookSetup:

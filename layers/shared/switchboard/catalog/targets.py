@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from switchboard.catalog.domain import Instance, Provider
-from switchboard.catalog.service import instance_token_name, provider_secret_name
 from switchboard.core.errors import NotFound
 from switchboard.core.ports import Secrets
+from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.kinds import ProviderKind
 

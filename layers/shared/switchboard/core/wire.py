@@ -1,5 +1,5 @@
 """The shapes every capability's API bodies share: strict camelCase bodies, views, and the
-catalog's identifiers as string types.
+identifiers (owner tags, instance names, phone numbers) as string types.
 
 Apart from catalog/schemas.py so that a function whose routes only need these does not build
 the catalog's own bodies and views at cold start."""
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 from pydantic import AfterValidator, ConfigDict, StringConstraints, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from switchboard.catalog.domain import INSTANCE_NAME_PATTERN, OWNER_TAG_PATTERN, PHONE_PATTERN
 from switchboard.core import model as core_model
 from switchboard.core.model import Model, storable_bounds, storable_number_problem
 
@@ -19,6 +18,10 @@ if TYPE_CHECKING:
     from pydantic import GetJsonSchemaHandler
     from pydantic.json_schema import JsonSchemaValue
     from pydantic_core import CoreSchema
+
+OWNER_TAG_PATTERN = r"^[a-z0-9][a-z0-9-]{1,62}$"
+INSTANCE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+PHONE_PATTERN = r"^[1-9][0-9]{7,14}$"  # E.164 digits, no "+"
 
 
 def _digits(phone: str) -> str:
