@@ -13,8 +13,9 @@ from switchboard.catalog import routes as catalog
 from switchboard.core.api.app import create_api
 from switchboard.core.observability import logger
 from switchboard.health import routes as health
+from switchboard.quotas.wiring import request_limiter
 
-app = create_api(catalog.router, health.router)
+app = create_api(catalog.router, health.router, admission=request_limiter)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

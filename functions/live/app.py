@@ -16,8 +16,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from switchboard.core.api.app import create_api
 from switchboard.core.observability import logger
 from switchboard.live import routes as live
+from switchboard.quotas.wiring import request_limiter
 
-app = create_api(live.router)
+app = create_api(live.router, admission=request_limiter)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

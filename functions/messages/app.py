@@ -13,8 +13,9 @@ from switchboard.core.api.app import create_api
 from switchboard.core.observability import logger
 from switchboard.messages import routes as messages
 from switchboard.messages.wiring import message_service
+from switchboard.quotas.wiring import request_limiter
 
-app = create_api(messages.router)
+app = create_api(messages.router, admission=request_limiter)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

@@ -4,22 +4,44 @@ The authorizer (functions/authorizer) puts `tenant`, `keyId`, `scopes` (comma-se
 `attendantId` in the request context; API Gateway only lets a request through after it.
 
 Every authenticated route takes its caller through `requires`, so that is where each request is
-admitted against its key's and its tenant's request rate (the limiter comes from the quotas'
-wiring, through `Depends`, so tests can swap it with `app.dependency_overrides`).
+admitted against its key's and its tenant's request rate. The quotas do that (their
+`RequestLimiter`); core only declares what it needs of them (`RequestAdmission`), and whoever builds
+the API app installs the implementation (`create_api(..., admission=...)`). Routes reach it through
+`Depends(request_admission)`, so tests can swap it with `app.dependency_overrides`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.event_handler.depends import Depends
 
 from switchboard.core.errors import Forbidden, Unauthenticated
 from switchboard.core.identity import Principal, Scope
-from switchboard.quotas import wiring as quotas
-from switchboard.quotas.service import RequestLimiter
+
+
+class RequestAdmission(Protocol):
+    def admit(self, principal: Principal) -> None:
+        """Raises RateLimited (429, Retry-After) when the key or the tenant is over its rate."""
+        ...
+
+
+class _Installed:
+    """The admission every API app of this process was built with (one per container)."""
+
+    admission: Callable[[], RequestAdmission] | None = None
+
+
+def install_admission(admission: Callable[[], RequestAdmission]) -> None:
+    _Installed.admission = admission
+
+
+def request_admission() -> RequestAdmission:
+    if _Installed.admission is None:
+        raise RuntimeError("no request admission installed: build the API app with create_api(..., admission=...)")
+    return _Installed.admission()
 
 
 def principal_from_context(context: dict[str, Any] | None) -> Principal:
@@ -44,9 +66,9 @@ def requires(router: BaseRouter, *allowed: Scope) -> Callable[..., Principal]:
     """A dependency for `Depends(...)`: the caller, if it holds one of `allowed` scopes and is
     within its request rate (RateLimited, 429, before the scope check: refused calls count too)."""
 
-    def dependency(limiter: Annotated[RequestLimiter, Depends(quotas.request_limiter)]) -> Principal:
+    def dependency(admission: Annotated[RequestAdmission, Depends(request_admission)]) -> Principal:
         principal = principal_from_context(authorizer_context(router))
-        limiter.admit(principal)
+        admission.admit(principal)
         if not any(principal.has(scope) for scope in allowed):
             raise Forbidden(f"this route needs the scope {' or '.join(allowed)}")
         return principal
