@@ -29,10 +29,12 @@ test: lint typecheck chromium
 unit: $(STAMP)
 	$(PY) -m pytest -m unit -n auto --dist loadfile
 
-## Style and format (ruff) and the template (cfn-lint).
+## Style and format (ruff), the capabilities' import order (import-linter, pyproject.toml) and the
+## template (cfn-lint).
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	PYTHONPATH=layers/shared $(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/cfn-lint template.yaml
 
 typecheck: $(STAMP)
