@@ -22,7 +22,13 @@ def session() -> boto3.session.Session:
 
 @component
 def table() -> Any:
-    return session().resource("dynamodb").Table(get_settings().table_name)
+    """The main table (a boto3 resource); building it binds the item models (core/store.py) to it
+    through the session's low-level client."""
+    from switchboard.core.store import bind
+
+    name = get_settings().table_name
+    bind(name, client("dynamodb"))
+    return session().resource("dynamodb").Table(name)
 
 
 @component

@@ -1,0 +1,173 @@
+"""The item models' base against moto: binding to the wiring's client, exact numbers, attribute
+families, single conditional writes, and the unit of work's refusals mapped to the operations
+that joined it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from pynamodb.attributes import UnicodeAttribute, VersionAttribute
+from pynamodb.exceptions import CancellationReason, TransactWriteError, VerboseClientError
+
+from switchboard.core import components, store, wiring
+from switchboard.core.store import IntegerAttribute, TableItem
+from tests.support.aws import AwsResources
+
+
+class Counter(TableItem):
+    PREFIX = "STORETEST"
+
+    total = IntegerAttribute(null=True)
+    note = UnicodeAttribute(null=True)
+    version = VersionAttribute()
+
+
+class Marker(TableItem):
+    PREFIX = "STORETEST"
+    SORT_PREFIX = "MARK"
+
+
+MARKS = store.AttributeFamily("mark_", IntegerAttribute)
+
+
+class Refused(Exception):
+    pass
+
+
+@pytest.fixture
+def table(aws: AwsResources) -> Any:
+    return wiring.table()
+
+
+def counter(name: str) -> Counter:
+    return Counter(Counter.pk_for(name), Counter.sk_for())
+
+
+def test_models_send_through_the_wiring_client_and_never_build_their_own(table: Any) -> None:
+    one = wiring.client("dynamodb")
+    store.bind(table.name, one)  # binding again to the same table and client changes nothing
+    counter("a").save()
+    assert Counter._get_connection().connection.client is one
+    assert Marker._get_connection().connection.client is one
+    assert store.unit_of_work()._transaction._connection.client is one
+    # PynamoDB builds its botocore session lazily, when it would create a client: never here.
+    assert getattr(Counter._get_connection().connection._local, "session", None) is None
+    assert table.get_item(Key={"pk": "STORETEST#a", "sk": "#META"})["Item"]["version"] == 1
+
+
+def test_a_model_follows_a_new_binding(table: Any) -> None:
+    counter("a").save()
+    components.reset()  # a new container: a new session, client and table
+    wiring.table()
+    assert Counter._get_connection().connection.client is wiring.client("dynamodb")
+    assert Counter.get("STORETEST#a", "#META").version == 1
+
+
+def test_a_key_layout_belongs_to_one_model() -> None:
+    with pytest.raises(TypeError, match="belong to"):
+
+        class Twin(TableItem):
+            PREFIX = "STORETEST"
+            SORT_PREFIX = "MARK"
+
+
+def test_integers_and_versions_stay_exact_beyond_a_float(table: Any) -> None:
+    huge = 2**63 - 1
+    item = counter("big")
+    item.total = huge
+    item.version = 2**62 + 1
+    item.save(add_version_condition=False)
+    read = Counter.get("STORETEST#big", "#META")
+    assert read.total == huge
+    assert read.version == 2**62 + 2  # the save itself counts one version
+    assert table.get_item(Key={"pk": "STORETEST#big", "sk": "#META"})["Item"]["total"] == huge
+
+
+def test_attribute_families_are_written_in_expressions_and_read_back(table: Any) -> None:
+    item = counter("f")
+    store.update(item, [MARKS["n1"].set(5), MARKS["n2"].add(2)])
+    after = store.update(item, [MARKS["n2"].add(1)], MARKS["n1"] == 5)
+    assert MARKS.read(after) == {"n1": 5, "n2": 3}
+    assert MARKS.read(Counter.get("STORETEST#f", "#META")) == {"n1": 5, "n2": 3}
+
+
+def test_single_writes_raise_condition_failed(table: Any) -> None:
+    item = counter("c")
+    store.put(item, Counter.pk.does_not_exist())
+    with pytest.raises(store.ConditionFailed):
+        store.put(counter("c"), Counter.pk.does_not_exist())
+    with pytest.raises(store.ConditionFailed):
+        store.update(item, [Counter.note.set("x")], Counter.note.exists())
+    with pytest.raises(store.ConditionFailed):  # a stale version
+        store.update(counter("c"), [Counter.note.set("x")])
+    assert store.delete(Marker(Marker.pk_for("c"), Marker.sk_for("missing"))) is None
+    gone = store.delete(item, Counter.pk.exists())
+    assert gone is not None and gone.version == 1
+
+
+def test_a_committed_unit_of_work_writes_everything(table: Any) -> None:
+    uow = store.unit_of_work()
+    uow.update(counter("u"), [Counter.total.add(1)])
+    uow.put(Marker(Marker.pk_for("u"), Marker.sk_for("1")), Marker.pk.does_not_exist())
+    uow.check(Counter, Counter.pk_for("absent"), Counter.sk_for(), Counter.pk.does_not_exist())
+    uow.commit()
+    assert Counter.get("STORETEST#u", "#META").total == 1
+    assert Marker.count("STORETEST#u", Marker.sk.startswith("MARK#")) == 1
+
+
+def test_the_refused_operation_raises_its_error_whatever_order_pynamodb_sends_in(table: Any) -> None:
+    """PynamoDB sends checks, deletes, puts, updates in that order; moto reports the reasons
+    only in its message: the refusal is still the operation that joined with it."""
+    counter("taken").save()
+    counter("present").save()
+    uow = store.unit_of_work()
+    uow.put(counter("taken"), Counter.pk.does_not_exist(), refused=Refused("taken"))
+    uow.update(counter("x"), [Counter.total.add(1)], refused=AssertionError("the update holds"))
+    uow.check(Counter, Counter.pk_for("present"), Counter.sk_for(), Counter.pk.exists())
+    with pytest.raises(Refused, match="taken") as raised:
+        uow.commit()
+    assert isinstance(raised.value.__cause__, TransactWriteError)
+    assert Counter.count("STORETEST#x") == 0  # nothing of the transaction was written
+
+
+def test_a_refusal_no_operation_translates_reports_every_code_in_join_order(table: Any) -> None:
+    counter("taken").save()
+    uow = store.unit_of_work()
+    uow.update(counter("x"), [Counter.total.add(1)])
+    uow.check(Counter, Counter.pk_for("taken"), Counter.sk_for(), Counter.pk.does_not_exist())
+    with pytest.raises(store.TransactionCancelled) as raised:
+        uow.commit()
+    assert raised.value.codes == ["None", "ConditionalCheckFailed"]
+
+
+def test_a_refusal_can_be_a_function_of_the_refusal(table: Any) -> None:
+    counter("taken").save()
+    uow = store.unit_of_work()
+    uow.put(counter("taken"), Counter.pk.does_not_exist(), refused=lambda refusal: Refused(refusal.code))
+    with pytest.raises(Refused, match="ConditionalCheckFailed"):
+        uow.commit()
+
+
+def test_cancellation_reasons_come_from_the_response_or_its_message() -> None:
+
+    message = (
+        "Transaction cancelled, please refer cancellation reasons for specific reasons [None, ConditionalCheckFailed]"
+    )
+    moto_like = ClientError(
+        {"Error": {"Code": "TransactionCanceledException", "Message": message}}, "TransactWriteItems"
+    )
+    assert store.cancellation_reasons(TransactWriteError("failed", moto_like)) == [
+        None,
+        CancellationReason(code="ConditionalCheckFailed"),
+    ]
+    reported = VerboseClientError(
+        {"Error": {"Code": "TransactionCanceledException", "Message": "cancelled"}},
+        "TransactWriteItems",
+        cancellation_reasons=[CancellationReason(code="TransactionConflict"), None],
+    )
+    assert store.cancellation_reasons(TransactWriteError("failed", reported)) == [
+        CancellationReason(code="TransactionConflict"),
+        None,
+    ]
