@@ -76,6 +76,9 @@ coldstart: $(STAMP)
 openapi: $(STAMP)
 	$(PY) tools/openapi.py
 
+## Every benchmark, its figures recorded in docs/measurements.json and docs/measurements.md written
+## from them (the runs table there gives how long each took); BENCH="pool shards" runs only those
+## named and rewrites only their sections.
 bench: $(STAMP)
 	$(PY) -m tools.bench $(BENCH)
 

@@ -42,11 +42,11 @@ Snapshot = tuple[Table, DynamoType, DynamoType | None, Item | None]
 
 def install() -> None:
     """Every moto DynamoDB backend of this process backs its transactions up item by item."""
-    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]  # moto's backend method swapped process-wide, on purpose
 
 
 def uninstall() -> None:
-    DynamoDBBackend.transact_write_items = MOTO_METHOD  # type: ignore[method-assign]
+    DynamoDBBackend.transact_write_items = MOTO_METHOD  # type: ignore[method-assign]  # moto's own method put back
 
 
 @contextlib.contextmanager
@@ -54,11 +54,11 @@ def backed_up_by(method: Callable[..., None]) -> Iterator[None]:
     """Transactions run `method` (`MOTO_METHOD` or `transact_write_items`) inside the block, and
     whatever ran before it after."""
     before = DynamoDBBackend.transact_write_items
-    DynamoDBBackend.transact_write_items = method  # type: ignore[method-assign]
+    DynamoDBBackend.transact_write_items = method  # type: ignore[method-assign]  # the block's method swapped in for its duration
     try:
         yield
     finally:
-        DynamoDBBackend.transact_write_items = before  # type: ignore[method-assign]
+        DynamoDBBackend.transact_write_items = before  # type: ignore[method-assign]  # whatever ran before put back
 
 
 def _key(backend: DynamoDBBackend, op_type: str, op: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def _restore(snapshot: Snapshot) -> None:
         if item is None:
             table.items.pop(hash_value, None)
         else:
-            table.items[hash_value] = item  # type: ignore[assignment]
+            table.items[hash_value] = item  # type: ignore[assignment]  # moto types a hash-only table's items as range buckets; here each is one Item
         return
     bucket = table.items[hash_value]
     if item is None:

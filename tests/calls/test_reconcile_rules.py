@@ -141,9 +141,9 @@ def test_a_messaging_instance_is_reconciled_by_its_status_read_then_its_outbox_w
 
     reconciler = Reconciler(
         FakeCatalog([]),
-        None,  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]  # a port this rule never reaches
+        None,  # type: ignore[arg-type]  # a port this rule never reaches
+        None,  # type: ignore[arg-type]  # a port this rule never reaches
         read_status=read_status,
         apply_limit=unreachable,
         drain_outbox=drain,
@@ -167,9 +167,9 @@ def test_a_messaging_instance_whose_provider_cannot_be_read_still_has_its_outbox
 
     reconciler = Reconciler(
         FakeCatalog([]),
-        None,  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]  # a port this rule never reaches
+        None,  # type: ignore[arg-type]  # a port this rule never reaches
+        None,  # type: ignore[arg-type]  # a port this rule never reaches
         read_status=unreadable,
         apply_limit=lambda *_: None,
         drain_outbox=drain,

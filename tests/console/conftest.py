@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize, expect, sync_playwright
 
 from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack, _watched
@@ -49,7 +49,7 @@ CHROMIUM_ARGS = [
     "--use-fake-ui-for-media-stream",
     "--use-fake-device-for-media-stream",
 ]
-VIEWPORT = {"width": 1280, "height": 800}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
 TIMEOUT_MS = 10_000  # for one condition to hold; the local stack answers in milliseconds
 expect.set_options(timeout=TIMEOUT_MS)
 
@@ -117,7 +117,7 @@ class Console:
 def page(browser: Browser, stack: Stack) -> Iterator[Page]:
     """Fails the test if the page threw, or the Content-Security-Policy production sends too
     blocked anything (an inline script or style, a third-party asset)."""
-    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)
     context.set_default_timeout(TIMEOUT_MS)
     problems: list[str] = []
     context.on("weberror", lambda error: problems.append(f"uncaught: {error.error}"))

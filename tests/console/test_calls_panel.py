@@ -58,7 +58,7 @@ def open_tab(browser: Browser, stack: Stack) -> Iterator[Callable[[str], Page]]:
     problems: list[str] = []
 
     def open_one(key: str) -> Page:
-        context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)  # type: ignore[arg-type]
+        context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)
         context.set_default_timeout(TIMEOUT_MS)
         context.on("weberror", lambda error: problems.append(f"uncaught: {error.error}"))
         contexts.append(context)

@@ -38,7 +38,7 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
     (tmp_path / "index.html").write_text(PAGE)
     (tmp_path / "site.js").write_text('document.documentElement.dataset.file = "ran";')
     (tmp_path / "site.css").write_text("#probe { color: rgb(0, 128, 0); }")
-    served = Gateway(NoApi(), port=0, console=ConsoleFiles(tmp_path)).start()  # type: ignore[arg-type]
+    served = Gateway(NoApi(), port=0, console=ConsoleFiles(tmp_path)).start()  # type: ignore[arg-type]  # a stand-in for the HttpApi emulator, same handle()
     yield served
     served.stop()
 

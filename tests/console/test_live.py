@@ -50,7 +50,7 @@ class Frames:
 @pytest.fixture
 def second_page(browser: Browser, stack: Stack) -> Iterator[Page]:
     """Another browser context: another person's console, open at the same time."""
-    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)
     context.set_default_timeout(TIMEOUT_MS)
     yield context.new_page()
     context.close()

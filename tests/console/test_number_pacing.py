@@ -13,7 +13,7 @@ from tests.console.test_health import numbers_screen
 
 def pacing_of(console: Console, tenant: SeededTenant, number_id: str) -> dict[str, object] | None:
     number = console.api("GET", f"/api/numbers/{number_id}", key=tenant.admin_key)
-    return number["pacing"]  # type: ignore[no-any-return]
+    return number["pacing"]  # type: ignore[no-any-return]  # the API's JSON answer
 
 
 def test_an_admin_saves_a_numbers_own_pace_sees_it_after_a_reload_and_a_refusal_in_words(

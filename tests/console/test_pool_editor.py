@@ -52,7 +52,7 @@ def numbers(console: Console, tenant: SeededTenant) -> list[dict[str, Any]]:
 @pytest.fixture
 def key(console: Console, tenant: SeededTenant) -> dict[str, Any]:
     """A new send key of the tenant, with an empty pool and the default selection mode."""
-    return console.api(  # type: ignore[no-any-return]
+    return console.api(  # type: ignore[no-any-return]  # the API's JSON answer
         "POST", "/api/api-keys", tenant.admin_key, {"name": f"pool {uuid.uuid4().hex[:8]}", "scopes": ["send"]}
     )
 

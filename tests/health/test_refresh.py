@@ -95,9 +95,9 @@ def test_the_reconciliation_refreshes_every_instances_health_and_a_failure_there
     def build(refresh: Any) -> Reconciler:
         return Reconciler(
             FakeCatalog([source]),
-            None,  # type: ignore[arg-type]
-            None,  # type: ignore[arg-type]
-            None,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]  # a port the refresh never reaches
+            None,  # type: ignore[arg-type]  # a port the refresh never reaches
+            None,  # type: ignore[arg-type]  # a port the refresh never reaches
             read_status=lambda _: (Check(state="DISCONNECTED"), None),
             apply_limit=lambda *_: None,
             drain_outbox=drain,

@@ -127,7 +127,7 @@ def test_given_the_client_webhook_cannot_be_queued_then_the_send_still_succeeds(
     def broken(message: Message, webhook_url: str | None) -> None:
         raise RuntimeError("sqs down")
 
-    world.notifier.message_changed = broken  # type: ignore[method-assign]
+    world.notifier.message_changed = broken  # type: ignore[method-assign]  # the notifier broken for this test alone
     message = world.queue_message(RECIPIENT)
 
     assert world.process(message).status is MessageStatus.SENT
@@ -140,7 +140,7 @@ def test_given_the_key_was_revoked_after_queuing_then_the_message_fails() -> Non
     def revoked(tenant: str, api_key_id: str) -> SendingConfig:
         raise NotFound("API key not found")
 
-    world.get = revoked  # type: ignore[method-assign]
+    world.get = revoked  # type: ignore[method-assign]  # the key revoked for this test alone
     message = world.queue_message(RECIPIENT)
 
     outcome = world.process(message)

@@ -714,8 +714,8 @@ def test_each_recorded_error_maps_on_its_meta_code(name: str, error: type[Except
         send(replay(status_code, content))
 
     assert type(raised.value) is error
-    assert raised.value.details["provider_code"] == code  # type: ignore[attr-defined]
-    assert raised.value.details["status"] == status_code  # type: ignore[attr-defined]
+    assert raised.value.details["provider_code"] == code  # type: ignore[attr-defined]  # details is set by the provider errors under test, not by the base class
+    assert raised.value.details["status"] == status_code  # type: ignore[attr-defined]  # details is set by the provider errors under test, not by the base class
     assert f"({status_code} {code})" in str(raised.value)
     meta_error = json.loads(content)["error"]
     for leaked in (TOKEN, meta_error["message"], meta_error["fbtrace_id"], "127.0.0.1"):

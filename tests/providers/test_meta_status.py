@@ -152,7 +152,7 @@ def test_the_wired_client_speaks_the_configured_graph_version(monkeypatch: pytes
     built: dict[str, str | None] = {}
 
     def recording(kind: str, **options: object) -> object:
-        built[kind] = options.get("api_version")  # type: ignore[assignment]
+        built[kind] = options.get("api_version")  # type: ignore[assignment]  # the recorded option is the Graph version string the factory was given
         return object()
 
     monkeypatch.setenv("META_GRAPH_VERSION", "v26.0")

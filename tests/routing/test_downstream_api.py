@@ -293,7 +293,9 @@ def test_given_two_containers_when_one_changes_a_mapping_then_the_other_sees_it_
     service = bootstrap.routing_service()
     service.put_mapping(operator, "acme", base_url=ACME_URL, account_id=7, inbox_id=12, api_token=ACME_TOKEN)
     SECRET_WATCH.secrets.add(ACME_TOKEN)
-    assert first.target_for("acme").inbox_id == 12  # type: ignore[union-attr]
+    target = first.target_for("acme")
+    assert target is not None
+    assert target.inbox_id == 12
 
     new_token = f"cw-token-{uuid.uuid4().hex}"
     SECRET_WATCH.secrets.add(new_token)

@@ -62,7 +62,9 @@ def test_given_a_change_made_by_another_container_then_the_next_resolution_sees_
     store, secrets, clock = FakeMappingStore(), downstream_tokens(), FakeClock(1000.0)
     store.change(mapping(12))
     resolver = DownstreamResolver(store, secrets, GLOBAL, monotonic=clock)
-    assert resolver.target_for("acme").inbox_id == 12  # type: ignore[union-attr]
+    target = resolver.target_for("acme")
+    assert target is not None
+    assert target.inbox_id == 12
 
     store.change(mapping(13))  # elsewhere: the version stamp moves
     secrets.values["/sb/tenants/acme/downstream-token"] = "rotated-token"

@@ -187,7 +187,7 @@ def test_given_a_plain_wuzapi_saved_as_an_envelope_server_then_its_webhook_is_le
     setup, client = _setup_for_target(target, HOOK_KEY)
 
     assert setup.configure(instance(name=plain.id, provider_id="prv_w")) is False
-    assert client.read_webhook(plain.target()).url is None  # type: ignore[attr-defined]
+    assert client.read_webhook(plain.target()).url is None  # type: ignore[attr-defined]  # read_webhook is the simulator-backed client's, not the setup's port
 
 
 def test_given_a_plain_wuzapi_instance_when_saved_then_its_webhook_points_at_us_signed_with_the_provider_secret(
@@ -198,7 +198,7 @@ def test_given_a_plain_wuzapi_instance_when_saved_then_its_webhook_points_at_us_
 
     assert setup.configure(instance(name=flavoured.id, provider_id="prv_w")) is True
 
-    subscription = client.read_webhook(flavoured.target())  # type: ignore[attr-defined]
+    subscription = client.read_webhook(flavoured.target())  # type: ignore[attr-defined]  # read_webhook is the simulator-backed client's, not the setup's port
     assert subscription.url == "https://sb.example/webhooks/prv_w"
     assert set(subscription.events) == {"Message", "ReadReceipt", "Connected", "Disconnected", "LoggedOut"}
 
@@ -216,4 +216,4 @@ def test_given_a_calls_capable_server_or_a_short_secret_then_the_webhook_is_left
         assert _setup_for_target(target, HOOK_KEY)[0].configure(instance(name=calls.id, provider_id="prv_w")) is False
     setup, client = _setup_for(plain, "short-secret")
     assert setup.configure(instance(name=plain.id, provider_id="prv_w")) is False
-    assert client.read_webhook(plain.target()).url is None  # type: ignore[attr-defined]
+    assert client.read_webhook(plain.target()).url is None  # type: ignore[attr-defined]  # read_webhook is the simulator-backed client's, not the setup's port

@@ -85,7 +85,7 @@ def test_meta_number_limits_answer_the_cloud_api_error_body(
     with pytest.raises(error) as raised:
         _send(instance)
     assert type(raised.value) is error
-    assert raised.value.details["provider_code"] == code  # type: ignore[attr-defined]
+    assert raised.value.details["provider_code"] == code  # type: ignore[attr-defined]  # details is set by the provider errors under test, not by the base class
 
 
 def test_a_code_of_another_server_is_refused(make_flavoured: FlavourFactory, control: SimulatorControl) -> None:

@@ -57,7 +57,7 @@ def api() -> RecordingApi:
 
 @pytest.fixture
 def gateway(site: Path, api: RecordingApi) -> Iterator[Gateway]:
-    served = Gateway(api, port=0, console=ConsoleFiles(site)).start()  # type: ignore[arg-type]
+    served = Gateway(api, port=0, console=ConsoleFiles(site)).start()  # type: ignore[arg-type]  # a recording stand-in for the HttpApi emulator, same handle()
     yield served
     served.stop()
 
@@ -171,7 +171,7 @@ def test_the_banner_gives_the_console_url() -> None:
         notes: list[str] = []
         demo = None
 
-    assert "  console        http://127.0.0.1:3000/console/" in _banner(Started(), 1.0).splitlines()  # type: ignore[arg-type]
+    assert "  console        http://127.0.0.1:3000/console/" in _banner(Started(), 1.0).splitlines()  # type: ignore[arg-type]  # a stand-in with only the URLs the banner prints
 
 
 def test_production_sends_the_same_security_headers_as_the_local_gateway() -> None:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,7 @@ def stop_and_watch(process: subprocess.Popen[str], timeout: float = 60) -> tuple
     return elapsed, before, peak
 
 
-def settle(condition, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+def settle(condition: Callable[[], object], timeout: float = 10.0) -> bool:
     """Threads that serve a closed connection end asynchronously: give them a bounded moment."""
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:

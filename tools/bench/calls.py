@@ -9,7 +9,8 @@
    of limit 2, against the local stack's serialised DynamoDB endpoint (moto server behind one
    lock, `devstack.aws_endpoint.AwsEndpoint`); 20 rounds; each must admit exactly 2.
 
-It prints figures and asserts nothing (timings depend on the machine). `python -m tools.bench`.
+It prints figures, returns them for docs/measurements.md and asserts nothing (timings depend on
+the machine). `python -m tools.bench calls`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from switchboard.calls.domain import DialAttempt
 from switchboard.calls.dynamo import CallRepository
 from switchboard.core.errors import LineBusy
 from switchboard.core.observability import logger
+from tools.bench.measurements import Figures
 
 REGION = "us-east-1"
 IN_PROCESS_LINES = 125
@@ -68,7 +70,7 @@ def _new_line(table: Any, limit: int) -> str:
     return name
 
 
-def in_process() -> None:
+def in_process() -> Figures:
     _fake_credentials()
     with mock_aws():
         session = boto3.session.Session()
@@ -111,9 +113,19 @@ def in_process() -> None:
         f"  refused (line full): {refused} in {refused_seconds:.2f} s = {refused / refused_seconds:,.0f}/s; "
         f"DynamoDB requests per refusal: {sum(requests.values()) / max(refused, 1):.2f} {dict(requests)}"
     )
+    return {
+        "lines": IN_PROCESS_LINES,
+        "limit": LIMIT,
+        "admitted": admitted,
+        "per_reservation": round(sum(admitted_requests.values()) / admitted, 2),
+        "reservation_operations": admitted_requests,
+        "refused": refused,
+        "per_refusal": round(sum(requests.values()) / max(refused, 1), 2),
+        "refusal_operations": dict(requests),
+    }
 
 
-def contention() -> None:
+def contention() -> Figures:
     _fake_credentials()
     endpoint = AwsEndpoint(port=0).start()
     try:
@@ -139,6 +151,7 @@ def contention() -> None:
         f"{THREADS * ROUNDS} attempts in {seconds:.2f} s = {THREADS * ROUNDS / seconds:,.0f}/s "
         "(serialised local endpoint)"
     )
+    return {"threads": THREADS, "limit": CONTENDED_LIMIT, "rounds": ROUNDS, "exact": exact}
 
 
 def _round(line: str, tables: list[Any]) -> int:
@@ -167,11 +180,10 @@ def _round(line: str, tables: list[Any]) -> int:
     return outcomes.count("admitted")
 
 
-def main() -> None:
+def measure() -> Figures:
     logger.setLevel("WARNING")  # the per-line "snapshot applied" lines would drown the figures
-    in_process()
-    contention()
+    return {"in_process": in_process(), "contention": contention()}
 
 
 if __name__ == "__main__":
-    main()
+    measure()

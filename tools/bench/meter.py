@@ -149,16 +149,16 @@ class Meter:
                     meter.tally().invocations.append(Invocation(max(0.0, own), meter._latency_ms - latency))
 
         BaseClient._make_api_call = call
-        httpx.Client.send = send  # type: ignore[method-assign,assignment]
-        Functions.invoke = invoke  # type: ignore[method-assign]
+        httpx.Client.send = send  # type: ignore[method-assign,assignment]  # the metered send takes the real one's keywords as it gets them
+        Functions.invoke = invoke  # type: ignore[method-assign]  # the metered invoke wraps the real one while the meter is on
         for handler in handlers:
             handler.setStream(sink)
         try:
             yield
         finally:
             BaseClient._make_api_call = original_call
-            httpx.Client.send = original_send  # type: ignore[method-assign]
-            Functions.invoke = original_invoke  # type: ignore[method-assign]
+            httpx.Client.send = original_send  # type: ignore[method-assign]  # the real method put back
+            Functions.invoke = original_invoke  # type: ignore[method-assign]  # the real method put back
             for handler, stream in zip(handlers, streams, strict=True):
                 handler.setStream(stream)
             logger.setLevel(level)

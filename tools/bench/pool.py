@@ -19,7 +19,8 @@ guard on (`spamguardEnabled`): the guard alone, guard + pacing, and guard + paci
 (the guard reads the history once per message; its write joins the outcome's transaction). Each
 row is printed beside "today", the worker before the ban watch, pacing and the guard (default 3,
 hit 4, miss 5), and the common path (an affinity hit with guard + pacing) beside its target of
-at most one request more. It prints figures and asserts nothing. `python -m tools.bench`.
+at most one request more. It prints figures, returns them for docs/measurements.md and asserts
+nothing. `python -m tools.bench pool`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from switchboard.pool.domain import Pool, PoolEntry
 from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import SendingConfigSource
 from switchboard.providers.base import ProviderTarget, SentMessage
+from tools.bench.measurements import Figures
 
 REGION = "us-east-1"
 MESSAGES = 50
@@ -231,7 +233,7 @@ def _guarded(
     return guarded_counter, MessageRepository(guarded_table), (guarded_default_key, guarded_pool_key), workers
 
 
-def main() -> None:
+def measure() -> Figures:
     for name, value in {
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
@@ -251,9 +253,11 @@ def main() -> None:
         pools = PoolRepository(worker_table)
         configs = SendingConfigSource(CatalogRepository(worker_table), pools, ttl_seconds=3600)
         service = _worker(worker_table, configs, pools)
-        for key in (default_key, pool_key):
+        config_load: dict[str, int] = {}
+        for mode, key in (("default", default_key), ("pool", pool_key)):
             counter.clear()
             configs.get("bench", key)
+            config_load[mode] = sum(counter.calls.values())
             print(
                 f"config load ({key}, once per container per 5 s): {sum(counter.calls.values())} requests "
                 f"{dict(counter.calls)}"
@@ -324,6 +328,7 @@ def main() -> None:
             "  by operation (requests/msg, mean ms in moto)"
         )
         common: float | None = None
+        rows: list[Figures] = []
         for label, worker, tenant, key, targets, today in scenarios:
             counted, records = (counter, setup) if tenant == "bench" else (guarded_counter, guarded_setup)
             counted.clear()
@@ -338,6 +343,14 @@ def main() -> None:
                 f"{label:<24} {len(targets) / elapsed:>6.1f} {total:>13.2f} {TODAY[today]:>6} {more:>+6.2f}"
                 f"  {per_message}"
             )
+            rows.append(
+                {
+                    "scenario": label,
+                    "requests": round(total, 2),
+                    "today": TODAY[today],
+                    "by_operation": {name: count for name, (count, _) in per_message.items()},
+                }
+            )
             if label == COMMON_PATH:
                 common = more
         if common is not None:
@@ -348,6 +361,13 @@ def main() -> None:
                 "conditional UpdateItem are one request each; the guard's write is in the outcome's transaction)"
             )
         print(
-            "moto's TransactWriteItems deep-copies the whole table once per item, so its time grows with the "
-            "table; on DynamoDB it is one round trip. Requests per message are the figure that carries over."
+            "msg/s and ms are moto's, in process; on DynamoDB each request is one round trip. Requests per "
+            "message are the figure that carries over."
         )
+    return {
+        "messages": MESSAGES,
+        "config_load": config_load,
+        "scenarios": rows,
+        "common_path": COMMON_PATH,
+        "today": TODAY,
+    }

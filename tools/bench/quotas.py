@@ -8,8 +8,8 @@ threads, each one container with its own boto3 session and `RequestLimiter`:
 - tenant `steady` (50 rps, burst 100): 2 containers asking 15 times a second each (30 rps).
 
 It prints, per tenant, requests served per second, refusals, and bucket writes per served
-request; it asserts nothing (timings depend on the machine).
-`PYTHONPATH=layers/shared .venv/bin/python -m tools.bench.quotas`.
+request, and returns them for docs/measurements.md; it asserts nothing (timings depend on the
+machine). `python -m tools.bench quotas`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from switchboard.core.observability import logger  # noqa: E402
 from switchboard.quotas.domain import QuotaOverrides, Quotas  # noqa: E402
 from switchboard.quotas.dynamo import DynamoBuckets  # noqa: E402
 from switchboard.quotas.service import QuotaPolicies, RequestLimiter  # noqa: E402
+from tools.bench.measurements import Figures  # noqa: E402
 
 REGION = "us-east-1"
 SECONDS = 6.0
@@ -98,7 +99,7 @@ def _container(endpoint: str, table_name: str, tenant: str, pace: float, tally: 
             time.sleep(max(0.0, pace - (time.monotonic() - started)))
 
 
-def main() -> None:
+def measure() -> Figures:
     logger.setLevel("WARNING")
     for name, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"}.items():
         os.environ[name] = value
@@ -126,6 +127,7 @@ def main() -> None:
             thread.join()
     finally:
         endpoint.stop()
+    tenants: list[Figures] = []
     for tenant, tally, quotas in (("flood", flood, FLOOD), ("steady", steady, STEADY)):
         asked = tally.served + tally.refused
         print(
@@ -133,7 +135,19 @@ def main() -> None:
             f"asked {asked / SECONDS:.0f}/s, served {tally.served / SECONDS:.1f}/s, refused {tally.refused}, "
             f"bucket writes {tally.writes} ({tally.writes / max(1, asked):.3f} per request)"
         )
+        tenants.append(
+            {
+                "tenant": tenant,
+                "rate": quotas.requests_per_second,
+                "burst": quotas.burst,
+                "asked": round(asked / SECONDS, 1),
+                "served": round(tally.served / SECONDS, 1),
+                "refused": tally.refused,
+                "writes_per_request": round(tally.writes / max(1, asked), 3),
+            }
+        )
+    return {"seconds": SECONDS, "tenants": tenants}
 
 
 if __name__ == "__main__":
-    main()
+    measure()

@@ -18,7 +18,8 @@ wuzapi, 5 Evolution and 5 Meta Cloud API (messaging instances). Then:
    `meter.LATENCY_MS`), and so how many reconciliations each provider server gets per second,
    with the delays and without them (every message visible at once, taken in listing order).
 
-It prints figures and asserts nothing. `python -m tools.bench reconcile` (or `-m tools.bench.reconcile`).
+It prints figures, returns them for docs/measurements.md and asserts nothing.
+`python -m tools.bench reconcile`.
 """
 
 from __future__ import annotations
@@ -36,16 +37,16 @@ from devstack import template
 from switchboard import bootstrap
 from switchboard.calls.reconcile import PER_SERVER_RATE, SPREAD_SECONDS
 from switchboard.calls.reconcile_queue import ReconcileQueue
-from switchboard.catalog.domain import Instance, Provider, Tenant, secret_hint
+from switchboard.catalog.domain import Instance, Provider, Tenant, instance_key, secret_hint
 from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core.errors import NotFound
 from switchboard.core.observability import logger
 from switchboard.core.secrets import instance_token_name
 from switchboard.providers import wiring as providers_wiring
 from switchboard.providers.base import InstanceStatus, NumberStanding, ProviderCall, ProviderTarget
 from switchboard.providers.kinds import ProviderKind
-from tests.support.fakes import FakeCatalog
-from tests.support.sqs import sqs_record
 from tools.bench import cost
+from tools.bench.measurements import Figures
 from tools.bench.meter import LATENCY_MS, Meter, Tally
 from tools.bench.workloads import Measured, stage
 
@@ -82,6 +83,30 @@ class SeedingCatalog(CatalogRepository):
             for item in self.items:
                 batch.put_item(Item=item)
         self.items.clear()
+
+
+class ListedCatalog:
+    """The instances the scheduler lists, held in memory (moto's index queries scan the whole table
+    on every page: minutes at this size), found by key as the catalog finds them."""
+
+    def __init__(self, instances: Iterable[Instance]) -> None:
+        self._instances = {item.key: item for item in instances}
+
+    def find_instance(self, key: str) -> Instance | None:
+        return self._instances.get(key)
+
+    def get_instance(self, tenant: str, name: str) -> Instance:
+        found = self._instances.get(instance_key(tenant, name))
+        if found is None:
+            raise NotFound("instance not found")
+        return found
+
+    def list_tenants(self) -> list[Tenant]:
+        tags = sorted({item.tenant for item in self._instances.values()})
+        return [Tenant(tenant=tag, owner_tag=tag, name=tag) for tag in tags]
+
+    def list_instances(self, tenant: str) -> list[Instance]:
+        return [item for item in self._instances.values() if item.tenant == tenant]
 
 
 class RecordingSqs:
@@ -196,7 +221,10 @@ def _worker_settings() -> Worker:
     worker = functions["ReconcileWorkerFunction"]
     (event,) = worker["Events"].values()
     schedule = str(template.parameter_defaults()["ReconcileSchedule"])
-    amount, unit = re.fullmatch(r"rate\((\d+) (\w+?)s?\)", schedule).groups()  # type: ignore[union-attr]
+    rate = re.fullmatch(r"rate\((\d+) (\w+?)s?\)", schedule)
+    if rate is None:
+        raise ValueError(f"ReconcileSchedule {schedule!r} is not rate(<amount> <unit>)")
+    amount, unit = rate.groups()
     return Worker(
         batch_size=int(event["Properties"]["BatchSize"]),
         max_concurrency=int(event["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency", 1000)),
@@ -232,7 +260,7 @@ def timeline(messages: list[tuple[str, int, float]], worker: Worker) -> tuple[fl
     return end, per_second
 
 
-def _summary(label: str, end: float, per_second: dict[str, Counter[int]], worker: Worker) -> None:
+def _summary(label: str, end: float, per_second: dict[str, Counter[int]], worker: Worker) -> Figures:
     peaks = [max(seconds.values()) for seconds in per_second.values()]
     spans = [max(seconds) - min(seconds) + 1 for seconds in per_second.values()]
     print(
@@ -240,9 +268,15 @@ def _summary(label: str, end: float, per_second: dict[str, Counter[int]], worker
         f"peak {max(peaks)} reconciliations/s (median {sorted(peaks)[len(peaks) // 2]}), "
         f"spread over {min(spans)}-{max(spans)} s"
     )
+    return {
+        "end_seconds": round(end),
+        "peak": max(peaks),
+        "median_peak": sorted(peaks)[len(peaks) // 2],
+        "spans": [min(spans), max(spans)],
+    }
 
 
-def main() -> None:
+def measure() -> Figures:
     logger.setLevel("WARNING")
     worker = _worker_settings()
     instances = _instances()
@@ -264,7 +298,7 @@ def main() -> None:
         run.monkeypatch.setattr(bootstrap, "reconcile_queue", lambda: ReconcileQueue(sqs, "https://reconcile-queue"))
         # The scheduler lists the 10,000 from memory (moto's index queries scan the whole table on
         # every page: minutes at this size); what listing costs is measured below on one tenant.
-        run.monkeypatch.setattr(bootstrap, "catalog_repository", lambda: FakeCatalog(instances))
+        run.monkeypatch.setattr(bootstrap, "catalog_repository", lambda: ListedCatalog(instances))
         with run.meter.on():
             fanned = run.measure("fan-out", len(instances), lambda: _fan_out(run))
             listing = run.measure("listing", 1, lambda: _list(run, table, listed_tenant))
@@ -298,7 +332,7 @@ def main() -> None:
         f"(1 for the tenants + {tenant_queries} per tenant of {PER_SERVER}, measured on moto), "
         f"{sum(listed.read_units.values()) * SERVERS:.0f} RRU"
     )
-    seconds = _per_kind(reconciled, reads)
+    seconds, kinds = _per_kind(reconciled, reads)
     kind_at = {_server(item.provider_id): kind_of(int(item.tenant[1:]))[0] for item in instances}
     delays = [(_server(prv), delay, seconds[kind_at[_server(prv)]]) for prv, delay in _providers(sqs.sent, instances)]
     print(
@@ -307,9 +341,9 @@ def main() -> None:
         f"spread: {PER_SERVER_RATE}/s per server over at most {SPREAD_SECONDS} s; "
         f"largest delay {max(d for _, d, _ in delays)} s"
     )
-    _summary("with the fan-out's delays", *timeline(delays, worker), worker)
-    _summary("all at once (listing order)", *timeline([(s, 0, t) for s, _, t in delays], worker), worker)
-    _cost(fanned, reconciled, worker, len(instances))
+    spread = _summary("with the fan-out's delays", *timeline(delays, worker), worker)
+    at_once = _summary("all at once (listing order)", *timeline([(s, 0, t) for s, _, t in delays], worker), worker)
+    costs = _cost(fanned, reconciled, worker, len(instances))
     mean = sum(seconds.values()) / len(seconds)
     capacity = worker.max_concurrency / mean
     print(
@@ -317,11 +351,42 @@ def main() -> None:
         f"one {worker.schedule_seconds} s period holds {capacity * worker.schedule_seconds:,.0f} instances; "
         f"the spread alone lets {PER_SERVER_RATE * SPREAD_SECONDS:,} per provider server through each period"
     )
+    return {
+        "instances": len(instances),
+        "servers": SERVERS,
+        "per_server": PER_SERVER,
+        "sample": SAMPLE,
+        "fan_out": {
+            "seconds": round(fan_out_seconds, 1),
+            "send_message_batch": scheduler.requests["sqs.SendMessageBatch"],
+            "queries": queries,
+            "read_units": round(sum(listed.read_units.values()) * SERVERS),
+        },
+        "worker": {
+            "batch_size": worker.batch_size,
+            "max_concurrency": worker.max_concurrency,
+            "timeout": worker.timeout,
+            "schedule_seconds": worker.schedule_seconds,
+        },
+        "per_server_rate": PER_SERVER_RATE,
+        "spread_seconds": SPREAD_SECONDS,
+        "largest_delay": max(d for _, d, _ in delays),
+        "kinds": kinds,
+        "with_spread": spread,
+        "at_once": at_once,
+        "mean_seconds": round(mean, 2),
+        "capacity": round(capacity),
+        "cost": costs,
+    }
 
 
-def _per_kind(reconciled: dict[str, Measured], reads: dict[str, Counter[str]]) -> dict[str, float]:
-    """Print what one instance of each kind costs a period; its seconds of worker time, by kind."""
+def _per_kind(
+    reconciled: dict[str, Measured], reads: dict[str, Counter[str]]
+) -> tuple[dict[str, float], list[Figures]]:
+    """Print what one instance of each kind costs a period; its seconds of worker time and its
+    figures, by kind."""
     seconds: dict[str, float] = {}
+    rows: list[Figures] = []
     for label, measured in reconciled.items():
         per_instance = measured.tallies["ReconcileWorkerFunction"]
         units = measured.units
@@ -334,16 +399,29 @@ def _per_kind(reconciled: dict[str, Measured], reads: dict[str, Counter[str]]) -
             f"{sum(per_instance.read_units.values()) / units:.1f} RRU, {seconds[label]:.2f} s of worker time each "
             f"(of which {seconds[label] * 1000 - _own_ms(per_instance, units):.0f} ms stated round trips)"
         )
-    return seconds
+        rows.append(
+            {
+                "kind": label,
+                "reconciled": units,
+                "requests": calls,
+                "provider_requests": {read: round(n / units, 2) for read, n in reads[label].items()},
+                "write_units": round(sum(per_instance.write_units.values()) / units, 1),
+                "read_units": round(sum(per_instance.read_units.values()) / units, 1),
+                "seconds": round(seconds[label], 2),
+                "round_trip_seconds": round(seconds[label] - _own_ms(per_instance, units) / 1000, 2),
+            }
+        )
+    return seconds, rows
 
 
-def _cost(fanned: Measured, reconciled: dict[str, Measured], worker: Worker, instances: int) -> None:
+def _cost(fanned: Measured, reconciled: dict[str, Measured], worker: Worker, instances: int) -> Figures:
     """What one instance costs per period (its share of the fan-out, its reconciliation and the
     event source mapping's receive and delete of its batch), by kind and for the 10,000 (as many of
     each kind) per 30 days."""
     memory = cost.function_memory()
     periods = 30 * 24 * 3600 // worker.schedule_seconds
     totals: dict[str, float] = {}
+    by_line: Counter[str] = Counter()
     for label, measured in reconciled.items():
         per_instance = measured.usage(memory)
         share = fanned.usage(memory)
@@ -351,7 +429,9 @@ def _cost(fanned: Measured, reconciled: dict[str, Measured], worker: Worker, ins
         per_instance.sqs_requests += share.sqs_requests + 2 / worker.batch_size  # receive + delete per batch
         per_instance.read_units += share.read_units
         per_instance.log_bytes += share.log_bytes
-        totals[label] = sum(cost.cost_per_million(per_instance).values())
+        lines = cost.cost_per_million(per_instance)
+        totals[label] = sum(lines.values())
+        by_line.update(lines)
     mean = sum(totals.values()) / len(totals)
     month = mean / 1e6 * periods * instances
     detail = ", ".join(f"{label} {usd:.2f}" for label, usd in totals.items())
@@ -359,6 +439,13 @@ def _cost(fanned: Measured, reconciled: dict[str, Measured], worker: Worker, ins
         f"  cost: {mean:.2f} USD per million instance-periods on average ({detail}); "
         f"{instances:,} instances every {worker.schedule_seconds} s: {month:,.0f} USD per 30 days"
     )
+    return {
+        "usd": round(mean, 2),
+        "usd_by_kind": {label: round(usd, 2) for label, usd in totals.items()},
+        # The mean over the kinds, line by line (each kind weighs the same: as many instances of each).
+        "usd_by_line": {line: round(usd / len(totals), 2) for line, usd in by_line.items()},
+        "usd_per_30_days": round(month),
+    }
 
 
 def _providers(sent: list[tuple[str, int]], instances: list[Instance]) -> list[tuple[str, int]]:
@@ -385,14 +472,26 @@ def _reconcile(run: Any, keys: Iterable[str], batch_size: int) -> None:
     arn = "arn:aws:sqs:us-east-1:000000000000:ReconcileQueue"
     keys = list(keys)
     for start in range(0, len(keys), batch_size):
-        records = [
-            sqs_record(json.dumps({"instance": key}), message_id=f"m-{index}", queue_arn=arn)
-            for index, key in enumerate(keys[start : start + batch_size])
-        ]
+        records = [_record(key, f"m-{index}", arn) for index, key in enumerate(keys[start : start + batch_size])]
         answer = run.api.functions.invoke("ReconcileWorkerFunction", {"Records": records})
         if answer.get("batchItemFailures"):
             raise RuntimeError(f"reconcile failed: {answer}")
 
 
+def _record(instance: str, message_id: str, queue_arn: str) -> dict[str, Any]:
+    """One record of Lambda's SQS event: the reconcile queue's message for `instance`."""
+    return {
+        "messageId": message_id,
+        "receiptHandle": "h",
+        "body": json.dumps({"instance": instance}),
+        "attributes": {},
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": "us-east-1",
+    }
+
+
 if __name__ == "__main__":
-    main()
+    measure()

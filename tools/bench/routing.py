@@ -14,7 +14,8 @@
    9,000 characters through a Cloud API instance (three parts), and the time to cut a reply of
    Chatwoot's longest content (150,000 characters) at the Cloud API's 4,096.
 
-It prints figures and asserts nothing. `PYTHONPATH=layers/shared .venv/bin/python -m tools.bench.routing`.
+It prints figures, returns them for docs/measurements.md and asserts nothing.
+`python -m tools.bench routing`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from switchboard.routing.outbox_dynamo import OutboxRepository
 from switchboard.routing.parts import split_text
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService
+from tools.bench.measurements import Figures
 
 REGION = "us-east-1"
 EVENTS = 100
@@ -127,7 +129,8 @@ def _signed(name: str, data: dict[str, Any], seq: int, event_id: str | None = No
     return WebhookRequest(headers={"x-webhook-timestamp": stamp, "x-webhook-signature": f"v1={digest}"}, body=body)
 
 
-def in_process() -> None:
+def in_process() -> list[Figures]:
+    rows: list[Figures] = []
     with mock_aws():
         _environment(None)
         provider_id, _ = _catalog()
@@ -157,9 +160,19 @@ def in_process() -> None:
             target = f" (target <= {TARGETS[label]})" if label in TARGETS else ""
             print(f"  {label}: {len(batch)} events, {dict(outcomes)}, {1000 * seconds / len(batch):.1f} ms/event")
             print(f"    AWS requests per event: {sum(requests.values()) / len(batch):.2f}{target} {per_event}")
+            rows.append(
+                {
+                    "event": label,
+                    "events": len(batch),
+                    "requests": round(sum(requests.values()) / len(batch), 2),
+                    "target": TARGETS.get(label),
+                    "by_operation": per_event,
+                }
+            )
+    return rows
 
 
-def contention() -> None:
+def contention() -> Figures:
     endpoint = AwsEndpoint(port=0).start()
     try:
         _environment(endpoint.url)
@@ -200,6 +213,7 @@ def contention() -> None:
     print(f"contention: the same event from {THREADS} threads at once, {ROUNDS} rounds (serialised local endpoint)")
     print(f"  rounds with the effect applied exactly once: {exact}/{ROUNDS}; answers: {dict(outcomes)}")
     print(f"  {THREADS * ROUNDS} deliveries in {seconds:.2f} s")
+    return {"threads": THREADS, "rounds": ROUNDS, "exact": exact}
 
 
 def _round(services: list[IngestService], provider_id: str, delivery: WebhookRequest) -> list[str]:
@@ -245,7 +259,7 @@ class _CloudTargets:
         return self._client, target
 
 
-def replies() -> None:
+def replies() -> Figures:
     paragraph = ("Obrigado pelo contato. Seguem os detalhes do seu pedido, item a item. " * 17).strip()
     long_reply = "\n\n".join(f"{n + 1}. {paragraph}" for n in range(8))
     with mock_aws():
@@ -270,6 +284,7 @@ def replies() -> None:
             "before-call", lambda model, **_: requests.update([model.name])
         )
         print(f"replies through a Cloud API instance ({EVENTS} each, in-process moto, the real outbox)")
+        rows: list[Figures] = []
         for label, text in (("one message", "Olá, como posso ajudar?"), ("9,000+ characters", long_reply)):
             requests.clear()
             sent_before = recorder.sent
@@ -285,21 +300,32 @@ def replies() -> None:
             print(f"  {label} ({len(text)} characters): {parts:.0f} part(s) per reply, {dict(statuses)}")
             print(f"    DynamoDB requests per reply: {sum(requests.values()) / EVENTS:.2f} {per_reply}")
             print(f"    {1000 * seconds / EVENTS:.1f} ms per reply")
+            rows.append(
+                {
+                    "reply": label,
+                    "characters": len(text),
+                    "parts": round(parts),
+                    "requests": round(sum(requests.values()) / EVENTS, 2),
+                    "by_operation": per_reply,
+                }
+            )
     longest = ("Uma frase de exemplo para o corte. " * 5000)[:150_000]
     started = time.perf_counter()
     for _ in range(20):
         cut = split_text(longest, 4096)
     milliseconds = 1000 * (time.perf_counter() - started) / 20
     print(f"  cutting 150,000 characters at 4,096: {len(cut)} parts in {milliseconds:.1f} ms")
+    return {
+        "replies": rows,
+        "cut": {"characters": len(longest), "limit": 4096, "parts": len(cut), "ms": round(milliseconds, 1)},
+    }
 
 
-def main() -> None:
+def measure() -> Figures:
     logger.setLevel("WARNING")
     print(f"in-process moto, the real handlers ({EVENTS} events each)")
-    in_process()
-    contention()
-    replies()
+    return {"ingest": in_process(), "contention": contention(), **replies()}
 
 
 if __name__ == "__main__":
-    main()
+    measure()

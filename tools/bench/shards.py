@@ -7,7 +7,8 @@ every message a new recipient (the worst case: each one takes a ticket), taken b
 containers in a random interleaving, each with its own counter client (so its own turn over the
 shards). DynamoDB takes about 1,000 writes/s on one item (1,000 WCU per partition, and one item
 never spans partitions), so the busiest item's writes per second is what caps the key. Printed
-with one counter item and with 10 shards; asserts nothing. `python -m tools.bench`.
+with one counter item and with 10 shards, returned for docs/measurements.md; asserts nothing.
+`python -m tools.bench shards`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from switchboard.pool.domain import NumberRoutes, SendingConfig, Ticket, plan_numbers
 from switchboard.pool.dynamo import InTurn, PoolRepository
+from tools.bench.measurements import Figures
 
 ITEM_WRITES_PER_SECOND = 1_000
 RATE = 5_000  # affinity misses per second for one API key
@@ -87,11 +89,13 @@ def spreads(shards: int, containers: int) -> list[float]:
     return worst
 
 
-def main() -> None:
+def measure() -> Figures:
     default = SHARDED
     print(f"one API key, {POOL} numbers, {RATE:,} affinity misses/s, item limit {ITEM_WRITES_PER_SECOND:,} writes/s")
+    busiest_by_shards: dict[str, int] = {}
     for shards in (1, default):
         busiest = busiest_item(shards)
+        busiest_by_shards[str(shards)] = busiest
         capacity = ITEM_WRITES_PER_SECOND * shards
         verdict = "within" if busiest <= ITEM_WRITES_PER_SECOND else "OVER"
         print(
@@ -102,6 +106,7 @@ def main() -> None:
         f"  spread over {RECIPIENTS:,} recipients ({RECIPIENTS // POOL} per number), {SEEDS} seeds, "
         f"target +-{SPREAD_TARGET:.0%}:"
     )
+    spread_rows: list[Figures] = []
     for shards in (1, default):
         for containers in CONTAINERS if shards > 1 else CONTAINERS[-1:]:
             worst = spreads(shards, containers)
@@ -111,3 +116,21 @@ def main() -> None:
                 f"{statistics.median(worst):.1%}, max {max(worst):.1%} of its share ({verdict}; "
                 f"{max(worst) * RECIPIENTS / POOL:.0f} sends)"
             )
+            spread_rows.append(
+                {
+                    "shards": shards,
+                    "containers": containers,
+                    "median": round(statistics.median(worst), 4),
+                    "max": round(max(worst), 4),
+                }
+            )
+    return {
+        "pool": POOL,
+        "rate": RATE,
+        "item_limit": ITEM_WRITES_PER_SECOND,
+        "recipients": RECIPIENTS,
+        "seeds": SEEDS,
+        "spread_target": SPREAD_TARGET,
+        "busiest": busiest_by_shards,
+        "spreads": spread_rows,
+    }

@@ -19,7 +19,8 @@ Three workloads, each run warm (one round first, not counted):
 
 It prints per workload the requests per unit by function, then the cost per million by line,
 with Lambda durations = each invocation's own compute time measured here + the stated round
-trips of `meter.LATENCY_MS`.
+trips of `meter.LATENCY_MS`, and returns those figures for docs/measurements.md.
+`python -m tools.bench workloads`.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from tests.support.pool import NUMBERS, build_world
 from tests.support.provider_webhooks import envelope, message_data, signed_headers
 from tests.support.sqs import received_record
 from tools.bench import cost
+from tools.bench.measurements import Figures
 from tools.bench.meter import Meter, Tally, usage_of
 
 MESSAGES = 20
@@ -303,7 +305,7 @@ def _provider_calls(meter: Meter, base_url: str) -> Iterator[None]:
     try:
         yield
     finally:
-        httpx.Client.send = metered_send  # type: ignore[method-assign]
+        httpx.Client.send = metered_send  # type: ignore[method-assign]  # the real method put back
 
 
 # --- printing --------------------------------------------------------------------------------
@@ -324,8 +326,9 @@ def _by_function(measured: Measured) -> str:
     return "\n".join(rows)
 
 
-def report(measured: list[Measured]) -> None:
+def report(measured: list[Measured]) -> list[Figures]:
     memory = cost.function_memory()
+    rows: list[Figures] = []
     for each in measured:
         usage = each.usage(memory)
         lines = cost.cost_per_million(usage)
@@ -341,9 +344,23 @@ def report(measured: list[Measured]) -> None:
         ssm = cost.ssm_per_million(usage)
         if ssm:
             print(f"    (Parameter Store at higher throughput would add {ssm:.2f})")
+        rows.append(
+            {
+                "workload": each.name,
+                "units": each.units,
+                "write_units": round(usage.write_units, 2),
+                "read_units": round(usage.read_units, 2),
+                "invocations": round(usage.invocations, 2),
+                "ssm_interactions": round(usage.ssm_interactions, 3),
+                "usd_by_line": {line: round(usd, 2) for line, usd in lines.items()},
+                "usd": round(sum(lines.values()), 2),
+                "ssm_usd": round(ssm, 2),
+            }
+        )
+    return rows
 
 
-def report_sends(miss: Measured, hit: Measured) -> None:
+def report_sends(miss: Measured, hit: Measured) -> Figures:
     """The send path against its targets, and what the worker's in-flight record costs."""
     api = hit.requests("MessagesFunction") + hit.requests("AuthorizerFunction")
     print(
@@ -376,9 +393,22 @@ def report_sends(miss: Measured, hit: Measured) -> None:
         f"  the in-flight record before each provider call: 1 UpdateItem of the message item, {in_flight:.1f} WRU "
         f"= {usd:.2f} USD per million messages, plus {latency:.3f} USD of worker duration (5 ms at {memory} MB)"
     )
+    return {
+        "messages": hit.units,
+        "api": round(api, 2),
+        "authorizer": round(hit.requests("AuthorizerFunction"), 2),
+        "api_sqs": round(hit.requests("MessagesFunction", "sqs"), 2),
+        "worker_hit": round(hit.requests("SendWorkerFunction"), 2),
+        "worker_miss": round(miss.requests("SendWorkerFunction"), 2),
+        "targets": TARGETS,
+        "in_flight_write_units": round(in_flight, 1),
+        "in_flight_usd": round(usd, 2),
+        "in_flight_duration_usd": round(latency, 3),
+        "worker_memory_mb": memory,
+    }
 
 
-def main() -> None:
+def measure() -> Figures:
     os.environ.pop("AWS_ENDPOINT_URL", None)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the provider simulator's request lines
     logger.setLevel("WARNING")  # the setup's lines; the meter counts the workloads' at INFO
@@ -389,9 +419,12 @@ def main() -> None:
     with stage() as run:
         reserved = reservations(run)
     print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in docs/costs.md)")
-    report([miss, hit, forwarded, reserved])
-    report_sends(miss, hit)
+    return {
+        "prices_read": cost.READ_DATE,
+        "workloads": report([miss, hit, forwarded, reserved]),
+        "sends": report_sends(miss, hit),
+    }
 
 
 if __name__ == "__main__":
-    main()
+    measure()
