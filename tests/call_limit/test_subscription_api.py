@@ -31,8 +31,9 @@ def prepare(client: Client, connection: Connection, key: str | None = None, **bo
 
 def own_secret(simulator: Simulator, connection: Connection) -> str | None:
     """The secret the simulator signs with (read from its state: the provider never shows it)."""
-    subscription = simulator.app.state._instances[connection.sim_id].subscription
-    return None if subscription is None else subscription.secret
+    with simulator.app.state.locked() as records:
+        subscription = records.instance(connection.sim_id).subscription
+        return None if subscription is None else subscription.secret
 
 
 def set_filters(simulator: Simulator, connection: Connection, filters: dict[str, Any]) -> None:

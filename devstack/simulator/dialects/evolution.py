@@ -1,0 +1,174 @@
+"""Evolution API v2 (2.3.x, Baileys) under `/evolution`: its routes, and its webhooks.
+
+Routes name the instance in the path and authenticate by `apikey` (the instance's, or the
+server's global key); answers and errors are Node's `JSON.stringify` of Evolution's shapes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Request, Response
+
+from devstack.simulator import incoming, payloads, wire
+from devstack.simulator.dialects import hook
+from devstack.simulator.model import Instance, SentMessage
+from devstack.simulator.responses import Route, raw_answer, refused_answer
+from devstack.simulator.schemas import CreateInstanceBody
+from devstack.simulator.state import Records, SimulatorState
+
+EVOLUTION_JSON = "application/json; charset=utf-8"
+
+
+def fault_answer(status: int, note: str) -> Response:
+    return refused_answer(payloads.evolution_refused(status, note))
+
+
+def post(records: Records, instance: Instance, event: str, data: dict[str, Any]) -> str:
+    """Posted when the instance's webhook lists the event (`MESSAGES_UPSERT`), or lists none."""
+    body = payloads.evolution_webhook(
+        event, instance.id, data, url=instance.hook.url, own_number=instance.number, seconds=time.time()
+    )
+    configured = instance.hook.events
+    wanted = not configured or event.replace(".", "_").upper() in configured
+    return records.post_to_hook(instance, event, body, "application/json", wanted=wanted)
+
+
+def remember_contact(records: Records, instance: Instance, key: dict[str, Any], push_name: str | None) -> None:
+    """What Evolution stores on an incoming message: the contact's pushName by `remoteJid`, and in
+    its `IsOnWhatsapp` cache (one for the whole server) a phone number's LID, learned only from
+    a phone-addressed message whose `remoteJidAlt` is that LID (`saveOnWhatsappCache` keeps the
+    alternate address only when it contains `@lid`)."""
+    if push_name:
+        instance.push_names[key["remoteJid"]] = push_name
+    alternate = key.get("remoteJidAlt")
+    if key["remoteJid"].endswith("@s.whatsapp.net") and isinstance(alternate, str) and "@lid" in alternate:
+        records.lid_numbers[alternate] = key["remoteJid"]
+
+
+class EvolutionDialect:
+    """What an Evolution server posts: `connection.update`, `messages.upsert`, `messages.update`."""
+
+    flavour = "evolution"
+    has_calls = False
+    always_connected = False
+    lid_chats = True
+    send_error_codes: frozenset[str] = frozenset()
+
+    def check_new(self, records: Records, body: CreateInstanceBody) -> None:
+        """Any instance can be created: without a `jwt_key` its webhooks carry no `Authorization`."""
+
+    def set_up(self, instance: Instance, body: CreateInstanceBody) -> None:
+        instance.hook = hook.new_hook(body, hook.initial_events(body, payloads.EVOLUTION_DEFAULT_EVENTS))
+
+    def control_view(self, records: Records, instance: Instance) -> dict[str, Any]:
+        return {"webhook": hook.hook_view(instance)}
+
+    def set_webhook_secrets(self, instance: Instance, secret: str, previous_secret: str | None) -> None:
+        hook.replace_secret(instance, secret, previous_secret)
+
+    def connection_changed(
+        self, records: Records, instance: Instance, *, reason: str | None, include_calls_config: bool
+    ) -> None:
+        """Open posts `open`; a logout posts `close` (401); a reconnectable drop posts nothing."""
+        if instance.connected:
+            data: dict[str, Any] = {
+                "instance": instance.id,
+                "wuid": wire.jid(instance.number),
+                "profileName": instance.id,
+                "profilePictureUrl": None,
+                "state": "open",
+                "statusReason": 200,
+            }
+        elif reason == "disconnected":
+            return
+        else:
+            data = {"instance": instance.id, "state": "close", "statusReason": 401}
+        post(records, instance, "connection.update", data)
+
+    def text_arrived(
+        self, records: Records, instance: Instance, sender: str, text: str, *, push_name: str | None, addressing: str
+    ) -> tuple[str, str]:
+        message_id = wire.phone_message_id()
+        data = payloads.evolution_upsert(
+            message_id, sender, text, time.time(), instance.uuid, push_name=push_name, addressing=addressing
+        )
+        remember_contact(records, instance, data["key"], push_name)
+        return message_id, post(records, instance, "messages.upsert", data)
+
+    def media_arrived(
+        self, records: Records, instance: Instance, sender: str, caption: str, kind: str
+    ) -> tuple[str, str]:
+        message_id = wire.phone_message_id()
+        reacted_id = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
+        arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        return message_id, post(records, instance, "messages.upsert", incoming.evolution_upsert(arrival, instance.uuid))
+
+    def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
+        data = payloads.evolution_update(message.id, message.phone, status, instance.uuid)
+        post(records, instance, "messages.update", data)
+
+
+class EvolutionServer:
+    """Evolution's routes: `sendText`, `connectionState` and `whatsappNumbers`."""
+
+    prefix = "/evolution"
+
+    def __init__(self, state: SimulatorState) -> None:
+        self._state = state
+
+    def routes(self) -> list[Route]:
+        prefix = self.prefix
+        rules = [
+            Rule(f"{prefix}/message/sendText/<instance>", methods=["POST"], endpoint=self.send_text),
+            Rule(f"{prefix}/instance/connectionState/<instance>", methods=["GET"], endpoint=self.connection_state),
+            Rule(f"{prefix}/chat/whatsappNumbers/<instance>", methods=["POST"], endpoint=self.whatsapp_numbers),
+        ]
+        return [Route(rule, fault_answer) for rule in rules]
+
+    def not_found(self) -> Response:
+        return refused_answer(payloads.evolution_refused(404, ["Not Found"]))
+
+    def _instance(self, records: Records, name: str, apikey: str | None) -> Instance:
+        """The instance guard (404 first, whatever the key), then the key: the instance's or the global one."""
+        instance = records.instances.get(name)
+        if instance is None or instance.flavour != "evolution":
+            raise payloads.evolution_refused(404, [f'The "{name}" instance does not exist'])
+        if apikey not in (instance.token, self._state.admin_token):
+            raise payloads.evolution_refused(401, "Unauthorized")
+        return instance
+
+    def send_text(self, request: Request, instance: str) -> Response:
+        raw, apikey, idempotency_key = (
+            request.get_data(),
+            request.headers.get("apikey"),
+            request.headers.get("Idempotency-Key"),
+        )
+        with self._state.locked() as records:
+            found = self._instance(records, instance, apikey)
+            number, text = payloads.evolution_send_body(raw)
+            if not found.connected:
+                raise payloads.evolution_refused(500, "Connection Closed")
+            message = records.record_send(found, number, text, wire.whatsapp_message_id(), idempotency_key)
+            data = payloads.evolution_sent(message.id, number, text, time.time(), found.uuid)
+        return raw_answer(wire.node_json(data), EVOLUTION_JSON, 201)
+
+    def connection_state(self, request: Request, instance: str) -> Response:
+        with self._state.locked() as records:
+            found = self._instance(records, instance, request.headers.get("apikey"))
+            data = {"instance": {"instanceName": found.id, "state": "open" if found.connected else "close"}}
+        return raw_answer(wire.node_json(data), EVOLUTION_JSON)
+
+    def whatsapp_numbers(self, request: Request, instance: str) -> Response:
+        """`POST /chat/whatsappNumbers/{instance}` as Evolution's `whatsappNumber` answers it."""
+        raw = request.get_data()
+        with self._state.locked() as records:
+            found = self._instance(records, instance, request.headers.get("apikey"))
+            answers = []
+            for number in payloads.evolution_numbers_body(raw):
+                phone_jid = records.lid_numbers.get(number) if "@lid" in number else None
+                name = found.push_names.get(phone_jid or (number if "@lid" in number else wire.jid(number)))
+                answers.append(payloads.evolution_on_whatsapp(number, phone_jid, name))
+        return raw_answer(wire.node_json(answers), EVOLUTION_JSON)

@@ -1,0 +1,264 @@
+"""wuzapi (asternic/wuzapi 1.0.6, whatsmeow) under `/wuzapi`: its routes, and its webhooks.
+
+Every route authenticates the user by its `token` and answers wuzapi's envelope (`payloads`).
+The calls-capable server's messaging routes are these (`send_text`, `session_status_answer`).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Any
+
+from werkzeug.routing import Rule
+from werkzeug.wrappers import Request, Response
+
+from devstack.simulator import incoming, payloads, wire
+from devstack.simulator.dialects import hook
+from devstack.simulator.model import Instance, SentMessage, SimError
+from devstack.simulator.responses import Route, raw_answer, refused_answer
+from devstack.simulator.schemas import CreateInstanceBody
+from devstack.simulator.state import Records, SimulatorState
+
+WUZAPI_JSON = "application/json"
+HMAC_JSON = "application/json; charset=utf-8"
+NOT_CONNECTED_TEXT = "error sending message: websocket not connected"
+# WhatsApp's reach-out timelock, as whatsmeow's ack error carries it.
+SEND_ERRORS = frozenset({"463"})
+
+
+def fault_answer(status: int, note: str) -> Response:
+    return refused_answer(payloads.wuzapi_refused(status, note))
+
+
+def user(records: Records, request: Request, flavour: str) -> Instance:
+    """wuzapi's `authalice`: header `token` (any case), else query `token`."""
+    token = request.headers.get("token") or "".join(request.args.getlist("token"))
+    instance = records.instance_for_token(token, flavour) if token else None
+    if instance is None:
+        raise payloads.wuzapi_refused(401, "unauthorized")
+    return instance
+
+
+def send_text(state: SimulatorState, request: Request, flavour: str) -> Response:
+    """`POST /chat/send/text` as real wuzapi answers it (the calls server's too).
+
+    An `Id` the recipient already got is the same message on their phone: recorded once,
+    counted as a resend, answered 200 again. The `Idempotency-Key` header is only recorded.
+    """
+    raw, idempotency_key = request.get_data(), request.headers.get("Idempotency-Key")
+    with state.locked() as records:
+        instance = user(records, request, flavour)
+        if not instance.session:
+            raise payloads.wuzapi_refused(500, "no session")
+        phone, text, message_id = payloads.wuzapi_send_body(raw)
+        if not instance.connected:
+            raise payloads.wuzapi_refused(500, NOT_CONNECTED_TEXT)
+        if (code := instance.take_send_error(phone.removesuffix("@s.whatsapp.net"))) is not None:
+            raise payloads.wuzapi_send_error(code)
+        message = records.record_send(instance, phone, text, message_id or wire.whatsapp_message_id(), idempotency_key)
+        data = {"Details": "Sent", "Id": message.id, "Timestamp": int(time.time())}
+    return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
+
+
+def session_status_answer(instance: Instance, url: str, events: list[str], *, hmac_configured: bool) -> Response:
+    """`GET /session/status` without the token real wuzapi echoes (it must not reach logs)."""
+    data = {
+        "connected": instance.connected,
+        "events": ",".join(events),
+        "history": "0",
+        "hmac_configured": hmac_configured,
+        "id": instance.user_id,
+        "jid": f"{instance.number.lstrip('+')}:12@s.whatsapp.net",
+        "loggedIn": instance.connected,
+        "name": instance.id,
+        "proxy_config": {"enabled": False, "proxy_url": ""},
+        "proxy_url": "",
+        "qrcode": "",
+        "s3_config": {
+            "access_key": "***",
+            "bucket": "",
+            "enabled": False,
+            "endpoint": "",
+            "media_delivery": "base64",
+            "path_style": False,
+            "public_url": "",
+            "region": "",
+            "retention_days": 0,
+        },
+        "webhook": url,
+    }
+    return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
+
+
+def post(records: Records, instance: Instance, postmap: dict[str, Any]) -> str:
+    """Posted only when the live subscription lists its type (or `All`); returns the event's id."""
+    body, content_type = payloads.wuzapi_webhook(
+        postmap, instance_name=instance.id, user_id=instance.user_id, form=instance.webhook_format == "form"
+    )
+    live = instance.hook.live_events
+    wanted = postmap["type"] in live or "All" in live
+    return records.post_to_hook(instance, postmap["type"], body, content_type, wanted=wanted)
+
+
+class WuzapiDialect:
+    """What a wuzapi server posts: whatsmeow's events as wuzapi's webhook (JSON or form mode)."""
+
+    flavour = "wuzapi"
+    has_calls = False
+    always_connected = False
+    lid_chats = False
+    send_error_codes = SEND_ERRORS
+
+    def check_new(self, records: Records, body: CreateInstanceBody) -> None:
+        """Any user can be created: without a webhook URL or key it posts nothing, or unsigned."""
+
+    def set_up(self, instance: Instance, body: CreateInstanceBody) -> None:
+        events = payloads.wuzapi_valid_events(hook.initial_events(body, payloads.WUZAPI_DEFAULT_EVENTS))
+        instance.hook = hook.new_hook(body, events)
+
+    def control_view(self, records: Records, instance: Instance) -> dict[str, Any]:
+        return {"webhook": hook.hook_view(instance, instance.webhook_format), "userId": instance.user_id}
+
+    def set_webhook_secrets(self, instance: Instance, secret: str, previous_secret: str | None) -> None:
+        hook.replace_secret(instance, secret, previous_secret)
+
+    def connection_changed(
+        self, records: Records, instance: Instance, *, reason: str | None, include_calls_config: bool
+    ) -> None:
+        if instance.connected:
+            post(records, instance, {"event": {}, "type": "Connected"})
+        elif reason == "disconnected":
+            post(records, instance, {"event": {}, "type": "Disconnected"})
+        else:
+            post(records, instance, {"event": {"OnConnect": False, "Reason": 401}, "type": "LoggedOut"})
+
+    def text_arrived(
+        self, records: Records, instance: Instance, sender: str, text: str, *, push_name: str | None, addressing: str
+    ) -> tuple[str, str]:
+        message_id = wire.phone_message_id()
+        event = payloads.wuzapi_message_event(message_id, sender, text, time.time(), push_name or "")
+        return message_id, post(records, instance, {"event": event, "type": "Message"})
+
+    def media_arrived(
+        self, records: Records, instance: Instance, sender: str, caption: str, kind: str
+    ) -> tuple[str, str]:
+        message_id = wire.phone_message_id()
+        reacted_id = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
+        arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        return message_id, post(records, instance, incoming.wuzapi_postmap(arrival, "Cliente"))
+
+    def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
+        """`failed` is not a receipt wuzapi ever posts."""
+        if status == "failed":
+            raise SimError(400, "not_posted_by_wuzapi", "wuzapi posts Delivered and Read receipts only")
+        event = payloads.wuzapi_receipt_event(message.phone, [message.id], time.time(), read=status == "read")
+        state = "Read" if status == "read" else "Delivered"
+        post(records, instance, {"event": event, "state": state, "type": "ReadReceipt"})
+
+
+class WuzapiServer:
+    """wuzapi's routes: sending, the session's status, the webhook and its HMAC key."""
+
+    prefix = "/wuzapi"
+
+    def __init__(self, state: SimulatorState) -> None:
+        self._state = state
+
+    def routes(self) -> list[Route]:
+        prefix = self.prefix
+        rules = [
+            Rule(
+                f"{prefix}/chat/send/text", methods=["POST"], endpoint=partial(send_text, self._state, flavour="wuzapi")
+            ),
+            Rule(f"{prefix}/session/status", methods=["GET"], endpoint=self.session_status),
+            Rule(f"{prefix}/webhook", methods=["GET", "POST", "PUT", "DELETE"], endpoint=self.webhook),
+            Rule(f"{prefix}/session/hmac/config", methods=["GET", "POST", "DELETE"], endpoint=self.hmac_config),
+        ]
+        return [Route(rule, fault_answer) for rule in rules]
+
+    def not_found(self) -> Response:
+        return raw_answer(b"404 page not found\n", "text/plain; charset=utf-8", 404)
+
+    def session_status(self, request: Request) -> Response:
+        with self._state.locked() as records:
+            instance = user(records, request, "wuzapi")
+            hooked = instance.hook
+            return session_status_answer(instance, hooked.url, hooked.events, hmac_configured=hooked.secret is not None)
+
+    def webhook(self, request: Request) -> Response:
+        raw = request.get_data()
+        with self._state.locked() as records:
+            instance = user(records, request, "wuzapi")
+            if request.method == "GET":
+                data = self._get_webhook(instance)
+            elif request.method == "DELETE":
+                data = self._delete_webhook(instance)
+            elif request.method == "POST":
+                data = self._set_webhook(instance, payloads.wuzapi_json_body(raw))
+            else:
+                data = self._update_webhook(instance, payloads.wuzapi_json_body(raw))
+        return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
+
+    @staticmethod
+    def _get_webhook(instance: Instance) -> dict[str, Any]:
+        hooked = instance.hook
+        return {"webhook": hooked.url, "subscribe": ",".join(hooked.events).split(",")}
+
+    @staticmethod
+    def _set_webhook(instance: Instance, payload: dict[str, Any]) -> dict[str, Any]:
+        """`POST /webhook {webhookurl, events}`: without `events` only the URL is stored, but the
+        live subscription is emptied (the real server's cache), so nothing is posted any more."""
+        hooked = instance.hook
+        url = payload.get("webhookurl")
+        hooked.url = url if isinstance(url, str) else ""
+        events = _events_field(payload)
+        if events:
+            hooked.events = events
+        hooked.live_events = events
+        return {"webhook": hooked.url}
+
+    @staticmethod
+    def _update_webhook(instance: Instance, payload: dict[str, Any]) -> dict[str, Any]:
+        """`PUT /webhook {webhook, events, active}`: `active` missing or false clears the URL."""
+        hooked = instance.hook
+        url = payload.get("webhook")
+        active = payload.get("active") is True
+        events = _events_field(payload)
+        hooked.url = url if active and isinstance(url, str) else ""
+        if events:
+            hooked.events = events if active else []
+        hooked.live_events = events if active else []
+        return {"active": active, "events": events or None, "webhook": hooked.url}
+
+    @staticmethod
+    def _delete_webhook(instance: Instance) -> dict[str, Any]:
+        hooked = instance.hook
+        hooked.url, hooked.events, hooked.live_events = "", [], []
+        return {"Details": "Webhook and events deleted successfully"}
+
+    def hmac_config(self, request: Request) -> Response:
+        """`/session/hmac/config`: GET, POST (a key of 32+ characters), DELETE; the one route family
+        answered without the envelope (`respondWithJSON`)."""
+        raw = request.get_data()
+        with self._state.locked() as records:
+            hooked = user(records, request, "wuzapi").hook
+            if request.method == "POST":
+                key = payloads.wuzapi_json_body(raw).get("hmac_key")
+                if not isinstance(key, str):
+                    raise payloads.wuzapi_refused(400, "could not decode Payload")
+                if len(key) < 32:
+                    raise payloads.wuzapi_refused(400, "HMAC key must be at least 32 characters long")
+                hooked.secret = key
+                data = {"Details": "HMAC configuration saved successfully"}
+            elif request.method == "DELETE":
+                hooked.secret = None
+                data = {"Details": "HMAC configuration deleted successfully"}
+            else:
+                data = {"hmac_key": "***" if hooked.secret is not None else ""}
+        return raw_answer(payloads.wuzapi_raw(data), HMAC_JSON)
+
+
+def _events_field(payload: dict[str, Any]) -> list[str]:
+    events = payload.get("events")
+    return payloads.wuzapi_valid_events(events) if isinstance(events, list) else []
