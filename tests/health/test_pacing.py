@@ -23,12 +23,11 @@ from switchboard.health.pacing import (
     new_contact_budget,
 )
 from switchboard.messages.domain import MessageStatus
-from switchboard.messages.sending import SendingService
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
 from switchboard.quotas.domain import BucketMoved, Claim
 from tests.messages.test_valid_for import DelayedJobs
 from tests.support.aws import AwsResources
-from tests.support.sending import SendWorld, instance_tokens
+from tests.support.sending import SendWorld, instance_tokens, sending_service
 from tests.support.threads import at_once
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -161,7 +160,7 @@ class PacedWorld(SendWorld):
         self.now = T0
         self.jobs = DelayedJobs()
         self.pacer = Pacer(MemoryPaceStore(), limits, clock=lambda: self.now)
-        self.service = SendingService(
+        self.service = sending_service(
             self.messages,
             configs=self,
             tickets=self.tickets,

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard.catalog.domain import utcnow
+from switchboard.core.ports import Secrets
 from switchboard.messages.domain import Message, SendJob, SendOutcome, body_hash
+from switchboard.messages.ports import (
+    ConfigSource,
+    DelayedJobs,
+    Messages,
+    Pacing,
+    StatusNotifier,
+    TextSender,
+    Tickets,
+    Usage,
+    Watch,
+)
 from switchboard.messages.sending import SendingService
+from switchboard.messages.sending.attempt import Attempts
+from switchboard.messages.sending.gates import Gates
+from switchboard.messages.sending.outcome import Outcomes
+from switchboard.messages.sending.plan import Planner
+from switchboard.messages.spam_guard import SpamGuard
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.support.fakes import FakeMessages, FakeNotifier, FakeProvider, FakeSecrets, FakeTickets
 
@@ -27,6 +45,40 @@ def number(
     )
     return NumberRoutes(
         number_id=f"num_{digits}", digits=digits, added_at=utcnow() - added_ago, routes=routes if connected else ()
+    )
+
+
+def sending_service(
+    messages: Messages,
+    *,
+    configs: ConfigSource,
+    tickets: Tickets,
+    secrets: Secrets,
+    client_for: Callable[[str], TextSender],
+    notifier: StatusNotifier,
+    max_attempts: int,
+    usage: Usage | None = None,
+    jobs: DelayedJobs | None = None,
+    spam_guard: SpamGuard | None = None,
+    health: Watch | None = None,
+    pacer: Pacing | None = None,
+    clock: Callable[[], datetime] = utcnow,
+) -> SendingService:
+    """The send pipeline over the given ports, its steps composed as `messages.wiring` does."""
+    return SendingService(
+        messages,
+        planner=Planner(messages, configs=configs, tickets=tickets, clock=clock),
+        gates=Gates(spam_guard=spam_guard, health=health, pacer=pacer, clock=clock),
+        attempts=Attempts(messages, secrets=secrets, client_for=client_for, health=health),
+        outcomes=Outcomes(
+            messages,
+            notifier=notifier,
+            max_attempts=max_attempts,
+            usage=usage,
+            jobs=jobs,
+            health=health,
+            clock=clock,
+        ),
     )
 
 
@@ -53,7 +105,7 @@ class SendWorld:
         self.provider = FakeProvider(expected_token=lambda target: f"token-of-{target.provider_instance_id}")
         self.notifier = FakeNotifier()
         self.tickets = FakeTickets()
-        self.service = SendingService(
+        self.service = sending_service(
             self.messages,
             configs=self,
             tickets=self.tickets,
