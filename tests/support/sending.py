@@ -82,6 +82,24 @@ def sending_service(
     )
 
 
+def claimed(messages: FakeMessages, to: str = "5511988880001", text: str = "hello", **fields: Any) -> Message:
+    """A message of key_1 of acme stored in `messages` and claimed (SENDING under a lease), as the
+    send worker hands it to its steps; `fields` set more of it (an expiry, a pending route)."""
+    message = Message(
+        tenant="acme",
+        id=f"msg_{len(messages.items) + 1}",
+        api_key_id="key_1",
+        to=to,
+        text=text,
+        body_hash=body_hash(to, text),
+        **fields,
+    )
+    messages.items[message.id] = message
+    held = messages.claim(message.id, message.tenant, "lease_1", 60)
+    assert held is not None
+    return held
+
+
 def instance_tokens() -> FakeSecrets:
     """Each instance's token is `token-of-<instance>`; the worker only reads them."""
     return FakeSecrets(default=lambda name: f"token-of-{name.split('/')[-2]}", read_only=True)
