@@ -18,11 +18,10 @@ from switchboard.core.settings import get_settings
 from switchboard.health.dynamo import DynamoPaceStore
 from switchboard.health.pacing import PACING_NEW_CONTACTS, PACING_RATE, Pacer, new_contact_budget
 from switchboard.messages.domain import MessageStatus
-from switchboard.messages.sending import SendingService
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
 from tests.messages.test_valid_for import DelayedJobs
 from tests.support.aws import AwsResources
-from tests.support.sending import SendWorld, instance_tokens
+from tests.support.sending import SendWorld, instance_tokens, sending_service
 from tests.support.threads import at_once
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -155,7 +154,7 @@ class PacedWorld(SendWorld):
         self.now = T0
         self.jobs = DelayedJobs()
         self.pacer = Pacer(MemoryPaceStore(), limits, clock=lambda: self.now)
-        self.service = SendingService(
+        self.service = sending_service(
             self.messages,
             configs=self,
             tickets=self.tickets,

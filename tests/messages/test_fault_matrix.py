@@ -36,15 +36,16 @@ from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.core.errors import RetryLater
-from switchboard.messages import sending
 from switchboard.messages.domain import Message, MessageStatus, SendJob, SendOutcome, body_hash
 from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.sending import SendingService, SendWorker
+from switchboard.messages.sending import service as sending
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from switchboard.providers.base import ProviderClient, ProviderTarget, SentMessage
 from switchboard.providers.kinds import spec_for
 from tests.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
 from tests.support.fakes import FakeBackoff, FakeNotifier, FakeSecrets, FakeTickets
+from tests.support.sending import sending_service
 from tests.support.sqs import received_record
 
 MAX_ATTEMPTS = 3
@@ -237,7 +238,7 @@ class World:
         return FLAVOURS[self.flavour][2]
 
     def service(self, messages: Any = None) -> SendingService:
-        return SendingService(
+        return sending_service(
             messages or self.messages,
             configs=self,
             tickets=self.tickets,

@@ -18,10 +18,9 @@ from switchboard.messages.domain import (
     SendOutcome,
     next_check_seconds,
 )
-from switchboard.messages.sending import SendingService
 from switchboard.pool.domain import Affinity, SendingConfig
 from tests.support.fakes import FakeMessages
-from tests.support.sending import SendWorld, instance_tokens, number
+from tests.support.sending import SendWorld, instance_tokens, number, sending_service
 
 RECIPIENT = "5511988880001"
 HOOKS = "https://client.example/hooks"
@@ -54,7 +53,7 @@ class WaitWorld(SendWorld):
         self.now = T0
         self.messages = FakeMessages()
         self.jobs = DelayedJobs()
-        self.service = SendingService(
+        self.service = sending_service(
             self.messages,
             configs=self,
             tickets=self.tickets,

@@ -27,6 +27,7 @@ from tests.support import builders
 from tests.support.aws import REGION, AwsResources
 from tests.support.fakes import FakeNotifier, FakeProvider, FakeSecrets
 from tests.support.pool import NUMBERS
+from tests.support.sending import sending_service
 
 WORKERS = 3
 # Enough for every worker to take many batches and interleave its tickets with the others'.
@@ -70,7 +71,7 @@ def pool_key() -> str:
 def container(provider: FakeProvider) -> SendingService:
     table = boto3.session.Session().resource("dynamodb", region_name=REGION).Table(get_settings().table_name)
     pools = PoolRepository(table)
-    return SendingService(
+    return sending_service(
         MessageRepository(table),
         configs=SendingConfigSource(CatalogRepository(table), pools, ttl_seconds=5),
         tickets=pools,

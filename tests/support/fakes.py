@@ -362,7 +362,7 @@ class FakeMessages:
 
 
 class FakeNotifier:
-    """The send worker's `Notifier` (client webhooks): records (message id, status, webhook URL)."""
+    """The send worker's `StatusNotifier` (client webhooks): records (message id, status, webhook URL)."""
 
     def __init__(self) -> None:
         self.changes: list[tuple[str, MessageStatus, str | None]] = []

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from switchboard.core.clock import utcnow
+from switchboard.core.ports import Secrets
 from switchboard.messages.domain import Message, SendJob, SendOutcome, body_hash
+from switchboard.messages.ports import (
+    ConfigSource,
+    DelayedJobs,
+    Messages,
+    Pacing,
+    StatusNotifier,
+    TextSender,
+    Tickets,
+    Usage,
+    Watch,
+)
 from switchboard.messages.sending import SendingService
+from switchboard.messages.sending.attempt import Attempts
+from switchboard.messages.sending.gates import Gates
+from switchboard.messages.sending.outcome import Outcomes
+from switchboard.messages.sending.plan import Planner
+from switchboard.messages.spam_guard import SpamGuard
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.support.fakes import FakeMessages, FakeNotifier, FakeProvider, FakeSecrets, FakeTickets
 
@@ -28,6 +46,58 @@ def number(
     return NumberRoutes(
         number_id=f"num_{digits}", digits=digits, added_at=utcnow() - added_ago, routes=routes if connected else ()
     )
+
+
+def sending_service(
+    messages: Messages,
+    *,
+    configs: ConfigSource,
+    tickets: Tickets,
+    secrets: Secrets,
+    client_for: Callable[[str], TextSender],
+    notifier: StatusNotifier,
+    max_attempts: int,
+    usage: Usage | None = None,
+    jobs: DelayedJobs | None = None,
+    spam_guard: SpamGuard | None = None,
+    health: Watch | None = None,
+    pacer: Pacing | None = None,
+    clock: Callable[[], datetime] = utcnow,
+) -> SendingService:
+    """The send pipeline over the given ports, its steps composed as `messages.wiring` does."""
+    return SendingService(
+        messages,
+        planner=Planner(messages, configs=configs, tickets=tickets, clock=clock),
+        gates=Gates(spam_guard=spam_guard, health=health, pacer=pacer, clock=clock),
+        attempts=Attempts(messages, secrets=secrets, client_for=client_for, health=health),
+        outcomes=Outcomes(
+            messages,
+            notifier=notifier,
+            max_attempts=max_attempts,
+            usage=usage,
+            jobs=jobs,
+            health=health,
+            clock=clock,
+        ),
+    )
+
+
+def claimed(messages: FakeMessages, to: str = "5511988880001", text: str = "hello", **fields: Any) -> Message:
+    """A message of key_1 of acme stored in `messages` and claimed (SENDING under a lease), as the
+    send worker hands it to its steps; `fields` set more of it (an expiry, a pending route)."""
+    message = Message(
+        tenant="acme",
+        id=f"msg_{len(messages.items) + 1}",
+        api_key_id="key_1",
+        to=to,
+        text=text,
+        body_hash=body_hash(to, text),
+        **fields,
+    )
+    messages.items[message.id] = message
+    held = messages.claim(message.id, message.tenant, "lease_1", 60)
+    assert held is not None
+    return held
 
 
 def instance_tokens() -> FakeSecrets:
@@ -53,7 +123,7 @@ class SendWorld:
         self.provider = FakeProvider(expected_token=lambda target: f"token-of-{target.provider_instance_id}")
         self.notifier = FakeNotifier()
         self.tickets = FakeTickets()
-        self.service = SendingService(
+        self.service = sending_service(
             self.messages,
             configs=self,
             tickets=self.tickets,

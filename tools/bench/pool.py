@@ -44,6 +44,10 @@ from switchboard.health.service import HealthWatch
 from switchboard.messages.domain import Message, SendJob, body_hash
 from switchboard.messages.dynamo import MessageRepository, SpamHistoryRepository
 from switchboard.messages.sending import SendingService
+from switchboard.messages.sending.attempt import Attempts
+from switchboard.messages.sending.gates import Gates
+from switchboard.messages.sending.outcome import Outcomes
+from switchboard.messages.sending.plan import Planner
 from switchboard.messages.spam_guard import SpamGuard
 from switchboard.pool.domain import Pool, PoolEntry
 from switchboard.pool.dynamo import PoolRepository
@@ -192,17 +196,18 @@ def _worker(
     pacing: PacingLimits | None = None,
 ) -> SendingService:
     """A send worker on `table`, with the spam guard, the ban watch and pacing as asked."""
+    messages = MessageRepository(table)
+    health = HealthWatch(HealthRepository(table), limits=Thresholds(), cache_seconds=5.0) if watch else None
     return SendingService(
-        MessageRepository(table),
-        configs=configs,
-        tickets=pools,
-        secrets=Tokens(),
-        client_for=lambda kind: NoopProvider(),
-        notifier=NoWebhooks(),
-        max_attempts=5,
-        spam_guard=SpamGuard(SpamHistoryRepository(table)) if guard else None,
-        health=HealthWatch(HealthRepository(table), limits=Thresholds(), cache_seconds=5.0) if watch else None,
-        pacer=Pacer(DynamoPaceStore(table), pacing) if pacing is not None else None,
+        messages,
+        planner=Planner(messages, configs=configs, tickets=pools),
+        gates=Gates(
+            spam_guard=SpamGuard(SpamHistoryRepository(table)) if guard else None,
+            health=health,
+            pacer=Pacer(DynamoPaceStore(table), pacing) if pacing is not None else None,
+        ),
+        attempts=Attempts(messages, secrets=Tokens(), client_for=lambda kind: NoopProvider(), health=health),
+        outcomes=Outcomes(messages, notifier=NoWebhooks(), max_attempts=5, health=health),
     )
 
 

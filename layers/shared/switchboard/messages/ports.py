@@ -1,13 +1,20 @@
-"""The message records, as the send API and the send worker use them."""
+"""What the send API, the send worker and receipts need from elsewhere: the message records, the
+send queue, the key's configuration and tickets, provider clients, usage, the ban watch, pacing."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from switchboard.messages.domain import Message, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts
 from switchboard.pool.domain import Affinity
+
+if TYPE_CHECKING:
+    from switchboard.catalog.domain import Instance
+    from switchboard.pool.domain import NumberRoutes, SendingConfig, Ticket
+    from switchboard.providers.base import ProviderTarget, SentMessage
 
 
 class Messages(Protocol):
@@ -64,3 +71,62 @@ class StatusNotifier(Protocol):
     """Told once per committed status change of a message (see `messages.status_events`)."""
 
     def message_changed(self, message: Message, webhook_url: str | None) -> None: ...
+
+
+class ConfigSource(Protocol):
+    """An API key's sending configuration (`switchboard.pool.service.SendingConfigSource`)."""
+
+    def get(self, tenant: str, api_key_id: str) -> SendingConfig: ...
+
+
+class Tickets(Protocol):
+    """The round-robin tickets of a key's pool (`switchboard.pool.dynamo.PoolRepository`)."""
+
+    def next_ticket(self, api_key_id: str) -> Ticket: ...
+
+
+class TextSender(Protocol):
+    """What a send needs of a provider client (`switchboard.providers.base.ProviderClient`)."""
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage: ...
+
+
+class Usage(Protocol):
+    """Messages out per instance (`switchboard.usage`)."""
+
+    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool: ...
+
+
+class HealthReason(Protocol):
+    @property
+    def code(self) -> str: ...
+
+
+class InstanceHealth(Protocol):
+    def blocks(self, now: datetime, *, new_contact: bool) -> str | None: ...
+    def active_reasons(self, now: datetime) -> Sequence[HealthReason]: ...
+
+
+class Watch(Protocol):
+    """The ban watch (`switchboard.health.service.HealthWatch`)."""
+
+    @property
+    def now(self) -> datetime: ...
+    def health_of(self, instance_keys: Collection[str]) -> Mapping[str, InstanceHealth]: ...
+    def sent(self, instance: Instance, recipient: str | None = None, text: str | None = None) -> None: ...
+    def refused(self, instance: Instance, provider_code: str | None) -> None: ...
+
+
+class Hold(Protocol):
+    """Why pacing holds a number back, and for how long."""
+
+    @property
+    def reason(self) -> str: ...
+    @property
+    def wait_seconds(self) -> int: ...
+
+
+class Pacing(Protocol):
+    """Per-number pacing (`switchboard.health.pacing.Pacer`)."""
+
+    def admit(self, number: NumberRoutes, *, new_contact: bool) -> Hold | None: ...

@@ -18,7 +18,7 @@ from switchboard.core.errors import AlreadyFinal, NotFound
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.messages.domain import Message, MessageStatus, ReceiptStatus, TraceEvent
-from switchboard.messages.sending import ConfigSource, Notifier
+from switchboard.messages.ports import ConfigSource, StatusNotifier
 
 
 class Receipts(Protocol):
@@ -46,7 +46,7 @@ STATUS_FOR_RECEIPT: dict[str, MessageStatus] = {
 class ReceiptEffect:
     """An `EffectHandler` for `receipt` events; idempotent."""
 
-    def __init__(self, receipts: Receipts, configs: ConfigSource, notifier: Notifier) -> None:
+    def __init__(self, receipts: Receipts, configs: ConfigSource, notifier: StatusNotifier) -> None:
         self._receipts = receipts
         self._configs = configs
         self._notifier = notifier

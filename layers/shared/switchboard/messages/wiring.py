@@ -83,21 +83,26 @@ def send_worker() -> SendWorker:
     from switchboard.health.wiring import health_watch, pacer
     from switchboard.messages.dynamo import SpamHistoryRepository
     from switchboard.messages.sending import SendingService, SendWorker
+    from switchboard.messages.sending.attempt import Attempts
+    from switchboard.messages.sending.gates import Gates
+    from switchboard.messages.sending.outcome import Outcomes
+    from switchboard.messages.sending.plan import Planner
     from switchboard.messages.spam_guard import SpamGuard
 
+    messages = message_repository()
     service = SendingService(
-        message_repository(),
-        configs=sending_config_source(),
-        tickets=pool_repository(),
-        secrets=secrets(),
-        client_for=provider_client,
-        notifier=status_changes(),
-        max_attempts=get_settings().send_max_attempts,
-        usage=usage_recorder(),
-        jobs=send_queue(),
-        spam_guard=SpamGuard(SpamHistoryRepository(table())),
-        health=health_watch(),
-        pacer=pacer(),
+        messages,
+        planner=Planner(messages, configs=sending_config_source(), tickets=pool_repository()),
+        gates=Gates(spam_guard=SpamGuard(SpamHistoryRepository(table())), health=health_watch(), pacer=pacer()),
+        attempts=Attempts(messages, secrets=secrets(), client_for=provider_client, health=health_watch()),
+        outcomes=Outcomes(
+            messages,
+            notifier=status_changes(),
+            max_attempts=get_settings().send_max_attempts,
+            usage=usage_recorder(),
+            jobs=send_queue(),
+            health=health_watch(),
+        ),
     )
     return SendWorker(service, send_queue())
 

@@ -1,0 +1,153 @@
+"""One attempt: a route of a number tries to send the message, and what came of it.
+
+The route is recorded as the message's `in_flight` before the provider is called (conditional on
+the lease: a worker whose lease was taken over sends nothing), so a redelivery after a crash knows
+where the send may have gone. The provider's answer is sorted into what the pipeline does next:
+
+- `Sent`: the provider took it;
+- `Lost`: this worker's lease ran out and another worker claimed the message (that one sends);
+- `Refused`: `ProviderDisconnected`, `ProviderRejected` or a misconfigured route: the next
+  instance, then the next number, may send it;
+- `Throttled`: WhatsApp refused the number (463, Meta 130429 / 131056), not the message;
+- `Transient`: `ProviderTimeout` or `ProviderUnavailable`: the job is retried (or the message
+  ends, see `outcome.Outcomes.transient`).
+
+The ban watch hears each refusal and throttle; every attempt but a lost one is traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from switchboard.core.errors import (
+    AlreadyFinal,
+    InvalidInput,
+    ProviderDisconnected,
+    ProviderError,
+    ProviderRejected,
+    ProviderThrottled,
+    ProviderUnavailable,
+    UnsupportedByProvider,
+)
+from switchboard.core.observability import logger
+from switchboard.core.secrets import instance_token_name, provider_secret_name
+from switchboard.messages.sending.trace import at, pending_route, skip
+from switchboard.providers.base import ProviderTarget
+
+if TYPE_CHECKING:
+    from switchboard.core.ports import Secrets
+    from switchboard.messages.domain import Message, TraceEvent
+    from switchboard.messages.ports import Messages, TextSender, Watch
+    from switchboard.pool.domain import NumberRoutes, Route
+
+
+@dataclass(frozen=True)
+class Tried:
+    """`message` as recorded after the attempt (its `in_flight` set)."""
+
+    message: Message
+
+
+@dataclass(frozen=True)
+class Sent(Tried):
+    provider_message_id: str
+
+
+@dataclass(frozen=True)
+class Lost(Tried):
+    pass
+
+
+@dataclass(frozen=True)
+class Refused(Tried):
+    """`code` is the refusal the message may end with; None for a disconnected instance (the
+    instance, not the message, was the problem)."""
+
+    code: str | None
+
+
+@dataclass(frozen=True)
+class Throttled(Tried):
+    error: ProviderThrottled
+
+
+@dataclass(frozen=True)
+class Transient(Tried):
+    error: ProviderError
+
+
+class Attempts:
+    def __init__(
+        self,
+        messages: Messages,
+        *,
+        secrets: Secrets,
+        client_for: Callable[[str], TextSender],
+        health: Watch | None = None,
+    ) -> None:
+        self._messages = messages
+        self._secrets = secrets
+        self._client_for = client_for
+        self._health = health
+
+    def make(self, message: Message, number: NumberRoutes, route: Route, events: list[TraceEvent]) -> Tried:
+        try:
+            message = self._mark_in_flight(message, number, route)
+        except AlreadyFinal:
+            return Lost(message)
+        try:
+            provider_message_id = self._send(route, message)
+        except ProviderThrottled as exc:
+            # WhatsApp refused the number, not the message (nothing was sent): the ban watch
+            # hears it, and the next number may send it now.
+            code = exc.details.get("provider_code")
+            events.append(skip("pool.instance.skipped", number, route, exc.code, providerCode=code))
+            self._observe_refusal(route, code)
+            return Throttled(message, exc)
+        except (ProviderDisconnected, ProviderRejected, InvalidInput, UnsupportedByProvider) as exc:
+            events.append(skip("pool.instance.skipped", number, route, exc.code))
+            if isinstance(exc, ProviderRejected):
+                self._observe_refusal(route, exc.details.get("provider_code"))
+            return Refused(message, None if isinstance(exc, ProviderDisconnected) else exc.code)
+        except ProviderError as exc:  # timeout or unavailable: transient
+            events.append(skip("send.attempt.failed", number, route, exc.code))
+            return Transient(message, exc)
+        events.append(at("message.sent", number, route, providerMessageId=provider_message_id))
+        return Sent(message, provider_message_id)
+
+    def _mark_in_flight(self, message: Message, number: NumberRoutes, route: Route) -> Message:
+        """Record the route before calling it. Raises AlreadyFinal when the lease was lost."""
+        marked = pending_route(number, route)
+        if message.in_flight == marked:
+            return message
+        return self._messages.record_in_flight(message, marked)
+
+    def _send(self, route: Route, message: Message) -> str:
+        name = (
+            instance_token_name(self._secrets, message.tenant, route.instance)
+            if route.instance is not None
+            else provider_secret_name(self._secrets, route.provider_id, "admin-token")
+        )
+        try:
+            token = self._secrets.get(name)
+        except Exception as exc:  # the secret store is down or the token is missing: retried, then FAILED
+            raise ProviderUnavailable(f"credentials of {route.instance or route.provider_id} unavailable") from exc
+        target = ProviderTarget(
+            kind=route.kind,
+            base_url=route.base_url,
+            provider_instance_id=route.provider_instance_id,
+            instance_token=token,
+            meta_phone_id=route.meta_phone_id,
+        )
+        client = self._client_for(route.kind)
+        return client.send_text(target, message.to, message.text, idempotency_key=message.id).provider_message_id
+
+    def _observe_refusal(self, route: Route, provider_code: object) -> None:
+        if self._health is None or route.source is None:
+            return
+        try:
+            self._health.refused(route.source, provider_code if isinstance(provider_code, str) else None)
+        except Exception:
+            logger.exception("refusal not recorded by the ban watch", extra={"instance": route.instance})

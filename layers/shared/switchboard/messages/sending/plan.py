@@ -1,0 +1,136 @@
+"""The plan of one claimed message: its key's configuration, whether it may be sent at all, and
+the numbers to try in order.
+
+The recipient's affinity, else a round-robin ticket, orders the numbers (`pool.domain.plan_numbers`).
+A route a dead worker left in flight becomes the message's pending route, unless a resend through
+it could make a second copy (then the message ends `ambiguous_outcome` unsent); the pending route's
+number goes first. A message past its `expires_at` (and with no pending route) is not tried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from switchboard.core.clock import utcnow
+from switchboard.core.errors import NotFound
+from switchboard.core.observability import logger
+from switchboard.messages.domain import EXPIRED, Message, PendingRoute, SendJob, TraceEvent
+from switchboard.pool.domain import plan_numbers
+from switchboard.providers.kinds import spec_for
+
+if TYPE_CHECKING:
+    from switchboard.messages.ports import ConfigSource, Messages, Tickets
+    from switchboard.pool.domain import Affinity, NumberPlan, NumberRoutes, SendingConfig
+
+AMBIGUOUS_OUTCOME = "ambiguous_outcome"
+API_KEY_REVOKED = "api_key_revoked"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to try for one message: `numbers` in order, and the trace begun (which the later
+    steps extend)."""
+
+    config: SendingConfig
+    message: Message
+    affinity: Affinity | None
+    selection: NumberPlan
+    numbers: list[NumberRoutes]
+    events: list[TraceEvent]
+
+
+@dataclass(frozen=True)
+class Unsendable:
+    """The message must end FAILED `reason` without being tried (`config` None: the key is gone)."""
+
+    config: SendingConfig | None
+    reason: str
+    events: list[TraceEvent]
+
+
+class Planner:
+    def __init__(
+        self,
+        messages: Messages,
+        *,
+        configs: ConfigSource,
+        tickets: Tickets,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._messages = messages
+        self._configs = configs
+        self._tickets = tickets
+        self._clock = clock
+
+    def plan(self, job: SendJob, message: Message) -> Plan | Unsendable:
+        """The key's configuration (one read, cached per container), the recipient's affinity in
+        pool mode (one read) and, when affinity does not decide, a round-robin ticket."""
+        try:
+            config = self._configs.get(job.tenant, job.api_key_id)
+        except NotFound:
+            return Unsendable(None, API_KEY_REVOKED, [])
+        checked = self._sendable(message, config)
+        if isinstance(checked, Unsendable):
+            return checked
+        message = checked
+        affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
+        events: list[TraceEvent] = []
+        selection = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
+        events.append(TraceEvent(stage="pool.number.resolved", data=selection.resolved))
+        numbers = _pending_first(selection.numbers, message, events)
+        return Plan(config, message, affinity, selection, numbers, events)
+
+    def config_if_readable(self, job: SendJob) -> SendingConfig | None:
+        """The key's configuration, so a failure after an unexpected error still reaches the
+        client's webhook; None when it cannot be read either (the failure is still recorded)."""
+        try:
+            return self._configs.get(job.tenant, job.api_key_id)
+        except Exception:
+            logger.warning("sending configuration unreadable", extra={"message_id": job.message_id})
+            return None
+
+    def _sendable(self, message: Message, config: SendingConfig) -> Message | Unsendable:
+        """The message to send (with the route a dead worker left in flight as its pending
+        route), or why it must not be sent at all."""
+        if message.in_flight is not None:
+            # The worker that held it died mid-send: the message may have left through that
+            # route, so it is resent only where a resend cannot make a copy (or the key accepts one).
+            if not may_resend(message.in_flight.kind, config):
+                return Unsendable(config, AMBIGUOUS_OUTCOME, [_interrupted(message.in_flight)])
+            message = message.model_copy(update={"pending": message.in_flight})
+        if message.expires_at is not None and message.pending is None and self._clock() >= message.expires_at:
+            # Past its validity it must not leave (unless a timed-out send of it may have: that
+            # route is retried as usual).
+            return Unsendable(config, EXPIRED, [])
+        return message
+
+
+def may_resend(kind: str | None, config: SendingConfig) -> bool:
+    """Whether a send through a route of `kind` may be repeated after an ambiguous end (a timeout,
+    a worker dead mid-send): the kind dedupes by message id, or the key accepts a second copy."""
+    # A route without a kind was stored before routes carried one: only resendable ones were.
+    return kind is None or spec_for(kind).retry_safe or config.at_least_once
+
+
+def _interrupted(route: PendingRoute) -> TraceEvent:
+    return TraceEvent(
+        stage="send.attempt.interrupted",
+        data={"numberId": route.number_id, "instance": route.instance, "reason": AMBIGUOUS_OUTCOME},
+    )
+
+
+def _pending_first(numbers: list[NumberRoutes], message: Message, events: list[TraceEvent]) -> list[NumberRoutes]:
+    """After an ambiguous timeout the same route goes first, with the same idempotency key."""
+    if message.pending is None:
+        return numbers
+    first = [number for number in numbers if number.number_id == message.pending.number_id]
+    events.append(
+        TraceEvent(
+            stage="send.retry.pending_route",
+            data={"numberId": message.pending.number_id, "instance": message.pending.instance},
+        )
+    )
+    return first + [number for number in numbers if number not in first]

@@ -1,0 +1,154 @@
+"""The send worker's use case: claim the message, then plan -> gates -> attempt -> outcome.
+
+Per job: claim the message (QUEUED -> SENDING under a lease, one conditional write that also
+reads it): a message already final, or held by another worker, is skipped, so neither a
+redelivered nor a concurrently delivered job sends twice. Then:
+
+- `plan`: the key's configuration, whether the message may be sent at all, the numbers in order;
+- `gates`: per number and route, the ban watch, the spam guard and pacing pass it over or let it try;
+- `attempt`: the route records itself in flight and calls the provider; a refusal, a throttle or
+  a disconnected instance moves on to the next instance, then the next number (each skip in the
+  trace), a transient failure ends the loop;
+- `outcome`: SENT, FAILED, retried later, back to QUEUED (paced) or WAITING, each one conditional
+  write, then a client webhook queued, best effort: it never fails the send.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from switchboard.core.clock import new_id
+from switchboard.core.errors import NotFound, ProviderThrottled, RetryLater
+from switchboard.core.observability import logger, metrics
+from switchboard.messages.domain import Message, MessageStatus, SendJob, SendOutcome
+from switchboard.messages.sending.attempt import Lost, Refused, Sent, Throttled, Transient
+from switchboard.messages.sending.plan import Unsendable
+from switchboard.messages.sending.trace import skip
+
+if TYPE_CHECKING:
+    from switchboard.core.ports import Backoff
+    from switchboard.messages.ports import Messages
+    from switchboard.messages.sending.attempt import Attempts
+    from switchboard.messages.sending.gates import Gates
+    from switchboard.messages.sending.outcome import Outcomes
+    from switchboard.messages.sending.plan import Planner
+
+INTERNAL_ERROR = "internal_error"
+# Longer than one invocation (30 s), shorter than SendQueue's visibility (180 s): a crashed
+# worker's message is claimable again by the time SQS redelivers it.
+LEASE_SECONDS = 60
+
+
+class SendingService:
+    def __init__(
+        self, messages: Messages, *, planner: Planner, gates: Gates, attempts: Attempts, outcomes: Outcomes
+    ) -> None:
+        self._messages = messages
+        self._planner = planner
+        self._gates = gates
+        self._attempts = attempts
+        self._outcomes = outcomes
+
+    def process(self, job: SendJob, attempt: int) -> SendOutcome:
+        """Send one queued message. `attempt` is the SQS receive count (1 on first delivery).
+
+        Raises RetryLater (with `delay`) on a transient provider failure before the last attempt.
+        """
+        message = self._messages.claim(job.message_id, job.tenant, new_id("lease"), LEASE_SECONDS, job.wake)
+        if message is None:
+            if job.wake is not None and self._woken_early(job):
+                raise RetryLater("the message is not yet recorded WAITING", delay=LEASE_SECONDS)
+            logger.info("send skipped: message final or held by another worker", extra={"message_id": job.message_id})
+            metrics.add_metric(name="SendSkipped", unit="Count", value=1)
+            return self._outcomes.skipped(job.message_id)
+        try:
+            return self._send_claimed(job, message, attempt)
+        except RetryLater:
+            raise
+        except Exception:
+            # An unexpected error (not a provider's answer): SQS retries the job; on the last
+            # attempt the message ends FAILED rather than waiting in the DLQ as SENDING forever.
+            if self._outcomes.retries_left(attempt):
+                raise
+            logger.exception("send failed on its last attempt", extra={"message_id": message.id})
+            return self._outcomes.failed(message, self._planner.config_if_readable(job), INTERNAL_ERROR, [])
+
+    def _send_claimed(self, job: SendJob, message: Message, attempt: int) -> SendOutcome:
+        plan = self._planner.plan(job, message)
+        if isinstance(plan, Unsendable):
+            return self._outcomes.failed(message, plan.config, plan.reason, plan.events)
+        message, config, events = plan.message, plan.config, plan.events
+        gates = self._gates.open(plan)
+        refusal: str | None = None
+        throttled: ProviderThrottled | None = None
+        for number in plan.numbers:
+            if not number.connected:
+                events.append(skip("pool.number.skipped", number, None, "disconnected"))
+                continue
+            for route in gates.routes(number, message, events):
+                tried = self._attempts.make(message, number, route, events)
+                message = tried.message
+                match tried:
+                    case Lost():
+                        return self._outcomes.skipped(message.id)
+                    case Refused(code=code) if code is not None:
+                        refusal = code
+                    case Throttled(error=error):
+                        throttled = error
+                    case Transient(error=error):
+                        return self._outcomes.transient(
+                            message,
+                            config=config,
+                            number=number,
+                            route=route,
+                            error=error,
+                            events=events,
+                            attempt=attempt,
+                        )
+                    case Sent(provider_message_id=provider_message_id):
+                        return self._outcomes.sent(
+                            message,
+                            config=config,
+                            number=number,
+                            route=route,
+                            provider_message_id=provider_message_id,
+                            events=events,
+                            remember_affinity=not plan.selection.keeps_affinity_after(number),
+                            spam_history=gates.kept_after(route),
+                        )
+            events.extend(gates.passed_over(number))
+        return self._outcomes.unsent(
+            job, message, config, events, refusal=refusal, throttled=throttled, held=gates.held, attempt=attempt
+        )
+
+    def _woken_early(self, job: SendJob) -> bool:
+        """The wake job arrived before the worker that queued it recorded WAITING (it still holds
+        the message under the lease token the job carries): it must come back, not be dropped."""
+        try:
+            current = self._messages.get(job.tenant, job.message_id)
+        except NotFound:
+            return False
+        return current.status is MessageStatus.SENDING and current.lease_token == job.wake
+
+
+class SendWorker:
+    """One SendQueue record: parse, process, and on RetryLater set its backoff before failing it."""
+
+    def __init__(self, service: SendingService, backoff: Backoff) -> None:
+        self._service = service
+        self._backoff = backoff
+
+    def handle(self, body: str, receipt_handle: str, receive_count: int) -> SendOutcome | None:
+        """None for a malformed job (dropped: it can never succeed). Raises RetryLater."""
+        try:
+            job = SendJob.model_validate_json(body)
+        except ValidationError:
+            logger.error("malformed send job dropped")
+            return None
+        try:
+            return self._service.process(job, receive_count)
+        except RetryLater as exc:
+            self._backoff.delay(receipt_handle, int(exc.details.get("delay", 0)))
+            raise
