@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from switchboard.catalog.deps import catalog_service
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.catalog.schemas import (
     INSTANCE_CONFIGURATION,
@@ -31,14 +32,13 @@ from switchboard.catalog.schemas import (
 )
 from switchboard.catalog.service import CatalogService
 from switchboard.catalog.wire import InstanceName, OwnerTag
-from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
-from switchboard.health.wiring import pacing_defaults
-from switchboard.providers.wiring import webhook_setup
+from switchboard.health.deps import pacing_defaults
+from switchboard.providers.deps import webhook_setup
 
 if TYPE_CHECKING:
-    # Only the instance routes take it: its wiring imports it when one of them first runs.
+    # Only the instance routes take it: the composition root imports it when one of them first runs.
     from switchboard.providers.setup import WebhookSetup
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.

@@ -4,8 +4,9 @@ The authorizer (functions/authorizer) puts `tenant`, `keyId`, `scopes` (comma-se
 `attendantId` in the request context; API Gateway only lets a request through after it.
 
 Every authenticated route takes its caller through `requires`, so that is where each request is
-admitted against its key's and its tenant's request rate (the limiter comes from the quotas'
-wiring, through `Depends`, so tests can swap it with `app.dependency_overrides`).
+admitted against its key's and its tenant's request rate (the limiter is the quotas'
+`deps.request_limiter`, which the composition root provides and a test may swap in
+`app.dependency_overrides`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 
 from switchboard.catalog.domain import Principal, Scope
 from switchboard.core.errors import Forbidden, Unauthenticated
-from switchboard.quotas import wiring as quotas
+from switchboard.quotas import deps as quotas
 from switchboard.quotas.service import RequestLimiter
 
 
