@@ -15,8 +15,8 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from switchboard import bootstrap
 from switchboard.catalog.domain import Instance, new_id
-from switchboard.core.wiring import table as shared_table
 from switchboard.messages.domain import Message, MessageStatus, body_hash
 from switchboard.messages.dynamo import MessageRepository, affinity_key
 from switchboard.messages.heard import HeardFrom
@@ -43,7 +43,7 @@ class DynamoCalls:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        shared_table().meta.client.meta.events.register("before-call.dynamodb", self._record)
+        bootstrap.table().meta.client.meta.events.register("before-call.dynamodb", self._record)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         body = params.get("body") or b"{}"

@@ -26,14 +26,11 @@ import boto3
 import pytest
 
 from switchboard import bootstrap
-from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.dynamo import META
 from switchboard.core.errors import Unauthenticated
-from switchboard.core.wiring import secrets, table
 from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService
-from switchboard.webhooks.wiring import accept_writes
 from tests.support.api import Client, TenantKeys
 from tests.support.aws import REGION, AwsResources
 from tests.support.provider_webhooks import forwarded, stored
@@ -104,12 +101,12 @@ def token_items(aws: AwsResources) -> list[dict[str, Any]]:
 def ingest_at(moment: datetime) -> IngestService:
     """The real ingest, with the clock at `moment`."""
     return IngestService(
-        catalog_repository(),
-        secrets(),
-        EventStore(table()),
+        bootstrap.catalog_repository(),
+        bootstrap.secrets(),
+        EventStore(bootstrap.table()),
         bootstrap.event_handlers(),
         clock=lambda: moment,
-        writes=accept_writes(),
+        writes=bootstrap.accept_writes(),
     )
 
 

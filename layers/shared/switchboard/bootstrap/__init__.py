@@ -25,6 +25,7 @@ from switchboard.bootstrap.connection_state import (
     status_reads,
 )
 from switchboard.bootstrap.core import event_publisher, secrets, table
+from switchboard.bootstrap.health import health_watch
 from switchboard.bootstrap.live import connection_service, live_access, live_grants, live_repository, ticket_service
 from switchboard.bootstrap.messages import client_webhook_deliverer, client_webhook_worker, message_service, send_queue
 from switchboard.bootstrap.pool import pool_service, sending_config_source
@@ -90,6 +91,7 @@ __all__ = [
     "forward_idempotency_config",
     "forward_once",
     "forwarder",
+    "health_watch",
     "ingest_service",
     "line_repository",
     "live_access",

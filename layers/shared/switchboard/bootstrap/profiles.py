@@ -70,7 +70,7 @@ def _components(
     fields = {field.alias: name for name, field in Settings.model_fields.items() if field.alias}
     missing = [variable for variable in needs if not getattr(chosen, fields[variable])]
     if missing:
-        raise MissingSetting(f"the {function} function needs {', '.join(missing)} (an environment variable)")
+        raise MissingSetting(f"the {function} function needs {', '.join(missing)} set in its environment")
     if settings is None and aws is None and not overrides:
         return None
     return Components(settings, aws, overrides)
