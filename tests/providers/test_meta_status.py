@@ -1,5 +1,5 @@
 """The Meta client's status read (the phone number node) and its Graph API version, against the
-contract fixtures in tests/contracts/meta (`phone_number_*.json`) and the wiring's setting."""
+contract fixtures in tests/contracts/meta (`phone_number_*.json`) and the composition root's setting."""
 
 from __future__ import annotations
 

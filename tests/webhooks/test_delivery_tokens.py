@@ -6,7 +6,7 @@ and no nonce, so the events it emits within one second all carry one token. A to
 could otherwise bring any body for its ten minutes. The ingest remembers each token's bodies in
 the transaction that stores the event; a new body is accepted only within a minute of the
 token's first sighting. The deliveries go through the gateway and the real handler, except where
-the clock must move: there the real ingest (the wiring's repositories, effects and writes) runs
+the clock must move: there the real ingest (the composition root's repositories, effects and writes) runs
 with a clock handed in.
 """
 

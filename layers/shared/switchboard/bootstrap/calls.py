@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from switchboard.calls.dynamo import AttachmentRepository, CallRepository, ReconcileGate
     from switchboard.calls.media import MediaService
     from switchboard.calls.on_demand import ReconcileOnDemand
-    from switchboard.calls.reconcile import Reconciler
+    from switchboard.calls.reconcile import Reconciler, TenantCatalog
     from switchboard.calls.reconcile_queue import ReconcileQueue
     from switchboard.calls.service import CallService
 
@@ -41,6 +41,12 @@ def reconcile_queue(c: Components) -> ReconcileQueue:
     from switchboard.calls.reconcile_queue import ReconcileQueue
 
     return ReconcileQueue(c.client("sqs"), c.settings.reconcile_queue_url)
+
+
+@component
+def scheduled_instances(c: Components) -> TenantCatalog:
+    """What the reconcile schedule lists every instance from: the catalog."""
+    return catalog_repository(c)
 
 
 @component

@@ -279,7 +279,7 @@ def reconcile_scheduler(
         from switchboard.calls.reconcile import every_instance, fan_out
 
         chosen = components or current()
-        return fan_out(every_instance(catalog.catalog_repository(chosen)), calls.reconcile_queue(chosen))
+        return fan_out(every_instance(calls.scheduled_instances(chosen)), calls.reconcile_queue(chosen))
 
     return schedule
 
