@@ -35,15 +35,16 @@ from switchboard.catalog.wire import InstanceName, OwnerTag
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.health.deps import pacing_defaults
-from switchboard.health.pacing import PacingLimits
 from switchboard.providers.deps import webhook_setup
 
 if TYPE_CHECKING:
-    # Only the instance routes take it: the composition root imports it when one of them first runs.
+    # Only the instance and number routes take them: the composition root imports each when one of
+    # them first runs (the pacing defaults bring the pool's domain and its models).
+    from switchboard.health.pacing import PacingLimits
     from switchboard.providers.setup import WebhookSetup
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
-    WebhookSetup = Any
+    WebhookSetup = PacingLimits = Any
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
