@@ -12,6 +12,7 @@ in tests/support.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -58,6 +59,14 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsResources]:
         bootstrap.reset()
         yield resources
     bootstrap.reset()
+
+
+@pytest.fixture
+def override() -> Iterator[Callable[..., object]]:
+    """`override(name=replacement)`: this process's components of those names replaced until the
+    test ends (each time a new container), for the functions the in-process API loads like Lambda."""
+    with ExitStack() as stack:
+        yield lambda **replacements: stack.enter_context(bootstrap.overridden(**replacements))
 
 
 @pytest.fixture(scope="session")

@@ -41,11 +41,22 @@ print(time.perf_counter() - t)
 """
 
 
+# What template.yaml gives every function's environment: each profile checks at import that the
+# variables it needs are set (placeholders: an import reaches no AWS service).
+TEMPLATE_ENVIRONMENT = {
+    "SEND_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/send",
+    "FORWARD_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/forward",
+    "CLIENT_WEBHOOK_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/client-webhooks",
+    "RECONCILE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/reconcile",
+    "LIVE_URL": "wss://live.example/live",
+    "LIVE_MANAGEMENT_URL": "https://live.example/live",
+}
 ENVIRONMENT = {
     **os.environ,
     "PYTHONPATH": str(ROOT / "layers" / "shared"),
     "AWS_DEFAULT_REGION": "us-east-1",
     "POWERTOOLS_TRACE_DISABLED": "true",
+    **TEMPLATE_ENVIRONMENT,
 }
 START_UP = "import importlib.util, sys, time"
 CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]

@@ -15,12 +15,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from switchboard import bootstrap
 from switchboard.core.observability import logger
 
+catalog = bootstrap.authorizer()
+
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     header = (event.get("headers") or {}).get("authorization", "")
     scheme, _, key = header.partition(" ")
-    principal = bootstrap.catalog_service().authenticate(key.strip()) if scheme.lower() == "bearer" else None
+    principal = catalog().authenticate(key.strip()) if scheme.lower() == "bearer" else None
     if principal is None:
         logger.info("request refused: unknown API key")
         raise Exception("Unauthorized")  # noqa: TRY002 - the exact message API Gateway maps to 401

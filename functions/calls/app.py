@@ -9,13 +9,10 @@ from switchboard.coldstart import imported
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.call_limit import routes as calls
-from switchboard.calls import routes as call_control
-from switchboard.core.api.app import create_api
+from switchboard import bootstrap
 from switchboard.core.observability import logger
-from switchboard.quotas.wiring import request_limiter
 
-app = create_api(calls.router, call_control.router, admission=request_limiter)
+app = bootstrap.calls_api()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

@@ -9,13 +9,10 @@ from switchboard.coldstart import imported
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.catalog import routes as catalog
-from switchboard.core.api.app import create_api
+from switchboard import bootstrap
 from switchboard.core.observability import logger
-from switchboard.health import routes as health
-from switchboard.quotas.wiring import request_limiter
 
-app = create_api(catalog.router, health.router, admission=request_limiter)
+app = bootstrap.catalog_api()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

@@ -16,12 +16,13 @@ from switchboard.core.observability import logger
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
+worker = bootstrap.client_webhooks()
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def record_handler(record: SQSRecord) -> None:
     receive_count = int(record.attributes.approximate_receive_count or 1)
-    bootstrap.client_webhook_worker().handle(record.body, record.receipt_handle, receive_count)
+    worker().handle(record.body, record.receipt_handle, receive_count)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -2,7 +2,7 @@
 
 Partial batch responses: a failed record returns to the queue alone (retries, then the DLQ).
 Each message is forwarded at most once per provider event (Powertools idempotency keyed by the
-event id, built in bootstrap.forward_once).
+event id, built in the composition root's routing components).
 """
 
 from __future__ import annotations
@@ -23,17 +23,18 @@ from switchboard.routing.domain import IncomingMessage
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
+forwarder = bootstrap.forwarder()
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def record_handler(record: SQSRecord) -> None:
-    bootstrap.forward_once()(message=IncomingMessage.model_validate_json(record.body))
+    forwarder.forward()(message=IncomingMessage.model_validate_json(record.body))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    bootstrap.forward_idempotency_config().register_lambda_context(context)
+    forwarder.idempotency().register_lambda_context(context)
     metrics.add_metric(name="ForwardBatchRecords", unit=MetricUnit.Count, value=len(event.get("Records", [])))
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
 

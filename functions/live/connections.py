@@ -17,6 +17,8 @@ from switchboard import bootstrap
 from switchboard.core.errors import Unauthenticated
 from switchboard.core.observability import logger
 
+connections = bootstrap.live_connections()
+
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -25,11 +27,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if route == "$connect":
         ticket = (event.get("queryStringParameters") or {}).get("ticket")
         try:
-            bootstrap.connection_service().connect(connection_id, ticket)
+            connections().connect(connection_id, ticket)
         except Unauthenticated:
             return {"statusCode": 401}
     elif route == "$disconnect":
-        bootstrap.connection_service().disconnect(connection_id)
+        connections().disconnect(connection_id)
     return {"statusCode": 200}
 
 

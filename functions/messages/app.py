@@ -9,18 +9,14 @@ from switchboard.coldstart import imported
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.core.api.app import create_api
+from switchboard import bootstrap
 from switchboard.core.observability import logger
-from switchboard.messages import routes as messages
-from switchboard.messages.wiring import message_service
-from switchboard.quotas.wiring import request_limiter
 
-app = create_api(messages.router, admission=request_limiter)
+app = bootstrap.messages_api()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    message_service().bind_invocation(context)
     return app.resolve(event, context)
 
 

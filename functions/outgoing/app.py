@@ -11,12 +11,10 @@ from switchboard.coldstart import imported
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from switchboard.core.api.app import create_api
+from switchboard import bootstrap
 from switchboard.core.observability import logger, metrics
-from switchboard.quotas.wiring import request_limiter
-from switchboard.routing import replies as outgoing
 
-app = create_api(outgoing.router, admission=request_limiter)
+app = bootstrap.outgoing_api()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

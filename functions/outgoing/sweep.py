@@ -13,17 +13,18 @@ from switchboard.coldstart import imported
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from switchboard import bootstrap
 from switchboard.core.observability import logger, metrics
-from switchboard.routing.wiring import outbox_service
-from switchboard.webhooks.wiring import ingest_service
+
+sweep = bootstrap.routing_sweep()
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """EventBridge schedule: re-apply pending provider events, then drain or expire every outbox."""
-    reapplied = ingest_service().reapply_pending()
-    drained = outbox_service().drain_all()
+    reapplied = sweep.ingest().reapply_pending()
+    drained = sweep.outbox().drain_all()
     metrics.add_metric(name="WebhookEventsReapplied", unit=MetricUnit.Count, value=reapplied)
     metrics.add_metric(name="OutboxesSwept", unit=MetricUnit.Count, value=len(drained))
     summary = {"reapplied": reapplied, "outboxes": {name: result.model_dump() for name, result in drained.items()}}

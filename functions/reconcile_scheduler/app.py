@@ -13,14 +13,14 @@ from switchboard.coldstart import imported
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
-from switchboard.calls.reconcile import every_instance, fan_out
 from switchboard.core.observability import logger
+
+schedule = bootstrap.reconcile_scheduler()
 
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    sent = fan_out(every_instance(bootstrap.catalog_repository()), bootstrap.reconcile_queue())
-    return {"instances": sent}
+    return {"instances": schedule()}
 
 
 imported()

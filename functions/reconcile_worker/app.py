@@ -17,11 +17,12 @@ from switchboard.core.observability import logger
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
+reconciler = bootstrap.reconcile_worker()
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def reconcile_one(record: SQSRecord) -> None:
-    bootstrap.reconciler().reconcile_by_key(json.loads(record.body)["instance"])
+    reconciler().reconcile_by_key(json.loads(record.body)["instance"])
 
 
 @logger.inject_lambda_context(clear_state=True)

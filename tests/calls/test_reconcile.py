@@ -9,6 +9,7 @@ import functools
 import json
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,7 +19,6 @@ import pytest
 from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.calls import wiring as calls_wiring
 from switchboard.calls.domain import DialAttempt, reservation_id
 from switchboard.calls.dynamo import ReconcileGate
 from switchboard.calls.on_demand import ReconcileOnDemand
@@ -29,7 +29,6 @@ from switchboard.core.errors import RateLimited
 from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
 from switchboard.providers.base import ProviderCall
-from switchboard.webhooks import wiring as webhooks_wiring
 from tests.support.api import Client
 from tests.support.aws import AwsResources
 from tests.support.builders import admin, agent, instance
@@ -260,7 +259,7 @@ def test_the_worker_reconciles_each_instance_and_reports_only_the_failed_message
 
 
 def test_the_schedule_fans_out_one_message_per_instance_in_batches(
-    aws: AwsResources, functions: Functions, monkeypatch: pytest.MonkeyPatch
+    aws: AwsResources, functions: Functions, monkeypatch: pytest.MonkeyPatch, override: Callable[..., object]
 ) -> None:
     catalog = bootstrap.catalog_repository()
     batches: list[int] = []
@@ -276,9 +275,7 @@ def test_the_schedule_fans_out_one_message_per_instance_in_batches(
 
     monkeypatch.setattr(sqs, "send_message_batch", count_batch)
     queue = ReconcileQueue(sqs, aws.queues["ReconcileQueue"])
-    monkeypatch.setattr(calls_wiring, "reconcile_queue", lambda: queue)
-    monkeypatch.setattr(webhooks_wiring, "reconcile_queue", lambda: queue)
-    monkeypatch.setattr(bootstrap, "reconcile_queue", lambda: queue)
+    override(reconcile_queue=queue)
     keys = []
     for tenant in ("acme", "globex"):  # the same names in both tenants: two sets of lines
         catalog.create_tenant(Tenant(tenant=tenant, owner_tag=tenant, name=tenant))

@@ -11,7 +11,6 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.health.wiring import health_watch
 from switchboard.providers.wuzapi import WuzapiClient
 from tests.support.api import Client
 from tests.support.kinds import KindsSetup
@@ -54,7 +53,7 @@ def test_a_reconnected_session_lifts_the_logout_pause_without_a_webhook(setup: K
     setup.put("relogged", "wuzapi", setup.number("5511900002002"), token)
     instance = bootstrap.catalog_repository().find_instance("acme:relogged")
     assert instance is not None
-    health_watch().connection(instance, connected=False, reason="logged_out:401")
+    bootstrap.health_watch().connection(instance, connected=False, reason="logged_out:401")
     setup.control.set_connection("relogged", False, notify=False)
     reconcile("relogged")
     assert client.get("/api/instances/relogged/health", key=setup.tenant.admin).json()["state"] == "paused"

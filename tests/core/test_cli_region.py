@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from switchboard.__main__ import main as cli
-from switchboard.core.components import reset
+from switchboard.bootstrap import current, reset
 from switchboard.core.settings import get_settings
-from switchboard.core.wiring import session
 
 
 @pytest.fixture
@@ -41,7 +40,7 @@ def test_the_region_is_aws_region_else_what_boto3_finds(
     for name, value in environment.items():
         clean.setenv(name, value)
 
-    assert session().region_name == region
+    assert current().session.region_name == region
 
 
 def test_without_a_region_the_cli_says_so_in_json_and_exits_1(

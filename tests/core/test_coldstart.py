@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from devstack import template
+from tools.coldstart import TEMPLATE_ENVIRONMENT
 
 # Imports every handler of the template in one fresh interpreter (the first one pays the whole
 # import, as a new container does) and reports, per handler, the collections its import ran and
@@ -47,6 +48,7 @@ def probe(sources: dict[str, str]) -> dict[str, dict[str, Any]]:
         "PYTHONPATH": str(template.ROOT / "layers" / "shared"),
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        **TEMPLATE_ENVIRONMENT,
     }
     done = subprocess.run(  # noqa: S603 - our own interpreter and code
         [sys.executable, "-c", PROBE, json.dumps(sources)], capture_output=True, text=True, check=True, env=environment

@@ -1,4 +1,4 @@
-"""The item models' base against moto: binding to the wiring's client, exact numbers, attribute
+"""The item models' base against moto: binding to the composition root's client, exact numbers, attribute
 families, single conditional writes, and the unit of work's refusals mapped to the operations
 that joined it."""
 
@@ -11,7 +11,8 @@ from botocore.exceptions import ClientError
 from pynamodb.attributes import UnicodeAttribute, VersionAttribute
 from pynamodb.exceptions import CancellationReason, TransactWriteError, VerboseClientError
 
-from switchboard.core import components, store, wiring
+from switchboard import bootstrap
+from switchboard.core import store
 from switchboard.core.store import IntegerAttribute, TableItem
 from tests.support.aws import AwsResources
 
@@ -38,15 +39,15 @@ class Refused(Exception):
 
 @pytest.fixture
 def table(aws: AwsResources) -> Any:
-    return wiring.table()
+    return bootstrap.table()
 
 
 def counter(name: str) -> Counter:
     return Counter(Counter.pk_for(name), Counter.sk_for())
 
 
-def test_models_send_through_the_wiring_client_and_never_build_their_own(table: Any) -> None:
-    one = wiring.client("dynamodb")
+def test_models_send_through_the_containers_client_and_never_build_their_own(table: Any) -> None:
+    one = bootstrap.current().client("dynamodb")
     store.bind(table.name, one)  # binding again to the same table and client changes nothing
     counter("a").save()
     assert Counter._get_connection().connection.client is one
@@ -59,9 +60,9 @@ def test_models_send_through_the_wiring_client_and_never_build_their_own(table: 
 
 def test_a_model_follows_a_new_binding(table: Any) -> None:
     counter("a").save()
-    components.reset()  # a new container: a new session, client and table
-    wiring.table()
-    assert Counter._get_connection().connection.client is wiring.client("dynamodb")
+    bootstrap.reset()  # a new container: a new session, client and table
+    bootstrap.table()
+    assert Counter._get_connection().connection.client is bootstrap.current().client("dynamodb")
     assert Counter.get("STORETEST#a", "#META").version == 1
 
 

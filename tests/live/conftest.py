@@ -4,7 +4,7 @@ and bus events through the functions' real handlers, and a stand-in for the mana
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,6 @@ from botocore.exceptions import ClientError
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
-from switchboard.live import wiring
 from tests.support.api import Client, TenantKeys
 from tests.support.aws import AwsResources
 
@@ -68,11 +67,10 @@ class ManagementApi:
 
 
 @pytest.fixture
-def management(live: AwsResources, monkeypatch: pytest.MonkeyPatch) -> ManagementApi:
+def management(live: AwsResources) -> Iterator[ManagementApi]:
     api = ManagementApi()
-    monkeypatch.setattr(wiring, "management_api", lambda: api)
-    bootstrap.reset()
-    return api
+    with bootstrap.overridden(management_api=api):
+        yield api
 
 
 def ws_event(route: str, connection_id: str, ticket: str | None = None) -> dict[str, Any]:

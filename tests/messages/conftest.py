@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from devstack.apigw import HttpApi
-from switchboard.messages import wiring as messages_wiring
+from switchboard import bootstrap
 from tests.support.aws import AwsResources
 from tests.support.fakes import FakeProvider
 from tests.support.sqs import drain_queue
 
 
 @pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch, aws: AwsResources) -> FakeProvider:
+def provider(aws: AwsResources) -> Iterator[FakeProvider]:
     """Every provider kind the send worker reaches is this recording fake."""
     fake = FakeProvider()
-    monkeypatch.setattr(messages_wiring, "provider_client", lambda kind: fake)
-    return fake
+    with bootstrap.overridden(send_provider_client=lambda kind: fake):
+        yield fake
 
 
 @pytest.fixture

@@ -34,7 +34,6 @@ from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
-from switchboard import bootstrap
 from switchboard.core.errors import RetryLater
 from switchboard.messages.domain import Message, MessageStatus, SendJob, SendOutcome, body_hash
 from switchboard.messages.dynamo import MessageRepository
@@ -518,6 +517,8 @@ def test_a_worker_dying_mid_batch_after_the_provider_accepted(
     functions: Functions,
     monkeypatch: pytest.MonkeyPatch,
     crash: tuple[str, bool],
+    *,
+    override: Callable[..., object],
 ) -> None:
     """A batch of three: the first is sent and recorded, the second is accepted by the provider
     and the process dies before recording it, the third never starts. Nothing was deleted from
@@ -527,7 +528,7 @@ def test_a_worker_dying_mid_batch_after_the_provider_accepted(
     first, fatal, third = world.queue(), world.queue(), world.queue()
     world.client = DiesAfterSending(world.client, fatal.to)
     worker = world.worker()
-    monkeypatch.setattr(bootstrap, "send_worker", lambda: worker)
+    override(send_worker=worker)
     sqs = boto3.client("sqs", region_name=REGION)
     queue_url = world.records.queues["SendQueue"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]

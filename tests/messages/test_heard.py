@@ -15,10 +15,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from switchboard import bootstrap
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.clock import new_id
-from switchboard.core.wiring import table as shared_table
 from switchboard.messages.domain import Message, MessageStatus, body_hash
 from switchboard.messages.dynamo import MessageRepository, affinity_key
 from switchboard.messages.heard import HeardFrom
@@ -44,7 +44,7 @@ class DynamoCalls:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        shared_table().meta.client.meta.events.register("before-call.dynamodb", self._record)
+        bootstrap.table().meta.client.meta.events.register("before-call.dynamodb", self._record)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         body = params.get("body") or b"{}"

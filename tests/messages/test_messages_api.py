@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -272,12 +273,13 @@ def test_a_failed_enqueue_is_a_5xx_and_the_keyed_retry_queues_the_same_message(
 
 
 def test_a_failed_enqueue_without_a_key_leaves_no_message_waiting(
-    world: PoolWorld, monkeypatch: pytest.MonkeyPatch
+    world: PoolWorld, override: Callable[..., object]
 ) -> None:
-    def broken(body: str) -> None:
-        raise RuntimeError("sqs unavailable")
+    class BrokenQueue:
+        def send(self, body: str) -> None:
+            raise RuntimeError("sqs unavailable")
 
-    monkeypatch.setattr(bootstrap.send_queue(), "send", broken)
+    override(send_queue=BrokenQueue())
 
     failed = world.client.post("/api/messages", key=world.send_key, json_body={"to": RECIPIENT, "text": "a"})
 

@@ -11,11 +11,11 @@ from typing import Any
 import boto3
 import pytest
 
+from switchboard import bootstrap
 from switchboard.catalog.domain import instance_key
 from switchboard.core.clock import new_id
 from switchboard.core.errors import AlreadyFinal
 from switchboard.core.text import text_hash
-from switchboard.core.wiring import table as shared_table
 from switchboard.messages.domain import Message, body_hash
 from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.spam_guard import WINDOW, KeptTexts, SentText
@@ -75,7 +75,7 @@ class SpamHistoryRequests:
         self.reads = 0
         self.puts = 0
         self.in_transactions: list[dict[str, Any]] = []
-        shared_table().meta.client.meta.events.register("before-call.dynamodb", self._record)
+        bootstrap.table().meta.client.meta.events.register("before-call.dynamodb", self._record)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         request = json.loads(params.get("body") or b"{}")

@@ -1,5 +1,5 @@
 """The Meta client's status read (the phone number node) and its Graph API version, against the
-contract fixtures in tests/contracts/meta (`phone_number_*.json`) and the wiring's setting."""
+contract fixtures in tests/contracts/meta (`phone_number_*.json`) and the composition root's setting."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from switchboard.core.components import reset
+from switchboard import bootstrap
+from switchboard.bootstrap import reset
 from switchboard.core.errors import InvalidInput, ProviderRejected, ProviderTimeout, ProviderUnavailable
 from switchboard.core.settings import get_settings
 from switchboard.providers import registry
-from switchboard.providers import wiring as providers_wiring
 from switchboard.providers.base import NumberStanding, ProviderTarget
 from switchboard.providers.meta import DEFAULT_API_VERSION, NUMBER_FIELDS, MetaCloudClient
 from switchboard.providers.registry import provider_client_for
@@ -160,7 +160,7 @@ def test_the_wired_client_speaks_the_configured_graph_version(monkeypatch: pytes
     get_settings.cache_clear()
     reset()
     try:
-        providers_wiring.provider_client("meta")
+        bootstrap.provider_client()("meta")
     finally:
         get_settings.cache_clear()
         reset()

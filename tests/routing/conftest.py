@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from switchboard.routing import wiring as routing_wiring
+from switchboard import bootstrap
 from switchboard.routing.chatwoot import ChatwootClient
 from tests.support.aws import AwsResources
 from tests.support.downstream import FakeDownstream
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, aws: AwsResources) -> FakeDownstream:
+def fake(aws: AwsResources) -> Iterator[FakeDownstream]:
     """Every downstream (any base URL) is this fake, behind the real Chatwoot client."""
     downstream = FakeDownstream()
     client = ChatwootClient(local_mode=True, transport=downstream.transport())
-    monkeypatch.setattr(routing_wiring, "downstream_client", lambda: client)
-    return downstream
+    with bootstrap.overridden(downstream_client=client):
+        yield downstream

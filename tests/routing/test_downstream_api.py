@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -12,7 +13,6 @@ import pytest
 
 from switchboard import bootstrap
 from switchboard.core.secrets import SecretStore
-from switchboard.routing import wiring as routing_wiring
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.dynamo import RoutingRepository
 from switchboard.routing.service import DownstreamResolver, GlobalDownstream
@@ -185,7 +185,7 @@ def test_given_the_same_forward_delivered_twice_by_sqs_then_the_downstream_gets_
 
 
 def test_given_the_downstream_fails_for_one_message_when_forwarding_then_only_that_record_is_retried(
-    client: Client, aws: AwsResources, catalog: Catalog, fake: FakeDownstream, monkeypatch: pytest.MonkeyPatch
+    client: Client, aws: AwsResources, catalog: Catalog, fake: FakeDownstream, override: Callable[..., object]
 ) -> None:
     put_mapping(client, catalog.tenant.admin)
     healthy = fake.transport()
@@ -196,7 +196,7 @@ def test_given_the_downstream_fails_for_one_message_when_forwarding_then_only_th
         return healthy.handle_request(request)
 
     failing = ChatwootClient(local_mode=True, transport=httpx.MockTransport(flaky))
-    monkeypatch.setattr(routing_wiring, "downstream_client", lambda: failing)
+    override(downstream_client=failing)
     for sender in ("5511911112222", "5511933334444"):
         deliver(
             client, catalog.provider_id, envelope("message", catalog.provider_instance_id, message_data(sender=sender))
@@ -284,8 +284,8 @@ def test_given_two_containers_when_one_changes_a_mapping_then_the_other_sees_it_
     aws: AwsResources, client: Client, catalog: Catalog
 ) -> None:
     def container() -> DownstreamResolver:
-        table = bootstrap.session().resource("dynamodb").Table(aws.tables["MainTable"])
-        secrets = SecretStore(bootstrap.session().client("ssm"), "/switchboard/test", 60)
+        table = bootstrap.current().session.resource("dynamodb").Table(aws.tables["MainTable"])
+        secrets = SecretStore(bootstrap.current().session.client("ssm"), "/switchboard/test", 60)
         return DownstreamResolver(RoutingRepository(table), secrets, GlobalDownstream(), ttl=3600)
 
     first, second = container(), container()

@@ -12,7 +12,6 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.routing import wiring as routing_wiring
 from switchboard.routing.outbox import OutboxService
 from switchboard.routing.outbox_dynamo import OutboxRepository
 from tests.support.api import SECRET_WATCH, Client
@@ -215,7 +214,7 @@ def test_given_a_reply_older_than_its_validity_when_drained_then_failed_with_a_r
         bootstrap.targets(),
         usage=bootstrap.usage_recorder(),
         downstreams=bootstrap.downstream_resolver(),
-        downstream_client=routing_wiring.downstream_client(),
+        downstream_client=bootstrap.downstream_client(),
         audit=bootstrap.audit_log(),
         clock=lambda: later,
     )

@@ -6,7 +6,7 @@ and no nonce, so the events it emits within one second all carry one token. A to
 could otherwise bring any body for its ten minutes. The ingest remembers each token's bodies in
 the transaction that stores the event; a new body is accepted only within a minute of the
 token's first sighting. The deliveries go through the gateway and the real handler, except where
-the clock must move: there the real ingest (the wiring's repositories, effects and writes) runs
+the clock must move: there the real ingest (the composition root's repositories, effects and writes) runs
 with a clock handed in.
 """
 
@@ -26,14 +26,11 @@ import boto3
 import pytest
 
 from switchboard import bootstrap
-from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.dynamo import META
 from switchboard.core.errors import Unauthenticated
-from switchboard.core.wiring import secrets, table
 from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService
-from switchboard.webhooks.wiring import accept_writes
 from tests.support.api import Client, TenantKeys
 from tests.support.aws import REGION, AwsResources
 from tests.support.provider_webhooks import forwarded, stored
@@ -104,12 +101,12 @@ def token_items(aws: AwsResources) -> list[dict[str, Any]]:
 def ingest_at(moment: datetime) -> IngestService:
     """The real ingest, with the clock at `moment`."""
     return IngestService(
-        catalog_repository(),
-        secrets(),
-        EventStore(table()),
+        bootstrap.catalog_repository(),
+        bootstrap.secrets(),
+        EventStore(bootstrap.table()),
         bootstrap.event_handlers(),
         clock=lambda: moment,
-        writes=accept_writes(),
+        writes=bootstrap.accept_writes(),
     )
 
 

@@ -42,7 +42,6 @@ from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import NotFound
 from switchboard.core.observability import logger
 from switchboard.core.secrets import instance_token_name
-from switchboard.providers import wiring as providers_wiring
 from switchboard.providers.base import InstanceStatus, NumberStanding, ProviderCall, ProviderTarget
 from switchboard.providers.kinds import ProviderKind
 from tools.bench import cost
@@ -292,13 +291,14 @@ def measure() -> Figures:
             tenant, _, name = key.partition(":")
             secrets.put(instance_token_name(secrets, tenant, name), "bench-instance-token")
         provider = CountingProvider(run.meter)
-        run.monkeypatch.setattr(providers_wiring, "provider_client", lambda kind: provider)
-        bootstrap.reset()
         sqs = RecordingSqs(run.meter)
-        run.monkeypatch.setattr(bootstrap, "reconcile_queue", lambda: ReconcileQueue(sqs, "https://reconcile-queue"))
         # The scheduler lists the 10,000 from memory (moto's index queries scan the whole table on
         # every page: minutes at this size); what listing costs is measured below on one tenant.
-        run.monkeypatch.setattr(bootstrap, "catalog_repository", lambda: ListedCatalog(instances))
+        run.override(
+            provider_client=lambda kind: provider,
+            reconcile_queue=ReconcileQueue(sqs, "https://reconcile-queue"),
+            scheduled_instances=ListedCatalog(instances),
+        )
         with run.meter.on():
             fanned = run.measure("fan-out", len(instances), lambda: _fan_out(run))
             listing = run.measure("listing", 1, lambda: _list(run, table, listed_tenant))

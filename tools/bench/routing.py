@@ -136,7 +136,7 @@ def in_process() -> list[Figures]:
         provider_id, _ = _catalog()
         ingest = bootstrap.ingest_service()
         requests: Counter[str] = Counter()
-        clients = [bootstrap.table().meta.client, bootstrap.client("sqs"), bootstrap.client("ssm")]
+        clients = [bootstrap.table().meta.client, bootstrap.current().client("sqs"), bootstrap.current().client("ssm")]
         for aws_client in clients:
             aws_client.meta.events.register(
                 "before-call", lambda model, **_: requests.update([f"{model.service_model.service_name}.{model.name}"])

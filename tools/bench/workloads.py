@@ -31,7 +31,7 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,9 +46,7 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.core.identity import Scope
 from switchboard.core.observability import logger
-from switchboard.messages import wiring as messages_wiring
 from switchboard.providers.base import ProviderTarget, SentMessage
-from switchboard.routing import wiring as routing_wiring
 from switchboard.routing.chatwoot import ChatwootClient
 from tests.support.api import Client, new_platform_key, new_tenant
 from tests.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
@@ -126,9 +124,10 @@ class CountingProvider(FakeProvider):
 class Stage:
     """The template's resources on moto, its functions, the HTTP API, and a meter over them."""
 
-    def __init__(self, aws: AwsResources, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, aws: AwsResources, monkeypatch: pytest.MonkeyPatch, overrides: ExitStack) -> None:
         self.aws = aws
         self.monkeypatch = monkeypatch
+        self._overrides = overrides
         self.api = HttpApi()
         self.client = Client(self.api)
         self.meter = Meter(boto3.client("dynamodb", region_name=REGION), self.api.functions)
@@ -136,6 +135,10 @@ class Stage:
         self.api_requests = 0
         self.platform_key = new_platform_key()
         self.tenant = new_tenant(self.client, self.platform_key, "bench")
+
+    def override(self, **replacements: object) -> None:
+        """The process's components of those names replaced until the stage ends (a new container)."""
+        self._overrides.enter_context(bootstrap.overridden(**replacements))
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """One request through the HTTP API (its size is far below the 512 KB a request is billed by)."""
@@ -182,12 +185,12 @@ class Stage:
 
 @contextmanager
 def stage() -> Iterator[Stage]:
-    with pytest.MonkeyPatch.context() as monkeypatch, mock_aws():
+    with pytest.MonkeyPatch.context() as monkeypatch, mock_aws(), ExitStack() as overrides:
         fake_aws_environment(monkeypatch)
         aws = create_template_resources(monkeypatch)
         bootstrap.reset()
         try:
-            yield Stage(aws, monkeypatch)
+            yield Stage(aws, monkeypatch, overrides)
         finally:
             bootstrap.reset()
 
@@ -197,7 +200,7 @@ def stage() -> Iterator[Stage]:
 
 def sends(run: Stage) -> list[Measured]:
     provider = CountingProvider(run.meter)
-    run.monkeypatch.setattr(messages_wiring, "provider_client", lambda kind: provider)
+    run.override(send_provider_client=lambda kind: provider)
     receiver = Receiver()
     try:
         world = build_world(run.client, run.tenant, *NUMBERS)
@@ -231,7 +234,7 @@ def sends(run: Stage) -> list[Measured]:
 def incoming(run: Stage) -> Measured:
     downstream = FakeDownstream()
     chatwoot = ChatwootClient(local_mode=True, transport=downstream.transport())
-    run.monkeypatch.setattr(routing_wiring, "downstream_client", lambda: chatwoot)
+    run.override(downstream_client=chatwoot)
     world = build_world(run.client, run.tenant, "5511977770001")
     mapping = {
         "downstreamBaseUrl": "http://127.0.0.1:9101",

@@ -19,8 +19,8 @@ import sys
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
+from switchboard import bootstrap
 from switchboard.catalog.domain import hash_key, looks_like_key
-from switchboard.catalog.wiring import catalog_service
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.identity import PLATFORM_TENANT, Scope
 from switchboard.core.wire import OWNER_TAG_PATTERN
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(arguments: argparse.Namespace) -> dict[str, str]:
-    service = catalog_service()
+    service = bootstrap.catalog_service()
     if arguments.command == "create-platform-key":
         if arguments.value and service.authenticate(arguments.value):
             return {"key": "(unchanged: this key already exists)"}

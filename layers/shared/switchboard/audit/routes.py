@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.audit import wiring
+from switchboard.audit import deps
 from switchboard.audit.schemas import AuditView
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
@@ -16,15 +16,15 @@ from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
 from switchboard.core.wire import OwnerTag
 
 if TYPE_CHECKING:
-    # The function serving these routes serves others too: each service is imported by its
-    # wiring when a route that takes it first runs.
+    # The function serving these routes serves others too: each service is imported by the
+    # composition root when a route that takes it first runs.
     from switchboard.audit.dynamo import AuditLog
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
     AuditLog = Any
 
 router = APIGatewayHttpRouter()
-Audit = Annotated[AuditLog, Depends(wiring.audit_log)]
+Audit = Annotated[AuditLog, Depends(deps.audit_log)]
 PlatformOrAdmin = Annotated[Principal, Depends(requires(router, Scope.PLATFORM, Scope.ADMIN))]
 ERRORS = documented(400, 401, 403, 422)
 

@@ -9,15 +9,15 @@ from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from switchboard.call_limit.deps import calls_config_service, subscription_service
 from switchboard.call_limit.schemas import CallsView, PrepareSubscription, SetCallsLimit, SubscriptionView
-from switchboard.call_limit.wiring import calls_config_service, subscription_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import InstanceName
 
 if TYPE_CHECKING:
-    # Each service is imported by its wiring when a route that takes it first runs.
+    # Each service is imported by the composition root when a route that takes it first runs.
     from switchboard.call_limit.service import CallsConfigService
     from switchboard.call_limit.subscriptions import SubscriptionService
 else:

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from switchboard.calls.deps import call_service, dialing_service, media_service, reconcile_on_demand
 from switchboard.calls.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AttachmentView,
@@ -22,7 +23,6 @@ from switchboard.calls.schemas import (
     ReconcileView,
     VideoAction,
 )
-from switchboard.calls.wiring import call_service, dialing_service, media_service, reconcile_on_demand
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
@@ -30,7 +30,7 @@ from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import InstanceName
 
 if TYPE_CHECKING:
-    # Each service is imported by its wiring when a route that takes it first runs.
+    # Each service is imported by the composition root when a route that takes it first runs.
     from switchboard.calls.dialing import DialService
     from switchboard.calls.media import MediaService
     from switchboard.calls.on_demand import ReconcileOnDemand

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from switchboard.catalog.deps import catalog_service, pacing_defaults, webhook_setup
 from switchboard.catalog.schemas import (
     INSTANCE_CONFIGURATION,
     ApiKeyView,
@@ -29,24 +30,24 @@ from switchboard.catalog.schemas import (
     UpdateProvider,
 )
 from switchboard.catalog.service import CatalogService
-from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import InstanceName, OwnerTag
-from switchboard.health.wiring import pacing_defaults
-from switchboard.providers.wiring import webhook_setup
 
 if TYPE_CHECKING:
-    # Only the instance routes take it: its wiring imports it when one of them first runs.
+    # Only the instance and number routes take them: the composition root imports each when one of
+    # them first runs (the pacing defaults bring the pool's domain and its models).
+    from switchboard.catalog.domain import PacingLimits
     from switchboard.catalog.webhook_setup import WebhookSetup
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
-    WebhookSetup = Any
+    WebhookSetup = PacingLimits = Any
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Setup = Annotated[WebhookSetup, Depends(webhook_setup)]
+Pacing = Annotated[PacingLimits, Depends(pacing_defaults)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 Platform = Annotated[Principal, Depends(requires(router, Scope.PLATFORM))]
 AdminOrAgent = Annotated[Principal, Depends(requires(router, Scope.ADMIN, Scope.AGENT))]
@@ -125,27 +126,28 @@ def delete_api_key(catalog: Catalog, key_id: ID, principal: Admin) -> Response[N
 
 
 @router.post("/api/numbers", status_code=201, tags=["numbers"], responses=ERRORS)
-def create_number(catalog: Catalog, body: CreateNumber, principal: Admin) -> NumberView:
+def create_number(catalog: Catalog, body: CreateNumber, principal: Admin, defaults: Pacing) -> NumberView:
     number = catalog.create_number(principal, body.number, body.display_name, body.meta_phone_id)
-    return NumberView.of(number, catalog.number_connected(number), pacing_defaults())
+    return NumberView.of(number, catalog.number_connected(number), defaults)
 
 
 @router.get("/api/numbers", tags=["numbers"], responses=ERRORS)
-def list_numbers(catalog: Catalog, principal: Admin) -> list[NumberView]:
-    defaults = pacing_defaults()
+def list_numbers(catalog: Catalog, principal: Admin, defaults: Pacing) -> list[NumberView]:
     return [
         NumberView.of(number, catalog.number_connected(number), defaults) for number in catalog.list_numbers(principal)
     ]
 
 
 @router.get("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
-def get_number(catalog: Catalog, number_id: ID, principal: Admin) -> NumberView:
+def get_number(catalog: Catalog, number_id: ID, principal: Admin, defaults: Pacing) -> NumberView:
     number = catalog.get_number(principal, number_id)
-    return NumberView.of(number, catalog.number_connected(number), pacing_defaults())
+    return NumberView.of(number, catalog.number_connected(number), defaults)
 
 
 @router.patch("/api/numbers/<number_id>", tags=["numbers"], responses=ERRORS)
-def update_number(catalog: Catalog, number_id: ID, body: UpdateNumber, principal: Admin) -> NumberView:
+def update_number(
+    catalog: Catalog, number_id: ID, body: UpdateNumber, principal: Admin, defaults: Pacing
+) -> NumberView:
     """Change a number's display name, Meta phone number id or its own pacing. `pacing` replaces
     the number's override as a whole: each field it sets replaces the deployment's default for this
     number only (`messagesPerMinute: 0` turns pacing off for it, above 0 turns it on even where the
@@ -154,7 +156,7 @@ def update_number(catalog: Catalog, number_id: ID, body: UpdateNumber, principal
     if "pacing" in body.model_fields_set:
         changes["pacing"] = body.pacing.override() if body.pacing is not None else None
     number = catalog.update_number(principal, number_id, changes)
-    return NumberView.of(number, catalog.number_connected(number), pacing_defaults())
+    return NumberView.of(number, catalog.number_connected(number), defaults)
 
 
 @router.delete("/api/numbers/<number_id>", status_code=204, tags=["numbers"], responses=ERRORS)

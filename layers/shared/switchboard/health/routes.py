@@ -8,18 +8,20 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from switchboard.catalog.deps import catalog_service
 from switchboard.catalog.service import CatalogService
-from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
+from switchboard.health.deps import events_webhook_secrets, health_watch
+from switchboard.health.ports import EventsWebhookSecrets
 from switchboard.health.schemas import EventsWebhookSecretView, HealthView
 from switchboard.health.service import HealthWatch
-from switchboard.health.wiring import health_watch
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Watch = Annotated[HealthWatch, Depends(health_watch)]
+Secrets = Annotated[EventsWebhookSecrets, Depends(events_webhook_secrets)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ID = Annotated[str, Path(max_length=64)]
 
@@ -39,12 +41,9 @@ def get_health(catalog: Catalog, watch: Watch, name: ID, principal: Admin) -> He
     tags=["instances"],
     responses=documented(401, 403, 404, 422),
 )
-def rotate_events_webhook_secret(name: ID, principal: Admin) -> EventsWebhookSecretView:
+def rotate_events_webhook_secret(name: ID, principal: Admin, secrets: Secrets) -> EventsWebhookSecretView:
     """A new signing secret for the instance's `eventsWebhookUrl` deliveries (Standard Webhooks,
     like client webhooks), shown only here; the previous one stops at once. Without a rotation a
     secret is created at the first delivery and can only be read by rotating it."""
-    # Imported here: the catalog function's other routes never load the webhook signer.
-    from switchboard.messages.wiring import client_webhook_deliverer  # noqa: PLC0415
-
-    secret = client_webhook_deliverer().rotate_instance_secret(principal, name)
+    secret = secrets.rotate_instance_secret(principal, name)
     return EventsWebhookSecretView(instance=name, secret=secret)

@@ -10,9 +10,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
+from switchboard.live.deps import ticket_service
 from switchboard.live.schemas import LiveTicketView
 from switchboard.live.service import TicketService
-from switchboard.live.wiring import ticket_service
 
 router = APIGatewayHttpRouter()
 Tickets = Annotated[TicketService, Depends(ticket_service)]

@@ -13,6 +13,7 @@ from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
 from switchboard.core.identity import Principal, Scope
+from switchboard.messages.deps import client_webhook_deliverer, message_service
 from switchboard.messages.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AcceptedView,
@@ -21,7 +22,6 @@ from switchboard.messages.schemas import (
     SendMessage,
 )
 from switchboard.messages.service import MessageService
-from switchboard.messages.wiring import client_webhook_deliverer, message_service
 
 if TYPE_CHECKING:
     # Only the webhook secret's route takes it: the other routes' containers do not import it.

@@ -13,9 +13,9 @@ from switchboard.catalog.schemas import ApiKeyView
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
+from switchboard.pool.deps import pool_service
 from switchboard.pool.schemas import AddPoolNumber, PoolEntryView, ReorderPool, SetSelectionMode
 from switchboard.pool.service import PoolService
-from switchboard.pool.wiring import pool_service
 
 router = APIGatewayHttpRouter()
 Pool = Annotated[PoolService, Depends(pool_service)]

@@ -1,6 +1,6 @@
 """Provider clients: one `ProviderClient` per provider kind (see `switchboard.providers.base`).
 
-Each capability's wiring builds them once per container with `provider_client_for(kind, ...)`;
+The composition root builds them once per container with `provider_client_for(kind, ...)`;
 each client pools its connections and serves every target of its kind.
 """
 

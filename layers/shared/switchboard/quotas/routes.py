@@ -12,19 +12,19 @@ from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import OwnerTag
-from switchboard.quotas import wiring
+from switchboard.quotas import deps
 from switchboard.quotas.schemas import PutQuotas, QuotasView
 
 if TYPE_CHECKING:
-    # The function serving these routes serves others too: each service is imported by its
-    # wiring when a route that takes it first runs.
+    # The function serving these routes serves others too: each service is imported by the
+    # composition root when a route that takes it first runs.
     from switchboard.quotas.service import QuotaService
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
     QuotaService = Any
 
 router = APIGatewayHttpRouter()
-Quotas = Annotated[QuotaService, Depends(wiring.quota_service)]
+Quotas = Annotated[QuotaService, Depends(deps.quota_service)]
 Platform = Annotated[Principal, Depends(requires(router, Scope.PLATFORM))]
 PlatformOrAdmin = Annotated[Principal, Depends(requires(router, Scope.PLATFORM, Scope.ADMIN))]
 ERRORS = documented(400, 401, 403, 404, 422)

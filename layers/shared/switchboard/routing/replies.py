@@ -19,6 +19,7 @@ from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import metrics
 from switchboard.core.settings import get_settings
 from switchboard.core.wire import InstanceName, OwnerTag
+from switchboard.routing.deps import outbox_service
 from switchboard.routing.outbox import OutboxService
 from switchboard.routing.reply_schemas import (
     SECRET_HEADER,
@@ -27,7 +28,6 @@ from switchboard.routing.reply_schemas import (
     OutgoingView,
     OutgoingWebhook,
 )
-from switchboard.routing.wiring import outbox_service
 
 router = APIGatewayHttpRouter()
 Outbox = Annotated[OutboxService, Depends(outbox_service)]

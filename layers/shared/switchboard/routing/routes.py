@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from switchboard.catalog.deps import catalog_service
 from switchboard.catalog.schemas import (
     ApiKeyView,
     CreatedApiKeyView,
@@ -18,17 +19,16 @@ from switchboard.catalog.schemas import (
     CreateTenant,
     TenantView,
 )
-from switchboard.catalog.wiring import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import OwnerTag
+from switchboard.routing.deps import routing_service
 from switchboard.routing.schemas import PutDownstream, TenantRoutingView
-from switchboard.routing.wiring import routing_service
 
 if TYPE_CHECKING:
-    # The function serving these routes serves others too: each service is imported by its
-    # wiring when a route that takes it first runs.
+    # The function serving these routes serves others too: each service is imported by the
+    # composition root when a route that takes it first runs.
     from switchboard.catalog.service import CatalogService
     from switchboard.routing.service import RoutingService
 else:

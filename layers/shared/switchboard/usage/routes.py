@@ -8,16 +8,16 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.wiring import catalog_service
+from switchboard.catalog.deps import catalog_service
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
+from switchboard.usage.deps import usage_recorder
 from switchboard.usage.schemas import Month, UsageView
-from switchboard.usage.wiring import usage_recorder
 
 if TYPE_CHECKING:
-    # The function serving these routes serves others too: each service is imported by its
-    # wiring when a route that takes it first runs.
+    # The function serving these routes serves others too: each service is imported by the
+    # composition root when a route that takes it first runs.
     from switchboard.catalog.service import CatalogService
     from switchboard.usage.service import UsageRecorder
 else:

@@ -17,8 +17,8 @@ from switchboard.core.api.errors import NO_API_KEY, documented
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import metrics
 from switchboard.providers.base import WebhookRequest
+from switchboard.webhooks.deps import ingest_service
 from switchboard.webhooks.service import IngestResult, IngestService
-from switchboard.webhooks.wiring import ingest_service
 
 router = APIGatewayHttpRouter()
 Ingest = Annotated[IngestService, Depends(ingest_service)]

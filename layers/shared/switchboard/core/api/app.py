@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.core.api.auth import install_admission
 from switchboard.core.api.body import parse_api_json
 from switchboard.core.api.errors import install_error_handlers
 from switchboard.core.api.validation import MediaTypeValidation
-
-if TYPE_CHECKING:
-    from switchboard.core.api.auth import RequestAdmission
 
 
 class HttpApiResolver(APIGatewayHttpResolver):
@@ -30,14 +24,7 @@ class HttpApiResolver(APIGatewayHttpResolver):
         return re.compile(base_regex.format(re.sub(r"<(\w+)>", r"(?P<\1>[^/]+)", rule)))
 
 
-def create_api(
-    *routers: APIGatewayHttpRouter, admission: Callable[[], RequestAdmission] | None = None
-) -> APIGatewayHttpResolver:
-    """The resolver serving `routers`. `admission` gives the request rate check of every route that
-    takes its caller through `requires` (the quotas' request limiter); an app whose routes have
-    none (provider webhooks, the OpenAPI document's build) needs none."""
-    if admission is not None:
-        install_admission(admission)
+def create_api(*routers: APIGatewayHttpRouter) -> APIGatewayHttpResolver:
     # Bodies reach pydantic only through parse_api_json: size, depth and strict JSON checked first.
     app = HttpApiResolver(enable_validation=True, json_body_deserializer=parse_api_json)
     # Powertools has no hook for how a body is read: its request validation is replaced before any

@@ -5,9 +5,9 @@ The authorizer (functions/authorizer) puts `tenant`, `keyId`, `scopes` (comma-se
 
 Every authenticated route takes its caller through `requires`, so that is where each request is
 admitted against its key's and its tenant's request rate. The quotas do that (their
-`RequestLimiter`); core only declares what it needs of them (`RequestAdmission`), and whoever builds
-the API app installs the implementation (`create_api(..., admission=...)`). Routes reach it through
-`Depends(request_admission)`, so tests can swap it with `app.dependency_overrides`.
+`RequestLimiter`); core only declares what it needs of them (`RequestAdmission`) and a dependency
+for it (`request_admission`) that the composition root provides in `app.dependency_overrides`,
+as a test may.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Annotated, Any, Protocol
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 from aws_lambda_powertools.event_handler.depends import Depends
 
+from switchboard.core.api.provided import NotProvided
 from switchboard.core.errors import Forbidden, Unauthenticated
 from switchboard.core.identity import Principal, Scope
 
@@ -28,20 +29,9 @@ class RequestAdmission(Protocol):
         ...
 
 
-class _Installed:
-    """The admission every API app of this process was built with (one per container)."""
-
-    admission: Callable[[], RequestAdmission] | None = None
-
-
-def install_admission(admission: Callable[[], RequestAdmission]) -> None:
-    _Installed.admission = admission
-
-
 def request_admission() -> RequestAdmission:
-    if _Installed.admission is None:
-        raise RuntimeError("no request admission installed: build the API app with create_api(..., admission=...)")
-    return _Installed.admission()
+    """The request rate check of every authenticated route (the quotas' limiter)."""
+    raise NotProvided(request_admission)
 
 
 def principal_from_context(context: dict[str, Any] | None) -> Principal:

@@ -6,13 +6,12 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from switchboard.audit.wiring import audit_log
-from switchboard.catalog.wiring import catalog_repository
-from switchboard.core.components import component
-from switchboard.core.settings import get_settings
-from switchboard.core.wiring import client, secrets, table
-from switchboard.providers.wiring import targets
-from switchboard.usage.wiring import usage_recorder
+from switchboard.bootstrap.audit import audit_log
+from switchboard.bootstrap.catalog import catalog_repository
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import secrets, table
+from switchboard.bootstrap.providers import targets
+from switchboard.bootstrap.usage import usage_recorder
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
@@ -24,86 +23,86 @@ if TYPE_CHECKING:
 
 
 @component
-def routing_repository() -> RoutingRepository:
+def routing_repository(c: Components) -> RoutingRepository:
     from switchboard.routing.dynamo import RoutingRepository
 
-    return RoutingRepository(table())
+    return RoutingRepository(table(c))
 
 
 @component
-def routing_service() -> RoutingService:
+def routing_service(c: Components) -> RoutingService:
     from switchboard.routing.service import RoutingService
 
-    return RoutingService(routing_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
+    return RoutingService(routing_repository(c), secrets(c), audit_log(c), local_mode=c.settings.local_mode)
 
 
 @component
-def downstream_resolver() -> DownstreamResolver:
+def downstream_resolver(c: Components) -> DownstreamResolver:
     from switchboard.routing.service import DownstreamResolver, GlobalDownstream
 
-    settings = get_settings()
+    settings = c.settings
     fallback = GlobalDownstream(
         base_url=settings.downstream_base_url,
         account_id=settings.downstream_account_id,
         inbox_id=settings.downstream_inbox_id,
         token_parameter=settings.downstream_api_token_parameter,
     )
-    return DownstreamResolver(routing_repository(), secrets(), fallback)
+    return DownstreamResolver(routing_repository(c), secrets(c), fallback)
 
 
 @component
-def downstream_client() -> DownstreamClient:
+def downstream_client(c: Components) -> DownstreamClient:
     # Imported here: only the functions that call a downstream pay for its HTTP client.
     from switchboard.routing.chatwoot import ChatwootClient
 
-    settings = get_settings()
+    settings = c.settings
     return ChatwootClient(local_mode=settings.local_mode, read_timeout=settings.provider_timeout_seconds)
 
 
 @component
-def outbox_service() -> OutboxService:
+def outbox_service(c: Components) -> OutboxService:
     """Also used by reconciliation: `drain(instance_key)`, `drain_all()`."""
     from switchboard.routing.outbox import OutboxService
     from switchboard.routing.outbox_dynamo import OutboxRepository
 
     return OutboxService(
-        OutboxRepository(table()),
-        catalog_repository(),
-        targets(),
-        usage=usage_recorder(),
-        downstreams=downstream_resolver(),
-        downstream_client=downstream_client(),
-        audit=audit_log(),
-        validity=timedelta(seconds=get_settings().outbox_validity_seconds),
+        OutboxRepository(table(c)),
+        catalog_repository(c),
+        targets(c),
+        usage=usage_recorder(c),
+        downstreams=downstream_resolver(c),
+        downstream_client=downstream_client(c),
+        audit=audit_log(c),
+        validity=timedelta(seconds=c.settings.outbox_validity_seconds),
     )
 
 
 @component
-def forward_idempotency_config() -> IdempotencyConfig:
+def forward_idempotency_config(c: Components) -> IdempotencyConfig:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
     return IdempotencyConfig(event_key_jmespath="event_id", expires_after_seconds=4 * 24 * 3600)
 
 
 @component
-def forward_once() -> Callable[..., int | None]:
-    """`forward_once()(message=IncomingMessage)`: posts it to its downstream once per provider event."""
+def forward_once(c: Components) -> Callable[..., int | None]:
+    """`forward_once(c)(message=IncomingMessage)`: posts it to its downstream once per provider event."""
     # Imported here: only the forwarder function pays for Powertools idempotency at cold start.
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
 
     from switchboard.routing.dynamo import ForwardAttemptsRepository
     from switchboard.routing.forwarder import DownstreamForwarder, ProviderPhones
 
-    phones = ProviderPhones(catalog_repository(), targets())
-    attempts = ForwardAttemptsRepository(table())
-    forwarder = DownstreamForwarder(downstream_resolver(), downstream_client(), attempts, phones)
+    phones = ProviderPhones(catalog_repository(c), targets(c))
+    attempts = ForwardAttemptsRepository(table(c))
+    forwarder = DownstreamForwarder(downstream_resolver(c), downstream_client(c), attempts, phones)
     persistence = DynamoDBPersistenceLayer(
-        table_name=get_settings().idempotency_table_name, boto3_client=client("dynamodb")
+        table_name=c.settings.idempotency_table_name, boto3_client=c.client("dynamodb")
     )
     forward: Callable[..., int | None] = idempotent_function(
         forwarder.forward,
         data_keyword_argument="message",
         persistence_store=persistence,
-        config=forward_idempotency_config(),
+        config=forward_idempotency_config(c),
     )
     return forward

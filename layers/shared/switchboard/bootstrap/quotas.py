@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from switchboard.audit.wiring import audit_log
-from switchboard.catalog.wiring import catalog_repository
-from switchboard.core.components import component
-from switchboard.core.settings import get_settings
-from switchboard.core.wiring import table
+from switchboard.bootstrap.audit import audit_log
+from switchboard.bootstrap.catalog import catalog_repository
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import table
 
 if TYPE_CHECKING:
     from switchboard.quotas.domain import Quotas
@@ -16,10 +15,10 @@ if TYPE_CHECKING:
     from switchboard.quotas.service import DailySendQuota, QuotaPolicies, QuotaService, RequestLimiter
 
 
-def default_quotas() -> Quotas:
+def default_quotas(c: Components) -> Quotas:
     from switchboard.quotas.domain import Quotas
 
-    settings = get_settings()
+    settings = c.settings
     return Quotas(
         requests_per_second=settings.quota_tenant_rps,
         burst=settings.quota_tenant_burst,
@@ -30,39 +29,39 @@ def default_quotas() -> Quotas:
 
 
 @component
-def quota_store() -> DynamoQuotaStore:
+def quota_store(c: Components) -> DynamoQuotaStore:
     from switchboard.quotas.dynamo import DynamoQuotaStore
 
-    return DynamoQuotaStore(table())
+    return DynamoQuotaStore(table(c))
 
 
 @component
-def quota_policies() -> QuotaPolicies:
+def quota_policies(c: Components) -> QuotaPolicies:
     from switchboard.quotas.service import QuotaPolicies
 
-    return QuotaPolicies(quota_store(), default_quotas(), cache_seconds=get_settings().quota_config_cache_seconds)
+    return QuotaPolicies(quota_store(c), default_quotas(c), cache_seconds=c.settings.quota_config_cache_seconds)
 
 
 @component
-def request_limiter() -> RequestLimiter:
+def request_limiter(c: Components) -> RequestLimiter:
     """One per container: its allowances are this container's share of each bucket."""
     from switchboard.quotas.dynamo import DynamoBuckets
     from switchboard.quotas.service import RequestLimiter
 
     return RequestLimiter(
-        DynamoBuckets(table()), quota_policies(), allowance_seconds=get_settings().quota_allowance_seconds
+        DynamoBuckets(table(c)), quota_policies(c), allowance_seconds=c.settings.quota_allowance_seconds
     )
 
 
 @component
-def daily_send_quota() -> DailySendQuota:
+def daily_send_quota(c: Components) -> DailySendQuota:
     from switchboard.quotas.service import DailySendQuota
 
-    return DailySendQuota(quota_store(), quota_policies())
+    return DailySendQuota(quota_store(c), quota_policies(c))
 
 
 @component
-def quota_service() -> QuotaService:
+def quota_service(c: Components) -> QuotaService:
     from switchboard.quotas.service import QuotaService
 
-    return QuotaService(quota_store(), quota_policies(), catalog_repository(), audit_log())
+    return QuotaService(quota_store(c), quota_policies(c), catalog_repository(c), audit_log(c))

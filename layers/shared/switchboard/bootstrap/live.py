@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from switchboard.catalog.wiring import catalog_repository
-from switchboard.core.components import component
-from switchboard.core.settings import get_settings
-from switchboard.core.wiring import session, table
+from switchboard.bootstrap.catalog import catalog_repository
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import table
 
 if TYPE_CHECKING:
     from switchboard.live.access import KeyGrants, LiveAccess
@@ -17,53 +16,53 @@ if TYPE_CHECKING:
 
 
 @component
-def live_repository() -> LiveRepository:
+def live_repository(c: Components) -> LiveRepository:
     from switchboard.live.dynamo import LiveRepository
 
-    return LiveRepository(table())
+    return LiveRepository(table(c))
 
 
 @component
-def ticket_service() -> TicketService:
+def ticket_service(c: Components) -> TicketService:
     from switchboard.live.service import TicketService
 
-    return TicketService(live_repository(), get_settings().live_url)
+    return TicketService(live_repository(c), c.settings.live_url)
 
 
 @component
-def live_grants() -> KeyGrants:
+def live_grants(c: Components) -> KeyGrants:
     from switchboard.live.access import KeyGrants
 
-    return KeyGrants(catalog_repository())
+    return KeyGrants(catalog_repository(c))
 
 
 @component
-def connection_service() -> ConnectionService:
+def connection_service(c: Components) -> ConnectionService:
     from switchboard.live.service import ConnectionService
 
-    return ConnectionService(live_repository(), live_repository(), live_grants())
+    return ConnectionService(live_repository(c), live_repository(c), live_grants(c))
 
 
 @component
-def management_api() -> object:
+def management_api(c: Components) -> object:
     """The API Gateway management API of the live WebSocket API (`LIVE_MANAGEMENT_URL`)."""
-    endpoint = get_settings().live_management_url
+    endpoint = c.settings.live_management_url
     if not endpoint:
         raise RuntimeError("LIVE_MANAGEMENT_URL is not configured")
-    return session().client("apigatewaymanagementapi", endpoint_url=endpoint)
+    return c.session.client("apigatewaymanagementapi", endpoint_url=endpoint)
 
 
 @component
-def live_access() -> LiveAccess:
+def live_access(c: Components) -> LiveAccess:
     """Closes live connections whose principal's grant no longer allows them (the catalog's
     `GrantChanges` hook, and the notifier's check before it posts)."""
     from switchboard.live.access import LiveAccess
 
-    return LiveAccess(live_repository(), live_grants(), management_api)
+    return LiveAccess(live_repository(c), live_grants(c), lambda: management_api(c))
 
 
 @component
-def notifier() -> Notifier:
+def notifier(c: Components) -> Notifier:
     from switchboard.live.notifier import Notifier
 
-    return Notifier(live_repository(), management_api(), live_access())
+    return Notifier(live_repository(c), management_api(c), live_access(c))

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from switchboard.core.components import component
-from switchboard.core.wiring import table
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import table
 
 if TYPE_CHECKING:
     from switchboard.usage.service import IncomingUsage, UsageRecorder
 
 
 @component
-def usage_recorder() -> UsageRecorder:
-    """The send worker calls `usage_recorder().record_outgoing(instance, when, message_id)`."""
+def usage_recorder(c: Components) -> UsageRecorder:
+    """The send worker calls `usage_recorder(c).record_outgoing(instance, when, message_id)`."""
     from switchboard.usage.dynamo import UsageRepository
     from switchboard.usage.service import UsageRecorder
 
-    return UsageRecorder(UsageRepository(table()))
+    return UsageRecorder(UsageRepository(table(c)))
 
 
 @component
-def incoming_usage() -> IncomingUsage:
+def incoming_usage(c: Components) -> IncomingUsage:
     """The webhook ingest counts each `message` event in the transaction that accepts it."""
     from switchboard.usage.dynamo import UsageRepository
     from switchboard.usage.service import IncomingUsage
 
-    return IncomingUsage(UsageRepository(table()))
+    return IncomingUsage(UsageRepository(table(c)))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from switchboard.audit.wiring import audit_log
-from switchboard.catalog.wiring import catalog_repository
-from switchboard.core.components import component
-from switchboard.core.wiring import event_publisher, table
-from switchboard.providers.wiring import targets
+from switchboard.bootstrap.audit import audit_log
+from switchboard.bootstrap.catalog import catalog_repository
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import event_publisher, table
+from switchboard.bootstrap.providers import targets
 
 if TYPE_CHECKING:
     from switchboard.call_limit.dynamo import LineRepository
@@ -17,36 +17,36 @@ if TYPE_CHECKING:
 
 
 @component
-def line_repository() -> LineRepository:
+def line_repository(c: Components) -> LineRepository:
     from switchboard.call_limit.dynamo import LineRepository
 
-    return LineRepository(table())
+    return LineRepository(table(c))
 
 
 @component
-def capabilities_cache() -> CapabilitiesCache:
+def capabilities_cache(c: Components) -> CapabilitiesCache:
     from switchboard.call_limit.service import CapabilitiesCache
 
     return CapabilitiesCache()
 
 
 @component
-def calls_config_service() -> CallsConfigService:
+def calls_config_service(c: Components) -> CallsConfigService:
     """Also used by reconciliation: `refresh_from_status(instance) -> Line`."""
     from switchboard.call_limit.service import CallsConfigService
 
     return CallsConfigService(
-        catalog_repository(),
-        line_repository(),
-        targets(),
-        capabilities=capabilities_cache(),
-        publisher=event_publisher(),
-        audit=audit_log(),
+        catalog_repository(c),
+        line_repository(c),
+        targets(c),
+        capabilities=capabilities_cache(c),
+        publisher=event_publisher(c),
+        audit=audit_log(c),
     )
 
 
 @component
-def subscription_service() -> SubscriptionService:
+def subscription_service(c: Components) -> SubscriptionService:
     from switchboard.call_limit.subscriptions import SubscriptionService
 
-    return SubscriptionService(catalog_repository(), targets(), calls_config_service(), audit_log())
+    return SubscriptionService(catalog_repository(c), targets(c), calls_config_service(c), audit_log(c))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from switchboard.core.components import component
-from switchboard.core.settings import get_settings
-from switchboard.core.wiring import event_publisher, table
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import event_publisher, table
 
 if TYPE_CHECKING:
     from switchboard.catalog.domain import PacingLimits
@@ -15,10 +14,10 @@ if TYPE_CHECKING:
     from switchboard.health.service import HealthWatch
 
 
-def thresholds() -> Thresholds:
+def thresholds(c: Components) -> Thresholds:
     from switchboard.health.domain import Thresholds
 
-    settings = get_settings()
+    settings = c.settings
     return Thresholds(
         timelock_pause_seconds=settings.health_timelock_pause_seconds,
         throughput_pause_seconds=settings.health_throughput_pause_seconds,
@@ -34,25 +33,26 @@ def thresholds() -> Thresholds:
 
 
 @component
-def health_watch() -> HealthWatch:
+def health_watch(c: Components) -> HealthWatch:
+    from switchboard.bootstrap.messages import client_webhook_publisher
     from switchboard.health.dynamo import HealthRepository
     from switchboard.health.service import HealthWatch
-    from switchboard.messages.wiring import client_webhook_publisher
 
     return HealthWatch(
-        HealthRepository(table()),
-        limits=thresholds(),
-        publisher=event_publisher(),
-        events_webhook=client_webhook_publisher(),
-        cache_seconds=get_settings().health_cache_seconds,
+        HealthRepository(table(c)),
+        limits=thresholds(c),
+        publisher=event_publisher(c),
+        events_webhook=client_webhook_publisher(c),
+        cache_seconds=c.settings.health_cache_seconds,
     )
 
 
-def pacing_defaults() -> PacingLimits:
+@component
+def pacing_defaults(c: Components) -> PacingLimits:
     """The deployment's pacing, which every number follows where its own override is silent."""
     from switchboard.catalog.domain import PacingLimits
 
-    settings = get_settings()
+    settings = c.settings
     return PacingLimits(
         per_minute=settings.pacing_messages_per_minute,
         burst=settings.pacing_burst,
@@ -63,8 +63,8 @@ def pacing_defaults() -> PacingLimits:
 
 
 @component
-def pacer() -> Pacer:
+def pacer(c: Components) -> Pacer:
     from switchboard.health.dynamo import DynamoPaceStore
     from switchboard.health.pacing import Pacer
 
-    return Pacer(DynamoPaceStore(table()), pacing_defaults())
+    return Pacer(DynamoPaceStore(table(c)), pacing_defaults(c))

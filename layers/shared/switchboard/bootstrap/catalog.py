@@ -1,0 +1,51 @@
+"""Builds the catalog's repository and service once per container."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from switchboard.bootstrap.audit import audit_log
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import secrets, table
+
+if TYPE_CHECKING:
+    from switchboard.catalog.domain import Instance
+    from switchboard.catalog.dynamo import CatalogRepository
+    from switchboard.catalog.ports import GrantChanges
+    from switchboard.catalog.service import CatalogService
+
+
+@component
+def catalog_repository(c: Components) -> CatalogRepository:
+    from switchboard.catalog.dynamo import CatalogRepository
+
+    return CatalogRepository(table(c))
+
+
+@component
+def catalog_service(c: Components) -> CatalogService:
+    from switchboard.catalog.service import CatalogService
+
+    def status_read(instance: Instance) -> Instance:
+        # Imported on the first save: the connection state's components reach the providers.
+        from switchboard.bootstrap.connection_state import status_reads
+
+        return status_reads(c).after_save(instance)
+
+    settings = c.settings
+    return CatalogService(
+        catalog_repository(c),
+        secrets(c),
+        audit_log(c),
+        local_mode=settings.local_mode,
+        status_read=status_read,
+        grant_changes=_live_access(c) if settings.live_management_url else None,
+    )
+
+
+def _live_access(c: Components) -> GrantChanges:
+    """Live connections are closed when their key is revoked or changed (a deployment without a
+    live WebSocket API has none)."""
+    from switchboard.bootstrap.live import live_access
+
+    return live_access(c)

@@ -1,0 +1,150 @@
+"""Builds the message API's service, the send worker, receipts and client webhooks once per container."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+from switchboard.bootstrap.audit import audit_log
+from switchboard.bootstrap.catalog import catalog_repository
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import event_publisher, secrets, table
+from switchboard.bootstrap.pool import pool_repository, sending_config_source
+from switchboard.bootstrap.providers import provider_client
+from switchboard.bootstrap.quotas import daily_send_quota
+from switchboard.bootstrap.usage import usage_recorder
+from switchboard.core.queue import SqsQueue
+
+if TYPE_CHECKING:
+    from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
+    from switchboard.messages.dynamo import MessageRepository
+    from switchboard.messages.heard import HeardFrom
+    from switchboard.messages.receipts import ReceiptEffect
+    from switchboard.messages.ports import TextSender
+    from switchboard.messages.sending import SendWorker
+    from switchboard.messages.service import MessageService
+    from switchboard.messages.status_events import StatusChanges
+    from switchboard.providers.kinds import ProviderKind
+
+
+@component
+def message_repository(c: Components) -> MessageRepository:
+    from switchboard.messages.dynamo import MessageRepository
+
+    return MessageRepository(table(c))
+
+
+@component
+def send_queue(c: Components) -> SqsQueue:
+    return SqsQueue(c.client("sqs"), c.settings.send_queue_url)
+
+
+@component
+def client_webhook_queue(c: Components) -> SqsQueue:
+    return SqsQueue(c.client("sqs"), c.settings.client_webhook_queue_url)
+
+
+@component
+def client_webhook_publisher(c: Components) -> ClientWebhookPublisher:
+    from switchboard.messages.client_webhooks import ClientWebhookPublisher
+
+    return ClientWebhookPublisher(client_webhook_queue(c))
+
+
+@component
+def status_changes(c: Components) -> StatusChanges:
+    """Each committed status change: to the bus, and to the key's client webhook."""
+    from switchboard.messages.status_events import StatusChanges
+
+    return StatusChanges(event_publisher(c), client_webhook_publisher(c))
+
+
+@component
+def send_provider_client(c: Components) -> Callable[[str], TextSender]:
+    """The provider clients the send worker sends through: every kind's pooled client (a route's
+    kind is one the catalog accepted)."""
+    client_for = provider_client(c)
+    return lambda kind: client_for(cast("ProviderKind", kind))
+
+
+@component
+def message_service(c: Components) -> MessageService:
+    """Its own idempotency persistence layer (Powertools keeps the first config a layer sees)."""
+    # Imported here: only the messages function pays for Powertools idempotency at cold start.
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+    from switchboard.messages.service import MessageService, submission_idempotency_config
+
+    persistence = DynamoDBPersistenceLayer(
+        table_name=c.settings.idempotency_table_name, boto3_client=c.client("dynamodb")
+    )
+    return MessageService(
+        message_repository(c),
+        send_queue(c),
+        persistence,
+        submission_idempotency_config(),
+        daily_quota=daily_send_quota(c),
+        status=status_changes(c),
+    )
+
+
+@component
+def send_worker(c: Components) -> SendWorker:
+    from switchboard.bootstrap.health import health_watch, pacer
+    from switchboard.messages.dynamo import SpamHistoryRepository
+    from switchboard.messages.sending import SendingService, SendWorker
+    from switchboard.messages.sending.attempt import Attempts
+    from switchboard.messages.sending.gates import Gates
+    from switchboard.messages.sending.outcome import Outcomes
+    from switchboard.messages.sending.plan import Planner
+    from switchboard.messages.spam_guard import SpamGuard
+
+    messages = message_repository(c)
+    service = SendingService(
+        messages,
+        planner=Planner(messages, configs=sending_config_source(c), tickets=pool_repository(c)),
+        gates=Gates(spam_guard=SpamGuard(SpamHistoryRepository(table(c))), health=health_watch(c), pacer=pacer(c)),
+        attempts=Attempts(messages, secrets=secrets(c), client_for=send_provider_client(c), health=health_watch(c)),
+        outcomes=Outcomes(
+            messages,
+            notifier=status_changes(c),
+            max_attempts=c.settings.send_max_attempts,
+            usage=usage_recorder(c),
+            jobs=send_queue(c),
+            health=health_watch(c),
+        ),
+    )
+    return SendWorker(service, send_queue(c))
+
+
+@component
+def client_webhook_deliverer(c: Components) -> ClientWebhookDeliverer:
+    from switchboard.messages.client_webhooks import ClientWebhookDeliverer
+    from switchboard.messages.webhook_http import HttpxPoster
+
+    local_mode = c.settings.local_mode
+    poster = HttpxPoster(local_mode=local_mode)
+    return ClientWebhookDeliverer(catalog_repository(c), secrets(c), poster, audit_log(c), local_mode=local_mode)
+
+
+@component
+def client_webhook_worker(c: Components) -> ClientWebhookWorker:
+    from switchboard.messages.client_webhooks import ClientWebhookWorker
+
+    return ClientWebhookWorker(client_webhook_deliverer(c), client_webhook_queue(c))
+
+
+@component
+def receipt_effect(c: Components) -> ReceiptEffect:
+    from switchboard.messages.receipts import ReceiptEffect
+
+    return ReceiptEffect(message_repository(c), sending_config_source(c), status_changes(c))
+
+
+@component
+def heard_from(c: Components) -> HeardFrom:
+    """The webhook ingest marks each `message` event's sender as heard by the instance's number
+    in the transaction that accepts it."""
+    from switchboard.messages.heard import HeardFrom
+
+    return HeardFrom(message_repository(c))

@@ -1,0 +1,315 @@
+"""One profile per function: what its entry point needs, composed from the components.
+
+`bootstrap.<profile>(settings=None, aws=None, **overrides)`: without arguments a profile uses this
+process's components (a Lambda container runs one function); with any, components of its own,
+with `overrides` in place of the components they name (`send_worker(send_queue=FakeQueue())`).
+Each profile checks at cold start, when its entry point calls it, that the settings it needs are
+there, so a function missing a variable fails at import with that variable's name, not on the
+request that first needs it. Nothing is built before a request or record needs it.
+
+API profiles return the Powertools resolver with its routers and, in `dependency_overrides`, the
+provider of every `deps` function the capabilities' routes declare. Workers' profiles return a
+function that gives the worker, built on its first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from switchboard.bootstrap import (
+    audit,
+    call_limit,
+    calls,
+    catalog,
+    health,
+    live,
+    messages,
+    pool,
+    providers,
+    quotas,
+    routing,
+    usage,
+    webhooks,
+)
+from switchboard.bootstrap.components import Component, Components, current
+from switchboard.core.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    import boto3
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+    from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
+
+    from switchboard.calls.reconcile import Reconciler
+    from switchboard.catalog.service import CatalogService
+    from switchboard.live.notifier import Notifier
+    from switchboard.live.service import ConnectionService
+    from switchboard.messages.client_webhooks import ClientWebhookWorker
+    from switchboard.messages.sending import SendWorker
+    from switchboard.routing.outbox import OutboxService
+    from switchboard.webhooks.service import IngestService
+
+T = TypeVar("T")
+
+
+class MissingSetting(RuntimeError):
+    """A function started without an environment variable it needs."""
+
+
+def _components(
+    function: str,
+    settings: Settings | None,
+    aws: boto3.session.Session | None,
+    overrides: dict[str, object],
+    *needs: str,
+) -> Components | None:
+    """The components a profile uses (None: this process's), once its settings are checked."""
+    chosen = settings or get_settings()
+    fields = {field.alias: name for name, field in Settings.model_fields.items() if field.alias}
+    missing = [variable for variable in needs if not getattr(chosen, fields[variable])]
+    if missing:
+        raise MissingSetting(f"the {function} function needs {', '.join(missing)} set in its environment")
+    if settings is None and aws is None and not overrides:
+        return None
+    return Components(settings, aws, overrides)
+
+
+def _built(built: Component[T], components: Components | None) -> Callable[[], T]:
+    """`built` of these components (or, None, of this process's at the time of the call)."""
+    return lambda: built(components or current())
+
+
+def _provided() -> dict[Callable[..., Any], Component[Any]]:
+    """Each capability's route dependency and the component that provides it."""
+    from switchboard.audit import deps as audit_deps
+    from switchboard.call_limit import deps as call_limit_deps
+    from switchboard.calls import deps as calls_deps
+    from switchboard.catalog import deps as catalog_deps
+    from switchboard.core.api import auth
+    from switchboard.health import deps as health_deps
+    from switchboard.live import deps as live_deps
+    from switchboard.messages import deps as messages_deps
+    from switchboard.pool import deps as pool_deps
+    from switchboard.quotas import deps as quotas_deps
+    from switchboard.routing import deps as routing_deps
+    from switchboard.usage import deps as usage_deps
+    from switchboard.webhooks import deps as webhooks_deps
+
+    return {
+        audit_deps.audit_log: audit.audit_log,
+        call_limit_deps.calls_config_service: call_limit.calls_config_service,
+        call_limit_deps.subscription_service: call_limit.subscription_service,
+        calls_deps.call_service: calls.call_service,
+        calls_deps.dialing_service: calls.dialing_service,
+        calls_deps.media_service: calls.media_service,
+        calls_deps.reconcile_on_demand: calls.reconcile_on_demand,
+        catalog_deps.catalog_service: catalog.catalog_service,
+        health_deps.health_watch: health.health_watch,
+        health_deps.events_webhook_secrets: messages.client_webhook_deliverer,
+        catalog_deps.pacing_defaults: health.pacing_defaults,
+        live_deps.ticket_service: live.ticket_service,
+        messages_deps.client_webhook_deliverer: messages.client_webhook_deliverer,
+        messages_deps.message_service: messages.message_service,
+        pool_deps.pool_service: pool.pool_service,
+        catalog_deps.webhook_setup: providers.webhook_setup,
+        quotas_deps.quota_service: quotas.quota_service,
+        auth.request_admission: quotas.request_limiter,
+        routing_deps.outbox_service: routing.outbox_service,
+        routing_deps.routing_service: routing.routing_service,
+        usage_deps.usage_recorder: usage.usage_recorder,
+        webhooks_deps.ingest_service: webhooks.ingest_service,
+    }
+
+
+def _api(components: Components | None, *routers: APIGatewayHttpRouter) -> APIGatewayHttpResolver:
+    """The resolver of `routers`, every route dependency provided from `components`."""
+    from switchboard.core.api.app import create_api
+    from switchboard.messages import deps as messages_deps
+
+    app = create_api(*routers)
+    for dependency, built in _provided().items():
+        app.dependency_overrides[dependency] = _built(built, components)
+
+    def message_service() -> Any:
+        # Lets an in-flight submission's idempotency record expire with this invocation.
+        service = messages.message_service(components or current())
+        service.bind_invocation(app.lambda_context)
+        return service
+
+    app.dependency_overrides[messages_deps.message_service] = message_service
+    return app
+
+
+# --- API functions -------------------------------------------------------------------------
+
+
+def calls_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.call_limit import routes as call_limit_routes
+    from switchboard.calls import routes as calls_routes
+
+    components = _components("calls", settings, aws, overrides, "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    return _api(components, call_limit_routes.router, calls_routes.router)
+
+
+def catalog_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.catalog import routes as catalog_routes
+    from switchboard.health import routes as health_routes
+
+    components = _components("catalog", settings, aws, overrides, "CLIENT_WEBHOOK_QUEUE_URL")
+    return _api(components, catalog_routes.router, health_routes.router)
+
+
+def live_tickets_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.live import routes as live_routes
+
+    return _api(_components("live tickets", settings, aws, overrides, "LIVE_URL"), live_routes.router)
+
+
+def messages_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.messages import routes as messages_routes
+
+    components = _components("messages", settings, aws, overrides, "SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    return _api(components, messages_routes.router)
+
+
+def ops_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.audit import routes as audit_routes
+    from switchboard.usage import routes as usage_routes
+
+    return _api(_components("ops", settings, aws, overrides), usage_routes.router, audit_routes.router)
+
+
+def outgoing_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.routing import replies
+
+    return _api(_components("outgoing", settings, aws, overrides), replies.router)
+
+
+def pool_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.pool import routes as pool_routes
+
+    return _api(_components("pool", settings, aws, overrides), pool_routes.router)
+
+
+def tenants_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.quotas import routes as quotas_routes
+    from switchboard.routing import routes as routing_routes
+
+    return _api(_components("tenants", settings, aws, overrides), routing_routes.router, quotas_routes.router)
+
+
+def webhooks_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.webhooks import routes as webhooks_routes
+
+    needs = ("FORWARD_QUEUE_URL", "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    return _api(_components("webhooks", settings, aws, overrides, *needs), webhooks_routes.router)
+
+
+# --- event and queue functions ---------------------------------------------------------------
+
+
+def authorizer(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Callable[[], CatalogService]:
+    """The catalog, which authenticates each request's key."""
+    return _built(catalog.catalog_service, _components("authorizer", settings, aws, overrides))
+
+
+def client_webhooks(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Callable[[], ClientWebhookWorker]:
+    components = _components("client webhooks", settings, aws, overrides, "CLIENT_WEBHOOK_QUEUE_URL")
+    return _built(messages.client_webhook_worker, components)
+
+
+@dataclass(frozen=True)
+class Forwarder:
+    """`forward()(message=...)` posts once per provider event; `idempotency()` is its config,
+    which each invocation's Lambda context is registered with."""
+
+    forward: Callable[[], Callable[..., int | None]]
+    idempotency: Callable[[], IdempotencyConfig]
+
+
+def forwarder(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Forwarder:
+    components = _components("forwarder", settings, aws, overrides)
+    return Forwarder(_built(routing.forward_once, components), _built(routing.forward_idempotency_config, components))
+
+
+def live_connections(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Callable[[], ConnectionService]:
+    return _built(live.connection_service, _components("live connections", settings, aws, overrides))
+
+
+def live_notifier(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Callable[[], Notifier]:
+    return _built(live.notifier, _components("live notifier", settings, aws, overrides, "LIVE_MANAGEMENT_URL"))
+
+
+def reconcile_scheduler(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Callable[[], int]:
+    """One reconcile message per instance; the count sent."""
+    components = _components("reconcile scheduler", settings, aws, overrides, "RECONCILE_QUEUE_URL")
+
+    def schedule() -> int:
+        from switchboard.calls.reconcile import every_instance, fan_out
+
+        chosen = components or current()
+        return fan_out(every_instance(calls.scheduled_instances(chosen)), calls.reconcile_queue(chosen))
+
+    return schedule
+
+
+def reconcile_worker(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Callable[[], Reconciler]:
+    components = _components("reconcile worker", settings, aws, overrides, "CLIENT_WEBHOOK_QUEUE_URL")
+    return _built(calls.reconciler, components)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The scheduled sweep's two services: pending provider events, then every outbox."""
+
+    ingest: Callable[[], IngestService]
+    outbox: Callable[[], OutboxService]
+
+
+def routing_sweep(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Sweep:
+    needs = ("FORWARD_QUEUE_URL", "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    components = _components("routing sweep", settings, aws, overrides, *needs)
+    return Sweep(_built(webhooks.ingest_service, components), _built(routing.outbox_service, components))
+
+
+def send_worker(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> Callable[[], SendWorker]:
+    components = _components("send worker", settings, aws, overrides, "SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    return _built(messages.send_worker, components)

@@ -1,0 +1,55 @@
+"""Builds one pooled client per provider kind and the resolver of an instance's target."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
+
+from switchboard.bootstrap.catalog import catalog_repository
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import secrets
+
+if TYPE_CHECKING:
+    from switchboard.catalog.targets import TargetResolver
+    from switchboard.catalog.webhook_setup import WebhookSetup
+    from switchboard.providers.base import ProviderClient
+    from switchboard.providers.kinds import ProviderKind
+
+
+@component
+def provider_client(c: Components) -> Callable[[ProviderKind], ProviderClient]:
+    """One pooled client per provider kind, shared by every target of that kind.
+
+    Imported on first use so that functions that never reach a provider do not load httpx at
+    cold start.
+    """
+
+    @cache
+    def client_for(kind: ProviderKind) -> ProviderClient:
+        from switchboard.providers.registry import provider_client_for
+
+        settings = c.settings
+        return provider_client_for(
+            kind,
+            local_mode=settings.local_mode,
+            read_timeout=settings.provider_timeout_seconds,
+            # The Graph API is the one provider API with its version in its paths; the other kinds ignore it.
+            api_version=settings.meta_graph_version,
+        )
+
+    return client_for
+
+
+@component
+def targets(c: Components) -> TargetResolver:
+    from switchboard.catalog.targets import TargetResolver
+
+    return TargetResolver(catalog_repository(c), secrets(c), provider_client(c))
+
+
+@component
+def webhook_setup(c: Components) -> WebhookSetup:
+    from switchboard.catalog.webhook_setup import WebhookSetup
+
+    return WebhookSetup(targets(c), secrets(c), c.settings.public_base_url)

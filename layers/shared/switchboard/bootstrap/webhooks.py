@@ -1,0 +1,119 @@
+"""Builds the webhook ingest and hands it the effects of each provider event, once per container.
+
+An event's effects come in two tables, each effect owned by the capability whose state it
+changes: the writes joining the transaction that accepts the event (`accept_writes`: they commit
+exactly once with it) and the effects run after that commit, in order (`event_handlers`). A
+write whose condition could be refused (a state guarded by `seq`) is an after-commit effect: in
+the transaction it would cancel the event's acceptance with it. The webhooks capability knows
+the tables' shape alone; which capability acts on which event is decided here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from switchboard.bootstrap.call_limit import calls_config_service
+from switchboard.bootstrap.calls import call_service, reconcile_queue
+from switchboard.bootstrap.catalog import catalog_repository
+from switchboard.bootstrap.components import Components, component
+from switchboard.bootstrap.core import secrets, table
+from switchboard.bootstrap.messages import heard_from, receipt_effect
+from switchboard.bootstrap.usage import incoming_usage
+from switchboard.core.observability import logger
+
+if TYPE_CHECKING:
+    from switchboard.catalog.events import ProviderEvent
+    from switchboard.core.events import TransactItem
+    from switchboard.webhooks.events import AcceptWrite, EffectHandler
+    from switchboard.webhooks.service import IngestService
+
+
+@component
+def ingest_service(c: Components) -> IngestService:
+    """Also used by reconciliation: `reapply_pending()` applies events a crash left pending."""
+    from switchboard.webhooks.dynamo import EventStore
+    from switchboard.webhooks.service import IngestService
+
+    return IngestService(
+        catalog_repository(c), secrets(c), EventStore(table(c)), event_handlers(c), writes=accept_writes(c)
+    )
+
+
+@component
+def accept_writes(c: Components) -> dict[str, list[AcceptWrite]]:
+    """The writes of each provider webhook event that join the transaction accepting it."""
+
+    def count_incoming(event: ProviderEvent) -> list[TransactItem]:
+        return incoming_usage(c).writes(event)
+
+    def mark_heard(event: ProviderEvent) -> list[TransactItem]:
+        return heard_from(c).writes(event)
+
+    # Usage: counted once with the event, no marker of its own. The sender, heard by the
+    # instance's number: no new contact of it for the next 24 h (pacing, the ban watch).
+    return {"message": [count_incoming, mark_heard]}
+
+
+@component
+def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
+    """The effects of each provider webhook event run after its acceptance committed, in order.
+
+    Each effect builds what it needs on the first event that reaches it, not with the table."""
+
+    def forward_incoming(event: ProviderEvent) -> None:
+        from switchboard.routing.forward_queue import SqsForwardQueue
+        from switchboard.routing.forwarder import IncomingForwardHandler
+
+        url = c.settings.forward_queue_url
+        if not url:
+            raise RuntimeError("FORWARD_QUEUE_URL is not set")
+        IncomingForwardHandler(SqsForwardQueue(c.client("sqs"), url))(event)
+
+    def received_metric(event: ProviderEvent) -> None:
+        incoming_usage(c).received(event)
+
+    def connection_state(event: ProviderEvent) -> None:
+        """The state by `seq`, or confirmed by a status read; then the ban watch and the outbox."""
+        from switchboard.bootstrap.connection_state import connection_state_service
+
+        connection_state_service(c).on_event(event)
+
+    def apply_receipt(event: ProviderEvent) -> None:
+        receipt_effect(c)(event)
+
+    def health_on_receipt(event: ProviderEvent) -> None:
+        """A delivery receipt counts toward the instance's delivery ratio (ban watch)."""
+        from switchboard.bootstrap.health import health_watch
+
+        if event.data.get("status") != "delivered":
+            return
+        try:
+            health_watch(c).delivered(event.instance)
+        except Exception:  # the ban watch never fails the event: the receipt's own effect is applied
+            logger.exception("delivery not counted by the ban watch", extra={"instance": event.instance.key})
+
+    def reconcile_calls_on_reconnect(event: ProviderEvent) -> None:
+        from switchboard.calls.reconcile import ReconcileOnReconnect
+
+        ReconcileOnReconnect(reconcile_queue(c))(event)
+
+    def call_settings(event: ProviderEvent) -> None:
+        calls_config_service(c).on_call_settings(event)
+
+    def call_limit_on_connection(event: ProviderEvent) -> None:
+        calls_config_service(c).on_connection(event)
+
+    def call_event(event: ProviderEvent) -> None:
+        call_service(c).on_call_event(event)
+
+    return {
+        "message": [forward_incoming, received_metric],  # the downstream, then the metric
+        "receipt": [apply_receipt, health_on_receipt],  # status, then the client webhook; the ban watch
+        "connection": [
+            call_limit_on_connection,
+            connection_state,  # state (by seq or a status read), ban watch, outbox
+            reconcile_calls_on_reconnect,  # calls may have moved while away
+        ],
+        "call": [call_event],
+        "call_settings": [call_settings],
+    }

@@ -1,0 +1,21 @@
+"""What the messages routes take through `Depends`; the composition root provides each."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from switchboard.core.api.provided import NotProvided
+
+if TYPE_CHECKING:
+    from switchboard.messages.client_webhooks import ClientWebhookDeliverer
+    from switchboard.messages.service import MessageService
+
+
+def message_service() -> MessageService:
+    """The send API's submissions and reads."""
+    raise NotProvided(message_service)
+
+
+def client_webhook_deliverer() -> ClientWebhookDeliverer:
+    """Client webhook deliveries and their signing secrets."""
+    raise NotProvided(client_webhook_deliverer)
