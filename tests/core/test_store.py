@@ -102,6 +102,10 @@ def test_single_writes_raise_condition_failed(table: Any) -> None:
         store.update(item, [Counter.note.set("x")], Counter.note.exists())
     with pytest.raises(store.ConditionFailed):  # a stale version
         store.update(counter("c"), [Counter.note.set("x")])
+    with pytest.raises(store.ConditionFailed) as refused:
+        store.update(counter("c"), [Counter.note.set("x")], return_old=True)
+    old = refused.value.old(Counter)
+    assert old is not None and old.version == 1
     assert store.delete(Marker(Marker.pk_for("c"), Marker.sk_for("missing"))) is None
     gone = store.delete(item, Counter.pk.exists())
     assert gone is not None and gone.version == 1

@@ -350,10 +350,21 @@ def _send(item: TableItem, operation: str, kwargs: dict[str, Any]) -> dict[str, 
     try:
         answer: dict[str, Any] = type(item)._get_connection().connection.dispatch(operation, kwargs)
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            raise ConditionFailed(error.response.get("Item")) from error
+        # PynamoDB's VerboseClientError keeps only the error of botocore's: the stored item
+        # (ReturnValuesOnConditionCheckFailure) is in the response of the error it was raised from.
+        cause = error.__cause__ if isinstance(error.__cause__, ClientError) else error
+        if cause.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            raise ConditionFailed(cause.response.get("Item")) from error
         raise
     return answer
+
+
+def get(model: type[ItemT], pk: str, sk: str, *, consistent: bool = False) -> ItemT | None:
+    """The item at (`pk`, `sk`), or None."""
+    try:
+        return model.get(pk, sk, consistent_read=consistent)
+    except model.DoesNotExist:
+        return None
 
 
 def query(

@@ -30,7 +30,7 @@ from botocore.exceptions import ClientError
 from switchboard.core.dynamo import META, from_item, is_condition_failure
 from switchboard.health.domain import Health, HealthState, Reason
 from switchboard.quotas.domain import Claim
-from switchboard.quotas.dynamo import take_bucket
+from switchboard.quotas.dynamo import BucketItem, take_bucket
 
 BATCH_GET_KEYS = 100
 FAILURE_PREFIX = "fail_"
@@ -228,6 +228,13 @@ def _health(instance_key: str, item: dict[str, Any] | None) -> Health:
     )
 
 
+class PaceBucket(BucketItem):
+    """A number's pacing bucket."""
+
+    PREFIX = "PACE"
+    SORT_PREFIX = "BUCKET"
+
+
 class DynamoPaceStore:
     """pk `PACE#<number id>`: sk `BUCKET` (the bucket's `tat`, in us) and `NEW#<day>` (new
     contacts counted that UTC day), each with a TTL."""
@@ -236,7 +243,7 @@ class DynamoPaceStore:
         self._table = table
 
     def take(self, number_id: str, claim: Claim, expires_at: int) -> int:
-        return take_bucket(self._table, {"pk": f"PACE#{number_id}", "sk": "BUCKET"}, claim, expires_at)
+        return take_bucket(PaceBucket(PaceBucket.pk_for(number_id), PaceBucket.sk_for()), claim, expires_at)
 
     def count_new_contact(self, number_id: str, day: date, budget: int) -> bool:
         expires = int(datetime.combine(day + timedelta(days=2), datetime.min.time(), tzinfo=UTC).timestamp())
