@@ -14,7 +14,6 @@ from boto3.dynamodb.conditions import Key
 from switchboard import bootstrap
 from switchboard.catalog.domain import key_principal, utcnow
 from switchboard.live.domain import CONNECTION_LIFETIME, Connection
-from switchboard.live.dynamo import connection_key, owner_key
 from tests.live.conftest import Live, ManagementApi
 from tests.support.api import Client, TenantKeys
 
@@ -199,7 +198,8 @@ def test_a_connection_stored_before_principals_were_recorded_is_still_checked_an
     table = bootstrap.table()
     table.put_item(
         Item={
-            **connection_key("acme", "old"),
+            "pk": "LIVE#acme",
+            "sk": "CONNECTION#old",
             "connection_id": "old",
             "tenant": "acme",
             "key_id": old_id,
@@ -209,7 +209,7 @@ def test_a_connection_stored_before_principals_were_recorded_is_still_checked_an
             "expiresAt": expires,
         }
     )
-    table.put_item(Item={**owner_key("old"), "tenant": "acme", "expiresAt": expires})
+    table.put_item(Item={"pk": "LIVECONNECTION#old", "sk": "#META", "tenant": "acme", "expiresAt": expires})
 
     assert sockets.notify("pool.changed", EVENT) == {"sent": 1}
     bootstrap.catalog_repository().delete_api_key("acme", old_id)

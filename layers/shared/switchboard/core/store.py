@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -365,6 +365,13 @@ def get(model: type[ItemT], pk: str, sk: str, *, consistent: bool = False) -> It
         return model.get(pk, sk, consistent_read=consistent)
     except model.DoesNotExist:
         return None
+
+
+def delete_all(items: Iterable[TableItem]) -> None:
+    """Delete every item, of any models, in batches (deleting an item that is gone is a no-op)."""
+    with TableItem.batch_write() as batch:
+        for item in items:
+            batch.delete(item)
 
 
 def query(
