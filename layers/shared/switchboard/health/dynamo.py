@@ -28,7 +28,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from switchboard.core.dynamo import META, from_item, is_condition_failure
-from switchboard.health.domain import Health, HealthState, Reason
+from switchboard.health.domain import Health, HealthChanged, HealthState, Reason, SampleEntry
 from switchboard.quotas.domain import Claim
 from switchboard.quotas.dynamo import BucketItem, take_bucket
 
@@ -38,10 +38,6 @@ RECIPIENT_PREFIX = "dr_"
 TEXT_PREFIX = "dt_"
 _CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 COUNT_ATTEMPTS = 4
-
-
-class HealthChanged(Exception):
-    """Another writer changed the reasons since they were read: read again."""
 
 
 def health_key(instance_key: str) -> dict[str, str]:
@@ -185,9 +181,6 @@ class HealthRepository:
             raise
         attributes: dict[str, Any] = answer["Attributes"]
         return attributes
-
-
-SampleEntry = tuple[int, str, str]
 
 
 def _update(sets: list[str], adds: list[str]) -> str:
