@@ -4,6 +4,11 @@ that joined it."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +19,7 @@ from pynamodb.exceptions import CancellationReason, TransactWriteError, VerboseC
 from switchboard import bootstrap
 from switchboard.core import store
 from switchboard.core.store import IntegerAttribute, TableItem
+from tests.core.test_coldstart import handler_sources
 from tests.support.aws import AwsResources
 
 
@@ -103,6 +109,10 @@ def test_single_writes_raise_condition_failed(table: Any) -> None:
         store.update(item, [Counter.note.set("x")], Counter.note.exists())
     with pytest.raises(store.ConditionFailed):  # a stale version
         store.update(counter("c"), [Counter.note.set("x")])
+    with pytest.raises(store.ConditionFailed) as refused:
+        store.update(counter("c"), [Counter.note.set("x")], return_old=True)
+    old = refused.value.old(Counter)
+    assert old is not None and old.version == 1
     assert store.delete(Marker(Marker.pk_for("c"), Marker.sk_for("missing"))) is None
     gone = store.delete(item, Counter.pk.exists())
     assert gone is not None and gone.version == 1
@@ -172,3 +182,36 @@ def test_cancellation_reasons_come_from_the_response_or_its_message() -> None:
         CancellationReason(code="TransactionConflict"),
         None,
     ]
+
+
+# Imports every handler in one fresh interpreter: once a handler's import brings PynamoDB in, it
+# is named (a later one cannot hide it, the module stays loaded).
+LAZY_PROBE = """
+import importlib.util, json, sys
+loaded = []
+for name, path in json.loads(sys.argv[1]).items():
+    spec = importlib.util.spec_from_file_location(f"handler_{name}", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    if "pynamodb" in sys.modules:
+        loaded.append(name)
+print(json.dumps(loaded))
+"""
+
+
+def test_no_handler_imports_pynamodb_before_its_first_event() -> None:
+    """PynamoDB costs ~8 % of `import boto3` in instructions; functions near the cold-start
+    budget (make coldstart) pay it at their first table use, not at import."""
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(Path(store.__file__).resolve().parents[2]),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+    done = subprocess.run(  # noqa: S603 - our own interpreter and code
+        [sys.executable, "-c", LAZY_PROBE, json.dumps(handler_sources())],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environment,
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

@@ -17,10 +17,11 @@ from switchboard.health.domain import (
     LOW_DELIVERY,
     TIMELOCK,
     VELOCITY_MINUTE,
+    HealthChanged,
     HealthState,
     Thresholds,
 )
-from switchboard.health.dynamo import HealthChanged, HealthRepository
+from switchboard.health.dynamo import HealthRepository
 from switchboard.health.service import HEALTH_CHANGED, HealthWatch
 from switchboard.messages.domain import MessageStatus
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig

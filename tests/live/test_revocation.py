@@ -15,7 +15,6 @@ from switchboard import bootstrap
 from switchboard.core.clock import utcnow
 from switchboard.core.identity import key_principal
 from switchboard.live.domain import CONNECTION_LIFETIME, Connection
-from switchboard.live.dynamo import connection_key, owner_key
 from tests.live.conftest import Live, ManagementApi
 from tests.support.api import Client, TenantKeys
 
@@ -200,7 +199,8 @@ def test_a_connection_stored_before_principals_were_recorded_is_still_checked_an
     table = bootstrap.table()
     table.put_item(
         Item={
-            **connection_key("acme", "old"),
+            "pk": "LIVE#acme",
+            "sk": "CONNECTION#old",
             "connection_id": "old",
             "tenant": "acme",
             "key_id": old_id,
@@ -210,7 +210,7 @@ def test_a_connection_stored_before_principals_were_recorded_is_still_checked_an
             "expiresAt": expires,
         }
     )
-    table.put_item(Item={**owner_key("old"), "tenant": "acme", "expiresAt": expires})
+    table.put_item(Item={"pk": "LIVECONNECTION#old", "sk": "#META", "tenant": "acme", "expiresAt": expires})
 
     assert sockets.notify("pool.changed", EVENT) == {"sent": 1}
     bootstrap.catalog_repository().delete_api_key("acme", old_id)

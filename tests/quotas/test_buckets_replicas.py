@@ -10,7 +10,9 @@ from functools import partial
 from typing import Any
 
 import boto3
+import pytest
 
+from switchboard.core import wiring
 from switchboard.core.buckets import Claim
 from switchboard.core.errors import RateLimited
 from switchboard.core.settings import get_settings
@@ -39,6 +41,13 @@ class CountingBuckets(DynamoBuckets):
 
 def own_table() -> Any:
     return boto3.session.Session().resource("dynamodb").Table(get_settings().table_name)
+
+
+@pytest.fixture(autouse=True)
+def bound(served_aws: AwsResources) -> None:
+    """The item models are bound once per process, as a container binds them: the wiring's client
+    carries every replica's writes (each replica keeps its own session, table and limiter)."""
+    wiring.table()
 
 
 def test_replicas_taking_batches_at_once_serve_exactly_the_burst_between_them(served_aws: AwsResources) -> None:

@@ -1,34 +1,43 @@
-"""Audit log: one item per configuration change, listed per tenant, newest first."""
+"""Audit log: one item per configuration change, listed per tenant, newest first.
+
+AUDIT#<tenant>   / <at ISO>#<id>   one change: who (the key), what (action, target), the
+                                   record before and after it without its secrets
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from boto3.dynamodb.conditions import Key
 from pydantic import BaseModel
+from pynamodb.attributes import UnicodeAttribute
 
+from switchboard.audit.domain import AuditEntry
+from switchboard.core import store
 from switchboard.core.clock import new_id
-from switchboard.core.dynamo import from_item, to_item
 from switchboard.core.identity import PLATFORM_TENANT, Principal
-from switchboard.core.model import Model
+from switchboard.core.store import DocumentAttribute, IsoDateTimeAttribute, TableItem
 
 _SECRET_FIELDS = {"token", "api_token", "downstream_api_token", "webhook_secret", "admin_token", "digest", "secret"}
 
 
-class AuditEntry(Model):
-    tenant: str
-    id: str
-    at: datetime
-    actor_key_id: str | None = None  # None for changes made by the system itself
-    action: str
-    target: str
-    before: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
+class AuditItem(TableItem):
+    PREFIX = "AUDIT"
+    SORT_PREFIX = ""  # the sort key is the moment and the id: a Query lists the newest first
+
+    tenant = UnicodeAttribute()
+    id = UnicodeAttribute()
+    at = IsoDateTimeAttribute()
+    actor_key_id = UnicodeAttribute(null=True)
+    action = UnicodeAttribute()
+    target = UnicodeAttribute()
+    before = DocumentAttribute(null=True)
+    after = DocumentAttribute(null=True)
 
 
 class AuditLog:
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def record(
@@ -48,13 +57,30 @@ class AuditLog:
             before=_snapshot(before),
             after=snapshot_after,
         )
-        self._table.put_item(Item=to_item(entry, {"pk": f"AUDIT#{tenant}", "sk": f"{entry.at.isoformat()}#{entry.id}"}))
+        store.put(
+            AuditItem(
+                AuditItem.pk_for(tenant),
+                AuditItem.sk_for(entry.at.isoformat(), entry.id),
+                **entry.model_dump(exclude_none=True),
+            )
+        )
 
     def list(self, tenant: str, limit: int = 100) -> list[AuditEntry]:
-        page = self._table.query(
-            KeyConditionExpression=Key("pk").eq(f"AUDIT#{tenant}"), ScanIndexForward=False, Limit=limit
-        )
-        return [from_item(AuditEntry, item) for item in page.get("Items", [])]
+        items = AuditItem.query(AuditItem.pk_for(tenant), scan_index_forward=False, limit=limit)
+        return [_entry(item) for item in items]
+
+
+def _entry(item: AuditItem) -> AuditEntry:
+    return AuditEntry(
+        tenant=item.tenant,
+        id=item.id,
+        at=item.at,
+        actor_key_id=item.actor_key_id,
+        action=item.action,
+        target=item.target,
+        before=item.before,
+        after=item.after,
+    )
 
 
 def _snapshot(value: Any) -> dict[str, Any] | None:

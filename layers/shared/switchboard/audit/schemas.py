@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from switchboard.audit.dynamo import AuditEntry
+from switchboard.audit.domain import AuditEntry
 from switchboard.core.wire import View
 
 

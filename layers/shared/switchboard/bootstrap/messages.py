@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
     from switchboard.messages.dynamo import MessageRepository
     from switchboard.messages.heard import HeardFrom
-    from switchboard.messages.receipts import ReceiptEffect
     from switchboard.messages.ports import TextSender
+    from switchboard.messages.receipts import ReceiptEffect
     from switchboard.messages.sending import SendWorker
     from switchboard.messages.service import MessageService
     from switchboard.messages.status_events import StatusChanges

@@ -22,8 +22,9 @@ optimistic lock, exact for integers too (its JSON parse yields an `int`).
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -222,6 +223,7 @@ class TableItem(Model):
     sk = UnicodeAttribute(range_key=True)
 
     _bound_to: ClassVar[_Binding | None] = None
+    _rebinding: ClassVar[threading.Lock] = threading.Lock()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -249,13 +251,17 @@ class TableItem(Model):
         """PynamoDB's connection of this model, rebuilt when the binding changes, sending through
         the bound client: PynamoDB's own client (and its botocore session) is never created."""
         binding = _bound()
-        if cls.__dict__.get("_bound_to") is not binding or cls._connection is None:
-            cls._connection = None
-            table_connection = super()._get_connection()
-            table_connection.connection._client = binding.client
-            cls._bound_to = binding
-        assert cls._connection is not None
-        return cls._connection
+        connection: TableConnection | None = cls.__dict__.get("_connection")
+        if cls.__dict__.get("_bound_to") is binding and connection is not None:
+            return connection
+        with cls._rebinding:  # threads of one container may meet a model's first use
+            if cls.__dict__.get("_bound_to") is not binding or cls.__dict__.get("_connection") is None:
+                cls._connection = None
+                table_connection = super()._get_connection()
+                table_connection.connection._client = binding.client
+                cls._bound_to = binding
+            built: TableConnection = cls.__dict__["_connection"]
+            return built
 
     @classmethod
     def from_raw_data(cls: type[ItemT], data: dict[str, Any]) -> ItemT:
@@ -344,10 +350,28 @@ def _send(item: TableItem, operation: str, kwargs: dict[str, Any]) -> dict[str, 
     try:
         answer: dict[str, Any] = type(item)._get_connection().connection.dispatch(operation, kwargs)
     except ClientError as error:
-        if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            raise ConditionFailed(error.response.get("Item")) from error
+        # PynamoDB's VerboseClientError keeps only the error of botocore's: the stored item
+        # (ReturnValuesOnConditionCheckFailure) is in the response of the error it was raised from.
+        cause = error.__cause__ if isinstance(error.__cause__, ClientError) else error
+        if cause.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            raise ConditionFailed(cause.response.get("Item")) from error
         raise
     return answer
+
+
+def get(model: type[ItemT], pk: str, sk: str, *, consistent: bool = False) -> ItemT | None:
+    """The item at (`pk`, `sk`), or None."""
+    try:
+        return model.get(pk, sk, consistent_read=consistent)
+    except model.DoesNotExist:
+        return None
+
+
+def delete_all(items: Iterable[TableItem]) -> None:
+    """Delete every item, of any models, in batches (deleting an item that is gone is a no-op)."""
+    with TableItem.batch_write() as batch:
+        for item in items:
+            batch.delete(item)
 
 
 def query(
@@ -403,6 +427,10 @@ _Kind = Literal["check", "delete", "put", "update"]
 _SENT_ORDER: tuple[_Kind, ...] = ("check", "delete", "put", "update")
 
 
+_ENTRY_NAMES: dict[_Kind, str] = {"check": "ConditionCheck", "delete": "Delete", "put": "Put", "update": "Update"}
+TransactEntry = dict[str, Any]  # one entry of a TransactWriteItems request assembled by hand
+
+
 @dataclass(frozen=True)
 class _Joined:
     kind: _Kind
@@ -455,6 +483,27 @@ class UnitOfWork:
         """A condition on an item the transaction does not write."""
         self._transaction.condition_check(model, pk, sk, condition=condition)
         self._join("check", refused)
+
+    def transact_entries(self) -> list[TransactEntry]:
+        """The joined operations, in join order, as entries of a `TransactWriteItems` request in
+        the boto3 resource's form (Python values): for a transaction still assembled by hand,
+        sent through the table resource's client, that an operation of a model must join."""
+        sent: dict[_Kind, list[dict[str, Any]]] = {
+            "check": self._transaction._condition_check_items,
+            "delete": self._transaction._delete_items,
+            "put": self._transaction._put_items,
+            "update": self._transaction._update_items,
+        }
+        entries: list[TransactEntry] = []
+        for joined in self._joined:
+            operation = dict(sent[joined.kind][joined.index])
+            for part in ("Key", "Item", "ExpressionAttributeValues"):
+                if part in operation:
+                    operation[part] = {
+                        name: _deserializer.deserialize(value) for name, value in operation[part].items()
+                    }
+            entries.append({_ENTRY_NAMES[joined.kind]: operation})
+        return entries
 
     def _join(self, kind: _Kind, refused: Refused | None) -> None:
         self._joined.append(_Joined(kind, self._counts[kind], refused))

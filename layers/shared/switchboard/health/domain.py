@@ -94,6 +94,14 @@ BROADCAST_RECIPIENTS = 0.5
 FINGERPRINT_LENGTH = 8
 
 
+# One send in the diversity sample: its slot, recipient and text fingerprints.
+SampleEntry = tuple[int, str, str]
+
+
+class HealthChanged(Exception):
+    """Another writer changed the reasons since they were read: read again."""
+
+
 class Thresholds(Model):
     """The ban watch's defaults (each overridable by an environment variable, see Settings)."""
 

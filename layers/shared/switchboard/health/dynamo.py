@@ -29,8 +29,8 @@ from botocore.exceptions import ClientError
 
 from switchboard.core.buckets import Claim
 from switchboard.core.dynamo import META, from_item, is_condition_failure
-from switchboard.health.domain import Health, HealthState, Reason
-from switchboard.quotas.dynamo import take_bucket
+from switchboard.health.domain import Health, HealthChanged, HealthState, Reason, SampleEntry
+from switchboard.quotas.dynamo import BucketItem, take_bucket
 
 BATCH_GET_KEYS = 100
 FAILURE_PREFIX = "fail_"
@@ -38,10 +38,6 @@ RECIPIENT_PREFIX = "dr_"
 TEXT_PREFIX = "dt_"
 _CODE = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 COUNT_ATTEMPTS = 4
-
-
-class HealthChanged(Exception):
-    """Another writer changed the reasons since they were read: read again."""
 
 
 def health_key(instance_key: str) -> dict[str, str]:
@@ -187,9 +183,6 @@ class HealthRepository:
         return attributes
 
 
-SampleEntry = tuple[int, str, str]
-
-
 def _update(sets: list[str], adds: list[str]) -> str:
     return " ".join(part for part in (f"SET {', '.join(sets)}" if sets else "", f"ADD {', '.join(adds)}") if part)
 
@@ -228,6 +221,13 @@ def _health(instance_key: str, item: dict[str, Any] | None) -> Health:
     )
 
 
+class PaceBucket(BucketItem):
+    """A number's pacing bucket."""
+
+    PREFIX = "PACE"
+    SORT_PREFIX = "BUCKET"
+
+
 class DynamoPaceStore:
     """pk `PACE#<number id>`: sk `BUCKET` (the bucket's `tat`, in us) and `NEW#<day>` (new
     contacts counted that UTC day), each with a TTL."""
@@ -236,7 +236,7 @@ class DynamoPaceStore:
         self._table = table
 
     def take(self, number_id: str, claim: Claim, expires_at: int) -> int:
-        return take_bucket(self._table, {"pk": f"PACE#{number_id}", "sk": "BUCKET"}, claim, expires_at)
+        return take_bucket(PaceBucket(PaceBucket.pk_for(number_id), PaceBucket.sk_for()), claim, expires_at)
 
     def count_new_contact(self, number_id: str, day: date, budget: int) -> bool:
         expires = int(datetime.combine(day + timedelta(days=2), datetime.min.time(), tzinfo=UTC).timestamp())

@@ -25,8 +25,10 @@ from switchboard.core.observability import logger, metrics
 from switchboard.health.domain import (
     LOGGED_OUT,
     Health,
+    HealthChanged,
     HealthState,
     Reason,
+    SampleEntry,
     Thresholds,
     after_send,
     fingerprints,
@@ -41,7 +43,6 @@ from switchboard.health.domain import (
     with_standing,
     without,
 )
-from switchboard.health.dynamo import HealthChanged, SampleEntry
 
 HEALTH_CHANGED = "number.health.changed"
 SAVE_ATTEMPTS = 3

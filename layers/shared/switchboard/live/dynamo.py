@@ -18,123 +18,155 @@ expired items within a day or two, so reads check the expiry themselves.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
+from pydantic import BaseModel
+from pynamodb.attributes import UnicodeAttribute
 
-from switchboard.core.dynamo import META, entity_key, from_item, is_condition_failure, query_all, to_item
+from switchboard.core import store
+from switchboard.core.store import ConditionFailed, EpochAttribute, IsoDateTimeAttribute, TableItem
 from switchboard.live.domain import Connection, Ticket
 
-TTL_ATTRIBUTE = "expiresAt"
+RecordT = TypeVar("RecordT", bound=BaseModel)
 
 
-def _epoch(moment: datetime) -> int:
-    return int(moment.timestamp())
+class _Granted(TableItem):
+    """What every record made on a principal's grant stores (`live.domain._Granted`); `principal`
+    is absent on items stored before principals were named."""
+
+    tenant = UnicodeAttribute()
+    principal = UnicodeAttribute(null=True)
+    key_id = UnicodeAttribute(null=True)
+    scope = UnicodeAttribute()
+    attendant = UnicodeAttribute(null=True)
+    expires_at = IsoDateTimeAttribute()
+    ttl = EpochAttribute(attr_name="expiresAt")
 
 
-def ticket_key(digest: str) -> dict[str, str]:
-    return entity_key("TICKET", digest)
+class TicketItem(_Granted):
+    PREFIX = "TICKET"
+
+    digest = UnicodeAttribute()
 
 
-def connection_key(tenant: str, connection_id: str) -> dict[str, str]:
-    return {"pk": f"LIVE#{tenant}", "sk": f"CONNECTION#{connection_id}"}
+class _ConnectionItem(_Granted):
+    connection_id = UnicodeAttribute()
+    connected_at = IsoDateTimeAttribute()
 
 
-def owner_key(connection_id: str) -> dict[str, str]:
-    return {"pk": f"LIVECONNECTION#{connection_id}", "sk": META}
+class TenantConnection(_ConnectionItem):
+    PREFIX = "LIVE"
+    SORT_PREFIX = "CONNECTION"
 
 
-def principal_partition(tenant: str, principal: str) -> str:
-    return f"LIVEPRINCIPAL#{tenant}#{principal}"
+class PrincipalConnection(_ConnectionItem):
+    PREFIX = "LIVEPRINCIPAL"
+    SORT_PREFIX = "CONNECTION"
 
 
-def principal_connection_key(tenant: str, principal: str, connection_id: str) -> dict[str, str]:
-    return {"pk": principal_partition(tenant, principal), "sk": f"CONNECTION#{connection_id}"}
+class ConnectionOwner(TableItem):
+    PREFIX = "LIVECONNECTION"
+
+    tenant = UnicodeAttribute()
+    principal = UnicodeAttribute(null=True)
+    ttl = EpochAttribute(attr_name="expiresAt")
 
 
 class LiveRepository:
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
-        self._client = table.meta.client
-        self._name = table.name
 
     # --- tickets -----------------------------------------------------------------------------
 
     def put_ticket(self, ticket: Ticket) -> None:
-        item = to_item(ticket, ticket_key(ticket.digest), tenant=ticket.tenant)
-        item[TTL_ATTRIBUTE] = _epoch(ticket.expires_at)
-        self._table.put_item(Item=item)
+        item = TicketItem(TicketItem.pk_for(ticket.digest), TicketItem.sk_for(), **_stored(ticket))
+        item.ttl = ticket.expires_at
+        store.put(item)
 
     def consume_ticket(self, digest: str, now: datetime) -> Ticket | None:
         """Delete the ticket if it exists and has not expired: the ticket, or None. One conditional
         write: of two connections racing with one ticket, exactly one gets it."""
+        ticket = TicketItem(TicketItem.pk_for(digest), TicketItem.sk_for())
         try:
-            answer = self._table.delete_item(
-                Key=ticket_key(digest),
-                ConditionExpression="attribute_exists(pk) AND #ttl > :now",
-                ExpressionAttributeNames={"#ttl": TTL_ATTRIBUTE},
-                ExpressionAttributeValues={":now": _epoch(now)},
-                ReturnValues="ALL_OLD",
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return None
-            raise
-        item = answer.get("Attributes")
-        return from_item(Ticket, item) if item else None
+            old = store.delete(ticket, TicketItem.pk.exists() & (TicketItem.ttl > now))
+        except ConditionFailed:
+            return None
+        return _record(Ticket, old) if old else None
 
     # --- connections -------------------------------------------------------------------------
 
     def put_connection(self, connection: Connection) -> None:
         """The connection, its owner item and its principal's copy, in one transaction (all or none)."""
-        ttl = {TTL_ATTRIBUTE: _epoch(connection.expires_at)}
-        item = to_item(connection, connection_key(connection.tenant, connection.connection_id), **ttl)
-        copy = to_item(
-            connection,
-            principal_connection_key(connection.tenant, connection.principal, connection.connection_id),
-            **ttl,
+        fields = _stored(connection)
+        tenant, principal, connection_id = connection.tenant, connection.principal, connection.connection_id
+        uow = store.unit_of_work()
+        uow.put(TenantConnection(TenantConnection.pk_for(tenant), TenantConnection.sk_for(connection_id), **fields))
+        uow.put(
+            ConnectionOwner(
+                ConnectionOwner.pk_for(connection_id),
+                ConnectionOwner.sk_for(),
+                tenant=tenant,
+                principal=principal,
+                ttl=connection.expires_at,
+            )
         )
-        owner = {
-            **owner_key(connection.connection_id),
-            "tenant": connection.tenant,
-            "principal": connection.principal,
-            **ttl,
-        }
-        self._client.transact_write_items(
-            TransactItems=[{"Put": {"TableName": self._name, "Item": value}} for value in (item, owner, copy)]
+        uow.put(
+            PrincipalConnection(
+                PrincipalConnection.pk_for(tenant, principal), PrincipalConnection.sk_for(connection_id), **fields
+            )
         )
+        uow.commit()
 
     def owner_of(self, connection_id: str) -> tuple[str, str | None] | None:
         """The tenant and principal a connection id belongs to (the principal is None on an item
         stored before principals were recorded)."""
-        item = self._table.get_item(Key=owner_key(connection_id), ConsistentRead=True).get("Item")
-        if not item:
+        owner = store.get(
+            ConnectionOwner, ConnectionOwner.pk_for(connection_id), ConnectionOwner.sk_for(), consistent=True
+        )
+        if owner is None:
             return None
-        principal = item.get("principal")
-        return str(item["tenant"]), str(principal) if principal else None
+        return owner.tenant, owner.principal or None
 
     def delete_connection(self, tenant: str, connection_id: str, principal: str | None) -> None:
         """Forget the connection (idempotent: deleting a forgotten one is a no-op)."""
-        with self._table.batch_writer() as batch:
-            batch.delete_item(Key=connection_key(tenant, connection_id))
-            batch.delete_item(Key=owner_key(connection_id))
-            if principal:
-                batch.delete_item(Key=principal_connection_key(tenant, principal, connection_id))
+        items: list[TableItem] = [
+            TenantConnection(TenantConnection.pk_for(tenant), TenantConnection.sk_for(connection_id)),
+            ConnectionOwner(ConnectionOwner.pk_for(connection_id), ConnectionOwner.sk_for()),
+        ]
+        if principal:
+            items.append(
+                PrincipalConnection(
+                    PrincipalConnection.pk_for(tenant, principal), PrincipalConnection.sk_for(connection_id)
+                )
+            )
+        store.delete_all(items)
 
     def connections_of(self, tenant: str, now: datetime) -> list[Connection]:
         """The tenant's open connections (one Query; expired ones the TTL has not removed yet left out)."""
-        return self._open(f"LIVE#{tenant}", now, consistent=False)
+        return self._open(TenantConnection, TenantConnection.pk_for(tenant), now, consistent=False)
 
     def connections_of_principal(self, tenant: str, principal: str, now: datetime) -> list[Connection]:
         """A principal's open connections in its tenant (one strongly consistent Query)."""
-        return self._open(principal_partition(tenant, principal), now, consistent=True)
+        return self._open(PrincipalConnection, PrincipalConnection.pk_for(tenant, principal), now, consistent=True)
 
-    def _open(self, partition: str, now: datetime, *, consistent: bool) -> list[Connection]:
-        items = query_all(
-            self._table,
-            KeyConditionExpression=Key("pk").eq(partition) & Key("sk").begins_with("CONNECTION#"),
-            ConsistentRead=consistent,
-        )
-        connections = [from_item(Connection, item) for item in items]
+    @staticmethod
+    def _open(model: type[_ConnectionItem], partition: str, now: datetime, *, consistent: bool) -> list[Connection]:
+        items = store.query(model, partition, model.sk.startswith(model.sk_for("")), consistent=consistent)
+        connections = [_record(Connection, item) for item in items]
         return [connection for connection in connections if connection.expires_at > now]
+
+
+def _stored(record: BaseModel) -> dict[str, Any]:
+    """A record's fields as the attributes of its item (None left out: absent is not null), and
+    its expiry as the table's TTL."""
+    fields = record.model_dump(exclude_none=True)
+    fields["ttl"] = fields["expires_at"]
+    return fields
+
+
+def _record(model: type[RecordT], item: TableItem) -> RecordT:
+    """The record of an item: its attributes that are fields of `model`."""
+    return model.model_validate(
+        {name: value for name, value in item.attribute_values.items() if name in model.model_fields}
+    )

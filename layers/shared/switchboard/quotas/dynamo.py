@@ -1,9 +1,9 @@
 """Quota items in the MainTable, all in the tenant's `QUOTA#<tag>` partition:
 
-- `#META`: the platform's overrides of the default quotas;
+- `#META`: the platform's overrides of the default quotas (`QuotaItem`);
 - `BUCKET#tenant`, `BUCKET#key#<key id>`: token buckets (`tat`, see `core.buckets.Bucket`),
-  gone by TTL once they would be full again (a missing bucket is a full one);
-- `DAY#<yyyy-mm-dd>`: messages accepted that UTC day, gone by TTL two days later.
+  gone by TTL once they would be full again (a missing bucket is a full one) (`QuotaBucket`);
+- `DAY#<yyyy-mm-dd>`: messages accepted that UTC day, gone by TTL two days later (`QuotaDay`).
 """
 
 from __future__ import annotations
@@ -11,102 +11,126 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
-from botocore.exceptions import ClientError
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.expressions.update import Action
 
+from switchboard.core import store
 from switchboard.core.buckets import BucketMoved, Claim
-from switchboard.core.dynamo import META, from_item, is_condition_failure, to_item
+from switchboard.core.store import ConditionFailed, IntegerAttribute, TableItem
 from switchboard.quotas.domain import QuotaOverrides
 
-_deserializer = TypeDeserializer()
 DAY_TTL = timedelta(days=2)
 
 
-def _partition(tenant: str) -> str:
-    return f"QUOTA#{tenant}"
+class BucketItem(TableItem):
+    """A token bucket (its theoretical arrival time `tat`), gone by TTL once it would be full;
+    the base of every bucket kind (a tenant's or key's requests, a number's pace)."""
+
+    tat = IntegerAttribute(null=True)
+    expires_at = IntegerAttribute(attr_name="expiresAt", null=True)
+
+
+class QuotaItem(TableItem):
+    PREFIX = "QUOTA"
+
+    tenant = UnicodeAttribute()
+    requests_per_second = NumberAttribute(null=True)
+    burst = IntegerAttribute(null=True)
+    key_requests_per_second = NumberAttribute(null=True)
+    key_burst = IntegerAttribute(null=True)
+    messages_per_day = IntegerAttribute(null=True)
+
+
+class QuotaBucket(BucketItem):
+    PREFIX = "QUOTA"
+    SORT_PREFIX = "BUCKET"
+
+    tenant = UnicodeAttribute(null=True)
+
+
+class QuotaDay(TableItem):
+    PREFIX = "QUOTA"
+    SORT_PREFIX = "DAY"
+
+    sent = IntegerAttribute(null=True)
+    tenant = UnicodeAttribute(null=True)
+    expires_at = IntegerAttribute(attr_name="expiresAt", null=True)
 
 
 class DynamoBuckets:
     """Token buckets: every take is one conditional UpdateItem, with no read before it."""
 
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def take(self, tenant: str, bucket: str, claim: Claim, expires_at: int) -> int:
         """Apply the claim; returns the bucket's new `tat`. Raises BucketMoved with the stored
         `tat` when the bucket is not as claimed (the failed write returns it: no extra read)."""
-        key = {"pk": _partition(tenant), "sk": f"BUCKET#{bucket}"}
-        return take_bucket(self._table, key, claim, expires_at, tenant=tenant)
+        item = QuotaBucket(QuotaBucket.pk_for(tenant), QuotaBucket.sk_for(bucket))
+        return take_bucket(item, claim, expires_at, QuotaBucket.tenant.set(tenant))
 
 
-def take_bucket(table: Any, key: dict[str, str], claim: Claim, expires_at: int, **extra: Any) -> int:
-    """One conditional UpdateItem applying `claim` to the bucket item at `key` (its `tat`, and the
-    `extra` attributes set alongside); returns the new `tat`, or raises BucketMoved with the stored
-    one, which the failed write returns."""
-    values: dict[str, Any] = {":now": claim.now, ":expires": expires_at}
-    assignments = ["expiresAt = :expires"]
-    for name, value in extra.items():
-        values[f":{name}"] = value
-        assignments.append(f"{name} = :{name}")
+def take_bucket(bucket: BucketItem, claim: Claim, expires_at: int, *also: Action) -> int:
+    """One conditional UpdateItem applying `claim` to `bucket` (its `tat`, and the actions `also`
+    set alongside); returns the new `tat`, or raises BucketMoved with the stored one, which the
+    failed write returns."""
+    model = type(bucket)
     if claim.idle:
-        update = "SET tat = :new, " + ", ".join(assignments)
-        condition = "attribute_not_exists(tat) OR tat <= :now"
-        values[":new"] = claim.now + claim.add
+        tat = model.tat.set(claim.now + claim.add)
+        condition = model.tat.does_not_exist() | (model.tat <= claim.now)
     else:
-        update = "SET tat = tat + :add, " + ", ".join(assignments)
-        condition = "tat > :now AND tat <= :limit"
-        values.update({":add": claim.add, ":limit": claim.limit})
+        tat = model.tat.set(model.tat + claim.add)
+        condition = (model.tat > claim.now) & (model.tat <= claim.limit)
     try:
-        answer = table.update_item(
-            Key=key,
-            UpdateExpression=update,
-            ConditionExpression=condition,
-            ExpressionAttributeValues=values,
-            ReturnValues="UPDATED_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
-        old = error.response.get("Item", {}).get("tat")
-        raise BucketMoved(int(_deserializer.deserialize(old)) if old else None) from error
-    return int(answer["Attributes"]["tat"])
+        after = store.update(bucket, [tat, model.expires_at.set(expires_at), *also], condition, return_old=True)
+    except ConditionFailed as failed:
+        old = failed.old(model)
+        raise BucketMoved(old.tat if old else None) from failed
+    if after.tat is None:
+        raise RuntimeError("the bucket's update answered no tat")
+    return after.tat
 
 
 class DynamoQuotaStore:
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def get_overrides(self, tenant: str) -> QuotaOverrides | None:
-        item = self._table.get_item(Key={"pk": _partition(tenant), "sk": META}).get("Item")
-        return from_item(QuotaOverrides, item) if item else None
+        item = store.get(QuotaItem, QuotaItem.pk_for(tenant), QuotaItem.sk_for())
+        if item is None:
+            return None
+        return QuotaOverrides(
+            requests_per_second=item.requests_per_second,
+            burst=item.burst,
+            key_requests_per_second=item.key_requests_per_second,
+            key_burst=item.key_burst,
+            messages_per_day=item.messages_per_day,
+        )
 
     def put_overrides(self, tenant: str, overrides: QuotaOverrides) -> None:
-        self._table.put_item(Item=to_item(overrides, {"pk": _partition(tenant), "sk": META}, tenant=tenant))
+        fields = overrides.model_dump(exclude_none=True)
+        store.put(QuotaItem(QuotaItem.pk_for(tenant), QuotaItem.sk_for(), tenant=tenant, **fields))
 
     def count_message(self, tenant: str, day: date, limit: int) -> bool:
         """One conditional ADD: counted only while fewer than `limit` are counted that day."""
+        item = QuotaDay(QuotaDay.pk_for(tenant), QuotaDay.sk_for(day.isoformat()))
+        expires = int((_midnight(day) + DAY_TTL).timestamp())
+        actions = [
+            QuotaDay.sent.add(1),
+            QuotaDay.expires_at.set(QuotaDay.expires_at | expires),
+            QuotaDay.tenant.set(tenant),
+        ]
         try:
-            self._table.update_item(
-                Key={"pk": _partition(tenant), "sk": f"DAY#{day.isoformat()}"},
-                UpdateExpression="ADD sent :one SET expiresAt = if_not_exists(expiresAt, :expires), tenant = :tenant",
-                ConditionExpression="attribute_not_exists(sent) OR sent < :limit",
-                ExpressionAttributeValues={
-                    ":one": 1,
-                    ":limit": limit,
-                    ":expires": int((_midnight(day) + DAY_TTL).timestamp()),
-                    ":tenant": tenant,
-                },
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return False
-            raise
+            store.update(item, actions, QuotaDay.sent.does_not_exist() | (QuotaDay.sent < limit))
+        except ConditionFailed:
+            return False
         return True
 
     def messages_on(self, tenant: str, day: date) -> int:
-        item = self._table.get_item(Key={"pk": _partition(tenant), "sk": f"DAY#{day.isoformat()}"}).get("Item")
-        return int(item["sent"]) if item else 0
+        item = store.get(QuotaDay, QuotaDay.pk_for(tenant), QuotaDay.sk_for(day.isoformat()))
+        return item.sent or 0 if item else 0
 
 
 def _midnight(day: date) -> datetime:

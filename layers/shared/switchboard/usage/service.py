@@ -24,7 +24,7 @@ class UsageStore(Protocol):
 
 
 class IncomingCounts(Protocol):
-    def incoming_count(self, instance: Instance, day: date) -> dict[str, Any]: ...
+    def incoming_count(self, instance: Instance, day: date) -> list[dict[str, Any]]: ...
 
 
 class InstanceUsage(Model):
@@ -101,7 +101,7 @@ class IncomingUsage:
         self._counts = counts
 
     def writes(self, event: ProviderEvent) -> list[dict[str, Any]]:
-        return [self._counts.incoming_count(event.instance, event.received_at.astimezone(UTC).date())]
+        return self._counts.incoming_count(event.instance, event.received_at.astimezone(UTC).date())
 
     def received(self, event: ProviderEvent) -> None:
         count_metric("MessagesReceived", event.instance.key)
