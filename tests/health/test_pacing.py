@@ -12,8 +12,8 @@ import boto3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from switchboard import bootstrap
 from switchboard.catalog.domain import Instance, PacingLimits
-from switchboard.core import wiring
 from switchboard.core.buckets import BucketMoved, Claim
 from switchboard.core.settings import get_settings
 from switchboard.health.dynamo import DynamoPaceStore
@@ -251,7 +251,7 @@ def test_fifty_replicas_at_once_never_exceed_a_numbers_budget_or_its_burst(serve
     number = number_of("a")
     budget_limits = PacingLimits(per_minute=60_000, burst=1_000, new_contacts_first_day=7, new_contacts_step=0)
     rate_limits = PacingLimits(per_minute=60, burst=5)
-    wiring.table()  # binds the item models, once per process as in a container
+    bootstrap.table()  # binds the item models, once per process as in a container
 
     def replica(limits: PacingLimits, new_contact: bool, _: int) -> int:
         table = boto3.session.Session().resource("dynamodb").Table(get_settings().table_name)

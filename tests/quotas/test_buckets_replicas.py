@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from switchboard.core import wiring
+from switchboard import bootstrap
 from switchboard.core.buckets import Claim
 from switchboard.core.errors import RateLimited
 from switchboard.core.settings import get_settings
@@ -45,9 +45,9 @@ def own_table() -> Any:
 
 @pytest.fixture(autouse=True)
 def bound(served_aws: AwsResources) -> None:
-    """The item models are bound once per process, as a container binds them: the wiring's client
+    """The item models are bound once per process, as a container binds them: the composition root's client
     carries every replica's writes (each replica keeps its own session, table and limiter)."""
-    wiring.table()
+    bootstrap.table()
 
 
 def test_replicas_taking_batches_at_once_serve_exactly_the_burst_between_them(served_aws: AwsResources) -> None:

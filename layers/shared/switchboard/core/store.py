@@ -6,7 +6,7 @@ is `#META`); one pair belongs to one model, checked when the class is created, s
 of the whole table is the set of models.
 
 `bind(table_name, client)` points every model at the table (its name from the settings) and at the
-session's botocore client; the wiring binds when it builds the table (`core.wiring.table()`).
+session's botocore client; the composition root binds when it builds the table (`bootstrap.table()`).
 PynamoDB never builds a session or a client of its own: every model and every unit of work of a
 container sends through that one client.
 
@@ -182,7 +182,8 @@ _PREFIXES: dict[tuple[str, str | None], str] = {}
 
 def bind(table_name: str, client: Any) -> None:
     """Bind every item model to the table `table_name`, sending through `client`: the session's
-    low-level botocore DynamoDB client (`core.wiring.client("dynamodb")`, built once per container).
+    low-level botocore DynamoDB client (the composition root's `Components.client("dynamodb")`, one
+    per container).
     Not the boto3 `Table` resource's client: that one rewrites every request's attribute values
     from Python types, which PynamoDB has already serialised. Binding again to the same table and
     client is free; another table or client rebuilds every model's connection on its next use."""
@@ -195,7 +196,7 @@ def bind(table_name: str, client: Any) -> None:
 
 def _bound() -> _Binding:
     if _Bound.current is None:
-        raise RuntimeError("the item models are not bound to a table: core.wiring.table() binds them")
+        raise RuntimeError("the item models are not bound to a table: bootstrap.table() binds them")
     return _Bound.current
 
 
