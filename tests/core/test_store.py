@@ -21,6 +21,7 @@ from switchboard.core import store
 from switchboard.core.store import IntegerAttribute, TableItem
 from tests.core.test_coldstart import handler_sources
 from tests.support.aws import AwsResources
+from tools.coldstart import TEMPLATE_ENVIRONMENT
 
 
 class Counter(TableItem):
@@ -206,6 +207,7 @@ def test_no_handler_imports_pynamodb_before_its_first_event() -> None:
         "PYTHONPATH": str(Path(store.__file__).resolve().parents[2]),
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        **TEMPLATE_ENVIRONMENT,
     }
     done = subprocess.run(  # noqa: S603 - our own interpreter and code
         [sys.executable, "-c", LAZY_PROBE, json.dumps(handler_sources())],
