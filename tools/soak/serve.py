@@ -27,6 +27,7 @@ come from the environment the soak sets:
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 import tracemalloc
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -98,6 +100,9 @@ class Control:
                     outer.mark()
                     self._answer(200, {"ok": True})
                     return
+                if self.path == "/memory/collect":
+                    self._answer(200, collect())
+                    return
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
                     name = str(body["function"])
@@ -126,6 +131,7 @@ class Control:
         self._thread = threading.Thread(target=self._server.serve_forever, name="soak-control", daemon=True)
         self._ready: tracemalloc.Snapshot | None = None
         self._mark: tracemalloc.Snapshot | None = None
+        self._census: dict[str, int] = {}
 
     def functions(self) -> dict[str, dict[str, int]]:
         return {
@@ -134,14 +140,19 @@ class Control:
         }
 
     def memory(self, query: dict[str, list[str]]) -> dict[str, Any]:
-        """Where the heap went since the stack was ready (tracemalloc, with `SOAK_TRACEMALLOC`), and
-        the live threads by name. `?group=filename|lineno|traceback` (default `filename`) groups the
-        allocations; `?since=mark` compares with the snapshot `POST /memory/mark` took instead of the
-        one taken when the stack was ready, so two marks bracket a stretch of the run."""
+        """Where the heap went since the stack was ready (tracemalloc, with `SOAK_TRACEMALLOC`), the
+        live threads by name and the allocators' account. `?group=filename|lineno|traceback`
+        (default `filename`) groups the allocations; `?since=mark` compares with the snapshot
+        `POST /memory/mark` took instead of the one taken when the stack was ready, so two marks
+        bracket a stretch of the run; `?census=1` counts objects by type instead (no tracing)."""
         threads: dict[str, int] = {}
         for thread in threading.enumerate():
             name = thread.name.split(" ")[0].rstrip("0123456789-_")
             threads[name] = threads.get(name, 0) + 1
+        if (query.get("census") or [""])[0]:
+            return {"census": self.census()}
+        if kind := (query.get("held") or [""])[0]:
+            return {"held": held_by(kind)}
         answer: dict[str, Any] = {
             "threads": dict(sorted(threads.items(), key=lambda pair: -pair[1])),
             "malloc": malloc_info(),
@@ -170,6 +181,21 @@ class Control:
                 for stat in stats[:25]
             ],
         }
+
+    def census(self) -> list[dict[str, Any]]:
+        """The objects the garbage collector tracks, counted by type, against the last census
+        (`?census=1`; the first one compares with nothing): what kind of object accumulates,
+        without tracemalloc's cost, so at the stack's own pace."""
+        counts: dict[str, int] = {}
+        for value in gc.get_objects():
+            kind = type(value)
+            name = f"{kind.__module__}.{kind.__qualname__}"
+            counts[name] = counts.get(name, 0) + 1
+        previous, self._census = self._census, counts
+        grown = sorted(counts, key=lambda name: previous.get(name, 0) - counts[name])
+        return [
+            {"type": name, "count": counts[name], "grown": counts[name] - previous.get(name, 0)} for name in grown[:30]
+        ]
 
     def mark(self) -> None:
         if tracemalloc.is_tracing():
@@ -210,7 +236,9 @@ def malloc_info() -> dict[str, float]:
     (everything larger, and C libraries): `cInUse` allocated now, `cFree` freed but kept by its
     arenas, not given back to the system. RSS beyond the in-use figures is the allocators' slack."""
     stats = _pymalloc_stats()
-    answer = {
+    answer: dict[str, float] = {
+        "gcEnabled": float(gc.isenabled()),
+        "gcFrozen": float(gc.get_freeze_count()),
         "pyArenasMb": float(stats.get("arenas allocated current", 0)),  # 1 MiB each
         "pyInUseMb": round(stats.get("bytes in allocated blocks", 0) / 2**20, 1),
     }
@@ -245,6 +273,49 @@ def _pymalloc_stats() -> dict[str, int]:
         if equals and name.startswith("# "):
             found[name[2:].strip()] = int(value.strip().replace(",", "") or 0)
     return found
+
+
+def collect() -> dict[str, Any]:
+    """A full collection now (`POST /memory/collect`): what it freed and the heap before and after,
+    to tell garbage the collector has not reached yet from objects something keeps."""
+    before = malloc_info()
+    started = time.monotonic()
+    freed = gc.collect()
+    return {
+        "freedObjects": freed,
+        "seconds": round(time.monotonic() - started, 2),
+        "before": before,
+        "after": malloc_info(),
+    }
+
+
+def held_by(kind: str, sample: int = 300) -> dict[str, int]:
+    """What holds objects of one type (`?held=module.Type`): for a sample of them, the chain of
+    the types of their referrers, two levels up (e.g. `dict <- Table`), counted."""
+    objects = gc.get_objects()
+    found = [value for value in objects if f"{type(value).__module__}.{type(value).__qualname__}" == kind][:sample]
+    chains: dict[str, int] = {}
+    ignored = {id(objects), id(found)}
+    for value in found:
+        for first in gc.get_referrers(value):
+            if id(first) in ignored or first is sys._getframe():
+                continue
+            above = [
+                _describe(second, first, ignored) for second in gc.get_referrers(first) if id(second) not in ignored
+            ]
+            chain = f"{type(first).__qualname__} <- {','.join(sorted(set(above))[:4]) or '-'}"
+            chains[chain] = chains.get(chain, 0) + 1
+    del objects, found
+    return dict(sorted(chains.items(), key=lambda pair: -pair[1])[:20])
+
+
+def _describe(holder: Any, held: Any, ignored: set[int]) -> str:
+    """A holder's type; for a dict, the key it holds `held` under and the type of its owner."""
+    if not isinstance(holder, dict):
+        return type(holder).__qualname__
+    key = next((str(name)[:40] for name, value in holder.items() if value is held), "?")
+    owners = {type(owner).__qualname__ for owner in gc.get_referrers(holder) if id(owner) not in ignored}
+    return f"dict[{key}] of {'/'.join(sorted(owners)[:3])}"
 
 
 def _own_rss() -> int:
