@@ -113,8 +113,9 @@ def main() -> int:
         serving.set()
         print(_banner(stack, time.monotonic() - started), flush=True)
         print(f"switchboard local: ready on {stack.api_url}", flush=True)
-        # Wake up now and then rather than block for good: the kernel may hand Ctrl-C to any
-        # thread, and then a main thread blocked on a lock is never interrupted to run the handler.
+        # Every thread of the stack blocks SIGINT and SIGTERM (devstack.background), so the kernel
+        # hands them to this one and interrupts its wait. Waking now and then all the same keeps a
+        # thread some library started unblocked from taking a Ctrl-C that would never be handled.
         while not stopping.wait(timeout=0.5):
             pass
     except KeyboardInterrupt:

@@ -9,13 +9,34 @@ one deadline.
 
 Every thread is a daemon: one stuck in a call that outlives `stop()`'s deadline cannot keep the
 process alive.
+
+Every thread starts with SIGINT and SIGTERM blocked (`start_in_background`), and so does every
+thread it starts in turn (a thread inherits its creator's signal mask): the kernel hands a signal
+sent to the process (Ctrl-C, `kill`) to any thread that does not block it, while Python runs the
+handler only in the main thread and only once that thread runs bytecode again. A Ctrl-C taken by a
+server's thread while the main thread waited on a lock was never handled; with the main thread
+the only one left to take it, its wait is interrupted and the handler runs at once.
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
+
+MAIN_THREAD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def start_in_background(thread: threading.Thread) -> None:
+    """Start `thread` with the main thread's signals (SIGINT, SIGTERM) blocked in it; the calling
+    thread's own mask is as before once this returns (a signal that came meanwhile is pending
+    on the process, and then delivered)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, MAIN_THREAD_SIGNALS)
+    try:
+        thread.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class Background:
@@ -28,7 +49,7 @@ class Background:
 
     def start(self) -> None:
         for thread in self._threads:
-            thread.start()
+            start_in_background(thread)
 
     def request_stop(self) -> None:
         """Tell the loops to stop, without waiting for them."""

@@ -31,6 +31,15 @@ event per thread: 200 of 200. A private copy of the route modules per container 
 enough (the event is on a Powertools class), nor a lock per function (two functions at once
 share that class); one lock around every API invocation would serve one request at a time.
 
+- Each handler pauses the garbage collector while it imports and, as its last statement, calls
+  `switchboard.coldstart.imported()`, which collects once and `gc.freeze()`s what survives: in
+  Lambda, one process per container, that is the container's own modules. Here it is the whole
+  process: every other container's invocations in flight, moto's state, the simulator's, all
+  moved out of the collector's reach for good, so every reference cycle among them (a request's
+  frames and exceptions, a killed container's whole module) was never freed. The containers
+  here share one collector, which simply keeps running: `imported()` does nothing in this
+  process.
+
 Still shared: the logger's keys (correlation id, function name) and the metrics set, so with
 invocations at once a log line may carry another invocation's keys and a metrics flush
 another's metrics.
@@ -50,6 +59,7 @@ what containers share in this process (the layer's modules and adapters) outlive
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import itertools
 import os
@@ -110,6 +120,19 @@ def mount_layers(path: Path = template.TEMPLATE) -> None:
             sys.path.insert(0, content)
 
 
+def share_the_collector() -> None:
+    """Containers in one process share its garbage collector: no handler's import pauses or
+    freezes it (see the module's docstring)."""
+    from switchboard import coldstart  # noqa: PLC0415 - on the layers' path only once they are mounted
+
+    coldstart.imported = _collector_keeps_running
+    gc.enable()  # the first import of coldstart paused it
+
+
+def _collector_keeps_running() -> None:
+    """`coldstart.imported` in a process of many containers: the collector was never paused."""
+
+
 def max_containers_from_environment() -> int:
     value = os.environ.get(MAX_CONTAINERS_VARIABLE)
     if not value:
@@ -151,6 +174,7 @@ class Functions:
         self._serial = itertools.count(1)
         mount_layers(path)
         request_state.isolate()
+        share_the_collector()
 
     @property
     def path(self) -> Path:

@@ -30,6 +30,8 @@ from websockets.http11 import Response as WsResponse
 from websockets.protocol import State
 from websockets.sync.server import Server, ServerConnection, serve
 
+from devstack.background import start_in_background
+
 CONNECT_SECONDS = 60.0
 RETAIN_SECONDS = 30.0
 MEDIA_PATH = "/media/"
@@ -212,7 +214,7 @@ class MediaServer:
         )
         bound_host, bound_port = self._server.socket.getsockname()[:2]
         self._thread = threading.Thread(target=self._server.serve_forever, name="simulator-media", daemon=True)
-        self._thread.start()
+        start_in_background(self._thread)
         self._sessions.ws_url = f"ws://{bound_host}:{bound_port}"
         return self._sessions.ws_url
 

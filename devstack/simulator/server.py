@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from devstack.background import start_in_background
 from devstack.simulator.app import SimulatorApp
 from devstack.simulator.media import MediaServer
 from devstack.simulator.schemas import SimulatorConfig
@@ -48,7 +49,7 @@ class Simulator:
         self._media.start(host, media_port)
         self._server = make_server(host, port, self.app, threaded=True)
         self._thread = threading.Thread(target=self._server.serve_forever, name="simulator", daemon=True)
-        self._thread.start()
+        start_in_background(self._thread)
         return self.base_url
 
     def stop(self) -> None:

@@ -81,6 +81,9 @@ def test_a_tiny_soak_counts_a_dropped_message_as_lost_and_a_second_copy_as_doubl
     memory = report["memory"]
     assert memory["readyMb"] > 0 and memory["transactionBackup"] == "item"
     assert memory["store"]["items"]["end"] > memory["store"]["items"]["ready"] > 0
+    heap = memory["heap"]
+    assert all(heap[stage]["liveMb"] > 0 and heap[stage]["slackMb"] >= 0 for stage in ("ready", "end"))
+    assert heap["end"]["gcEnabled"] == 1.0 and heap["end"]["gcFrozen"] == 0.0  # one collector for every container
     write_json(report, tmp_path / "report.json", world.secrets)
     written = (tmp_path / "report.json").read_text()
     assert not [secret for secret in world.secrets if secret in written]

@@ -64,6 +64,31 @@ def resident_mb(pid: int) -> int | None:
     return int(found.group(1)) // 1024 if found else None
 
 
+def blocked_signals(pid: int, thread: int) -> set[int] | None:
+    """The signals a thread of a process blocks (Linux: its SigBlk mask); None once it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/task/{thread}/status").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^SigBlk:\s+([0-9a-f]+)", status, re.MULTILINE)
+    assert found is not None
+    mask = int(found.group(1), 16)
+    return {number for number in range(1, 65) if mask >> (number - 1) & 1}
+
+
+def takes(pid: int, thread: int, signals: set[int]) -> bool:
+    """Whether the kernel may hand one of `signals`, sent to the process, to that thread."""
+    blocked = blocked_signals(pid, thread)
+    return blocked is not None and bool(signals - blocked)
+
+
+def threads_taking(pid: int, signals: set[int]) -> list[int]:
+    return [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir() if takes(pid, int(task.name), signals)]
+
+
+STOP_SIGNALS = {int(signal.SIGINT), int(signal.SIGTERM)}
+
+
 def send_in_background(api_url: str, send_key: str, count: int) -> list[threading.Thread]:
     """`count` sends at once, left running: Ctrl-C comes while they are in flight."""
 
@@ -167,6 +192,8 @@ def test_given_python_m_devstack_when_ready_then_the_api_answers_and_sigint_leav
         send_key = next(found.group(1) for line in output if (found := SEND_KEY.match(line)))
         senders = send_in_background(api_url, send_key, IN_FLIGHT)
         time.sleep(0.5)
+        # Only the main thread runs Python's handler: a Ctrl-C another thread took was lost.
+        assert threads_taking(process.pid, STOP_SIGNALS) == [process.pid]
     finally:
         seconds, before, peak = stop_and_watch(process)
         reader.join(timeout=10)
@@ -191,9 +218,13 @@ def test_given_a_started_stack_with_open_connections_when_stopped_then_no_thread
     keep_alive = httpx.Client(trust_env=False)
     assert keep_alive.get(f"{stack.api_url}/api/openapi.json").status_code == 200
     assert keep_alive.get(f"{stack.sim_url}/v1/capabilities").status_code == 200
+    started = [thread for thread in threading.enumerate() if thread not in before and thread.native_id is not None]
+    takers = [thread.name for thread in started if takes(os.getpid(), int(thread.native_id or 0), STOP_SIGNALS)]
 
     stack.stop()
 
+    assert started
+    assert takers == []  # Ctrl-C reaches the test process's main thread, not one of the stack's
     assert settle(lambda: not (set(threading.enumerate()) - before)), set(threading.enumerate()) - before
     assert all(port_is_free(port) for port in ports)
     assert os.environ.get("TABLE_NAME") != stack.environment["TABLE_NAME"]

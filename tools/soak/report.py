@@ -48,6 +48,13 @@ def table(report: dict[str, Any]) -> str:
             f"{memory['store']['items']['end']} items; it expires none); the rest of the stack end vs warm-up "
             f"{memory['endVsWarmWithoutStorePercent']:+.1f} % (transaction backup: {memory['transactionBackup']})",
         ),
+        (
+            "heap MB",
+            f"{memory['heap']['warm']['liveMb']:.0f} / {memory['heap']['end']['liveMb']:.0f}",
+            f"live objects after warm-up / end (Python's and the C libraries'; end vs warm-up "
+            f"{memory['heap']['endVsWarmLivePercent']:+.1f} %, the store's objects included); the allocators "
+            f"held {memory['heap']['warm']['slackMb']:.0f} / {memory['heap']['end']['slackMb']:.0f} more",
+        ),
     ]
     width = max(len(name) for name, _, _ in rows)
     lines = [

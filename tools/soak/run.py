@@ -74,6 +74,7 @@ class Soak:
         self.reader = TruthReader(self.world, self.stack.info)
         self.traffic = Traffic(self.world, self.stack, self.ledger, self.config.load, self.config.seed)
         self.memory["readyBytes"] = self.stack.rss()
+        self.memory["readyHeap"] = self.stack.heap()
         self.memory["readyContainers"] = self._containers()
         self.memory["readyStore"] = self._store()
         self._sampler = threading.Thread(target=self._sample_rss, name="soak-rss", daemon=True)
@@ -93,10 +94,13 @@ class Soak:
                 raise RuntimeError(f"the stack died mid-soak: see {self.stack.log_path}")
             if "warmBytes" not in self.memory and now >= warm_at:
                 self.memory["warmBytes"] = self.stack.rss()
+                self.memory["warmHeap"] = self.stack.heap()
                 self.memory["warmContainers"] = self._containers()
                 self.memory["warmStore"] = self._store()
             time.sleep(min(1.0, end - now))
-        self.memory.setdefault("warmBytes", self.stack.rss())
+        if "warmBytes" not in self.memory:
+            self.memory["warmBytes"] = self.stack.rss()
+            self.memory["warmHeap"] = self.stack.heap()
         self.memory.setdefault("warmContainers", self._containers())
         self.memory.setdefault("warmStore", self._store())
         self.traffic.stop()
@@ -138,6 +142,7 @@ class Soak:
         ids = sorted({message_id for intent in self.ledger.sends for message_id in intent.ids})
         truth = self.reader.read(ids)
         self.memory["endBytes"] = self.stack.rss()
+        self.memory["endHeap"] = self.stack.heap()
         self.memory["endContainers"] = self._containers()
         self.memory["endStore"] = self._store()
         figures = account(self.ledger, truth)
@@ -248,6 +253,21 @@ class Soak:
         while not self._sampling.wait(RSS_PERIOD):
             self._samples.append((time.monotonic(), self.stack.rss()))
 
+    def _heap_figures(self) -> dict[str, Any]:
+        """The allocators' account at each stage: `liveMb`, what live objects take (Python's and
+        the C libraries'), and `slackMb`, what the allocators hold beyond it (pymalloc arenas not
+        full, glibc's freed memory); RSS is roughly these plus code and thread stacks."""
+        figures: dict[str, Any] = {}
+        for stage in STAGES:
+            heap = self.memory.get(f"{stage}Heap", {})
+            live = heap.get("pyInUseMb", 0.0) + heap.get("cInUseMb", 0.0)
+            slack = heap.get("pyArenasMb", 0.0) - heap.get("pyInUseMb", 0.0) + heap.get("cFreeMb", 0.0)
+            figures[stage] = {"liveMb": round(live, 1), "slackMb": round(slack, 1), **heap}
+        figures["endVsWarmLivePercent"] = _percent(
+            round(10 * figures["end"]["liveMb"]), round(10 * figures["warm"]["liveMb"])
+        )
+        return figures
+
     def _memory_figures(self) -> dict[str, Any]:
         ready, warm, end = (self.memory.get(name, 0) for name in ("readyBytes", "warmBytes", "endBytes"))
         peak = max([ready, warm, end, *(rss for _, rss in self._samples)])
@@ -268,6 +288,7 @@ class Soak:
                 end - self.memory.get("endStore", {}).get("bytes", 0),
                 warm - self.memory.get("warmStore", {}).get("bytes", 0),
             ),
+            "heap": self._heap_figures(),
             "transactionBackup": self.stack.info.get("transactionBackup"),
             "containers": {
                 "ready": self.memory.get("readyContainers"),

@@ -95,6 +95,10 @@ class SoakStack:
             "SOAK_VISIBILITY_TIMEOUT": str(self.settings.visibility_timeout or ""),
             "PROVIDER_TIMEOUT_SECONDS": str(self.settings.provider_timeout_seconds),
             "SOAK_MOTO_TABLE_COPIES": "1" if self.settings.moto_table_copies else "",
+            # glibc gives each thread that allocates at once an arena of its own (up to 8 per
+            # core) and keeps what is freed in it: the stack's threads left ~180 MB free in them
+            # at ready (~35 MB with two arenas), 40 MB more resident, none of it the stack's data.
+            "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2"),
         }
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
@@ -139,6 +143,14 @@ class SoakStack:
         answer = self._control.get("/store", timeout=120.0)
         answer.raise_for_status()
         found: dict[str, int] = answer.json()
+        return found
+
+    def heap(self) -> dict[str, float]:
+        """The stack's allocators' account of its heap (`tools.soak.serve.malloc_info`), in MB."""
+        assert self._control is not None
+        answer = self._control.get("/memory", timeout=60.0)
+        answer.raise_for_status()
+        found: dict[str, float] = answer.json()["malloc"]
         return found
 
     def functions(self) -> dict[str, dict[str, int]]:
