@@ -12,7 +12,7 @@ from switchboard.core.wiring import secrets, table
 if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
     from switchboard.catalog.dynamo import CatalogRepository
-    from switchboard.catalog.ports import GrantChanges
+    from switchboard.catalog.ports import GrantChanges, KeyAttachment
     from switchboard.catalog.service import CatalogService
 
 
@@ -41,7 +41,15 @@ def catalog_service() -> CatalogService:
         local_mode=settings.local_mode,
         status_read=status_read,
         grant_changes=_live_access() if settings.live_management_url else None,
+        key_attachments=[_key_pool()],
     )
+
+
+def _key_pool() -> KeyAttachment:
+    """A key's number pool goes with the key (the pool's wiring builds on the catalog's)."""
+    from switchboard.pool.wiring import pool_repository
+
+    return pool_repository()
 
 
 def _live_access() -> GrantChanges:
