@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,8 @@ import boto3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from switchboard import bootstrap
+from switchboard.core import store
 from switchboard.core.settings import get_settings
 from switchboard.pool.domain import SendingConfig, Ticket, plan_numbers
 from switchboard.pool.dynamo import InTurn, PoolRepository
@@ -21,18 +24,23 @@ REGION = "us-east-1"
 
 
 class CounterTable:
-    """The one DynamoDB call the counter makes, `ADD ticket 1` on an item, kept in memory."""
+    """The one DynamoDB request the counter makes, an UpdateItem adding to `ticket`, kept in memory:
+    bound as the item models' low-level client (it answers as botocore does)."""
+
+    name = "in-memory"
+    _request_signer = None  # what PynamoDB looks at before it would build a client of its own
 
     def __init__(self) -> None:
         self.items: Counter[str] = Counter()
-        self.meta = self
+        store.bind(self.name, self)
 
-    def update_item(self, *, Key: dict[str, str], ExpressionAttributeValues: dict[str, Any], **_: Any) -> Any:
-        self.items[Key["pk"]] += ExpressionAttributeValues[":one"]
-        return {"Attributes": {"ticket": self.items[Key["pk"]]}}
-
-    client = None
-    name = "in-memory"
+    def _make_api_call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        assert operation == "UpdateItem", operation
+        added = re.search(r"ADD (#\w+) (:\w+)", request["UpdateExpression"])
+        assert added is not None and request["ExpressionAttributeNames"][added[1]] == "ticket"
+        pk = request["Key"]["pk"]["S"]
+        self.items[pk] += int(request["ExpressionAttributeValues"][added[2]]["N"])
+        return {"Attributes": {"pk": request["Key"]["pk"], "ticket": {"N": str(self.items[pk])}}}
 
 
 def pool_of(size: int) -> SendingConfig:
@@ -121,7 +129,7 @@ def test_one_shard_counts_one_two_three_on_a_single_item() -> None:
 def test_sharded_tickets_count_per_shard_item_in_dynamodb(aws: AwsResources) -> None:
     table = boto3.resource("dynamodb", region_name=REGION).Table(get_settings().table_name)
     picks = iter([2, 0, 2, 2, 1])
-    tickets = PoolRepository(table, shards=3, pick_shard=lambda _: next(picks))
+    tickets = PoolRepository(bootstrap.table(), shards=3, pick_shard=lambda _: next(picks))
 
     issued = [tickets.next_ticket("key_1") for _ in range(5)]
 

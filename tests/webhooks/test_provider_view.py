@@ -42,7 +42,13 @@ def aws_requests(aws: AwsResources) -> Iterator[Counter[str]]:
     def count(model: Any, **_: Any) -> None:
         requests[f"{model.service_model.service_name}.{model.name}"] += 1
 
-    clients = [bootstrap.table().meta.client, bootstrap.current().client("sqs"), bootstrap.current().client("ssm")]
+    # The table resource's client and the item models' low-level one (core/store.py).
+    clients = [
+        bootstrap.table().meta.client,
+        bootstrap.current().client("dynamodb"),
+        bootstrap.current().client("sqs"),
+        bootstrap.current().client("ssm"),
+    ]
     for aws_client in clients:
         aws_client.meta.events.register("before-call", count)
     yield requests

@@ -36,6 +36,7 @@ from moto import mock_aws
 from devstack import template
 from switchboard.catalog.domain import ApiKey, Instance, Number, PacingLimits, Provider, secret_hint
 from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.core import store
 from switchboard.core.observability import logger
 from switchboard.health.domain import Thresholds
 from switchboard.health.dynamo import DynamoPaceStore, HealthRepository
@@ -160,7 +161,9 @@ def _catalog(table: Any, tenant: str = "bench", *, guarded: bool = False) -> tup
             number_selection_mode=mode,
         )
         catalog.create_api_key(key, digest=f"digest-{key_id}")
-    PoolRepository(table).save(Pool(tenant=tenant, api_key_id=keys["pool"], entries=tuple(entries)), 0)
+    uow = store.unit_of_work()
+    PoolRepository(table).record_save(uow, Pool(tenant=tenant, api_key_id=keys["pool"], entries=tuple(entries)), 0)
+    uow.commit()
     return keys["default"], keys["pool"]
 
 

@@ -11,7 +11,7 @@ from switchboard.bootstrap.core import secrets, table
 if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
     from switchboard.catalog.dynamo import CatalogRepository
-    from switchboard.catalog.ports import GrantChanges
+    from switchboard.catalog.ports import GrantChanges, KeyAttachment
     from switchboard.catalog.service import CatalogService
 
 
@@ -40,7 +40,15 @@ def catalog_service(c: Components) -> CatalogService:
         local_mode=settings.local_mode,
         status_read=status_read,
         grant_changes=_live_access(c) if settings.live_management_url else None,
+        key_attachments=[_key_pool(c)],
     )
+
+
+def _key_pool(c: Components) -> KeyAttachment:
+    """A key's number pool goes with the key (the pool's components build on the catalog's)."""
+    from switchboard.bootstrap.pool import pool_repository
+
+    return pool_repository(c)
 
 
 def _live_access(c: Components) -> GrantChanges:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from switchboard.catalog.domain import Instance
 
 if TYPE_CHECKING:
+    from switchboard.core.store import UnitOfWork
     from switchboard.providers.base import ProviderClient, ProviderTarget
 
 
@@ -27,3 +28,10 @@ class GrantChanges(Protocol):
         """A principal's grant was revoked or changed (committed): whatever it holds on the strength
         of the old grant (live connections) is checked again. Never raises: the change stands."""
         ...
+
+
+class KeyAttachment(Protocol):
+    """What another capability keeps in an API key's name (the key's number pool), deleted in the
+    transaction that revokes the key."""
+
+    def record_key_deleted(self, uow: UnitOfWork, api_key_id: str) -> None: ...

@@ -6,7 +6,7 @@ repository (every read is by the caller's tenant, and another tenant's object is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -24,7 +24,7 @@ from switchboard.catalog.domain import (
     secret_hint,
 )
 from switchboard.catalog.dynamo import CatalogRepository
-from switchboard.catalog.ports import GrantChanges
+from switchboard.catalog.ports import GrantChanges, KeyAttachment
 from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound
 from switchboard.core.identity import Principal, Scope, key_principal
@@ -72,16 +72,19 @@ class CatalogService:
         local_mode: bool,
         status_read: Callable[[Instance], Instance] | None = None,
         grant_changes: GrantChanges | None = None,
+        key_attachments: Sequence[KeyAttachment] = (),
     ) -> None:
         """`status_read` reads a saved instance's connection state from its provider and returns
         the instance as it then is (never raising: the save stands whatever the provider says).
-        `grant_changes` hears of every key revoked, or whose scopes or attendant changed."""
+        `grant_changes` hears of every key revoked, or whose scopes or attendant changed.
+        `key_attachments` delete what they keep in a key's name with the key (its number pool)."""
         self._repository = repository
         self._secrets = secrets
         self._audit = audit
         self._local_mode = local_mode
         self._status_read = status_read
         self._grant_changes = grant_changes
+        self._key_attachments = tuple(key_attachments)
 
     # --- authentication ------------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class CatalogService:
         """Revoke a key, and close what it holds open (live connections). Raises NotFound, or
         LastAdminKey for the tenant's last admin key."""
         current = self._repository.get_api_key(principal.tenant, key_id)
-        self._repository.delete_api_key(principal.tenant, key_id)
+        self._repository.delete_api_key(principal.tenant, key_id, self._key_attachments)
         self._audit.record(principal, "api_key.deleted", key_id, before=current)
         self._grant_changed(principal.tenant, key_id)
 

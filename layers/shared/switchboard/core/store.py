@@ -41,7 +41,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
-from pynamodb.transactions import TransactWrite
+from pynamodb.transactions import TransactGet, TransactWrite
 
 META = "#META"
 SEPARATOR = "#"
@@ -338,6 +338,15 @@ def update(
     return item
 
 
+def update_returning_old(item: ItemT, actions: Sequence[Action], condition: Condition | None = None) -> ItemT:
+    """Apply `actions` to the stored item (if `condition` holds) and return the item as it was
+    before them (its attributes then; none when there was no item); `item` is left as built."""
+    kwargs = item.get_update_kwargs_from_instance(actions=list(actions), condition=condition)
+    kwargs["ReturnValues"] = ALL_OLD
+    answer = _send(item, UPDATE_ITEM, kwargs)
+    return type(item).from_raw_data(answer.get("Attributes") or {})
+
+
 def delete(item: ItemT, condition: Condition | None = None) -> ItemT | None:
     """Delete the item (if `condition` holds); the item as it was, or None when there was none."""
     kwargs = item.get_delete_kwargs_from_instance(condition=condition)
@@ -389,6 +398,14 @@ def query(
     if index is not None:
         return index.query(partition, sort, scan_index_forward=not newest_first, limit=limit)
     return model.query(partition, sort, scan_index_forward=not newest_first, limit=limit, consistent_read=consistent)
+
+
+def read_together() -> TransactGet:
+    """A transactional read on the bound table: `with store.read_together() as read:` then
+    `future = read.get(Model, pk, sk)` for each item, and `future.get()` after the block (raising
+    `Model.DoesNotExist` for an item there is none of). Every item is as of one moment: a
+    transaction writing several of them lands wholly before or wholly after the read."""
+    return TransactGet(connection=_bound().connection)
 
 
 # --- the unit of work ------------------------------------------------------------------------
@@ -474,8 +491,17 @@ class UnitOfWork:
         )
         self._join("update", refused)
 
-    def delete(self, item: TableItem, condition: Condition | None = None, *, refused: Refused | None = None) -> None:
-        self._transaction.delete(item, condition=condition)
+    def delete(
+        self,
+        item: TableItem,
+        condition: Condition | None = None,
+        *,
+        refused: Refused | None = None,
+        any_version: bool = False,
+    ) -> None:
+        """Delete `item` (if `condition` holds); a versioned item only at its version as loaded,
+        unless `any_version` (an item going with another, whatever was written to it meanwhile)."""
+        self._transaction.delete(item, condition=condition, add_version_condition=not any_version)
         self._join("delete", refused)
 
     def check(

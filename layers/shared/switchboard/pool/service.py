@@ -15,11 +15,13 @@ from typing import Any, Protocol
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import ApiKey, Instance, Number, Provider
+from switchboard.core import store
 from switchboard.core.bus import POOL_CHANGED
 from switchboard.core.errors import NotFound, PoolChanged
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.ports import Publisher
+from switchboard.core.store import Refused, UnitOfWork
 from switchboard.pool.domain import (
     NumberRoutes,
     Pool,
@@ -35,6 +37,8 @@ SAVE_ATTEMPTS = 3
 
 
 class Catalog(Protocol):
+    def record_key_held(self, uow: UnitOfWork, tenant: str, key_id: str, *, refused: Refused) -> None: ...
+    def record_number_held(self, uow: UnitOfWork, tenant: str, number_id: str, *, refused: Refused) -> None: ...
     def get_api_key(self, tenant: str, key_id: str) -> ApiKey: ...
     def get_number(self, tenant: str, number_id: str) -> Number: ...
     def get_numbers(self, tenant: str, number_ids: Collection[str]) -> dict[str, Number]: ...
@@ -45,7 +49,7 @@ class Catalog(Protocol):
 
 class Pools(Protocol):
     def get(self, tenant: str, api_key_id: str) -> Pool: ...
-    def save(self, pool: Pool, expected_version: int, *, adding: str | None = None) -> Pool: ...
+    def record_save(self, uow: UnitOfWork, pool: Pool, expected_version: int) -> Pool: ...
 
 
 class KeyEditor(Protocol):
@@ -171,7 +175,7 @@ class PoolService:
             current = self._pools.get(principal.tenant, key_id)
             live, numbers = self._live(current)
             try:
-                saved = self._pools.save(change(live), current.version, adding=adding)
+                saved = self._save(principal.tenant, key_id, change(live), current.version, adding)
             except PoolChanged:
                 if attempt == SAVE_ATTEMPTS - 1:
                     raise
@@ -181,6 +185,22 @@ class PoolService:
                 self._changed(principal.tenant, key_id)
             return saved, numbers
         raise PoolChanged("the pool changed meanwhile; read it again")
+
+    def _save(self, tenant: str, key_id: str, pool: Pool, expected_version: int, adding: str | None) -> Pool:
+        """Write `pool` if the stored one still has `expected_version`, the key still exists in the
+        tenant and, when a number is being `adding`, that number does too (a deletion racing the
+        add must not leave an entry behind): one transaction.
+
+        Raises NotFound (the key is gone, or not the tenant's), UnknownReference (the added number
+        is) or PoolChanged (lost the race), in that order when several hold.
+        """
+        uow = store.unit_of_work()
+        self._catalog.record_key_held(uow, tenant, key_id, refused=NotFound("API key not found"))
+        if adding is not None:
+            self._catalog.record_number_held(uow, tenant, adding, refused=unknown_pool_number())
+        saved = self._pools.record_save(uow, pool, expected_version)
+        uow.commit()
+        return saved
 
     def _changed(self, tenant: str, key_id: str) -> None:
         self._publisher.publish(POOL_CHANGED, {"tenant": tenant, "keyId": key_id})
