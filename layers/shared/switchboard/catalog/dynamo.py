@@ -37,6 +37,7 @@ from switchboard.core.dynamo import (
 )
 from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFound, UnknownReference
 from switchboard.core.identity import Principal, Scope
+from switchboard.core.store import TableItem, UnitOfWork
 
 NOT_EXISTS = "attribute_not_exists(pk)"
 ADMIN_COUNT_SK = "ADMINKEYS"
@@ -47,6 +48,12 @@ BATCH_GET_KEYS = 100  # DynamoDB's limit per BatchGetItem
 # the same transaction: the key's number pool (sk `POOL`). A pool write checks that its key still
 # exists, so none can land after the delete.
 KEY_ATTACHMENTS = ("POOL",)
+
+
+class TenantItem(TableItem):
+    """A tenant (`TENANT#<owner tag>`), as far as a unit of work of another capability checks it."""
+
+    PREFIX = "TENANT"
 
 
 class CatalogRepository:
@@ -68,6 +75,12 @@ class CatalogRepository:
         if not item:
             raise NotFound("tenant not found")
         return from_item(Tenant, item)
+
+    def record_tenant_exists(self, uow: UnitOfWork, owner_tag: str, *, refused: BaseException) -> None:
+        """The unit of work holds only while the tenant exists (`refused` otherwise)."""
+        uow.check(
+            TenantItem, TenantItem.pk_for(owner_tag), TenantItem.sk_for(), TenantItem.pk.exists(), refused=refused
+        )
 
     def list_tenants(self) -> list[Tenant]:
         return [from_item(Tenant, item) for item in self._by_index("GSI1", "gsi1pk", "TENANTS")]

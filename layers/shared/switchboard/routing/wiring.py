@@ -34,7 +34,13 @@ def routing_repository() -> RoutingRepository:
 def routing_service() -> RoutingService:
     from switchboard.routing.service import RoutingService
 
-    return RoutingService(routing_repository(), secrets(), audit_log(), local_mode=get_settings().local_mode)
+    return RoutingService(
+        routing_repository(),
+        secrets(),
+        audit_log(),
+        tenants=catalog_repository(),
+        local_mode=get_settings().local_mode,
+    )
 
 
 @component
