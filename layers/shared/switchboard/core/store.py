@@ -348,7 +348,9 @@ def _send(item: TableItem, operation: str, kwargs: dict[str, Any]) -> dict[str, 
         answer: dict[str, Any] = type(item)._get_connection().connection.dispatch(operation, kwargs)
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            raise ConditionFailed(error.response.get("Item")) from error
+            # PynamoDB's own error keeps only the code and message: the item is in botocore's.
+            botocore_error = error.__cause__ if isinstance(error.__cause__, ClientError) else error
+            raise ConditionFailed(botocore_error.response.get("Item")) from error
         raise
     return answer
 

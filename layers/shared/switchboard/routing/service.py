@@ -30,9 +30,14 @@ if TYPE_CHECKING:
 CACHE_SECONDS = 30.0
 
 
-class MappingStore(Protocol):
+class MappingReads(Protocol):
+    """What resolving a downstream reads: the version stamp and a mapping."""
+
     def version(self) -> int: ...
     def get_mapping(self, owner_tag: str) -> DownstreamMapping | None: ...
+
+
+class MappingStore(MappingReads, Protocol):
     def list_mappings(self) -> list[DownstreamMapping]: ...
     def record_mapping(self, uow: UnitOfWork, mapping: DownstreamMapping, *, token_replaced: bool) -> None:
         """Join `uow` with the upsert of a mapping and the bump of the version; without a new
@@ -68,7 +73,7 @@ class _Cached:
 class DownstreamResolver:
     def __init__(
         self,
-        store: MappingStore,
+        store: MappingReads,
         secrets: Secrets,
         fallback: GlobalDownstream,
         *,
