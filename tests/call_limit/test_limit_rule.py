@@ -230,7 +230,8 @@ def test_dynamodb_reaches_the_same_state_as_the_rule_for_any_delivery_order(
 def test_each_decision_costs_one_conditional_write_and_a_conflict_two(lines: LineRepository) -> None:
     name = new_line()
     requests: list[str] = []
-    client = bootstrap.table().meta.client
+    bootstrap.table()  # binds the item models to the client they send through
+    client = bootstrap.current().client("dynamodb")
     client.meta.events.register("before-call.dynamodb.*", lambda model, **_: requests.append(model.name))
 
     costs = {}

@@ -499,7 +499,8 @@ class FakeConnectionStates:
 
 
 class FakeMappingStore:
-    """`routing.service.MappingStore`: each change moves the version stamp; counts mapping reads."""
+    """`routing.service.MappingReads`, and the mappings it reads: each change moves the version
+    stamp; counts mapping reads."""
 
     def __init__(self) -> None:
         self.mappings: dict[str, DownstreamMapping] = {}
@@ -519,9 +520,6 @@ class FakeMappingStore:
 
     def list_mappings(self) -> list[DownstreamMapping]:
         return list(self.mappings.values())
-
-    def put_mapping(self, mapping: DownstreamMapping, *, token_replaced: bool) -> None:
-        self.change(mapping)
 
     def delete_mapping(self, owner_tag: str) -> None:
         self.mappings.pop(owner_tag)

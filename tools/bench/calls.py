@@ -5,9 +5,10 @@
    stored first, uncounted: the dial stores its attempt before it asks for the slot). The shape
    is one transaction (the attempt's state checked, the line updated), so the figure to see is
    exactly 1.0 request per reservation either way; it writes 2 items, 4 write units.
-2. Contention: 50 threads, each with its own boto3 session and client, reserve at once on one line
-   of limit 2, against the local stack's serialised DynamoDB endpoint (moto server behind one
-   lock, `devstack.aws_endpoint.AwsEndpoint`); 20 rounds; each must admit exactly 2.
+2. Contention: 50 threads, each with its own boto3 session (the item models send through the one
+   client they are bound to, as in a container), reserve at once on one line of limit 2, against
+   the local stack's serialised DynamoDB endpoint (moto server behind one lock,
+   `devstack.aws_endpoint.AwsEndpoint`); 20 rounds; each must admit exactly 2.
 
 It prints figures, returns them for docs/measurements.md and asserts nothing (timings depend on
 the machine). `python -m tools.bench calls`.
@@ -31,6 +32,7 @@ from switchboard.call_limit.domain import Snapshot
 from switchboard.call_limit.dynamo import LineRepository
 from switchboard.calls.domain import DialAttempt
 from switchboard.calls.dynamo import CallRepository
+from switchboard.core import store
 from switchboard.core.errors import LineBusy
 from switchboard.core.observability import logger
 from tools.bench.measurements import Figures
@@ -76,10 +78,12 @@ def in_process() -> Figures:
         session = boto3.session.Session()
         template.create_tables(session.client("dynamodb", region_name=REGION), template.LocalNames(prefix="bench"))
         table = _table(session)
+        client = session.client("dynamodb", region_name=REGION)
+        store.bind(table.name, client)
         repository = CallRepository(table)
         lines = [_new_line(table, LIMIT) for _ in range(IN_PROCESS_LINES)]
         requests: Counter[str] = Counter()
-        table.meta.client.meta.events.register("before-call.dynamodb", lambda model, **_: requests.update([model.name]))
+        client.meta.events.register("before-call.dynamodb", lambda model, **_: requests.update([model.name]))
 
         attempts = {line: [_attempt(line, index) for index in range(LIMIT + 1)] for line in lines}
         for line_attempts in attempts.values():
@@ -134,6 +138,7 @@ def contention() -> Figures:
             setup.client("dynamodb", region_name=REGION, endpoint_url=endpoint.url), template.LocalNames(prefix="bench")
         )
         setup_table = _table(setup, endpoint.url)
+        store.bind(setup_table.name, setup.client("dynamodb", region_name=REGION, endpoint_url=endpoint.url))
         tables = [_table(boto3.session.Session(), endpoint.url) for _ in range(THREADS)]
         admitted_per_round: list[int] = []
         started = time.perf_counter()
@@ -144,7 +149,9 @@ def contention() -> Figures:
     finally:
         endpoint.stop()
     exact = sum(1 for admitted in admitted_per_round if admitted == CONTENDED_LIMIT)
-    print(f"contention: {THREADS} threads (own session and client each), limit {CONTENDED_LIMIT}, {ROUNDS} rounds")
+    print(
+        f"contention: {THREADS} threads (own session each, one bound client), limit {CONTENDED_LIMIT}, {ROUNDS} rounds"
+    )
     print(f"  admitted per round: {admitted_per_round}")
     print(
         f"  rounds with exactly {CONTENDED_LIMIT} admitted: {exact}/{ROUNDS}; "

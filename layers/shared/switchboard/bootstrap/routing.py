@@ -33,7 +33,13 @@ def routing_repository(c: Components) -> RoutingRepository:
 def routing_service(c: Components) -> RoutingService:
     from switchboard.routing.service import RoutingService
 
-    return RoutingService(routing_repository(c), secrets(c), audit_log(c), local_mode=c.settings.local_mode)
+    return RoutingService(
+        routing_repository(c),
+        secrets(c),
+        audit_log(c),
+        tenants=catalog_repository(c),
+        local_mode=c.settings.local_mode,
+    )
 
 
 @component

@@ -2,7 +2,8 @@
 
 Items, all in the partition of the instance's line (`pk = LINE#<instance key>`, its tenant and name):
 
-- the line (`sk = #META`, shared with the call limit): `occupants.<id>` entries written only here;
+- the line (`sk = #META`, the call limit's item): its `occupants.<id>` entries are decided only
+  here, written through the call limit's repository inside this module's units of work;
 - a dial attempt (`sk = DIAL#<reservation id>`), kept two days;
 - a call record (`sk = CALL#<provider>#<provider instance id>#<callId>`), kept 30 days after its end;
   while live it is also in GSI2 under `LINE#<instance key>#LIVECALL`, so reconciliation reads live calls only.
@@ -27,26 +28,32 @@ import random
 import time
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.conditions import Key
-from boto3.dynamodb.types import TypeDeserializer
-from botocore.exceptions import ClientError
+from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 
 from switchboard.call_limit.domain import Line, Occupant
-from switchboard.call_limit.dynamo import line_from_item, line_key
+from switchboard.call_limit.dynamo import LineItem, LineRepository
 from switchboard.calls.domain import (
     Attachment,
     AttemptNotPending,
+    AttemptState,
     CallRecord,
     DialAttempt,
     LineNotReady,
     StaleRecord,
-    occupant_value,
 )
-from switchboard.core.dynamo import cancellation_codes, from_item, is_condition_failure, query_all, to_item
+from switchboard.core import store
 from switchboard.core.errors import Conflict, LineBusy
+from switchboard.core.store import (
+    CONFLICT,
+    EpochAttribute,
+    IntegerAttribute,
+    RelationIndex,
+    TableItem,
+    TransactionCancelled,
+    UnitOfWork,
+)
 
 ATTEMPT_TTL = timedelta(days=2)
 ENDED_CALL_TTL = timedelta(days=30)
@@ -54,46 +61,154 @@ ENDED_CALL_TTL = timedelta(days=30)
 # outlast it without holding a request for long.
 CONFLICT_ATTEMPTS = 5
 CONFLICT_PAUSE_SECONDS = 0.02
-BATCH_GET_KEYS = 100  # DynamoDB's limit per BatchGetItem
-_deserializer = TypeDeserializer()
 
 
-def _attempt_key(tenant: str, instance: str, attempt_id: str) -> dict[str, str]:
-    return {"pk": line_key(tenant, instance)["pk"], "sk": f"DIAL#{attempt_id}"}
+def _line_partition(tenant: str, instance: str) -> str:
+    return LineItem.of(tenant, instance).pk
 
 
-def _call_key(record: CallRecord) -> dict[str, str]:
-    return call_key(record.tenant, record.instance, record.provider_id, record.provider_instance_id, record.call_id)
+def _in(delta: timedelta) -> datetime:
+    return datetime.now(UTC) + delta
+
+
+class DialAttemptItem(TableItem):
+    """One dial attempt, by its reservation id, in its line's partition."""
+
+    PREFIX = LineItem.PREFIX
+    SORT_PREFIX = "DIAL"
+
+    id = UnicodeAttribute()
+    tenant = UnicodeAttribute()
+    instance = UnicodeAttribute()
+    attendant = UnicodeAttribute()
+    to = UnicodeAttribute()
+    video = BooleanAttribute()
+    state = UnicodeAttribute()
+    call_id = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute()
+    release_reason = UnicodeAttribute(null=True)
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
+
+    @classmethod
+    def of(cls, tenant: str, instance: str, attempt_id: str) -> DialAttemptItem:
+        return cls(_line_partition(tenant, instance), cls.sk_for(attempt_id))
+
+
+class CallItem(TableItem):
+    """One call record, keyed by provider, provider instance id and callId, in its line's partition;
+    in GSI2 (`<line>#LIVECALL`) only while live. `rev` is its optimistic lock: a write of a record
+    read at `rev` holds only while it is still stored at `rev`, and stores `rev + 1` (a new record
+    holds only while none is stored, and stores 1)."""
+
+    PREFIX = LineItem.PREFIX
+    SORT_PREFIX = "CALL"
+
+    tenant = UnicodeAttribute()
+    instance = UnicodeAttribute()
+    provider_id = UnicodeAttribute()
+    provider_instance_id = UnicodeAttribute()
+    call_id = UnicodeAttribute()
+    state = UnicodeAttribute(null=True)
+    direction = UnicodeAttribute(null=True)
+    peer = UnicodeAttribute(null=True)
+    video = BooleanAttribute(null=True)
+    video_seq = IntegerAttribute(null=True)
+    last_seq = IntegerAttribute(null=True)
+    holds_slot = BooleanAttribute(null=True)
+    owner = UnicodeAttribute(null=True)
+    reservation_id = UnicodeAttribute(null=True)
+    end_reason = UnicodeAttribute(null=True)
+    ended_by = UnicodeAttribute(null=True)
+    end_origin = UnicodeAttribute(null=True)
+    created_at = UnicodeAttribute(null=True)
+    answered_at = UnicodeAttribute(null=True)
+    ended_at = UnicodeAttribute(null=True)
+    recording_status = UnicodeAttribute(null=True)
+    recording_url = UnicodeAttribute(null=True)
+    recording_seq = IntegerAttribute(null=True)
+    first_seen = UnicodeAttribute(null=True)
+    rev = VersionAttribute()
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
+    gsi2pk = UnicodeAttribute(null=True)
+    gsi2sk = UnicodeAttribute(null=True)
+    live = RelationIndex["CallItem"]()
+
+    @classmethod
+    def of(cls, tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> CallItem:
+        return cls(_line_partition(tenant, instance), cls.sk_for(provider_id, provider_instance_id, call_id))
+
+    @classmethod
+    def of_occupant(cls, tenant: str, instance: str, occupant_id: str) -> CallItem:
+        """A call entry's record: `call#<provider>#<instanceId>#<callId>` is `CALL#<same>` in its partition."""
+        return cls(_line_partition(tenant, instance), cls.sk_for(occupant_id.removeprefix("call#")))
+
+    @staticmethod
+    def live_partition(tenant: str, instance: str) -> str:
+        return f"{_line_partition(tenant, instance)}#LIVECALL"
 
 
 def call_key(tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str) -> dict[str, str]:
-    return {"pk": line_key(tenant, instance)["pk"], "sk": f"CALL#{provider_id}#{provider_instance_id}#{call_id}"}
+    """A call record's key, for a raw read of the item as stored."""
+    item = CallItem.of(tenant, instance, provider_id, provider_instance_id, call_id)
+    return {"pk": item.pk, "sk": item.sk}
 
 
-def _occupant_call_key(tenant: str, instance: str, occupant_id: str) -> dict[str, str]:
-    """A call entry's record: `call#<provider>#<instanceId>#<callId>` is `CALL#<same>` in its partition."""
-    return {"pk": line_key(tenant, instance)["pk"], "sk": "CALL#" + occupant_id.removeprefix("call#")}
+_RECORD_FIELDS = tuple(name for name in CallRecord.model_fields if name != "rev")
+_ATTEMPT_FIELDS = tuple(DialAttempt.model_fields)
 
 
-def _live_index(tenant: str, instance: str) -> str:
-    return f"{line_key(tenant, instance)['pk']}#LIVECALL"
+def _call_item(record: CallRecord, previous: CallRecord | None) -> CallItem:
+    """The item of `record`, at the revision `previous` was read at (None: a new record)."""
+    item = CallItem.of(record.tenant, record.instance, record.provider_id, record.provider_instance_id, record.call_id)
+    for name in _RECORD_FIELDS:
+        setattr(item, name, getattr(record, name))
+    if previous is not None:
+        item.rev = previous.rev
+    return item
 
 
-def _epoch(delta: timedelta) -> int:
-    return int((datetime.now(UTC) + delta).timestamp())
+def _record(item: CallItem) -> CallRecord:
+    return CallRecord.model_validate(
+        {name: getattr(item, name) for name in (*_RECORD_FIELDS, "rev") if getattr(item, name) is not None}
+    )
+
+
+def _attempt_item(attempt: DialAttempt) -> DialAttemptItem:
+    item = DialAttemptItem.of(attempt.tenant, attempt.instance, attempt.id)
+    for name in _ATTEMPT_FIELDS:
+        setattr(item, name, getattr(attempt, name))
+    return item
+
+
+def _attempt(item: DialAttemptItem) -> DialAttempt:
+    return DialAttempt.model_validate(
+        {name: getattr(item, name) for name in _ATTEMPT_FIELDS if getattr(item, name) is not None}
+    )
+
+
+def _state(state: AttemptState) -> AttemptState:
+    return state
+
+
+class _Refused(Exception):
+    """A condition of the unit of work did not hold: the operation answers False."""
+
+
+class _AlreadyAdmitted(Exception):
+    """The reservation is on the line already: a replay of an admission."""
 
 
 class CallRepository:
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models. The line item is the
+        call limit's: its occupants are written through the call limit's repository."""
         self._table = table
-        self._client = table.meta.client
-        self._name = table.name
+        self._lines = LineRepository(table)
 
     # --- the line --------------------------------------------------------------------------
 
     def line(self, tenant: str, instance: str) -> Line | None:
-        item = self._table.get_item(Key=line_key(tenant, instance), ConsistentRead=True).get("Item")
-        return line_from_item(instance, item) if item else None
+        return self._lines.get(tenant, instance)
 
     def reserve(self, attempt: DialAttempt) -> bool:
         """Admit the attempt's reservation if a slot is free: True if admitted now, False if it already was.
@@ -103,107 +218,67 @@ class CallRepository:
         LineBusy (with the limit and the occupants) when the line is full, LineNotReady when it
         has no limit or no occupants map yet.
         """
-        items = [
-            {
-                "ConditionCheck": {
-                    "TableName": self._name,
-                    "Key": _attempt_key(attempt.tenant, attempt.instance, attempt.id),
-                    "ConditionExpression": "#state = :pending",
-                    "ExpressionAttributeNames": {"#state": "state"},
-                    "ExpressionAttributeValues": {":pending": "pending"},
-                }
-            },
-            {
-                "Update": {
-                    "TableName": self._name,
-                    "Key": line_key(attempt.tenant, attempt.instance),
-                    "UpdateExpression": "SET occupants.#id = :occupant",
-                    "ConditionExpression": "size(occupants) < #limit AND attribute_not_exists(occupants.#id)",
-                    "ExpressionAttributeNames": {"#id": attempt.id, "#limit": "limit"},
-                    "ExpressionAttributeValues": {":occupant": occupant_value(attempt.occupant())},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
-        ]
-        try:
-            self._transact(items)
-        except ClientError as error:
-            codes = cancellation_codes(error)
-            if codes[:1] == ["ConditionalCheckFailed"]:
-                raise AttemptNotPending(attempt.id) from error
-            if codes[1:2] != ["ConditionalCheckFailed"]:
-                raise
-            old = self._refused_line_item(attempt, error)
-            line = line_from_item(attempt.instance, {"tenant": attempt.tenant, **old}) if old else None
-            if line is None or line.limit is None or "occupants" not in old:
-                raise LineNotReady(line) from error
+
+        def refused(line: Line | None, has_occupants: bool) -> BaseException:
+            if line is None or line.limit is None or not has_occupants:
+                return LineNotReady(line)
             if attempt.id in line.occupants:
-                return False
-            raise LineBusy(
+                return _AlreadyAdmitted()
+            return LineBusy(
                 "no free call slot on this connection",
                 limit=line.limit,
                 occupants=[occupant.model_dump(by_alias=True) for occupant in line.occupants.values()],
-            ) from error
-        return True
+            )
 
-    def _refused_line_item(self, attempt: DialAttempt, error: ClientError) -> dict[str, Any]:
-        """The line item as the refused admission saw it (its cancellation reason), else as read now."""
-        reasons = error.response.get("CancellationReasons") or []
-        raw = reasons[1].get("Item") if len(reasons) > 1 else None
-        if raw:
-            return {name: _deserializer.deserialize(value) for name, value in raw.items()}
-        item = self._table.get_item(Key=line_key(attempt.tenant, attempt.instance), ConsistentRead=True).get("Item")
-        return dict(item or {})
+        uow = store.unit_of_work()
+        uow.check(
+            DialAttemptItem,
+            *_key(DialAttemptItem.of(attempt.tenant, attempt.instance, attempt.id)),
+            DialAttemptItem.state == _state("pending"),
+            refused=AttemptNotPending(attempt.id),
+        )
+        self._lines.record_admission(uow, attempt.tenant, attempt.instance, attempt.occupant(), refused=refused)
+        try:
+            _commit(uow)
+        except _AlreadyAdmitted:
+            return False
+        return True
 
     def ensure_line(self, tenant: str, instance: str) -> None:
         """Create the line item or its `occupants` map if missing; never touches the call limit's attributes."""
-        self._table.update_item(
-            Key=line_key(tenant, instance),
-            UpdateExpression="SET occupants = if_not_exists(occupants, :empty), tenant = if_not_exists(tenant, :t)",
-            ExpressionAttributeValues={":empty": {}, ":t": tenant},
-        )
+        self._lines.ensure_occupants(tenant, instance)
 
     # --- dial attempts ---------------------------------------------------------------------
 
     def create_attempt(self, attempt: DialAttempt) -> DialAttempt | None:
         """Store a new attempt; if its id exists already (a retry), return the stored one instead."""
-        item = to_item(
-            attempt, _attempt_key(attempt.tenant, attempt.instance, attempt.id), expiresAt=_epoch(ATTEMPT_TTL)
-        )
+        item = _attempt_item(attempt)
+        item.expires_at = _in(ATTEMPT_TTL)
         try:
-            self._table.put_item(
-                Item=item,
-                ConditionExpression="attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            old = {name: _deserializer.deserialize(value) for name, value in error.response.get("Item", {}).items()}
-            return (
-                from_item(DialAttempt, old) if old else self.get_attempt(attempt.tenant, attempt.instance, attempt.id)
-            )
+            store.put(item, DialAttemptItem.pk.does_not_exist(), return_old=True)
+        except store.ConditionFailed as refused:
+            old = refused.old(DialAttemptItem)
+            return _attempt(old) if old else self.get_attempt(attempt.tenant, attempt.instance, attempt.id)
         return None
 
     def reopen_attempt(self, attempt: DialAttempt) -> bool:
         """A retry of a released attempt tries again: released -> pending, once."""
         try:
-            self._table.update_item(
-                Key=_attempt_key(attempt.tenant, attempt.instance, attempt.id),
-                UpdateExpression="SET #state = :pending REMOVE release_reason",
-                ConditionExpression="#state = :released",
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":pending": "pending", ":released": "released"},
+            store.update(
+                DialAttemptItem.of(attempt.tenant, attempt.instance, attempt.id),
+                [DialAttemptItem.state.set(_state("pending")), DialAttemptItem.release_reason.remove()],
+                DialAttemptItem.state == _state("released"),
             )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return False
-            raise
+        except store.ConditionFailed:
+            return False
         return True
 
     def get_attempt(self, tenant: str, instance: str, attempt_id: str) -> DialAttempt | None:
-        item = self._table.get_item(Key=_attempt_key(tenant, instance, attempt_id), ConsistentRead=True).get("Item")
-        return from_item(DialAttempt, item) if item else None
+        try:
+            item = DialAttemptItem.get(*_key(DialAttemptItem.of(tenant, instance, attempt_id)), consistent_read=True)
+        except DialAttemptItem.DoesNotExist:
+            return None
+        return _attempt(item)
 
     def pending_attempts(self, tenant: str, instance: str) -> list[DialAttempt]:
         """The attempts whose reservation is on the line: at most `limit` items, read by key."""
@@ -214,63 +289,35 @@ class CallRepository:
 
     def attempts(self, tenant: str, instance: str, attempt_ids: Collection[str]) -> dict[str, DialAttempt]:
         """The stored attempts among `attempt_ids`, by id (consistent batch reads; a missing one is absent)."""
-        keys = [_attempt_key(tenant, instance, attempt_id) for attempt_id in sorted(set(attempt_ids))]
-        return {attempt.id: attempt for attempt in (from_item(DialAttempt, item) for item in self._batch_get(keys))}
+        keys = [_key(DialAttemptItem.of(tenant, instance, attempt_id)) for attempt_id in sorted(set(attempt_ids))]
+        items = DialAttemptItem.batch_get(keys, consistent_read=True)
+        return {attempt.id: attempt for attempt in (_attempt(item) for item in items)}
 
     def calls_of_occupants(self, tenant: str, instance: str, occupant_ids: Collection[str]) -> dict[str, CallRecord]:
         """The call records behind call entries of the line, by occupant id (consistent batch reads)."""
-        keys = [_occupant_call_key(tenant, instance, occupant_id) for occupant_id in sorted(set(occupant_ids))]
-        records = (from_item(CallRecord, item) for item in self._batch_get(keys))
+        keys = [_key(CallItem.of_occupant(tenant, instance, occupant_id)) for occupant_id in sorted(set(occupant_ids))]
+        records = (_record(item) for item in CallItem.batch_get(keys, consistent_read=True))
         return {record.occupant_id: record for record in records}
-
-    def _batch_get(self, keys: list[dict[str, str]]) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        for start in range(0, len(keys), BATCH_GET_KEYS):
-            request = {self._name: {"Keys": keys[start : start + BATCH_GET_KEYS], "ConsistentRead": True}}
-            while request:  # keys left unprocessed (throttling) are asked again
-                answer = self._client.batch_get_item(RequestItems=request)
-                items.extend(answer.get("Responses", {}).get(self._name, []))
-                request = answer.get("UnprocessedKeys") or {}
-        return items
 
     def release(self, attempt: DialAttempt, reason: str) -> bool:
         """Free a pending attempt's slot (one transaction with its state); False if it was not pending."""
+        uow = store.unit_of_work()
+        uow.update(
+            DialAttemptItem.of(attempt.tenant, attempt.instance, attempt.id),
+            [DialAttemptItem.state.set(_state("released")), DialAttemptItem.release_reason.set(reason)],
+            DialAttemptItem.state == _state("pending"),
+            refused=_Refused(),
+        )
+        # No occupants map yet: nothing can be reserved there.
+        no_map = LineNotReady(None)
+        self._lines.record_occupants(uow, attempt.tenant, attempt.instance, remove=[attempt.id], refused=no_map)
         try:
-            self._transact(
-                [
-                    {
-                        "Update": {
-                            "TableName": self._name,
-                            "Key": _attempt_key(attempt.tenant, attempt.instance, attempt.id),
-                            "UpdateExpression": "SET #state = :released, release_reason = :reason",
-                            "ConditionExpression": "#state = :pending",
-                            "ExpressionAttributeNames": {"#state": "state"},
-                            "ExpressionAttributeValues": {
-                                ":released": "released",
-                                ":pending": "pending",
-                                ":reason": reason,
-                            },
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._name,
-                            "Key": line_key(attempt.tenant, attempt.instance),
-                            "UpdateExpression": "REMOVE occupants.#id",
-                            "ConditionExpression": "attribute_exists(occupants)",
-                            "ExpressionAttributeNames": {"#id": attempt.id},
-                        }
-                    },
-                ]
-            )
-        except ClientError as error:
-            codes = cancellation_codes(error)
-            if codes[:1] == ["ConditionalCheckFailed"]:
-                return False
-            if codes[1:2] == ["ConditionalCheckFailed"]:  # no occupants map yet: nothing can be reserved there
-                self.ensure_line(attempt.tenant, attempt.instance)
-                return self.release(attempt, reason)
-            raise
+            _commit(uow)
+        except _Refused:
+            return False
+        except LineNotReady:
+            self.ensure_line(attempt.tenant, attempt.instance)
+            return self.release(attempt, reason)
         return True
 
     # --- call records ----------------------------------------------------------------------
@@ -278,15 +325,17 @@ class CallRepository:
     def get_call(
         self, tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str
     ) -> CallRecord | None:
-        key = call_key(tenant, instance, provider_id, provider_instance_id, call_id)
-        item = self._table.get_item(Key=key, ConsistentRead=True).get("Item")
-        return from_item(CallRecord, item) if item else None
+        key = _key(CallItem.of(tenant, instance, provider_id, provider_instance_id, call_id))
+        try:
+            item = CallItem.get(*key, consistent_read=True)
+        except CallItem.DoesNotExist:
+            return None
+        return _record(item)
 
     def live_calls(self, tenant: str, instance: str) -> list[CallRecord]:
         """Live calls through the sparse index entry a record carries only while live (GSI2)."""
-        index = _live_index(tenant, instance)
-        items = query_all(self._table, IndexName="GSI2", KeyConditionExpression=Key("gsi2pk").eq(index))
-        return [from_item(CallRecord, item) for item in items]
+        items = store.query(CallItem, CallItem.live_partition(tenant, instance), index=CallItem.live)
+        return [_record(item) for item in items]
 
     def save(self, previous: CallRecord | None, record: CallRecord, attempt: DialAttempt | None = None) -> CallRecord:
         """Write `record` (read as `previous`) and its line entry; bind `attempt` to it if given.
@@ -297,103 +346,43 @@ class CallRepository:
         a condition failed (read again), LineNotReady when the line has no occupants map yet.
         """
         stored = record.model_copy(update={"rev": (previous.rev if previous else 0) + 1})
-        extra: dict[str, Any] = {"expiresAt": _epoch(ENDED_CALL_TTL)} if stored.ended else {}
+        item = _call_item(stored, previous)
+        if stored.ended:
+            item.expires_at = _in(ENDED_CALL_TTL)
         if stored.live:  # a sparse index of live calls: reconciliation reads only those
-            extra |= {"gsi2pk": _live_index(stored.tenant, stored.instance), "gsi2sk": stored.call_id}
-        record_put: dict[str, Any] = {
-            "TableName": self._name,
-            "Item": to_item(stored, _call_key(stored), **extra),
-        }
-        if previous is None:
-            record_put["ConditionExpression"] = "attribute_not_exists(pk)"
-        else:
-            record_put["ConditionExpression"] = "rev = :rev"
-            record_put["ExpressionAttributeValues"] = {":rev": previous.rev}
-        writes: list[tuple[str, dict[str, Any]]] = [("record", {"Put": record_put})]
-        line_update = self._line_change(previous, stored, attempt)
-        if line_update is not None:
-            writes.append(("line", {"Update": line_update}))
-        if attempt is not None:
-            writes.append(
-                (
-                    "attempt",
-                    {
-                        "Update": {
-                            "TableName": self._name,
-                            "Key": _attempt_key(attempt.tenant, attempt.instance, attempt.id),
-                            "UpdateExpression": "SET #state = :connected, call_id = :call",
-                            "ConditionExpression": "#state = :pending",
-                            "ExpressionAttributeNames": {"#state": "state"},
-                            "ExpressionAttributeValues": {
-                                ":connected": "connected",
-                                ":pending": "pending",
-                                ":call": stored.call_id,
-                            },
-                        }
-                    },
-                )
-            )
-        self._write(writes, stored)
-        return stored
-
-    def _line_change(
-        self, previous: CallRecord | None, record: CallRecord, attempt: DialAttempt | None
-    ) -> dict[str, Any] | None:
+            item.gsi2pk = CallItem.live_partition(stored.tenant, stored.instance)
+            item.gsi2sk = stored.call_id
+        stale = StaleRecord(stored.occupant_id)
         before = previous.occupant() if previous else None
-        after = record.occupant()
-        names: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        sets: list[str] = []
-        removes: list[str] = []
-        if after is not None and after != before:
-            names["#call"] = record.occupant_id
-            values[":occupant"] = occupant_value(after)
-            sets.append("occupants.#call = :occupant")
-        elif after is None and before is not None:
-            names["#call"] = record.occupant_id
-            removes.append("occupants.#call")
+        after = stored.occupant()
+        put = after if after is not None and after != before else None
+        remove = [stored.occupant_id] if after is None and before is not None else []
         if attempt is not None:
-            names["#res"] = attempt.id
-            removes.append("occupants.#res")
-        if not sets and not removes:
-            return None
-        expression = " ".join(
-            part
-            for part in ("SET " + ", ".join(sets) if sets else "", "REMOVE " + ", ".join(removes) if removes else "")
-            if part
-        )
-        update: dict[str, Any] = {
-            "TableName": self._name,
-            "Key": line_key(record.tenant, record.instance),
-            "UpdateExpression": expression,
-            "ExpressionAttributeNames": names,
-        }
-        update["ConditionExpression"] = "attribute_exists(occupants)"  # a nested path needs the map
-        if values:
-            update["ExpressionAttributeValues"] = values
-        return update
-
-    def _write(self, writes: list[tuple[str, dict[str, Any]]], record: CallRecord) -> None:
-        if len(writes) == 1:
+            remove.append(attempt.id)
+        if put is None and not remove:
             try:
-                self._client.put_item(**writes[0][1]["Put"])
-            except ClientError as error:
-                if is_condition_failure(error):
-                    raise StaleRecord(record.occupant_id) from error
-                raise
-            return
+                store.put(item)  # on the revision read
+            except store.ConditionFailed as refused:
+                raise stale from refused
+            return stored
+        # Joined in the order their refusals are told: a stale record or attempt comes first.
+        uow = store.unit_of_work()
+        uow.put(item, refused=stale)  # on the revision read
+        if attempt is not None:
+            uow.update(
+                DialAttemptItem.of(attempt.tenant, attempt.instance, attempt.id),
+                [DialAttemptItem.state.set(_state("connected")), DialAttemptItem.call_id.set(stored.call_id)],
+                DialAttemptItem.state == _state("pending"),
+                refused=stale,
+            )
+        self._lines.record_occupants(
+            uow, stored.tenant, stored.instance, put=put, remove=remove, refused=LineNotReady(None)
+        )
         try:
-            self._transact([write for _, write in writes])
-        except ClientError as error:
-            codes = cancellation_codes(error)
-            failed = {kind for (kind, _), code in zip(writes, codes, strict=False) if code == "ConditionalCheckFailed"}
-            if failed & {"record", "attempt"}:
-                raise StaleRecord(record.occupant_id) from error
-            if "line" in failed:
-                raise LineNotReady(None) from error
-            raise
+            _commit(uow)
         except Conflict as contended:  # still contended after the pauses: read again, decide again
-            raise StaleRecord(record.occupant_id) from contended
+            raise StaleRecord(stored.occupant_id) from contended
+        return stored
 
     # --- stray line entries ----------------------------------------------------------------
 
@@ -403,98 +392,119 @@ class CallRepository:
         """Remove a line entry that nothing holds, on the condition that what it was judged by has
         not moved since: a reservation's attempt is still missing or not pending; a call entry's
         record is still missing or at the revision read. False when a condition failed."""
+        uow = store.unit_of_work()
         if occupant.kind == "reservation":
-            check: dict[str, Any] = {
-                "Key": _attempt_key(tenant, instance, occupant.id),
-                "ConditionExpression": "attribute_not_exists(pk) OR #state <> :pending",
-                "ExpressionAttributeNames": {"#state": "state"},
-                "ExpressionAttributeValues": {":pending": "pending"},
-            }
-        elif isinstance(behind, CallRecord):
-            check = {
-                "Key": _occupant_call_key(tenant, instance, occupant.id),
-                "ConditionExpression": "rev = :rev",
-                "ExpressionAttributeValues": {":rev": behind.rev},
-            }
-        else:
-            check = {
-                "Key": _occupant_call_key(tenant, instance, occupant.id),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        try:
-            self._transact(
-                [
-                    {"ConditionCheck": {"TableName": self._name, **check}},
-                    {
-                        "Update": {
-                            "TableName": self._name,
-                            "Key": line_key(tenant, instance),
-                            "UpdateExpression": "REMOVE occupants.#id",
-                            "ConditionExpression": "attribute_exists(occupants.#id)",
-                            "ExpressionAttributeNames": {"#id": occupant.id},
-                        }
-                    },
-                ]
+            uow.check(
+                DialAttemptItem,
+                *_key(DialAttemptItem.of(tenant, instance, occupant.id)),
+                DialAttemptItem.pk.does_not_exist() | (DialAttemptItem.state != _state("pending")),
+                refused=_Refused(),
             )
-        except ClientError as error:
-            if "ConditionalCheckFailed" in cancellation_codes(error):
-                return False
-            raise
+        else:
+            unmoved = CallItem.rev == behind.rev if isinstance(behind, CallRecord) else CallItem.pk.does_not_exist()
+            uow.check(CallItem, *_key(CallItem.of_occupant(tenant, instance, occupant.id)), unmoved, refused=_Refused())
+        self._lines.record_occupant_removed(uow, tenant, instance, occupant.id, refused=_Refused())
+        try:
+            _commit(uow)
+        except _Refused:
+            return False
         return True
 
-    def _transact(self, items: list[dict[str, Any]]) -> None:
-        """TransactWriteItems, tried again after a short random pause while another transaction on
-        one of its items is in flight; any other cancellation is the caller's to read. Raises
-        Conflict (`line_contended`, a 409 to try again) when the conflict outlasts the pauses."""
-        for attempt in range(CONFLICT_ATTEMPTS):
-            try:
-                self._client.transact_write_items(TransactItems=items)
-            except ClientError as error:
-                codes = cancellation_codes(error)
-                if "TransactionConflict" not in codes or "ConditionalCheckFailed" in codes:
-                    raise
-                if attempt == CONFLICT_ATTEMPTS - 1:
-                    raise Conflict(
-                        "other changes of this connection's calls are in flight: try again",
-                        code="line_contended",
-                    ) from error
-                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * 2**attempt))
-                continue
-            return
+
+def _key(item: TableItem) -> tuple[str, str]:
+    return item.pk, item.sk
+
+
+def _commit(uow: UnitOfWork) -> None:
+    """Commit, tried again after a short random pause while another transaction on one of its
+    items is in flight; a refusal raises what its operation named. Raises Conflict
+    (`line_contended`, a 409 to try again) when the conflict outlasts the pauses."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            uow.commit()
+        except TransactionCancelled as cancelled:
+            if CONFLICT not in cancelled.codes:
+                raise
+            if attempt == CONFLICT_ATTEMPTS - 1:
+                raise Conflict(
+                    "other changes of this connection's calls are in flight: try again", code="line_contended"
+                ) from cancelled
+            time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * 2**attempt))
+            continue
+        return
 
 
 # --- media attachments and the reconcile gate (items in the line's partition) ------------------
 
 ATTACHMENT_TTL = timedelta(days=1)
-RECONCILE_GATE_SK = "RECONCILE#GATE"
 
 
-def _attachment_key(record: CallRecord) -> dict[str, str]:
-    call = _call_key(record)
-    return {"pk": call["pk"], "sk": "MEDIA#" + call["sk"].removeprefix("CALL#")}
+class AttachmentItem(TableItem):
+    """Who a call's media session was attached for, beside its call record."""
+
+    PREFIX = LineItem.PREFIX
+    SORT_PREFIX = "MEDIA"  # sk: MEDIA#<provider>#<provider instance id>#<callId>
+
+    tenant = UnicodeAttribute()
+    instance = UnicodeAttribute()
+    provider_id = UnicodeAttribute()
+    provider_instance_id = UnicodeAttribute()
+    call_id = UnicodeAttribute()
+    attendant = UnicodeAttribute()
+    session_id = UnicodeAttribute()
+    attached_at = UnicodeAttribute()
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
+
+    @classmethod
+    def of(
+        cls, tenant: str, instance: str, provider_id: str, provider_instance_id: str, call_id: str
+    ) -> AttachmentItem:
+        return cls(_line_partition(tenant, instance), cls.sk_for(provider_id, provider_instance_id, call_id))
+
+
+_ATTACHMENT_FIELDS = tuple(Attachment.model_fields)
 
 
 class AttachmentRepository:
     """Who a call's media session was attached for (last writer wins: only the owner writes it)."""
 
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def get_attachment(self, record: CallRecord) -> Attachment | None:
-        item = self._table.get_item(Key=_attachment_key(record), ConsistentRead=True).get("Item")
-        return from_item(Attachment, item) if item else None
+        key = AttachmentItem.of(
+            record.tenant, record.instance, record.provider_id, record.provider_instance_id, record.call_id
+        )
+        try:
+            item = AttachmentItem.get(*_key(key), consistent_read=True)
+        except AttachmentItem.DoesNotExist:
+            return None
+        return Attachment.model_validate({name: getattr(item, name) for name in _ATTACHMENT_FIELDS})
 
     def put_attachment(self, attachment: Attachment) -> None:
-        key = _attachment_key(
-            CallRecord(
-                tenant=attachment.tenant,
-                instance=attachment.instance,
-                provider_id=attachment.provider_id,
-                provider_instance_id=attachment.provider_instance_id,
-                call_id=attachment.call_id,
-            )
+        item = AttachmentItem.of(
+            attachment.tenant,
+            attachment.instance,
+            attachment.provider_id,
+            attachment.provider_instance_id,
+            attachment.call_id,
         )
-        self._table.put_item(Item=to_item(attachment, key, expiresAt=_epoch(ATTACHMENT_TTL)))
+        for name in _ATTACHMENT_FIELDS:
+            setattr(item, name, getattr(attachment, name))
+        item.expires_at = _in(ATTACHMENT_TTL)
+        store.put(item)
+
+
+class ReconcileGateItem(TableItem):
+    """The open window of a connection's on-demand reconciliation."""
+
+    PREFIX = LineItem.PREFIX
+    SORT_PREFIX = "RECONCILE"  # sk: RECONCILE#GATE
+
+    until = NumberAttribute(null=True)  # epoch seconds, fractional
+    tenant = UnicodeAttribute(null=True)
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
 
 
 class ReconcileGate:
@@ -505,29 +515,26 @@ class ReconcileGate:
     """
 
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def enter(self, tenant: str, instance: str, now: float, window_seconds: float) -> float | None:
         """None when the caller may reconcile now; else the seconds left in the open window."""
         until = now + window_seconds
+        gate = ReconcileGateItem(_line_partition(tenant, instance), ReconcileGateItem.sk_for("GATE"))
         try:
-            self._table.update_item(
-                Key={"pk": line_key(tenant, instance)["pk"], "sk": RECONCILE_GATE_SK},
-                UpdateExpression="SET #until = :until, tenant = :tenant, expiresAt = :ttl",
-                ConditionExpression="attribute_not_exists(#until) OR #until <= :now",
-                ExpressionAttributeNames={"#until": "until"},
-                ExpressionAttributeValues={
-                    ":until": Decimal(str(until)),
-                    ":now": Decimal(str(now)),
-                    ":tenant": tenant,
-                    ":ttl": int(until) + 3600,
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            store.update(
+                gate,
+                [
+                    ReconcileGateItem.until.set(until),
+                    ReconcileGateItem.tenant.set(tenant),
+                    ReconcileGateItem.expires_at.set(datetime.fromtimestamp(int(until) + 3600, UTC)),
+                ],
+                ReconcileGateItem.until.does_not_exist() | (ReconcileGateItem.until <= now),
+                return_old=True,
             )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            old = error.response.get("Item", {}).get("until")
-            left = float(_deserializer.deserialize(old)) - now if old else window_seconds
+        except store.ConditionFailed as refused:
+            old = refused.old(ReconcileGateItem)
+            left = old.until - now if old is not None and old.until is not None else window_seconds
             return max(0.0, left)
         return None

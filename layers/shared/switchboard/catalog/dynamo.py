@@ -72,7 +72,7 @@ class _SchemeSettled(Exception):
 
 class CatalogRepository:
     def __init__(self, table: Any) -> None:
-        """`table`: the wiring's table, whose building bound the item models."""
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     # --- tenants -------------------------------------------------------------------------
@@ -95,6 +95,12 @@ class CatalogRepository:
         if item is None:
             raise NotFound("tenant not found")
         return _record(Tenant, item)
+
+    def record_tenant_exists(self, uow: UnitOfWork, owner_tag: str, *, refused: BaseException) -> None:
+        """The unit of work holds only while the tenant exists (`refused` otherwise)."""
+        uow.check(
+            TenantItem, TenantItem.pk_for(owner_tag), TenantItem.sk_for(), TenantItem.pk.exists(), refused=refused
+        )
 
     def list_tenants(self) -> list[Tenant]:
         return [_record(Tenant, item) for item in store.query(TenantItem, TenantItem.ALL, index=TenantItem.listing)]

@@ -25,7 +25,7 @@ from switchboard.core import store
 
 class ConnectionStateRepository:
     def __init__(self, table: Any) -> None:
-        """`table`: the wiring's table, whose building bound the item models."""
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def apply_event(self, key: str, state: InstanceState, seq: int, at: datetime) -> StateWrite:

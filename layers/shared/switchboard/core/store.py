@@ -317,9 +317,12 @@ class ConditionFailed(Exception):
         return model.from_raw_data(self.stored) if self.stored else None
 
 
-def put(item: TableItem, condition: Condition | None = None) -> None:
-    """Write the whole item (if `condition` holds; a versioned item also if its version still does)."""
-    kwargs = item.get_save_kwargs_from_instance(condition=condition)
+def put(item: TableItem, condition: Condition | None = None, *, return_old: bool = False) -> None:
+    """Write the whole item (if `condition` holds; a versioned item also if its version still does);
+    with `return_old`, a refusal carries the item as stored where the endpoint returns it."""
+    kwargs = item.get_save_kwargs_from_instance(
+        condition=condition, return_values_on_condition_failure=ALL_OLD if return_old else None
+    )
     _send(item, PUT_ITEM, kwargs)
     item.update_local_version_attribute()  # type: ignore[no-untyped-call]  # PynamoDB leaves it unannotated
 

@@ -74,7 +74,7 @@ class InTurn:
 
 class PoolRepository:
     def __init__(self, table: Any, *, shards: int = 1, pick_shard: Callable[[int], int] | None = None) -> None:
-        """`table`: the wiring's table, whose building bound the item models."""
+        """`table`: the composition root's table, whose building bound the item models."""
         if shards < 1:
             raise ValueError("shards must be at least 1")
         self._shards = shards

@@ -13,154 +13,164 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.expressions.update import Action
 
-from switchboard.core.dynamo import (
-    META,
-    cancellation_codes,
-    entity_key,
-    from_item,
-    is_condition_failure,
-    query_all,
-)
+from switchboard.core import store
 from switchboard.core.errors import InvalidInput, NotFound
+from switchboard.core.store import (
+    EpochAttribute,
+    IntegerAttribute,
+    IsoDateTimeAttribute,
+    TableItem,
+    TenantIndex,
+    UnitOfWork,
+)
 from switchboard.routing.domain import DownstreamMapping, IncomingMessage
 
-VERSION_KEY = {"pk": "ROUTING#VERSION", "sk": META}
 FORWARD_ATTEMPT_DAYS = 14  # ForwardDLQ's MessageRetentionPeriod
+MAPPINGS = "DOWNSTREAMS"  # GSI1's partition of every mapping
+
+
+class Mapping(TableItem):
+    """The downstream mapping of one tenant (its token lives in the secret store, a hint here)."""
+
+    PREFIX = "DOWNSTREAM"
+
+    owner_tag = UnicodeAttribute()
+    tenant = UnicodeAttribute()
+    base_url = UnicodeAttribute()
+    account_id = IntegerAttribute()
+    inbox_id = IntegerAttribute()
+    token_hint = UnicodeAttribute(null=True)
+    updated_at = IsoDateTimeAttribute()
+    gsi1pk = UnicodeAttribute(null=True)
+    gsi1sk = UnicodeAttribute(null=True)
+    listed = TenantIndex["Mapping"]()
+
+
+class RoutingVersion(TableItem):
+    """The stamp of the mappings: bumped with every change of one."""
+
+    PREFIX = "ROUTING"  # pk: ROUTING#VERSION
+
+    version = IntegerAttribute(null=True)
+
+    @classmethod
+    def the(cls) -> RoutingVersion:
+        return cls(cls.pk_for("VERSION"), cls.sk_for())
+
+
+class ForwardAttempt(TableItem):
+    """When the first forward of one incoming message started."""
+
+    PREFIX = "FORWARD"
+
+    tenant = UnicodeAttribute()
+    instance = UnicodeAttribute()
+    started_at = IsoDateTimeAttribute()
+    expires_at = EpochAttribute(attr_name="expiresAt")
 
 
 class RoutingRepository:
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
-        self._client = table.meta.client
-        self._name = table.name
 
     # --- downstream mappings --------------------------------------------------------------
 
     def version(self) -> int:
-        item = self._table.get_item(Key=VERSION_KEY, ConsistentRead=True).get("Item")
-        return int(item["version"]) if item else 0
+        try:
+            stamp = RoutingVersion.get(RoutingVersion.pk_for("VERSION"), RoutingVersion.sk_for(), consistent_read=True)
+        except RoutingVersion.DoesNotExist:
+            return 0
+        return stamp.version or 0
 
     def get_mapping(self, owner_tag: str) -> DownstreamMapping | None:
-        item = self._table.get_item(Key=_mapping_key(owner_tag), ConsistentRead=True).get("Item")
-        return from_item(DownstreamMapping, item) if item else None
+        try:
+            item = Mapping.get(Mapping.pk_for(owner_tag), Mapping.sk_for(), consistent_read=True)
+        except Mapping.DoesNotExist:
+            return None
+        return _mapping(item)
 
     def list_mappings(self) -> list[DownstreamMapping]:
-        items = query_all(self._table, IndexName="GSI1", KeyConditionExpression=Key("gsi1pk").eq("DOWNSTREAMS"))
-        return [from_item(DownstreamMapping, item) for item in items]
+        return [_mapping(item) for item in store.query(Mapping, MAPPINGS, index=Mapping.listed)]
 
-    def put_mapping(self, mapping: DownstreamMapping, *, token_replaced: bool) -> None:
-        """Upsert a mapping of an existing tenant and bump the version, in one transaction.
-
-        Without a new token the mapping must already have one (InvalidInput otherwise); an
-        unknown tenant is NotFound.
-        """
-        fields = {
-            "owner_tag": mapping.owner_tag,
-            "tenant": mapping.owner_tag,
-            "base_url": mapping.base_url,
-            "account_id": mapping.account_id,
-            "inbox_id": mapping.inbox_id,
-            "updated_at": mapping.updated_at.isoformat(),
-            "gsi1pk": "DOWNSTREAMS",
-            "gsi1sk": mapping.owner_tag,
-        }
+    def record_mapping(self, uow: UnitOfWork, mapping: DownstreamMapping, *, token_replaced: bool) -> None:
+        """Upsert the mapping (of a tenant the caller checks in the same unit of work) and bump the
+        version. Without a new token the mapping must already have one: InvalidInput otherwise."""
+        actions: list[Action] = [
+            Mapping.owner_tag.set(mapping.owner_tag),
+            Mapping.tenant.set(mapping.owner_tag),
+            Mapping.base_url.set(mapping.base_url),
+            Mapping.account_id.set(mapping.account_id),
+            Mapping.inbox_id.set(mapping.inbox_id),
+            Mapping.updated_at.set(mapping.updated_at),
+            Mapping.gsi1pk.set(MAPPINGS),
+            Mapping.gsi1sk.set(mapping.owner_tag),
+        ]
         if token_replaced:
-            fields["token_hint"] = mapping.token_hint
-        names = {f"#{name}": name for name in fields}
-        values = {f":{name}": value for name, value in fields.items()}
-        update = {
-            "Update": {
-                "TableName": self._name,
-                "Key": _mapping_key(mapping.owner_tag),
-                "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in fields),
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": values,
-            }
-        }
-        if not token_replaced:
-            update["Update"]["ConditionExpression"] = "attribute_exists(token_hint)"
-        tenant_exists = {
-            "ConditionCheck": {
-                "TableName": self._name,
-                "Key": entity_key("TENANT", mapping.owner_tag),
-                "ConditionExpression": "attribute_exists(pk)",
-            }
-        }
-        try:
-            self._client.transact_write_items(TransactItems=[tenant_exists, update, self._bump()])
-        except ClientError as error:
-            codes = cancellation_codes(error)
-            if codes and codes[0] == "ConditionalCheckFailed":
-                raise NotFound("tenant not found") from error
-            if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
-                raise InvalidInput(
-                    "downstreamApiToken is required when creating a mapping", code="token_required"
-                ) from error
-            raise
+            actions.append(Mapping.token_hint.set(mapping.token_hint))
+        uow.update(
+            Mapping(Mapping.pk_for(mapping.owner_tag), Mapping.sk_for()),
+            actions,
+            None if token_replaced else Mapping.token_hint.exists(),
+            refused=InvalidInput("downstreamApiToken is required when creating a mapping", code="token_required"),
+        )
+        self._bump(uow)
 
     def delete_mapping(self, owner_tag: str) -> None:
-        delete = {
-            "Delete": {
-                "TableName": self._name,
-                "Key": _mapping_key(owner_tag),
-                "ConditionExpression": "attribute_exists(pk)",
-            }
-        }
-        try:
-            self._client.transact_write_items(TransactItems=[delete, self._bump()])
-        except ClientError as error:
-            if "ConditionalCheckFailed" in cancellation_codes(error):
-                raise NotFound("no downstream mapping for this tenant") from error
-            raise
+        uow = store.unit_of_work()
+        uow.delete(
+            Mapping(Mapping.pk_for(owner_tag), Mapping.sk_for()),
+            Mapping.pk.exists(),
+            refused=NotFound("no downstream mapping for this tenant"),
+        )
+        self._bump(uow)
+        uow.commit()
 
-    def _bump(self) -> dict[str, Any]:
-        return {
-            "Update": {
-                "TableName": self._name,
-                "Key": VERSION_KEY,
-                "UpdateExpression": "ADD version :one",
-                "ExpressionAttributeValues": {":one": 1},
-            }
-        }
+    @staticmethod
+    def _bump(uow: UnitOfWork) -> None:
+        uow.update(RoutingVersion.the(), [RoutingVersion.version.add(1)])
 
 
-def _mapping_key(owner_tag: str) -> dict[str, str]:
-    return {"pk": f"DOWNSTREAM#{owner_tag}", "sk": META}
+def _mapping(item: Mapping) -> DownstreamMapping:
+    return DownstreamMapping(
+        owner_tag=item.owner_tag,
+        base_url=item.base_url,
+        account_id=item.account_id,
+        inbox_id=item.inbox_id,
+        token_hint=item.token_hint or "",
+        updated_at=item.updated_at,
+    )
 
 
 class ForwardAttemptsRepository:
     """`routing.forwarder.ForwardAttempts`: one conditional put per forward."""
 
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def begin(self, message: IncomingMessage, at: datetime) -> datetime | None:
+        """None for the first forward of the message; else when the first one started."""
+        attempt = ForwardAttempt(
+            ForwardAttempt.pk_for(message.event_id),
+            ForwardAttempt.sk_for(),
+            tenant=message.instance.partition(":")[0],
+            instance=message.instance,
+            started_at=at,
+            expires_at=at + timedelta(days=FORWARD_ATTEMPT_DAYS),
+        )
         try:
-            self._table.put_item(
-                Item={
-                    **_forward_key(message),
-                    "tenant": message.instance.partition(":")[0],
-                    "instance": message.instance,
-                    "started_at": at.isoformat(),
-                    "expiresAt": int((at + timedelta(days=FORWARD_ATTEMPT_DAYS)).timestamp()),
-                },
-                ConditionExpression="attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            # The earlier item comes back in DynamoDB's own JSON (read again where it does not).
-            earlier = error.response.get("Item", {}).get("started_at", {}).get("S")
+            store.put(attempt, ForwardAttempt.pk.does_not_exist(), return_old=True)
+        except store.ConditionFailed as refused:
+            # The earlier item comes back with the refusal (read again where it does not).
+            earlier = refused.old(ForwardAttempt)
             if earlier is None:
-                stored = self._table.get_item(Key=_forward_key(message), ConsistentRead=True).get("Item") or {}
-                earlier = stored.get("started_at")
-            return datetime.fromisoformat(str(earlier)) if earlier else at
+                try:
+                    earlier = ForwardAttempt.get(attempt.pk, attempt.sk, consistent_read=True)
+                except ForwardAttempt.DoesNotExist:
+                    return at
+            return earlier.started_at
         return None
-
-
-def _forward_key(message: IncomingMessage) -> dict[str, str]:
-    return {"pk": f"FORWARD#{message.event_id}", "sk": META}

@@ -3,9 +3,10 @@
 `<instance>` below is the instance's key (`Instance.key`: its tenant and name).
 
 - entry `OUTBOX#<instance>` / `<enqueuedAt>#<messageId>`: waiting (PENDING) or being sent
-  (SENDING, with a lease); the partition holds only unfinished entries, in order; a reply sent
-  in parts keeps how many have left (`parts_sent`) and the length they were cut to; `in_flight`
-  is the part whose send started (through a kind that cannot resend safely) and is not recorded;
+  (SENDING, with a lease until `lease_until`, epoch seconds); the partition holds only unfinished
+  entries, in order; a reply sent in parts keeps how many have left (`parts_sent`) and the length
+  they were cut to; `in_flight` is the part whose send started (through a kind that cannot resend
+  safely) and is not recorded;
 - outcome `OUTBOXMSG#<instance>#<messageId>`: one per downstream message id (dedupe), with the
   final status (SENT, FAILED + reason) once the entry leaves the outbox;
 - GSI1 `OUTBOX#WAITING` lists entries of every instance, for the scheduled drain;
@@ -14,231 +15,250 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
 
-from switchboard.core.dynamo import (
-    META,
-    cancellation_codes,
-    from_item,
-    is_condition_failure,
-    query_all,
-    to_item,
-)
-from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
+from switchboard.core import store
+from switchboard.core.store import EpochAttribute, IntegerAttribute, IsoDateTimeAttribute, TableItem, TenantIndex
+from switchboard.routing.records import FinalStatus, OutboxEntry, OutboxStatus, Outcome
 
 OUTCOME_DAYS = 8
+WAITING = "OUTBOX#WAITING"  # GSI1's partition of every unfinished entry
+NO_LEASE = datetime.fromtimestamp(0, UTC)  # a PENDING entry's: any sender may take it
+
+
+class OutboxItem(TableItem):
+    """One unfinished reply in its instance's outbox."""
+
+    PREFIX = "OUTBOX"
+    SORT_PREFIX = ""  # the sort key is `<enqueuedAt>#<messageId>`: the partition in order
+
+    instance = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    phone = UnicodeAttribute()
+    text = UnicodeAttribute()
+    conversation_id = IntegerAttribute(null=True)
+    owner_tag = UnicodeAttribute(null=True)
+    enqueued_at = IsoDateTimeAttribute()
+    parts_sent = IntegerAttribute(null=True)
+    part_chars = IntegerAttribute(null=True)
+    in_flight = IntegerAttribute(null=True)
+    status = UnicodeAttribute()
+    lease_until = EpochAttribute()
+    gsi1pk = UnicodeAttribute(null=True)
+    gsi1sk = UnicodeAttribute(null=True)
+    waiting = TenantIndex["OutboxItem"]()
+
+    @classmethod
+    def of(cls, entry: OutboxEntry) -> OutboxItem:
+        return cls(cls.pk_for(entry.instance), cls.sk_for(_sort(entry)))
+
+
+class OutboxOutcome(TableItem):
+    """What became of one downstream message id (its dedupe key while the entry waits)."""
+
+    PREFIX = "OUTBOXMSG"
+
+    status = UnicodeAttribute()
+    reason = UnicodeAttribute(null=True)
+    provider_message_id = UnicodeAttribute(null=True)
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
+
+    @classmethod
+    def of(cls, instance: str, message_id: str) -> OutboxOutcome:
+        return cls(cls.pk_for(instance, message_id), cls.sk_for())
+
+
+class OutgoingHookSecret(TableItem):
+    """The digest of an instance's outgoing webhook secret."""
+
+    PREFIX = "OUTHOOK"
+
+    tenant = UnicodeAttribute()
+    digest = UnicodeAttribute()
+    hint = UnicodeAttribute()
+    created_at = IsoDateTimeAttribute()
+
+
+class _Refused(Exception):
+    """The write's condition did not hold: the operation answers False."""
 
 
 class OutboxRepository:
     def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
-        self._client = table.meta.client
-        self._name = table.name
 
     # --- entries ---------------------------------------------------------------------------
 
     def enqueue(self, entry: OutboxEntry) -> bool:
         """Add an entry and its outcome record together; False if this message id was seen before."""
-        item = to_item(
-            entry,
-            _entry_key(entry),
-            status="PENDING",
-            lease_until=0,
-            gsi1pk="OUTBOX#WAITING",
-            gsi1sk=f"{entry.instance}#{_sort(entry)}",
-        )
-        outcome = {
-            **_outcome_key(entry.instance, entry.message_id),
-            "status": "PENDING",
-            "expiresAt": int((entry.enqueued_at + timedelta(days=OUTCOME_DAYS)).timestamp()),
-        }
+        item = OutboxItem.of(entry)
+        item.instance = entry.instance
+        item.message_id = entry.message_id
+        item.phone = entry.phone
+        item.text = entry.text
+        item.conversation_id = entry.conversation_id
+        item.owner_tag = entry.owner_tag
+        item.enqueued_at = entry.enqueued_at
+        item.parts_sent = entry.parts_sent
+        item.part_chars = entry.part_chars
+        item.in_flight = entry.in_flight
+        item.status = "PENDING"
+        item.lease_until = NO_LEASE
+        item.gsi1pk = WAITING
+        item.gsi1sk = f"{entry.instance}#{_sort(entry)}"
+        outcome = OutboxOutcome.of(entry.instance, entry.message_id)
+        outcome.status = "PENDING"
+        outcome.expires_at = entry.enqueued_at + timedelta(days=OUTCOME_DAYS)
+        uow = store.unit_of_work()
+        uow.put(outcome, OutboxOutcome.pk.does_not_exist(), refused=_Refused())
+        uow.put(item)
         try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._name,
-                            "Item": outcome,
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {"Put": {"TableName": self._name, "Item": item}},
-                ]
-            )
-        except ClientError as error:
-            if "ConditionalCheckFailed" in cancellation_codes(error):
-                return False
-            raise
+            uow.commit()
+        except _Refused:
+            return False
         return True
 
     def waiting(self, instance: str, limit: int) -> list[OutboxEntry]:
         """The instance's unfinished entries, oldest first."""
-        page = self._table.query(
-            KeyConditionExpression=Key("pk").eq(f"OUTBOX#{instance}"), ConsistentRead=True, Limit=limit
-        )
-        return [from_item(OutboxEntry, item) for item in page.get("Items", [])]
+        items = store.query(OutboxItem, OutboxItem.pk_for(instance), limit=limit, consistent=True)
+        return [_entry(item) for item in items]
 
     def instances_waiting(self) -> list[str]:
-        items = query_all(
-            self._table,
-            IndexName="GSI1",
-            KeyConditionExpression=Key("gsi1pk").eq("OUTBOX#WAITING"),
-            ProjectionExpression="instance",
-        )
-        return sorted({item["instance"] for item in items})
+        items = OutboxItem.waiting.query(WAITING, attributes_to_get=["instance"])
+        return sorted({item.instance for item in items})
 
     def claim(self, entry: OutboxEntry, now: datetime, lease_seconds: int) -> OutboxEntry | None:
         """Take an entry for sending: it is PENDING, or its sender's lease ran out. The entry as
         claimed (a dead sender's `in_flight` included), read by the same write."""
+        sending: OutboxStatus = "SENDING"
+        pending: OutboxStatus = "PENDING"
         try:
-            claimed = self._table.update_item(
-                Key=_entry_key(entry),
-                UpdateExpression="SET #status = :sending, lease_until = :until",
-                ConditionExpression="attribute_exists(pk) AND (#status = :pending OR lease_until < :now)",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":sending": "SENDING",
-                    ":pending": "PENDING",
-                    ":until": int((now + timedelta(seconds=lease_seconds)).timestamp()),
-                    ":now": int(now.timestamp()),
-                },
-                ReturnValues="ALL_NEW",
+            claimed = store.update(
+                OutboxItem.of(entry),
+                [
+                    OutboxItem.status.set(sending),
+                    OutboxItem.lease_until.set(now + timedelta(seconds=lease_seconds)),
+                ],
+                OutboxItem.pk.exists() & ((OutboxItem.status == pending) | (OutboxItem.lease_until < now)),
             )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return None
-            raise
-        return from_item(OutboxEntry, claimed["Attributes"])
+        except store.ConditionFailed:
+            return None
+        return _entry(claimed)
 
     def begin_part(self, entry: OutboxEntry) -> bool:
         """Mark the part `entry.parts_sent` in flight; False when the entry is finished or moved on."""
-        try:
-            self._table.update_item(
-                Key=_entry_key(entry),
-                UpdateExpression="SET in_flight = :part",
-                ConditionExpression=(
-                    "attribute_exists(pk) AND #status = :sending"
-                    " AND (parts_sent = :part OR (attribute_not_exists(parts_sent) AND :part = :zero))"
-                ),
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={":part": entry.parts_sent, ":sending": "SENDING", ":zero": 0},
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return False
-            raise
-        return True
+        return self._conditional(entry, [OutboxItem.in_flight.set(entry.parts_sent)], _sending_from(entry.parts_sent))
 
     def advance(self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int) -> bool:
         """Record that the first `parts_sent` parts of a claimed entry left (cut to `part_chars`)
         and renew the lease; False when the entry is no longer being sent from that count."""
-        try:
-            self._table.update_item(
-                Key=_entry_key(entry),
-                UpdateExpression="SET parts_sent = :sent, part_chars = :chars, lease_until = :until REMOVE in_flight",
-                ConditionExpression=(
-                    "attribute_exists(pk) AND #status = :sending"
-                    " AND (parts_sent = :before OR (attribute_not_exists(parts_sent) AND :before = :zero))"
-                ),
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":sent": parts_sent,
-                    ":chars": part_chars,
-                    ":until": int((now + timedelta(seconds=lease_seconds)).timestamp()),
-                    ":sending": "SENDING",
-                    ":before": parts_sent - 1,
-                    ":zero": 0,
-                },
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return False
-            raise
-        return True
+        actions: list[Action] = [
+            OutboxItem.parts_sent.set(parts_sent),
+            OutboxItem.part_chars.set(part_chars),
+            OutboxItem.lease_until.set(now + timedelta(seconds=lease_seconds)),
+            OutboxItem.in_flight.remove(),
+        ]
+        return self._conditional(entry, actions, _sending_from(parts_sent - 1))
 
     def release(self, entry: OutboxEntry) -> None:
-        self._table.update_item(
-            Key=_entry_key(entry),
-            UpdateExpression="SET #status = :pending, lease_until = :zero REMOVE in_flight",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":pending": "PENDING", ":zero": 0},
+        pending: OutboxStatus = "PENDING"
+        store.update(
+            OutboxItem.of(entry),
+            [OutboxItem.status.set(pending), OutboxItem.lease_until.set(NO_LEASE), OutboxItem.in_flight.remove()],
+            OutboxItem.pk.exists(),
         )
 
     def finish(
         self, entry: OutboxEntry, status: FinalStatus, reason: str | None, provider_message_id: str | None
     ) -> bool:
         """Remove the entry and record its outcome in one transaction; False if it was already finished."""
-        values: dict[str, Any] = {":status": status}
-        expression = "SET #status = :status"
+        actions: list[Action] = [OutboxOutcome.status.set(status)]
         if reason:
-            values[":reason"] = reason
-            expression += ", reason = :reason"
+            actions.append(OutboxOutcome.reason.set(reason))
         if provider_message_id:
-            values[":pmid"] = provider_message_id
-            expression += ", provider_message_id = :pmid"
+            actions.append(OutboxOutcome.provider_message_id.set(provider_message_id))
+        uow = store.unit_of_work()
+        uow.delete(OutboxItem.of(entry), OutboxItem.pk.exists(), refused=_Refused())
+        uow.update(OutboxOutcome.of(entry.instance, entry.message_id), actions)
         try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Delete": {
-                            "TableName": self._name,
-                            "Key": _entry_key(entry),
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._name,
-                            "Key": _outcome_key(entry.instance, entry.message_id),
-                            "UpdateExpression": expression,
-                            "ExpressionAttributeNames": {"#status": "status"},
-                            "ExpressionAttributeValues": values,
-                        }
-                    },
-                ]
-            )
-        except ClientError as error:
-            if "ConditionalCheckFailed" in cancellation_codes(error):
-                return False
-            raise
+            uow.commit()
+        except _Refused:
+            return False
         return True
 
     def outcome(self, instance: str, message_id: str) -> Outcome | None:
-        item = self._table.get_item(Key=_outcome_key(instance, message_id), ConsistentRead=True).get("Item")
-        return from_item(Outcome, item) if item else None
+        key = OutboxOutcome.of(instance, message_id)
+        try:
+            item = OutboxOutcome.get(key.pk, key.sk, consistent_read=True)
+        except OutboxOutcome.DoesNotExist:
+            return None
+        return Outcome.model_validate(
+            {"status": item.status, "reason": item.reason, "provider_message_id": item.provider_message_id}
+        )
+
+    @staticmethod
+    def _conditional(entry: OutboxEntry, actions: list[Action], condition: Condition) -> bool:
+        try:
+            store.update(OutboxItem.of(entry), actions, condition)
+        except store.ConditionFailed:
+            return False
+        return True
 
     # --- outgoing webhook secret -----------------------------------------------------------
 
     def set_webhook_digest(self, tenant: str, instance: str, digest: str, hint: str, at: datetime) -> None:
-        self._table.put_item(
-            Item={
-                "pk": f"OUTHOOK#{instance}",
-                "sk": META,
-                "tenant": tenant,
-                "digest": digest,
-                "hint": hint,
-                "created_at": at.isoformat(),
-            }
+        store.put(
+            OutgoingHookSecret(
+                OutgoingHookSecret.pk_for(instance),
+                OutgoingHookSecret.sk_for(),
+                tenant=tenant,
+                digest=digest,
+                hint=hint,
+                created_at=at,
+            )
         )
 
     def webhook_digest(self, tenant: str, instance: str) -> str | None:
         """The digest set for this instance (by its key) by its tenant."""
-        item = self._table.get_item(Key={"pk": f"OUTHOOK#{instance}", "sk": META}, ConsistentRead=True).get("Item")
-        return str(item["digest"]) if item and item.get("tenant") == tenant else None
+        try:
+            item = OutgoingHookSecret.get(
+                OutgoingHookSecret.pk_for(instance), OutgoingHookSecret.sk_for(), consistent_read=True
+            )
+        except OutgoingHookSecret.DoesNotExist:
+            return None
+        return item.digest if item.tenant == tenant else None
+
+
+def _sending_from(parts_sent: int) -> Condition:
+    """The entry is still being sent, with `parts_sent` parts recorded (none: the attribute absent)."""
+    sending: OutboxStatus = "SENDING"
+    count: Condition = OutboxItem.parts_sent == parts_sent
+    if parts_sent == 0:
+        count = count | OutboxItem.parts_sent.does_not_exist()
+    condition: Condition = OutboxItem.pk.exists() & (OutboxItem.status == sending) & count
+    return condition
+
+
+def _entry(item: OutboxItem) -> OutboxEntry:
+    return OutboxEntry(
+        instance=item.instance,
+        message_id=item.message_id,
+        phone=item.phone,
+        text=item.text,
+        conversation_id=item.conversation_id,
+        owner_tag=item.owner_tag,
+        enqueued_at=item.enqueued_at,
+        parts_sent=item.parts_sent or 0,
+        part_chars=item.part_chars,
+        in_flight=item.in_flight,
+    )
 
 
 def _sort(entry: OutboxEntry) -> str:
     return f"{entry.enqueued_at.isoformat()}#{entry.message_id}"
-
-
-def _entry_key(entry: OutboxEntry) -> dict[str, str]:
-    return {"pk": f"OUTBOX#{entry.instance}", "sk": _sort(entry)}
-
-
-def _outcome_key(instance: str, message_id: str) -> dict[str, str]:
-    return {"pk": f"OUTBOXMSG#{instance}#{message_id}", "sk": META}

@@ -20,6 +20,7 @@ from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
+from switchboard.core.store import UnitOfWork, unit_of_work
 from switchboard.core.urls import check_outbound_url
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
 
@@ -29,12 +30,25 @@ if TYPE_CHECKING:
 CACHE_SECONDS = 30.0
 
 
-class MappingStore(Protocol):
+class MappingReads(Protocol):
+    """What resolving a downstream reads: the version stamp and a mapping."""
+
     def version(self) -> int: ...
     def get_mapping(self, owner_tag: str) -> DownstreamMapping | None: ...
+
+
+class MappingStore(MappingReads, Protocol):
     def list_mappings(self) -> list[DownstreamMapping]: ...
-    def put_mapping(self, mapping: DownstreamMapping, *, token_replaced: bool) -> None: ...
+    def record_mapping(self, uow: UnitOfWork, mapping: DownstreamMapping, *, token_replaced: bool) -> None:
+        """Join `uow` with the upsert of a mapping and the bump of the version; without a new
+        token the stored mapping must have one (InvalidInput otherwise)."""
+        ...
+
     def delete_mapping(self, owner_tag: str) -> None: ...
+
+
+class Tenants(Protocol):
+    def record_tenant_exists(self, uow: UnitOfWork, owner_tag: str, *, refused: BaseException) -> None: ...
 
 
 class GlobalDownstream(Model):
@@ -59,7 +73,7 @@ class _Cached:
 class DownstreamResolver:
     def __init__(
         self,
-        store: MappingStore,
+        store: MappingReads,
         secrets: Secrets,
         fallback: GlobalDownstream,
         *,
@@ -118,8 +132,11 @@ class DownstreamResolver:
 class RoutingService:
     """Per-tenant downstream mappings: platform, or the tenant's own admin."""
 
-    def __init__(self, store: MappingStore, secrets: Secrets, audit: Audit, *, local_mode: bool) -> None:
+    def __init__(
+        self, store: MappingStore, secrets: Secrets, audit: Audit, *, tenants: Tenants, local_mode: bool
+    ) -> None:
         self._store = store
+        self._tenants = tenants
         self._secrets = secrets
         self._audit = audit
         self._local_mode = local_mode
@@ -160,7 +177,11 @@ class RoutingService:
         )
         if api_token:
             self._secrets.put(downstream_token_name(self._secrets, owner_tag), api_token)
-        self._store.put_mapping(mapping, token_replaced=api_token is not None)
+        # The mapping of an existing tenant only: both in one transaction.
+        uow = unit_of_work()
+        self._tenants.record_tenant_exists(uow, owner_tag, refused=NotFound("tenant not found"))
+        self._store.record_mapping(uow, mapping, token_replaced=api_token is not None)
+        uow.commit()
         self._audit.record(principal, "downstream.updated", owner_tag, before=_audited(before), after=_audited(mapping))
         logger.info("downstream mapping saved", extra={"owner_tag": owner_tag})
         return mapping
