@@ -15,6 +15,7 @@ from switchboard.catalog.domain import instance_key
 from switchboard.core.clock import new_id
 from switchboard.core.errors import AlreadyFinal
 from switchboard.core.text import text_hash
+from switchboard.core.wiring import client as shared_client
 from switchboard.core.wiring import table as shared_table
 from switchboard.messages.domain import Message, body_hash
 from switchboard.messages.dynamo import MessageRepository
@@ -75,7 +76,9 @@ class SpamHistoryRequests:
         self.reads = 0
         self.puts = 0
         self.in_transactions: list[dict[str, Any]] = []
-        shared_table().meta.client.meta.events.register("before-call.dynamodb", self._record)
+        # The item models send through the session's low-level client, the rest through the table's.
+        for dynamodb in (shared_table().meta.client, shared_client("dynamodb")):
+            dynamodb.meta.events.register("before-call.dynamodb", self._record)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         request = json.loads(params.get("body") or b"{}")

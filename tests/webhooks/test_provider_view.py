@@ -42,7 +42,13 @@ def aws_requests(aws: AwsResources) -> Iterator[Counter[str]]:
     def count(model: Any, **_: Any) -> None:
         requests[f"{model.service_model.service_name}.{model.name}"] += 1
 
-    clients = [bootstrap.table().meta.client, bootstrap.client("sqs"), bootstrap.client("ssm")]
+    # The item models send through the low-level DynamoDB client, the rest through the table's.
+    clients = [
+        bootstrap.table().meta.client,
+        bootstrap.client("dynamodb"),
+        bootstrap.client("sqs"),
+        bootstrap.client("ssm"),
+    ]
     for aws_client in clients:
         aws_client.meta.events.register("before-call", count)
     yield requests

@@ -22,7 +22,16 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
-from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, Record, Tenant, instance_key
+from switchboard.catalog.domain import (
+    ApiKey,
+    Instance,
+    Number,
+    Provider,
+    ProviderChanged,
+    Record,
+    Tenant,
+    instance_key,
+)
 from switchboard.core.clock import utcnow
 from switchboard.core.dynamo import (
     META,
@@ -37,6 +46,7 @@ from switchboard.core.dynamo import (
 )
 from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFound, UnknownReference
 from switchboard.core.identity import Principal, Scope
+from switchboard.core.store import IntegerAttribute, TableItem, UnitOfWork
 
 NOT_EXISTS = "attribute_not_exists(pk)"
 ADMIN_COUNT_SK = "ADMINKEYS"
@@ -318,14 +328,12 @@ class CatalogRepository:
         provider, stamp = (response.get("Item") for response in answer["Responses"])
         return (from_item(Provider, provider) if provider else None), int((stamp or {}).get("rev", 0))
 
-    def provider_unchanged(self, provider_id: str, rev: int) -> dict[str, Any]:
-        """A transaction entry that holds only while the provider's stamp is still at `rev`."""
-        check: dict[str, Any] = {"TableName": self._name, "Key": _stamp_key(provider_id)}
-        if rev:
-            check.update(ConditionExpression="rev = :rev", ExpressionAttributeValues={":rev": rev})
-        else:
-            check["ConditionExpression"] = "attribute_not_exists(rev)"
-        return {"ConditionCheck": check}
+    def check_provider_unchanged(self, uow: UnitOfWork, provider_id: str, rev: int) -> None:
+        """Join `uow` with a check that holds only while the provider's stamp is still at `rev`
+        (refused: ProviderChanged)."""
+        unchanged = ProviderStamp.rev == rev if rev else ProviderStamp.rev.does_not_exist()
+        stamp = _stamp_key(provider_id)
+        uow.check(ProviderStamp, stamp["pk"], stamp["sk"], unchanged, refused=ProviderChanged(provider_id))
 
     def list_providers(self, tenant: str) -> list[Provider]:
         index = tenant_index(tenant, "PROVIDER")
@@ -615,6 +623,15 @@ def _key_condition(tenant: str, *, admin: bool) -> dict[str, Any]:
 
 def _digits_key(tenant: str, digits: str) -> dict[str, str]:
     return {"pk": f"TENANT#{tenant}", "sk": f"NUMBER#{digits}"}
+
+
+class ProviderStamp(TableItem):
+    """The provider's stamp (`rev`), as the webhook ingest's check reads it."""
+
+    PREFIX = "PROVIDER"
+    SORT_PREFIX = STAMP_SK
+
+    rev = IntegerAttribute(null=True)
 
 
 def _stamp_key(provider_id: str) -> dict[str, str]:

@@ -345,7 +345,12 @@ def _send(item: TableItem, operation: str, kwargs: dict[str, Any]) -> dict[str, 
         answer: dict[str, Any] = type(item)._get_connection().connection.dispatch(operation, kwargs)
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            raise ConditionFailed(error.response.get("Item")) from error
+            # PynamoDB's error keeps only the code: the stored item is in botocore's, its cause.
+            cause = error.__cause__
+            stored = error.response.get("Item")
+            if stored is None and isinstance(cause, ClientError):
+                stored = cause.response.get("Item")
+            raise ConditionFailed(stored) from error
         raise
     return answer
 
@@ -427,8 +432,15 @@ class UnitOfWork:
     def __len__(self) -> int:
         return len(self._joined)
 
-    def put(self, item: TableItem, condition: Condition | None = None, *, refused: Refused | None = None) -> None:
-        self._transaction.save(item, condition=condition)
+    def put(
+        self,
+        item: TableItem,
+        condition: Condition | None = None,
+        *,
+        refused: Refused | None = None,
+        return_old: bool = False,
+    ) -> None:
+        self._transaction.save(item, condition=condition, return_values=ALL_OLD if return_old else None)
         self._join("put", refused)
 
     def update(

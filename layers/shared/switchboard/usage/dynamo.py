@@ -5,9 +5,9 @@ count belongs to the owner tag in force when it was counted, so changing an inst
 nothing already counted (the next count starts the new tag's item). GSI1
 `USAGE#<owner_tag>#<yyyy-mm>` lists a tenant's month (one partition per tenant and month, so
 no single hot index key). A message received in a provider event is counted in the transaction
-that accepts the event (`incoming_count`), so it commits exactly once with it; any other count
-tied to an id (an outbox entry, a sent message) is written together with a marker in one
-transaction, so a re-applied effect never counts twice.
+that accepts the event (`record_incoming`), so it commits exactly once with it; any other count
+tied to an id (an outbox entry, a sent message) is written together with a marker
+(`USAGEMARK#<direction>#<id>`) in one transaction, so a re-applied effect never counts twice.
 """
 
 from __future__ import annotations
@@ -15,85 +15,102 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.expressions.update import Action
 
 from switchboard.catalog.domain import Instance
-from switchboard.core.dynamo import META, cancellation_codes, query_all
+from switchboard.core import store
+from switchboard.core.store import EpochAttribute, IntegerAttribute, TableItem, TenantIndex, UnitOfWork
 from switchboard.usage.domain import DailyUsage, Direction
 
 UNTAGGED = "_untagged"  # cannot collide with an owner tag (they start with [a-z0-9])
 MARKER_DAYS = 8
 
 
+class UsageDay(TableItem):
+    PREFIX = "USAGE"
+    SORT_PREFIX = "DAY"
+
+    instance = UnicodeAttribute(null=True)
+    owner_tag = UnicodeAttribute(null=True)
+    tenant = UnicodeAttribute(null=True)
+    day = UnicodeAttribute(null=True)
+    messages_in = IntegerAttribute(null=True)
+    messages_out = IntegerAttribute(null=True)
+    gsi1pk = UnicodeAttribute(null=True)
+    gsi1sk = UnicodeAttribute(null=True)
+    by_month = TenantIndex["UsageDay"]()
+
+    @classmethod
+    def month_key(cls, tag: str, month: str) -> str:
+        """GSI1's partition: one tag's month."""
+        return store.SEPARATOR.join((cls.PREFIX, tag, month))
+
+
+class UsageMark(TableItem):
+    """An id counted once: the count and its mark are written together or not at all."""
+
+    PREFIX = "USAGEMARK"
+
+    expires_at = EpochAttribute(attr_name="expiresAt")
+
+
+class _AlreadyCounted(Exception):
+    pass
+
+
 class UsageRepository:
     def __init__(self, table: Any) -> None:
+        """`table`: the wiring's table, whose building bound the item models."""
         self._table = table
-        self._client = table.meta.client
-        self._name = table.name
 
     def add(self, instance: Instance, day: date, direction: Direction, count_id: str | None, now: datetime) -> bool:
         """Add one message; with `count_id`, only the first time that id is counted. Returns whether it counted."""
-        counter = self._counter(instance, day, direction)
+        day_item, actions = self._counter(instance, day, direction)
         if count_id is None:
-            self._client.update_item(**counter)
+            store.update(day_item, actions)
             return True
-        marker = {
-            "TableName": self._name,
-            "Item": {
-                "pk": f"USAGEMARK#{direction}#{count_id}",
-                "sk": META,
-                "expiresAt": int((now + timedelta(days=MARKER_DAYS)).timestamp()),
-            },
-            "ConditionExpression": "attribute_not_exists(pk)",
-        }
+        mark = UsageMark(UsageMark.pk_for(direction, count_id), UsageMark.sk_for())
+        mark.expires_at = now + timedelta(days=MARKER_DAYS)
+        uow = store.unit_of_work()
+        uow.put(mark, UsageMark.pk.does_not_exist(), refused=_AlreadyCounted())
+        uow.update(day_item, actions)
         try:
-            self._client.transact_write_items(TransactItems=[{"Put": marker}, {"Update": counter}])
-        except ClientError as error:
-            if "ConditionalCheckFailed" in cancellation_codes(error):
-                return False
-            raise
+            uow.commit()
+        except _AlreadyCounted:
+            return False
         return True
 
-    def incoming_count(self, instance: Instance, day: date) -> dict[str, Any]:
-        """One incoming message, as an entry of the transaction that accepts its provider event."""
-        return {"Update": self._counter(instance, day, "in")}
+    def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date) -> None:
+        """One incoming message, counted by the transaction that accepts its provider event."""
+        day_item, actions = self._counter(instance, day, "in")
+        uow.update(day_item, actions)
 
-    def _counter(self, instance: Instance, day: date, direction: Direction) -> dict[str, Any]:
+    @staticmethod
+    def _counter(instance: Instance, day: date, direction: Direction) -> tuple[UsageDay, list[Action]]:
         tag = instance.owner_tag or UNTAGGED
-        month = day.strftime("%Y-%m")
-        return {
-            "TableName": self._name,
-            "Key": {"pk": f"USAGE#{instance.key}", "sk": f"DAY#{day.isoformat()}#{tag}"},
-            "UpdateExpression": (
-                "SET instance = :instance, owner_tag = :tag, tenant = :tenant, #day = :day, "
-                "gsi1pk = :index, gsi1sk = :sort ADD #counter :one"
-            ),
-            "ExpressionAttributeNames": {"#day": "day", "#counter": f"messages_{direction}"},
-            "ExpressionAttributeValues": {
-                ":instance": instance.name,
-                ":tag": tag,
-                ":tenant": instance.tenant,
-                ":day": day.isoformat(),
-                ":index": f"USAGE#{tag}#{month}",
-                ":sort": f"{instance.key}#{day.isoformat()}",
-                ":one": 1,
-            },
-        }
+        counter = UsageDay.messages_in if direction == "in" else UsageDay.messages_out
+        actions: list[Action] = [
+            UsageDay.instance.set(instance.name),
+            UsageDay.owner_tag.set(tag),
+            UsageDay.tenant.set(instance.tenant),
+            UsageDay.day.set(day.isoformat()),
+            UsageDay.gsi1pk.set(UsageDay.month_key(tag, day.strftime("%Y-%m"))),
+            UsageDay.gsi1sk.set(f"{instance.key}#{day.isoformat()}"),
+            counter.add(1),
+        ]
+        return UsageDay(UsageDay.pk_for(instance.key), UsageDay.sk_for(day.isoformat(), tag)), actions
 
     def month(self, owner_tag: str | None, month: str) -> list[DailyUsage]:
         tag = owner_tag or UNTAGGED
-        items = query_all(
-            self._table, IndexName="GSI1", KeyConditionExpression=Key("gsi1pk").eq(f"USAGE#{tag}#{month}")
-        )
         return [
             DailyUsage(
-                tenant=item["tenant"],
-                instance=item["instance"],
+                tenant=item.tenant or "",
+                instance=item.instance or "",
                 owner_tag=owner_tag,
-                day=date.fromisoformat(item["day"]),
-                messages_in=int(item.get("messages_in", 0)),
-                messages_out=int(item.get("messages_out", 0)),
+                day=date.fromisoformat(item.day or ""),
+                messages_in=item.messages_in or 0,
+                messages_out=item.messages_out or 0,
             )
-            for item in items
+            for item in UsageDay.by_month.query(UsageDay.month_key(tag, month))
         ]

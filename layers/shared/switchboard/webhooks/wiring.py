@@ -16,9 +16,9 @@ from switchboard.calls.wiring import call_service, reconcile_queue
 from switchboard.catalog.events import ProviderEvent
 from switchboard.catalog.wiring import catalog_repository
 from switchboard.core.components import component
-from switchboard.core.events import TransactItem
 from switchboard.core.observability import logger
 from switchboard.core.settings import get_settings
+from switchboard.core.store import UnitOfWork
 from switchboard.core.wiring import client, secrets, table
 from switchboard.messages.wiring import heard_from, receipt_effect
 from switchboard.usage.wiring import incoming_usage
@@ -37,12 +37,12 @@ def ingest_service() -> IngestService:
     return IngestService(catalog_repository(), secrets(), EventStore(table()), event_handlers(), writes=accept_writes())
 
 
-def _count_incoming(event: ProviderEvent) -> list[TransactItem]:
-    return incoming_usage().writes(event)
+def _count_incoming(uow: UnitOfWork, event: ProviderEvent) -> None:
+    incoming_usage().record(uow, event)
 
 
-def _mark_heard(event: ProviderEvent) -> list[TransactItem]:
-    return heard_from().writes(event)
+def _mark_heard(uow: UnitOfWork, event: ProviderEvent) -> None:
+    heard_from().record(uow, event)
 
 
 def _received_metric(event: ProviderEvent) -> None:
