@@ -34,6 +34,7 @@ from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
+from switchboard.core import store
 from switchboard.core.errors import RetryLater
 from switchboard.messages.domain import Message, MessageStatus, SendJob, SendOutcome, body_hash
 from switchboard.messages.dynamo import MessageRepository
@@ -200,12 +201,17 @@ def dynamodb(records: AwsResources) -> Any:
 
 
 @pytest.fixture
-def cell_table(dynamodb: Any) -> Iterator[Any]:
+def cell_table(dynamodb: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A fresh MainTable per cell, from the template's own properties: moto copies the whole
-    table in every transaction, so one table for every cell would make each cell slower."""
+    table in every transaction, so one table for every cell would make each cell slower. The
+    item models are bound to it for the cell (a low-level client: botocore's are thread-safe),
+    the binding of the tests around it restored afterwards."""
     name = f"fault-matrix-{uuid.uuid4().hex[:12]}"
     properties = template.resources("AWS::DynamoDB::Table")["MainTable"]
     dynamodb.meta.client.create_table(**template.table_create_kwargs(properties, name))
+    monkeypatch.setattr(store._Bound, "current", None)
+    monkeypatch.setattr(store.TableItem.Meta, "table_name", store.TableItem.Meta.table_name)
+    store.bind(name, boto3.client("dynamodb", region_name=REGION))
     yield dynamodb.Table(name)
     dynamodb.meta.client.delete_table(TableName=name)
 

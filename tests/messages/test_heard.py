@@ -5,6 +5,7 @@ keys the same person, whichever provider kind delivered the message."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,9 +19,11 @@ from botocore.exceptions import ClientError
 from switchboard import bootstrap
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
+from switchboard.core import store
 from switchboard.core.clock import new_id
+from switchboard.core.store import UnitOfWork
 from switchboard.messages.domain import Message, MessageStatus, body_hash
-from switchboard.messages.dynamo import MessageRepository, affinity_key
+from switchboard.messages.dynamo import AffinityItem, MessageRepository
 from switchboard.messages.heard import HeardFrom
 from switchboard.messages.schemas import SendMessage
 from switchboard.pool.domain import NumberRoutes, SendingConfig, plan_numbers, usable_affinity
@@ -44,7 +47,9 @@ class DynamoCalls:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        bootstrap.table().meta.client.meta.events.register("before-call.dynamodb", self._record)
+        # The item models send through the session's low-level client, the rest through the table's.
+        for dynamodb in (bootstrap.table().meta.client, bootstrap.current().client("dynamodb")):
+            dynamodb.meta.events.register("before-call.dynamodb", self._record)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         body = params.get("body") or b"{}"
@@ -125,20 +130,24 @@ def test_an_item_only_heard_reads_as_no_affinity_and_a_send_keeps_what_was_heard
 
 
 class ConflictOnce:
-    """The table's client, whose first transaction is cancelled as DynamoDB cancels one that met
+    """A low-level client whose first transaction is cancelled as DynamoDB cancels one that met
     another transaction on the same item (the acceptance of the recipient's incoming message)."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
         self.transactions = 0
 
-    def transact_write_items(self, **request: Any) -> Any:
-        self.transactions += 1
-        if self.transactions == 1:
-            reasons = [{"Code": "None"}, {"Code": "None"}, {"Code": "TransactionConflict"}]
-            error = {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"}
-            raise ClientError({"Error": error, "CancellationReasons": reasons}, "TransactWriteItems")
-        return self._client.transact_write_items(**request)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _make_api_call(self, operation: str, request: dict[str, Any]) -> Any:
+        if operation == "TransactWriteItems":
+            self.transactions += 1
+            if self.transactions == 1:
+                reasons = [{"Code": "None"}, {"Code": "None"}, {"Code": "TransactionConflict"}]
+                error = {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"}
+                raise ClientError({"Error": error, "CancellationReasons": reasons}, "TransactWriteItems")
+        return self._client._make_api_call(operation, request)
 
 
 def test_a_send_recorded_while_the_recipient_writes_in_is_recorded_on_the_next_try(aws: AwsResources) -> None:
@@ -149,8 +158,9 @@ def test_a_send_recorded_while_the_recipient_writes_in_is_recorded_on_the_next_t
     repository.create(message)
     claimed = repository.claim(message.id, "acme", "lease-1", 60)
     assert claimed is not None
-    conflicting = ConflictOnce(repository._client)
-    repository._client = conflicting
+    table = main_table(aws)
+    conflicting = ConflictOnce(boto3.client("dynamodb", region_name=REGION))
+    store.bind(table.name, conflicting)
 
     repository.record_sent(
         claimed,
@@ -181,7 +191,7 @@ CONTRACT_MESSAGES = [
 
 @pytest.mark.parametrize(("kind", "scheme", "fixture", "content_type"), CONTRACT_MESSAGES)
 def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_to_the_sender_reads(
-    kind: str, scheme: WebhookScheme, fixture: str, content_type: str
+    kind: str, scheme: WebhookScheme, fixture: str, content_type: str, offline_unit_of_work: UnitOfWork
 ) -> None:
     request = WebhookRequest(headers={"content-type": content_type}, body=(CONTRACTS / fixture).read_bytes())
     [inbound] = spec_for(kind).events(request, scheme)
@@ -199,18 +209,18 @@ def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_t
         received_at=received,
     )
 
-    [write] = HeardFrom(MessageRepository(_offline_table())).writes(event)
+    uow = offline_unit_of_work
+    HeardFrom(MessageRepository(_offline_table())).record(uow, event)
 
-    update = write["Update"]
+    [update] = _joined_updates(uow)
     to = SendMessage.model_validate({"to": f"+{inbound.data['from']}", "text": "reply"}).to
-    assert update["Key"] == affinity_key("acme", to)
-    assert update["ExpressionAttributeNames"] == {"#heard": "heard_num_main"}
-    assert update["ExpressionAttributeValues"][":at"] == int(received.timestamp())
+    assert update["Key"] == {"pk": {"S": AffinityItem.pk_for("acme", to)}, "sk": {"S": AffinityItem.sk_for()}}
+    assert _assignments(update) == {"heard_num_main": {"N": str(int(received.timestamp()))}, "tenant": {"S": "acme"}}
     assert "ConditionExpression" not in update  # a refused write would cancel the message's acceptance
 
 
 @pytest.mark.parametrize("sender", [None, "", "status@broadcast", "0123", "+55 11 98888-7777"])
-def test_an_event_naming_no_phone_number_marks_nobody(sender: str | None) -> None:
+def test_an_event_naming_no_phone_number_marks_nobody(sender: str | None, offline_unit_of_work: UnitOfWork) -> None:
     instance = Instance(
         tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"
     )
@@ -219,9 +229,35 @@ def test_an_event_naming_no_phone_number_marks_nobody(sender: str | None) -> Non
         provider_id="prv_1", instance=instance, name="message", event_id="m1", data=data, received_at=datetime.now(UTC)
     )
 
-    assert HeardFrom(MessageRepository(_offline_table())).writes(event) == []
+    uow = offline_unit_of_work
+    HeardFrom(MessageRepository(_offline_table())).record(uow, event)
+
+    assert len(uow) == 0
 
 
 def _offline_table() -> Any:
-    """What the repository reads of its table to build a transaction entry: no request is made."""
+    """What the repository keeps of its table: no request is made."""
     return SimpleNamespace(name="main", meta=SimpleNamespace(client=None))
+
+
+@pytest.fixture
+def offline_unit_of_work(monkeypatch: pytest.MonkeyPatch) -> UnitOfWork:
+    """A unit of work on a table of no endpoint: it is inspected, never committed (the binding
+    of the tests around it is restored afterwards)."""
+    monkeypatch.setattr(store._Bound, "current", None)
+    monkeypatch.setattr(store.TableItem.Meta, "table_name", store.TableItem.Meta.table_name)
+    store.bind("main", SimpleNamespace())
+    return store.unit_of_work()
+
+
+def _joined_updates(uow: UnitOfWork) -> list[dict[str, Any]]:
+    """The Update entries the operations joining `uow` would send, as DynamoDB receives them."""
+    updates: list[dict[str, Any]] = uow._transaction._update_items
+    return updates
+
+
+def _assignments(update: dict[str, Any]) -> dict[str, Any]:
+    """attribute name -> value of each `SET #name = :value` of an update entry."""
+    names, values = update["ExpressionAttributeNames"], update["ExpressionAttributeValues"]
+    pairs = re.findall(r"(#\w+) = (:\w+)", update["UpdateExpression"])
+    return {names[name]: values[value] for name, value in pairs}

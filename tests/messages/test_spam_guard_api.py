@@ -75,7 +75,9 @@ class SpamHistoryRequests:
         self.reads = 0
         self.puts = 0
         self.in_transactions: list[dict[str, Any]] = []
-        bootstrap.table().meta.client.meta.events.register("before-call.dynamodb", self._record)
+        # The item models send through the session's low-level client, the rest through the table's.
+        for dynamodb in (bootstrap.table().meta.client, bootstrap.current().client("dynamodb")):
+            dynamodb.meta.events.register("before-call.dynamodb", self._record)
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         request = json.loads(params.get("body") or b"{}")

@@ -19,7 +19,7 @@ from switchboard.core.dynamo import to_item
 from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
 from switchboard.messages.domain import Message, SendJob, body_hash
-from switchboard.messages.dynamo import MessageRepository, message_key
+from switchboard.messages.dynamo import MessageItem, MessageRepository
 from switchboard.messages.sending import SendingService
 from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import SendingConfigSource
@@ -138,7 +138,7 @@ def test_concurrent_workers_keep_the_spread_and_never_send_a_message_twice(serve
             message = Message(
                 tenant="acme", id=f"msg_{i:04d}", api_key_id=key_id, to=to, text=text, body_hash=body_hash(to, text)
             )
-            batch.put_item(Item=to_item(message, message_key(message.id)))
+            batch.put_item(Item=to_item(message, {"pk": MessageItem.pk_for(message.id), "sk": MessageItem.sk_for()}))
             jobs.append(SendJob(message_id=message.id, tenant="acme", api_key_id=key_id, to=to))
     queue_url = served_aws.queues["SendQueue"]
     enqueue(queue_url, jobs)

@@ -18,6 +18,7 @@ from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.secrets import SecretStore
+from switchboard.core.store import UnitOfWork
 from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService
@@ -249,16 +250,16 @@ def test_given_dynamodb_fails_before_the_commit_when_delivered_then_5xx_nothing_
     client: Client, aws: AwsResources, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = envelope("message", catalog.provider_instance_id, message_data(), seq=1)
-    real = EventStore.accept
+    real = UnitOfWork.commit
     failures = iter([throttled("TransactWriteItems")])
 
-    def failing_once(self: EventStore, *args: Any, **kwargs: Any) -> Any:
+    def failing_once(self: UnitOfWork, *args: Any, **kwargs: Any) -> Any:
         error = next(failures, None)
         if error:
             raise error
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(EventStore, "accept", failing_once)
+    monkeypatch.setattr(UnitOfWork, "commit", failing_once)
 
     first = deliver(client, catalog.provider_id, body)
     nothing = stored(aws, "WH")

@@ -94,14 +94,16 @@ class NoWebhooks:
 
 
 class RequestCounter:
-    """Counts DynamoDB operations made through one botocore client, and the time spent in each."""
+    """Counts DynamoDB operations made through the botocore clients of one table (the table
+    resource's and the low-level one the item models send through), and the time spent in each."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, *clients: Any) -> None:
         self.calls: Counter[str] = Counter()
         self.seconds: defaultdict[str, float] = defaultdict(float)
         self._started = 0.0
-        client.meta.events.register("before-call.dynamodb", self._count)
-        client.meta.events.register("after-call.dynamodb", self._timed)
+        for client in clients:
+            client.meta.events.register("before-call.dynamodb", self._count)
+            client.meta.events.register("after-call.dynamodb", self._timed)
 
     def _count(self, model: Any, **_: Any) -> None:
         self.calls[model.name] += 1
@@ -167,9 +169,25 @@ def _catalog(table: Any, tenant: str = "bench", *, guarded: bool = False) -> tup
     return keys["default"], keys["pool"]
 
 
+_setup_clients: dict[str, Any] = {}  # per table: the client the benchmark's own writes go through
+
+
 def _run(
-    service: SendingService, messages: MessageRepository, tenant: str, key_id: str, recipients: list[str], *, text: str
+    service: SendingService,
+    messages: MessageRepository,
+    tenant: str,
+    key_id: str,
+    recipients: list[str],
+    *,
+    text: str,
+    binding: tuple[str, Any],
 ) -> float:
+    """Create the messages, then send them with the item models bound to `binding` (the table
+    and the counted client): the creates go through a client of their own, left uncounted."""
+    table_name, counted_client = binding
+    if table_name not in _setup_clients:
+        _setup_clients[table_name] = boto3.client("dynamodb", region_name=REGION)
+    store.bind(table_name, _setup_clients[table_name])
     jobs = []
     for index, to in enumerate(recipients):
         message = Message(
@@ -182,6 +200,7 @@ def _run(
         )
         messages.create(message)
         jobs.append(SendJob(message_id=message.id, tenant=tenant, api_key_id=key_id, to=to))
+    store.bind(table_name, counted_client)
     started = time.perf_counter()
     for job in jobs:
         outcome = service.process(job, 1)
@@ -216,17 +235,25 @@ def _worker(
 
 def _guarded(
     session: Any,
-) -> tuple[RequestCounter, MessageRepository, tuple[str, str], tuple[SendingService, SendingService, SendingService]]:
+) -> tuple[
+    RequestCounter,
+    MessageRepository,
+    tuple[str, str],
+    tuple[SendingService, SendingService, SendingService],
+    tuple[str, Any],
+]:
     """The tenant whose instances have their spam guard on: its request counter, its message
     records, its default and pool keys, and the guarded worker alone, with pacing, and with pacing
-    and the ban watch."""
+    and the ban watch; and the table and low-level client its item models are bound to."""
     # The guarded tenant has tables of its own: moto copies the table once per transaction
     # item, so sharing one would slow every later row (the requests per message are the same).
     guarded_tables = template.create_tables(session.client("dynamodb"), template.LocalNames(prefix="bench-guard"))
     guarded_table = session.resource("dynamodb").Table(guarded_tables["MainTable"])
+    guarded_client = session.client("dynamodb")
+    store.bind(guarded_table.name, guarded_client)
     guarded_default_key, guarded_pool_key = _catalog(guarded_table, GUARDED_TENANT, guarded=True)
     guarded_worker_table = session.resource("dynamodb").Table(guarded_tables["MainTable"])
-    guarded_counter = RequestCounter(guarded_worker_table.meta.client)
+    guarded_counter = RequestCounter(guarded_worker_table.meta.client, guarded_client)
     guarded_pools = PoolRepository(guarded_worker_table)
     guarded_configs = SendingConfigSource(CatalogRepository(guarded_worker_table), guarded_pools, ttl_seconds=3600)
     guarded_configs.get(GUARDED_TENANT, guarded_default_key)
@@ -238,10 +265,12 @@ def _guarded(
         _worker(guarded_worker_table, guarded_configs, guarded_pools, guard=True, pacing=pacing),
         _worker(guarded_worker_table, guarded_configs, guarded_pools, guard=True, watch=True, pacing=pacing),
     )
-    return guarded_counter, MessageRepository(guarded_table), (guarded_default_key, guarded_pool_key), workers
+    keys = (guarded_default_key, guarded_pool_key)
+    return guarded_counter, MessageRepository(guarded_table), keys, workers, (guarded_table.name, guarded_client)
 
 
-def measure() -> Figures:
+def _in_process_aws() -> None:
+    """moto in this process, never an endpoint a shell left in the environment."""
     for name, value in {
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
@@ -249,15 +278,22 @@ def measure() -> Figures:
     }.items():
         os.environ[name] = value
     os.environ.pop("AWS_ENDPOINT_URL", None)
+
+
+def measure() -> Figures:
+    _in_process_aws()
     logger.setLevel("WARNING")
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         tables = template.create_tables(session.client("dynamodb"), template.LocalNames(prefix="bench-pool"))
         table = session.resource("dynamodb").Table(tables["MainTable"])
+        # One binding at a time (PynamoDB binds at class level): each table's rows bind to it first.
+        table_client = session.client("dynamodb")
+        store.bind(table.name, table_client)
         default_key, pool_key = _catalog(table)
 
         worker_table = session.resource("dynamodb").Table(tables["MainTable"])
-        counter = RequestCounter(worker_table.meta.client)
+        counter = RequestCounter(worker_table.meta.client, table_client)
         pools = PoolRepository(worker_table)
         configs = SendingConfigSource(CatalogRepository(worker_table), pools, ttl_seconds=3600)
         service = _worker(worker_table, configs, pools)
@@ -280,7 +316,9 @@ def measure() -> Figures:
             pacing=PacingLimits(per_minute=6000, burst=1000, new_contacts_max=1000),
         )
 
-        guarded_counter, guarded_setup, guarded_keys, guarded_workers = _guarded(session)
+        guarded_counter, guarded_setup, guarded_keys, guarded_workers, guarded_binding = _guarded(session)
+        guarded_table_name, guarded_client = guarded_binding
+        store.bind(table.name, table_client)
         guarded_default_key, guarded_pool_key = guarded_keys
         guarded, guarded_paced, guarded_all = guarded_workers
 
@@ -335,12 +373,13 @@ def measure() -> Figures:
             f"{'scenario':<24} {'msg/s':>6} {'requests/msg':>13} {'today':>6} {'more':>6}"
             "  by operation (requests/msg, mean ms in moto)"
         )
+        bindings = {"bench": (table.name, table_client), GUARDED_TENANT: (guarded_table_name, guarded_client)}
         common: float | None = None
         rows: list[Figures] = []
         for label, worker, tenant, key, targets, today in scenarios:
             counted, records = (counter, setup) if tenant == "bench" else (guarded_counter, guarded_setup)
             counted.clear()
-            elapsed = _run(worker, records, tenant, key, targets, text=f"benchmark: {label}")
+            elapsed = _run(worker, records, tenant, key, targets, text=f"benchmark: {label}", binding=bindings[tenant])
             per_message = {
                 name: (round(count / len(targets), 2), round(counted.seconds[name] / count * 1000, 1))
                 for name, count in sorted(counted.calls.items())

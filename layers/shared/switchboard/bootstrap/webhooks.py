@@ -23,7 +23,7 @@ from switchboard.core.observability import logger
 
 if TYPE_CHECKING:
     from switchboard.catalog.events import ProviderEvent
-    from switchboard.core.events import TransactItem
+    from switchboard.core.store import UnitOfWork
     from switchboard.webhooks.events import AcceptWrite, EffectHandler
     from switchboard.webhooks.service import IngestService
 
@@ -43,11 +43,11 @@ def ingest_service(c: Components) -> IngestService:
 def accept_writes(c: Components) -> dict[str, list[AcceptWrite]]:
     """The writes of each provider webhook event that join the transaction accepting it."""
 
-    def count_incoming(event: ProviderEvent) -> list[TransactItem]:
-        return incoming_usage(c).writes(event)
+    def count_incoming(uow: UnitOfWork, event: ProviderEvent) -> None:
+        incoming_usage(c).record(uow, event)
 
-    def mark_heard(event: ProviderEvent) -> list[TransactItem]:
-        return heard_from(c).writes(event)
+    def mark_heard(uow: UnitOfWork, event: ProviderEvent) -> None:
+        heard_from(c).record(uow, event)
 
     # Usage: counted once with the event, no marker of its own. The sender, heard by the
     # instance's number: no new contact of it for the next 24 h (pacing, the ban watch).

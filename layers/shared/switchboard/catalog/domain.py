@@ -27,6 +27,10 @@ def secret_hint(secret: str) -> str:
     return f"…{secret[-4:]}" if len(secret) >= 16 else "…"
 
 
+class ProviderChanged(Exception):
+    """The provider's stamp moved since it was read: what was read of its catalog may be stale."""
+
+
 class Record(Model):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 

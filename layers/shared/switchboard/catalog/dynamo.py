@@ -11,7 +11,7 @@ webhook of that provider is checked and bound against bumps in the same transact
 itself (its secrets are rotated through it), its instances and their bindings, and the Meta phone
 number ids of the numbers they are on. A container may then keep those records as long as the
 stamp holds the revision it read them at, and a transaction that depends on them checks the stamp
-instead of reading them again (`record_provider_unchanged`). The stamp outlives the provider, so a
+instead of reading them again (`check_provider_unchanged`). The stamp outlives the provider, so a
 revision never comes back.
 
 A write naming another object of the tenant (an instance's provider and number, a key's default
@@ -29,7 +29,7 @@ from pynamodb.attributes import Attribute
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
-from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, Record, Tenant, instance_key
+from switchboard.catalog.domain import ApiKey, Instance, Number, Provider, ProviderChanged, Record, Tenant, instance_key
 from switchboard.catalog.models import (
     AdminKeyCount,
     ApiKeyItem,
@@ -47,7 +47,6 @@ from switchboard.catalog.ports import KeyAttachment
 from switchboard.core import store
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyExists, Conflict, LastAdminKey, NotFound, UnknownReference
-from switchboard.core.events import TransactItem
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.store import Refused, TableItem, UnitOfWork
@@ -346,23 +345,11 @@ class CatalogRepository:
             rev = 0
         return found, rev
 
-    def record_provider_unchanged(self, uow: UnitOfWork, provider_id: str, rev: int, *, refused: Refused) -> None:
-        """The transaction holds only while the provider's stamp is still at `rev`."""
+    def check_provider_unchanged(self, uow: UnitOfWork, provider_id: str, rev: int) -> None:
+        """Join `uow` with a check that holds only while the provider's stamp is still at `rev`
+        (refused: ProviderChanged)."""
         pk, sk = ProviderStamp.pk_for(provider_id), ProviderStamp.sk_for()
-        uow.check(ProviderStamp, pk, sk, _stamp_at(rev), refused=refused)
-
-    def provider_unchanged(self, provider_id: str, rev: int) -> TransactItem:
-        """`record_provider_unchanged` as an entry of a transaction still assembled by hand (the
-        webhook ingest's), in the table resource's form."""
-        check: TransactItem = {
-            "TableName": self._table.name,
-            "Key": {"pk": ProviderStamp.pk_for(provider_id), "sk": ProviderStamp.sk_for()},
-        }
-        if rev:
-            check.update(ConditionExpression="rev = :rev", ExpressionAttributeValues={":rev": rev})
-        else:
-            check["ConditionExpression"] = "attribute_not_exists(rev)"
-        return {"ConditionCheck": check}
+        uow.check(ProviderStamp, pk, sk, _stamp_at(rev), refused=ProviderChanged(provider_id))
 
     def list_providers(self, tenant: str) -> list[Provider]:
         return [_record(Provider, item) for item in _listed(ProviderItem, ProviderItem.listing, tenant)]

@@ -363,11 +363,13 @@ def _send(item: TableItem, operation: str, kwargs: dict[str, Any]) -> dict[str, 
     try:
         answer: dict[str, Any] = type(item)._get_connection().connection.dispatch(operation, kwargs)
     except ClientError as error:
-        # PynamoDB's VerboseClientError keeps only the error of botocore's: the stored item
-        # (ReturnValuesOnConditionCheckFailure) is in the response of the error it was raised from.
-        cause = error.__cause__ if isinstance(error.__cause__, ClientError) else error
-        if cause.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            raise ConditionFailed(cause.response.get("Item")) from error
+        if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            # PynamoDB's error keeps only the code: the stored item is in botocore's, its cause.
+            cause = error.__cause__
+            stored = error.response.get("Item")
+            if stored is None and isinstance(cause, ClientError):
+                stored = cause.response.get("Item")
+            raise ConditionFailed(stored) from error
         raise
     return answer
 
@@ -476,8 +478,15 @@ class UnitOfWork:
     def __len__(self) -> int:
         return len(self._joined)
 
-    def put(self, item: TableItem, condition: Condition | None = None, *, refused: Refused | None = None) -> None:
-        self._transaction.save(item, condition=condition)
+    def put(
+        self,
+        item: TableItem,
+        condition: Condition | None = None,
+        *,
+        refused: Refused | None = None,
+        return_old: bool = False,
+    ) -> None:
+        self._transaction.save(item, condition=condition, return_values=ALL_OLD if return_old else None)
         self._join("put", refused)
 
     def update(

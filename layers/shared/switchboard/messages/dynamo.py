@@ -1,16 +1,20 @@
 """Message persistence: the message, the recipient affinity and the provider-message index.
 
-Items (main table):
-- message: pk `MESSAGE#<id>`, sk `#META`, with its trace (a list, appended per attempt);
-- affinity: pk `AFFINITY#<tenant>#<recipient>`, sk `#META`: the number that last sent to the
-  recipient (`number_id`, `number`, `sent_at`) and, one top-level `heard_<number id>` (epoch
-  seconds) per number, when the recipient last wrote to that number (an O(1) read, never a scan
-  of messages). The send writes the first, the acceptance of an incoming message the second
-  (`heard_write`), each an update leaving the other's attributes alone; an item may hold only
-  `heard_*` (someone who wrote in and was never sent anything). Like the affinity it is, the
-  item has no TTL: it lives as long as the tenant knows the recipient;
-- receipt index: pk `PROVIDERMSG#<provider id>#<provider message id>`, sk `#META` -> message id;
-- spam guard history: pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META` (see `spam_guard.py`).
+Items (main table), one PynamoDB model each:
+- message (`MessageItem`): pk `MESSAGE#<id>`, sk `#META`, every field of the record under its
+  own name, its trace (a list, appended per attempt) and, while claimed, `lease_until`;
+- affinity (`AffinityItem`): pk `AFFINITY#<tenant>#<recipient>`, sk `#META`: the number that
+  last sent to the recipient (`number_id`, `number`, `sent_at`) and, one top-level
+  `heard_<number id>` (epoch seconds, the `HEARD` family) per number, when the recipient last
+  wrote to that number (an O(1) read, never a scan of messages). The send writes the first, the
+  acceptance of an incoming message the second (`record_heard`), each an update leaving the
+  other's attributes alone; an item may hold only `heard_*` (someone who wrote in and was never
+  sent anything). Like the affinity it is, the item has no TTL: it lives as long as the tenant
+  knows the recipient;
+- receipt index (`ReceiptItem`): pk `PROVIDERMSG#<provider id>#<provider message id>`, sk
+  `#META` -> `messageId`;
+- spam guard history (`SpamHistoryItem`): pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META`
+  (see `spam_guard.py`), owned by `SpamHistoryRepository`.
 
 Per message the worker makes: the claim (one conditional `UpdateItem` that also returns the
 message), the affinity read (pool mode), the round-robin ticket (affinity miss), the spam guard's history
@@ -18,28 +22,38 @@ message), the affinity read (pool mode), the round-robin ticket (affinity miss),
 affinity, index and the spam guard's history in one transaction). Every transition is conditional on
 the status and, while SENDING, on the claimant's lease token; a WAITING message is claimable
 only by the job carrying its `wake_token`.
+
+A transition is written from one description of what changes (`_Change`): the record it returns
+and the update it sends are both derived from it, so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
-import random
-import time
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from enum import Enum
 from typing import Any
 
-from botocore.exceptions import ClientError
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from pydantic import BaseModel
+from pynamodb.attributes import Attribute, UnicodeAttribute
+from pynamodb.constants import LIST
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
 
+from switchboard.core import store
 from switchboard.core.clock import utcnow
-from switchboard.core.dynamo import (
-    META,
-    cancellation_codes,
-    entity_key,
-    from_item,
-    is_condition_failure,
-    owned_or_missing,
-    to_item,
+from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound
+from switchboard.core.store import (
+    AttributeFamily,
+    DocumentAttribute,
+    EpochAttribute,
+    IntegerAttribute,
+    IsoDateTimeAttribute,
+    TableItem,
+    UnitOfWork,
 )
-from switchboard.core.errors import AlreadyExists, AlreadyFinal
 from switchboard.messages.domain import (
     RECEIPT_TRANSITIONS,
     Message,
@@ -50,46 +64,193 @@ from switchboard.messages.domain import (
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity
 
-NOT_EXISTS = "attribute_not_exists(pk)"
-_NAMES = {"#status": "status", "#trace": "trace"}
+SENT_ATTEMPTS = 3
+RECEIPT_FAILED = "provider_receipt_failed"
+
+
+class JsonListAttribute(Attribute[list[Any]]):
+    """A list of JSON values stored as a DynamoDB list, nulls kept (the trace shows
+    `affinityNumber: null`); floats as exact decimals, integral numbers read back as `int`."""
+
+    attr_type = LIST
+
+    def serialize(self, value: list[Any]) -> list[dict[str, Any]]:
+        serialized: list[dict[str, Any]] = _serializer.serialize(_json_storable(value))["L"]
+        return serialized
+
+    def deserialize(self, value: list[dict[str, Any]]) -> list[Any]:
+        elements: list[Any] = _json_plain(_deserializer.deserialize({"L": value}))
+        return elements
+
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def _json_storable(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, (list, tuple)):
+        return [_json_storable(element) for element in value]
+    if isinstance(value, dict):
+        return {name: _json_storable(element) for name, element in value.items()}
+    return value
+
+
+def _json_plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [_json_plain(element) for element in value]
+    if isinstance(value, dict):
+        return {name: _json_plain(element) for name, element in value.items()}
+    return value
+
+
+class MessageItem(TableItem):
+    """A message: every field of `Message` under its own name (the record is its stored form)."""
+
+    PREFIX = "MESSAGE"
+
+    tenant = UnicodeAttribute()
+    created_at = IsoDateTimeAttribute()
+    id = UnicodeAttribute()
+    api_key_id = UnicodeAttribute()
+    to = UnicodeAttribute()
+    text = UnicodeAttribute()
+    body_hash = UnicodeAttribute()
+    idempotency_key = UnicodeAttribute(null=True)
+    status = UnicodeAttribute()
+    source_number = UnicodeAttribute(null=True)
+    number_id = UnicodeAttribute(null=True)
+    instance = UnicodeAttribute(null=True)
+    provider_id = UnicodeAttribute(null=True)
+    provider_message_id = UnicodeAttribute(null=True)
+    attempts = IntegerAttribute()
+    failure_reason = UnicodeAttribute(null=True)
+    last_error = UnicodeAttribute(null=True)
+    pending = DocumentAttribute(null=True)
+    in_flight = DocumentAttribute(null=True)
+    lease_token = UnicodeAttribute(null=True)
+    lease_until = EpochAttribute(null=True)  # the claim's lease: not part of the record
+    valid_for = IntegerAttribute()
+    expires_at = IsoDateTimeAttribute(null=True)  # not the table's TTL: an expired message stays readable
+    wake_token = UnicodeAttribute(null=True)
+    wait_checks = IntegerAttribute()
+    next_check_at = IsoDateTimeAttribute(null=True)
+    sent_at = IsoDateTimeAttribute(null=True)
+    delivered_at = IsoDateTimeAttribute(null=True)
+    read_at = IsoDateTimeAttribute(null=True)
+    updated_at = IsoDateTimeAttribute()
+    trace = JsonListAttribute(null=True)
+
+
 # A number's "heard from" is one top-level attribute per number: SET on a nested map path fails
 # on an item that does not exist yet, and a top-level one is created with the item.
-HEARD_PREFIX = "heard_"
-SENT_ATTEMPTS = 3
-CONFLICT_PAUSE_SECONDS = 0.02
+HEARD = AttributeFamily("heard_", EpochAttribute)
 
 
-def message_key(message_id: str) -> dict[str, str]:
-    return entity_key("MESSAGE", message_id)
+class AffinityItem(TableItem):
+    PREFIX = "AFFINITY"  # pk: AFFINITY#<tenant>#<recipient>
+
+    tenant = UnicodeAttribute()
+    number_id = UnicodeAttribute(null=True)
+    number = UnicodeAttribute(null=True)
+    sent_at = IsoDateTimeAttribute(null=True)
 
 
-def affinity_key(tenant: str, recipient: str) -> dict[str, str]:
-    return {"pk": f"AFFINITY#{tenant}#{recipient}", "sk": META}
+class ReceiptItem(TableItem):
+    PREFIX = "PROVIDERMSG"  # pk: PROVIDERMSG#<provider id>#<provider message id>
+
+    tenant = UnicodeAttribute()
+    message_id = UnicodeAttribute(attr_name="messageId")
 
 
-def receipt_key(provider_id: str, provider_message_id: str) -> dict[str, str]:
-    return {"pk": f"PROVIDERMSG#{provider_id}#{provider_message_id}", "sk": META}
+class SpamHistoryItem(TableItem):
+    PREFIX = "SPAMGUARD"  # pk: SPAMGUARD#<instance key>#<recipient>
+
+    texts = JsonListAttribute(null=True)
+    expires_at = EpochAttribute(attr_name="expiresAt")
+
+
+def _message_item(message_id: str) -> MessageItem:
+    return MessageItem(MessageItem.pk_for(message_id), MessageItem.sk_for())
+
+
+def _affinity_item(tenant: str, recipient: str) -> AffinityItem:
+    return AffinityItem(AffinityItem.pk_for(tenant, recipient), AffinityItem.sk_for())
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What one write changes in a message: `fields` set (None: removed), and whether it counts
+    an attempt and appends `events` to the trace. The record after it and the update actions
+    are both derived from it."""
+
+    fields: dict[str, Any]
+    events: list[TraceEvent] = field(default_factory=list)
+    count_attempt: bool = False
+
+    def applied_to(self, message: Message) -> Message:
+        update = {name: value for name, value in self.fields.items() if name in Message.model_fields}
+        if self.count_attempt:
+            update["attempts"] = message.attempts + 1
+        if self.events:
+            update["trace"] = [*message.trace, *self.events]
+        return message.model_copy(update=update)
+
+    def actions(self) -> list[Action]:
+        actions: list[Action] = []
+        for name, value in self.fields.items():
+            attribute: Attribute[Any] = getattr(MessageItem, name)
+            actions.append(attribute.remove() if value is None else attribute.set(_stored(value)))
+        if self.count_attempt:
+            actions.append(MessageItem.attempts.add(1))
+        if self.events:
+            events = [event.model_dump(mode="json") for event in self.events]
+            actions.append(MessageItem.trace.set((MessageItem.trace | []).append(events)))
+        return actions
+
+
+def _stored(value: Any) -> Any:
+    """A record's field value as its attribute takes it."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list):
+        return [_stored(element) for element in value]
+    return value
 
 
 class MessageRepository:
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Any, spam_history: SpamHistoryRepository | None = None) -> None:
+        """`table`: the wiring's table, whose building bound the item models. The spam guard's
+        history joins the SENT transaction through its own repository (on the same table)."""
         self._table = table
-        self._client = table.meta.client
-        self._name = table.name
+        self._spam_history = spam_history or SpamHistoryRepository(table)
 
     # --- API side ----------------------------------------------------------------------------
 
     def create(self, message: Message) -> None:
+        item = _message_item(message.id)
+        for name in Message.model_fields:
+            value = getattr(message, name)
+            if value is not None:
+                setattr(item, name, _stored(value))
         try:
-            self._table.put_item(Item=to_item(message, message_key(message.id)), ConditionExpression=NOT_EXISTS)
-        except ClientError as error:
-            if is_condition_failure(error):
-                raise AlreadyExists("message already exists") from error
-            raise
+            store.put(item, MessageItem.pk.does_not_exist())
+        except store.ConditionFailed as exc:
+            raise AlreadyExists("message already exists") from exc
 
     def get(self, tenant: str, message_id: str) -> Message:
-        item = self._table.get_item(Key=message_key(message_id), ConsistentRead=True).get("Item")
-        return from_item(Message, owned_or_missing(item, tenant, "message"))
+        try:
+            item = MessageItem.get(MessageItem.pk_for(message_id), MessageItem.sk_for(), consistent_read=True)
+        except MessageItem.DoesNotExist:
+            raise NotFound("message not found") from None
+        if item.tenant != tenant:
+            raise NotFound("message not found")
+        return _record(item)
 
     # --- worker side -------------------------------------------------------------------------
 
@@ -102,51 +263,35 @@ class MessageRepository:
         None when the message is gone, final, leased to another worker right now, or waiting for
         another job.
         """
-        now = int(time.time())
-        condition = "#status = :queued OR (#status = :sending AND lease_until < :now)"
-        values: dict[str, Any] = {
-            ":sending": MessageStatus.SENDING.value,
-            ":queued": MessageStatus.QUEUED.value,
-            ":token": token,
-            ":until": now + lease_seconds,
-            ":now": now,
-            ":tenant": tenant,
-        }
+        now = utcnow()
+        claimable = (MessageItem.status == MessageStatus.QUEUED.value) | (
+            (MessageItem.status == MessageStatus.SENDING.value) & (MessageItem.lease_until < now)
+        )
         if wake is not None:
-            condition += " OR (#status = :waiting AND wake_token = :wake)"
-            values.update({":waiting": MessageStatus.WAITING.value, ":wake": wake})
+            claimable |= (MessageItem.status == MessageStatus.WAITING.value) & (MessageItem.wake_token == wake)
+        actions = [
+            MessageItem.status.set(MessageStatus.SENDING.value),
+            MessageItem.lease_token.set(token),
+            MessageItem.lease_until.set(now + timedelta(seconds=lease_seconds)),
+        ]
         try:
-            answer = self._table.update_item(
-                Key=message_key(message_id),
-                UpdateExpression="SET #status = :sending, lease_token = :token, lease_until = :until",
-                ConditionExpression=f"tenant = :tenant AND ({condition})",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                return None
-            raise
-        return from_item(Message, answer["Attributes"])
+            item = store.update(_message_item(message_id), actions, (MessageItem.tenant == tenant) & claimable)
+        except store.ConditionFailed:
+            return None
+        return _record(item)
 
     def affinity(self, tenant: str, recipient: str) -> Affinity | None:
         """The recipient's affinity and the numbers that heard from them, in one read."""
-        item = self._table.get_item(Key=affinity_key(tenant, recipient), ConsistentRead=True).get("Item")
-        return _affinity(item) if item else None
+        try:
+            item = AffinityItem.get(AffinityItem.pk_for(tenant, recipient), AffinityItem.sk_for(), consistent_read=True)
+        except AffinityItem.DoesNotExist:
+            return None
+        return Affinity(number_id=item.number_id, number=item.number, sent_at=item.sent_at, heard=HEARD.read(item))
 
-    def heard_write(self, tenant: str, recipient: str, number_id: str, at: datetime) -> dict[str, Any]:
-        """The transaction entry recording that `recipient` wrote to `number_id` at `at`: it joins
-        the acceptance of the incoming message (no request of its own) and cannot be refused."""
-        return {
-            "Update": {
-                "TableName": self._name,
-                "Key": affinity_key(tenant, recipient),
-                "UpdateExpression": "SET #heard = :at, tenant = :tenant",
-                "ExpressionAttributeNames": {"#heard": f"{HEARD_PREFIX}{number_id}"},
-                "ExpressionAttributeValues": {":at": int(at.timestamp()), ":tenant": tenant},
-            }
-        }
+    def record_heard(self, uow: UnitOfWork, tenant: str, recipient: str, number_id: str, at: datetime) -> None:
+        """That `recipient` wrote to `number_id` at `at`, joining the acceptance of the incoming
+        message (no request of its own): an unconditional update, never refused."""
+        uow.update(_affinity_item(tenant, recipient), [HEARD[number_id].set(at), AffinityItem.tenant.set(tenant)])
 
     def record_sent(
         self,
@@ -165,137 +310,70 @@ class MessageRepository:
         spam guard's history, in one transaction: a send that is not ours to record (AlreadyFinal)
         leaves no history either.
 
+        The message has left: a "TransactionConflict" (the recipient's affinity item written at
+        that moment by the acceptance of a message they sent) wrote nothing and is simply tried
+        again, rather than leaving a sent message to look interrupted.
+
         Raises AlreadyFinal when the message is no longer QUEUED (another delivery finished it).
         """
         now = utcnow()
-        sent = message.model_copy(
-            update={
+        change = _outcome(
+            {
                 "status": MessageStatus.SENT,
                 "number_id": number_id,
                 "source_number": source_number,
                 "instance": instance,
                 "provider_id": provider_id,
                 "provider_message_id": provider_message_id,
-                "attempts": message.attempts + 1,
                 "sent_at": now,
                 "updated_at": now,
                 "pending": None,
-                "lease_token": None,
-                "trace": [*message.trace, *events],
-            }
-        )
-        update = self._transition(
-            message,
-            sets={
-                "#status": MessageStatus.SENT.value,
-                "number_id": number_id,
-                "source_number": source_number,
-                "provider_id": provider_id,
-                "provider_message_id": provider_message_id,
-                "sent_at": now.isoformat(),
-                "updated_at": now.isoformat(),
-                "instance": instance,
+                "last_error": None,
             },
-            events=events,
-            remove=["pending", "last_error", "lease_token", "lease_until"],
+            events,
         )
-        writes: list[dict[str, Any]] = [
-            {"Update": {"TableName": self._name, **update}},
-            {
-                "Put": {
-                    "TableName": self._name,
-                    "Item": {
-                        **receipt_key(provider_id, provider_message_id),
-                        "tenant": message.tenant,
-                        "messageId": message.id,
-                    },
-                }
-            },
-        ]
+        uow = store.unit_of_work()
+        uow.update(
+            _message_item(message.id),
+            change.actions(),
+            _held(message),
+            refused=AlreadyFinal("the message is no longer held by this worker"),
+        )
+        receipt = ReceiptItem(ReceiptItem.pk_for(provider_id, provider_message_id), ReceiptItem.sk_for())
+        receipt.tenant, receipt.message_id = message.tenant, message.id
+        uow.put(receipt)
         if remember_affinity:
             # An update, not a put: the item's `heard_*` (who the recipient wrote to) stay.
-            writes.append(
-                {
-                    "Update": {
-                        "TableName": self._name,
-                        "Key": affinity_key(message.tenant, message.to),
-                        "UpdateExpression": "SET #n = :id, #d = :number, #s = :at, #t = :tenant",
-                        "ExpressionAttributeNames": {
-                            "#n": "number_id",
-                            "#d": "number",
-                            "#s": "sent_at",
-                            "#t": "tenant",
-                        },
-                        "ExpressionAttributeValues": {
-                            ":id": number_id,
-                            ":number": source_number,
-                            ":at": now.isoformat(),
-                            ":tenant": message.tenant,
-                        },
-                    }
-                }
+            uow.update(
+                _affinity_item(message.tenant, message.to),
+                [
+                    AffinityItem.number_id.set(number_id),
+                    AffinityItem.number.set(source_number),
+                    AffinityItem.sent_at.set(now),
+                    AffinityItem.tenant.set(message.tenant),
+                ],
             )
         if spam_history is not None:
-            writes.append({"Put": {"TableName": self._name, "Item": spam_history_item(spam_history)}})
-        self._transact_sent(writes)
-        return sent
-
-    def _transact_sent(self, writes: list[dict[str, Any]]) -> None:
-        """The SENT transaction. The message has left: a "TransactionConflict" (the recipient's
-        affinity item written at that moment by the acceptance of a message they sent) wrote
-        nothing and is simply tried again, rather than leaving a sent message to look
-        interrupted. Raises AlreadyFinal."""
-        attempt = 1
-        while True:
-            try:
-                self._client.transact_write_items(TransactItems=writes)
-            except ClientError as error:
-                codes = cancellation_codes(error)
-                if codes[:1] == ["ConditionalCheckFailed"]:
-                    raise AlreadyFinal("the message is no longer held by this worker") from error
-                if "TransactionConflict" not in codes or attempt == SENT_ATTEMPTS:
-                    raise
-                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * attempt))
-                attempt += 1
-            else:
-                return
+            self._spam_history.record_kept(uow, spam_history)
+        uow.commit(conflict_attempts=SENT_ATTEMPTS)
+        return change.applied_to(message)
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
         """QUEUED or claimed -> FAILED with `reason`. Raises AlreadyFinal."""
-        now = utcnow()
-        self._update(
-            self._transition(
-                message,
-                sets={"#status": MessageStatus.FAILED.value, "failure_reason": reason, "updated_at": now.isoformat()},
-                events=events,
-                remove=["pending", "lease_token", "lease_until"],
-            )
+        change = _outcome(
+            {"status": MessageStatus.FAILED, "failure_reason": reason, "updated_at": utcnow(), "pending": None},
+            events,
         )
-        return message.model_copy(
-            update={
-                "status": MessageStatus.FAILED,
-                "failure_reason": reason,
-                "attempts": message.attempts + 1,
-                "updated_at": now,
-                "pending": None,
-                "lease_token": None,
-                "trace": [*message.trace, *events],
-            }
-        )
+        return self._transition(message, change)
 
     def record_retry(
         self, message: Message, error_code: str, events: list[TraceEvent], pending: PendingRoute | None
     ) -> None:
         """Back to QUEUED (lease released): one more attempt, its trace, the route to retry first."""
-        sets: dict[str, Any] = {
-            "#status": MessageStatus.QUEUED.value,
-            "last_error": error_code,
-            "updated_at": utcnow().isoformat(),
-        }
+        fields: dict[str, Any] = {"status": MessageStatus.QUEUED, "last_error": error_code, "updated_at": utcnow()}
         if pending is not None:
-            sets["pending"] = pending.model_dump()
-        remove = ["lease_token", "lease_until"]
-        self._update(self._transition(message, sets=sets, events=events, remove=remove))
+            fields["pending"] = pending
+        self._transition(message, _outcome(fields, events))
 
     def record_in_flight(self, message: Message, route: PendingRoute) -> Message:
         """Mark the route a send is about to go through, as the claimant that still holds it.
@@ -303,24 +381,12 @@ class MessageRepository:
         Raises AlreadyFinal when this worker's lease was taken over (it expired and another
         worker claimed the message): this worker must not send.
         """
-        try:
-            self._table.update_item(
-                Key=message_key(message.id),
-                UpdateExpression="SET in_flight = :route",
-                ConditionExpression="tenant = :tenant AND #status = :sending AND lease_token = :token",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":route": route.model_dump(),
-                    ":tenant": message.tenant,
-                    ":sending": MessageStatus.SENDING.value,
-                    ":token": message.lease_token,
-                },
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                raise AlreadyFinal("the message is no longer held by this worker") from error
-            raise
-        return message.model_copy(update={"in_flight": route})
+        held = (
+            (MessageItem.tenant == message.tenant)
+            & (MessageItem.status == MessageStatus.SENDING.value)
+            & (MessageItem.lease_token == message.lease_token)
+        )
+        return self._transition(message, _Change({"in_flight": route}), held)
 
     def record_waiting(self, message: Message, next_check_at: datetime, events: list[TraceEvent]) -> Message:
         """Claimed -> WAITING; only the delayed job carrying this claim's lease token (now the
@@ -329,177 +395,101 @@ class MessageRepository:
         The first wait counts as an attempt with its trace; a later re-check that still finds no
         number appends nothing (a day of them must not grow the item towards DynamoDB's 400 KB).
         """
-        first = message.wait_checks == 0
-        now = utcnow()
-        sets: dict[str, Any] = {
-            "#status": MessageStatus.WAITING.value,
+        fields: dict[str, Any] = {
+            "status": MessageStatus.WAITING,
             "wake_token": message.lease_token,
-            "next_check_at": next_check_at.isoformat(),
+            "next_check_at": next_check_at,
             "wait_checks": message.wait_checks + 1,
-            "updated_at": now.isoformat(),
+            "updated_at": utcnow(),
         }
-        self._update(
-            self._transition(
-                message, sets=sets, events=events, remove=["lease_token", "lease_until"], count_attempt=first
-            )
-        )
-        return message.model_copy(
-            update={
-                "status": MessageStatus.WAITING,
-                "wake_token": message.lease_token,
-                "next_check_at": next_check_at,
-                "wait_checks": message.wait_checks + 1,
-                "attempts": message.attempts + (1 if first else 0),
-                "updated_at": now,
-                "lease_token": None,
-                "in_flight": None,
-                "trace": [*message.trace, *events],
-            }
-        )
+        return self._transition(message, _outcome(fields, events, count_attempt=message.wait_checks == 0))
 
     # --- receipts ----------------------------------------------------------------------------
 
     def message_for_receipt(self, provider_id: str, provider_message_id: str, tenant: str) -> str | None:
-        item = self._table.get_item(Key=receipt_key(provider_id, provider_message_id)).get("Item")
-        if not item or item.get("tenant") != tenant:
+        try:
+            item = ReceiptItem.get(ReceiptItem.pk_for(provider_id, provider_message_id), ReceiptItem.sk_for())
+        except ReceiptItem.DoesNotExist:
             return None
-        return str(item["messageId"])
+        return item.message_id if item.tenant == tenant else None
 
     def advance(self, tenant: str, message_id: str, status: MessageStatus, at: datetime, event: TraceEvent) -> Message:
         """Move the message forward to `status` (delivered/read/failed receipts).
 
         Raises AlreadyFinal when it is already there or beyond (a duplicate or late receipt).
         """
-        allowed = RECEIPT_TRANSITIONS[status]
-        values: dict[str, Any] = {
-            ":new": status.value,
-            ":tenant": tenant,
-            ":at": at.isoformat(),
-            ":events": [_event_item(event)],
-            ":empty": [],
-        }
-        values.update({f":from{i}": previous.value for i, previous in enumerate(allowed)})
-        sources = ", ".join(f":from{i}" for i in range(len(allowed)))
+        fields: dict[str, Any] = {"status": status, "updated_at": at}
         if status is MessageStatus.FAILED:
-            stamp = "failure_reason = :reason"
-            values[":reason"] = "provider_receipt_failed"
+            fields["failure_reason"] = RECEIPT_FAILED
         else:
-            stamp = f"{'delivered_at' if status is MessageStatus.DELIVERED else 'read_at'} = :at"
+            fields["delivered_at" if status is MessageStatus.DELIVERED else "read_at"] = at
+        allowed = (MessageItem.tenant == tenant) & MessageItem.status.is_in(
+            *(previous.value for previous in RECEIPT_TRANSITIONS[status])
+        )
         try:
-            answer = self._table.update_item(
-                Key=message_key(message_id),
-                UpdateExpression=(
-                    f"SET #status = :new, {stamp}, updated_at = :at, "
-                    "#trace = list_append(if_not_exists(#trace, :empty), :events)"
-                ),
-                ConditionExpression=f"tenant = :tenant AND #status IN ({sources})",
-                ExpressionAttributeNames=_NAMES,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as error:
-            if is_condition_failure(error):
-                raise AlreadyFinal(f"the message is already {status.value} or beyond") from error
-            raise
-        return from_item(Message, answer["Attributes"])
+            item = store.update(_message_item(message_id), _Change(fields, [event]).actions(), allowed)
+        except store.ConditionFailed as exc:
+            raise AlreadyFinal(f"the message is already {status.value} or beyond") from exc
+        return _record(item)
 
     # --- helpers -----------------------------------------------------------------------------
 
-    def _transition(
-        self,
-        message: Message,
-        *,
-        sets: dict[str, Any],
-        events: list[TraceEvent],
-        remove: list[str],
-        count_attempt: bool = True,
-    ) -> dict[str, Any]:
-        """An update of `message` as its claimant holds it (SENDING under its lease token, or still
-        QUEUED when it was never claimed): one more attempt, trace appended, `sets` applied."""
-        names = dict(_NAMES)
-        values: dict[str, Any] = {":tenant": message.tenant}
-        if message.lease_token is None:
-            held = "#status = :queued"
-            values[":queued"] = MessageStatus.QUEUED.value
-        else:
-            held = "#status = :sending AND lease_token = :token"
-            values.update({":sending": MessageStatus.SENDING.value, ":token": message.lease_token})
-        values.update({":events": [_event_item(event) for event in events], ":empty": []})
-        assignments = ["#trace = list_append(if_not_exists(#trace, :empty), :events)"]
-        if count_attempt:
-            values[":one"] = 1
-            assignments.insert(0, "attempts = attempts + :one")
-        # Every recorded outcome ends the send in flight: only a worker that died mid-send leaves it.
-        remove = [*remove, "in_flight"]
-        for i, (name, value) in enumerate(sets.items()):
-            if value is None:
-                remove = [*remove, name]
-                continue
-            attribute = name if name.startswith("#") else f"#a{i}"
-            if not name.startswith("#"):
-                names[attribute] = name
-            values[f":v{i}"] = value
-            assignments.append(f"{attribute} = :v{i}")
-        expression = "SET " + ", ".join(assignments)
-        if remove:
-            removed = [f"#r{i}" for i in range(len(remove))]
-            names.update(zip(removed, remove, strict=True))
-            expression += " REMOVE " + ", ".join(removed)
-        return {
-            "Key": message_key(message.id),
-            "UpdateExpression": expression,
-            "ConditionExpression": f"tenant = :tenant AND {held}",
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
-
-    def _update(self, update: dict[str, Any]) -> None:
+    def _transition(self, message: Message, change: _Change, held: Condition | None = None) -> Message:
+        """Write `change` as the message's claimant (`held`, by default `_held(message)`); the
+        record after it. Raises AlreadyFinal."""
         try:
-            self._table.update_item(**update)
-        except ClientError as error:
-            if is_condition_failure(error):
-                raise AlreadyFinal("the message is no longer held by this worker") from error
-            raise
+            store.update(_message_item(message.id), change.actions(), held if held is not None else _held(message))
+        except store.ConditionFailed as exc:
+            raise AlreadyFinal("the message is no longer held by this worker") from exc
+        return change.applied_to(message)
 
 
-def _affinity(item: dict[str, Any]) -> Affinity:
-    """An affinity item as the domain reads it: its `heard_<number id>` attributes as `heard`."""
-    heard = {
-        name.removeprefix(HEARD_PREFIX): datetime.fromtimestamp(int(value), UTC)
-        for name, value in item.items()
-        if name.startswith(HEARD_PREFIX)
-    }
-    rest = {name: value for name, value in item.items() if not name.startswith(HEARD_PREFIX)}
-    return from_item(Affinity, {**rest, "heard": heard})
+def _outcome(fields: dict[str, Any], events: list[TraceEvent], *, count_attempt: bool = True) -> _Change:
+    """A recorded outcome of a claim: the lease is released and the send in flight ends (only a
+    worker that died mid-send leaves it), with one more attempt and its trace."""
+    return _Change(
+        {**fields, "lease_token": None, "lease_until": None, "in_flight": None}, events, count_attempt=count_attempt
+    )
 
 
-def _event_item(event: TraceEvent) -> dict[str, Any]:
-    """A trace event as stored: JSON types, nulls kept (the trace shows `affinityNumber: null`)."""
-    item: dict[str, Any] = event.model_dump(mode="json")
-    return item
+def _held(message: Message) -> Condition:
+    """The message as its claimant holds it: SENDING under its lease token, or still QUEUED when
+    it was never claimed."""
+    held: Condition
+    if message.lease_token is None:
+        held = MessageItem.status == MessageStatus.QUEUED.value
+    else:
+        held = (MessageItem.status == MessageStatus.SENDING.value) & (MessageItem.lease_token == message.lease_token)
+    ours: Condition = (MessageItem.tenant == message.tenant) & held
+    return ours
 
 
-def spam_history_key(instance: str, recipient: str) -> dict[str, str]:
-    return {"pk": f"SPAMGUARD#{instance}#{recipient}", "sk": META}
-
-
-def spam_history_item(kept: KeptTexts) -> dict[str, Any]:
-    """The history item, Put whole (the send that keeps it has just read it)."""
-    return {
-        **spam_history_key(kept.instance, kept.recipient),
-        "texts": [text.model_dump(mode="json") for text in kept.texts],
-        "expiresAt": int(kept.expires_at.timestamp()),
-    }
+def _record(item: MessageItem) -> Message:
+    fields = {name: getattr(item, name) for name in Message.model_fields}
+    return Message.model_validate({name: value for name, value in fields.items() if value is not None})
 
 
 class SpamHistoryRepository:
-    """The spam guard's history: pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META`, the last
-    texts' hashes with when they were sent, and `expiresAt` (TTL) 24 h after the newest. Read here;
-    written by `MessageRepository.record_sent`, in the transaction that records the send."""
+    """The spam guard's history: the last texts' hashes with when they were sent, and `expiresAt`
+    (TTL) 24 h after the newest. Read once per message; rewritten whole (the send that keeps it
+    has just read it) by `record_kept`, in the transaction that records the send."""
 
     def __init__(self, table: Any) -> None:
+        """`table`: the wiring's table, whose building bound the item models."""
         self._table = table
 
     def recent(self, instance: str, recipient: str) -> list[SentText]:
-        item = self._table.get_item(Key=spam_history_key(instance, recipient), ConsistentRead=True).get("Item")
-        return [from_item(SentText, text) for text in item.get("texts", [])] if item else []
+        try:
+            item = SpamHistoryItem.get(
+                SpamHistoryItem.pk_for(instance, recipient), SpamHistoryItem.sk_for(), consistent_read=True
+            )
+        except SpamHistoryItem.DoesNotExist:
+            return []
+        return [SentText.model_validate(text) for text in item.texts or []]
+
+    def record_kept(self, uow: UnitOfWork, kept: KeptTexts) -> None:
+        """The history after a send, joining the transaction that records the send."""
+        item = SpamHistoryItem(SpamHistoryItem.pk_for(kept.instance, kept.recipient), SpamHistoryItem.sk_for())
+        item.texts = [text.model_dump(mode="json") for text in kept.texts]
+        item.expires_at = kept.expires_at
+        uow.put(item)

@@ -4,7 +4,7 @@ Pacing's new-contact budget and the ban watch's pause for new contacts spare a r
 no new contact of a number, and someone who wrote to a number within the last 24 h is none
 (`switchboard.pool.domain.HEARD_WINDOW`), even if nothing was ever sent to them through it. The
 mark is `heard_<number id>` on the recipient's affinity item, written by an update that joins
-the transaction accepting the event (an `AcceptWrite`): no request of its own, exactly once per
+the unit of work accepting the event (an `AcceptWrite`): no request of its own, exactly once per
 event, and never refused (an unconditional update). The send worker reads it with the affinity
 it already reads.
 
@@ -15,27 +15,28 @@ groups, broadcasts and status updates before any effect (see `switchboard.provid
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from switchboard.catalog.events import ProviderEvent
-from switchboard.core.events import TransactItem
+from switchboard.core.store import UnitOfWork
 from switchboard.messages.domain import recipient_digits
 
 
 class HeardStore(Protocol):
-    def heard_write(self, tenant: str, recipient: str, number_id: str, at: datetime) -> dict[str, Any]: ...
+    def record_heard(self, uow: UnitOfWork, tenant: str, recipient: str, number_id: str, at: datetime) -> None: ...
 
 
 class HeardFrom:
     def __init__(self, store: HeardStore) -> None:
         self._store = store
 
-    def writes(self, event: ProviderEvent) -> list[TransactItem]:
-        """The heard mark of the event's sender on the instance's number; none when the event
-        names no phone number (the key must be the one the send API gives the same person)."""
+    def record(self, uow: UnitOfWork, event: ProviderEvent) -> None:
+        """The heard mark of the event's sender on the instance's number, joining `uow`; none
+        when the event names no phone number (the key must be the one the send API gives the
+        same person)."""
         sender = event.data.get("from")
         recipient = recipient_digits(sender) if isinstance(sender, str) else None
         if recipient is None:
-            return []
+            return
         instance = event.instance
-        return [self._store.heard_write(instance.tenant, recipient, instance.number_id, event.received_at)]
+        self._store.record_heard(uow, instance.tenant, recipient, instance.number_id, event.received_at)

@@ -86,12 +86,6 @@ class UsageRepository:
         day_item, actions = self._counter(instance, day, "in")
         uow.update(day_item, actions)
 
-    def incoming_count(self, instance: Instance, day: date) -> list[store.TransactEntry]:
-        """`record_incoming` as entries of a transaction assembled by hand (the webhook ingest's)."""
-        uow = store.unit_of_work()
-        self.record_incoming(uow, instance, day)
-        return uow.transact_entries()
-
     @staticmethod
     def _counter(instance: Instance, day: date, direction: Direction) -> tuple[UsageDay, list[Action]]:
         tag = instance.owner_tag or UNTAGGED

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -12,6 +12,7 @@ from switchboard.catalog.domain import Instance
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import metrics
+from switchboard.core.store import UnitOfWork
 from switchboard.usage.domain import DailyUsage, Direction
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ class UsageStore(Protocol):
 
 
 class IncomingCounts(Protocol):
-    def incoming_count(self, instance: Instance, day: date) -> list[dict[str, Any]]: ...
+    def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date) -> None: ...
 
 
 class InstanceUsage(Model):
@@ -92,7 +93,7 @@ class UsageRecorder:
 
 
 class IncomingUsage:
-    """`message` events: the message is counted by a write joining the transaction that accepts
+    """`message` events: the message is counted by a write joining the unit of work that accepts
     the event, so it counts exactly once with it however often the event's effects run; the
     metric follows once that transaction committed (a re-applied event may emit it again: the
     stored count is the exact one)."""
@@ -100,8 +101,8 @@ class IncomingUsage:
     def __init__(self, counts: IncomingCounts) -> None:
         self._counts = counts
 
-    def writes(self, event: ProviderEvent) -> list[dict[str, Any]]:
-        return self._counts.incoming_count(event.instance, event.received_at.astimezone(UTC).date())
+    def record(self, uow: UnitOfWork, event: ProviderEvent) -> None:
+        self._counts.record_incoming(uow, event.instance, event.received_at.astimezone(UTC).date())
 
     def received(self, event: ProviderEvent) -> None:
         count_metric("MessagesReceived", event.instance.key)

@@ -4,9 +4,9 @@ A webhook is checked against its provider (kind, tenant) and the provider's secr
 to one of our instances by the provider's instance id or a Meta phone number id. A container
 keeps all of it per provider with the revision of the provider's stamp it was read at (a
 `ProviderView`), and the transaction storing an event checks that the stamp still holds that
-revision (`guard`). Every catalog write that could change the answer bumps the stamp, so a view
-is never acted on after a change: the check fails, nothing is stored, and the ingest reads the
-view again (secrets included) and authenticates and binds the delivery again.
+revision (`guard`, refused with ProviderChanged). Every catalog write that could change the
+answer bumps the stamp, so a view is never acted on after a change: the check fails, nothing is
+stored, and the ingest reads the view again (secrets included) and authenticates and binds the delivery again.
 
 Only what exists is kept: an unknown binding is looked up again on every delivery, so an
 instance created later is found at once (with the stamp, so that a kept view never answers
@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from switchboard.catalog.domain import Instance, Provider
-from switchboard.core.events import TransactItem
 from switchboard.core.ports import Secrets
+from switchboard.core.store import UnitOfWork
 
 BindingField = str  # `InboundEvent.binding_field`: "provider_instance_id" or "meta_phone_id"
 
 
 class ProviderCatalog(Protocol):
     def provider_and_rev(self, provider_id: str) -> tuple[Provider | None, int]: ...
-    def provider_unchanged(self, provider_id: str, rev: int) -> TransactItem: ...
+    def check_provider_unchanged(self, uow: UnitOfWork, provider_id: str, rev: int) -> None: ...
     def settle_webhook_scheme(self, provider_id: str, scheme: str) -> bool: ...
     def instance_for_binding(self, provider_id: str, provider_instance_id: str) -> Instance | None: ...
     def instance_for_meta_phone(self, provider_id: str, meta_phone_id: str) -> Instance | None: ...
@@ -92,6 +92,6 @@ class ProviderViews:
                 view.secrets[name] = None
         return view.secrets[name]
 
-    def guard(self, view: ProviderView) -> TransactItem:
-        """The transaction entry that holds only while the view is current."""
-        return self._catalog.provider_unchanged(view.provider.id, view.rev)
+    def guard(self, uow: UnitOfWork, view: ProviderView) -> None:
+        """Join `uow` with a check that holds only while the view is current (ProviderChanged)."""
+        self._catalog.check_provider_unchanged(uow, view.provider.id, view.rev)

@@ -1,191 +1,163 @@
 """Provider webhook events: the dedupe marker and the durable event record, written together.
 
-- marker `WHDEDUPE#<provider>#<instanceId>#<eventId>`: exists once per provider event, kept
-  `DEDUPE_DAYS` (providers retry for days);
-- record `WHEVENT#<provider>#<instanceId>#<eventId>`: the mapped event (never the raw body, only
-  its SHA-256 `bodySha256`; the data bounded by `events.storable` so a 1 MB delivery fits the
-  400 KB item) and its status (`pending` until every effect ran, then `applied`; `ignored` with
-  its reason when it could not be mapped). A pending record sits in a sparse
-  index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a crash left behind, and
-  carries a short lease so two deliveries of one event never run its effects at the same time.
+- marker `WHDEDUPE#<provider>#<instanceId>#<eventId>` (`DedupeMarker`): exists once per provider
+  event, kept `DEDUPE_DAYS` (providers retry for days);
+- record `WHEVENT#<provider>#<instanceId>#<eventId>` (`EventRecord`): the mapped event (never the
+  raw body, only its SHA-256 `bodySha256`; the data bounded by `events.storable` so a 1 MB
+  delivery fits the 400 KB item) and its status (`pending` until every effect ran, then
+  `applied`; `ignored` with its reason when it could not be mapped). A pending record sits in a
+  sparse index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a crash left
+  behind, and carries a short lease (`lease_until`) so two deliveries of one event never run its
+  effects at the same time.
 
-Both are written in one transaction with a guard (the catalog's check that what the event was
-bound against is unchanged) and the writes that join the event's acceptance (its usage count).
-A redelivery fails that transaction on the record, whose stored status comes back in the same
-answer: an applied event costs that one request.
+Both join the caller's unit of work (`record_accepted`, `record_ignored`) after the guard (the
+catalog's check that what the event was bound against is unchanged) and before the writes that
+join the event's acceptance (its usage count, its sender's heard mark). A redelivery is refused
+on the record, whose stored status comes back in the same answer: an applied event costs that
+one request.
 
 A delivery authenticated by a bearer token that covers no part of its body (`DeliveryToken`)
-adds a third item to that transaction, `WHTOKEN#<provider>#<sha256 of the token>`: the digests
-of the bodies the token brought (`bodies`), until when it may bring new ones (`openUntil`, set
-when it is first seen) and its TTL (`expiresAt`, the token's own expiry). Its condition (first
+adds a third item, `WHTOKEN#<provider>#<sha256 of the token>` (`TokenUse`): the digests of the
+bodies the token brought (`bodies`), until when it may bring new ones (`openUntil`, set when it
+is first seen) and its TTL (`expiresAt`, the token's own expiry). Its condition (first
 sighting, a body it brought before, or still open) failing cancels the whole transaction:
 nothing of the event is stored and the delivery is refused.
+
+Stored names: a record written before the lease and the provider were stored as `lease_until`
+and `provider_id` (the message's spelling) holds them as `leaseUntil` and `providerId`; such a
+record is read, claimed and released through either name (`legacy_*`) until its TTL
+(`RECORD_DAYS`) has removed the last of them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import random
-import time
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
+from pynamodb.attributes import UnicodeAttribute, UnicodeSetAttribute
 
-from switchboard.core.dynamo import META, cancellation_codes, is_condition_failure, query_all
-from switchboard.core.events import TransactItem
+from switchboard.core import store
+from switchboard.core.store import (
+    EpochAttribute,
+    IntegerAttribute,
+    IsoDateTimeAttribute,
+    Refusal,
+    TableItem,
+    TenantIndex,
+    UnitOfWork,
+)
 from switchboard.providers.base import DeliveryToken
-from switchboard.webhooks.events import Acceptance, EventStatus, StoredEvent
+from switchboard.webhooks.events import Acceptance, EventStatus, NotAccepted, StoredEvent
 
 DEDUPE_DAYS = 4
 RECORD_DAYS = 8
 PENDING_SHARDS = 4
-# Concurrent transactions on one item (the guard's stamp, a usage counter) may cancel each other
-# ("TransactionConflict"): nothing was written, so the same transaction is simply tried again.
-ACCEPT_ATTEMPTS = 3
-CONFLICT_PAUSE_SECONDS = 0.02
 BODY_DIGEST_CHARS = 32  # 128 bits of the body's SHA-256: a forged body cannot be made to match one
+PENDING: EventStatus = "pending"
+
+
+class DedupeMarker(TableItem):
+    PREFIX = "WHDEDUPE"  # pk: WHDEDUPE#<provider>#<instanceId>#<eventId>
+
+    expires_at = EpochAttribute(attr_name="expiresAt")
+    received_at = IsoDateTimeAttribute(attr_name="receivedAt")
+
+
+class EventRecord(TableItem):
+    PREFIX = "WHEVENT"  # pk: WHEVENT#<provider>#<instanceId>#<eventId>
+
+    provider_id = UnicodeAttribute(null=True)
+    legacy_provider_id = UnicodeAttribute(attr_name="providerId", null=True)
+    provider_instance_id = UnicodeAttribute(attr_name="providerInstanceId")
+    instance_key = UnicodeAttribute(attr_name="instanceKey")
+    name = UnicodeAttribute()
+    event_id = UnicodeAttribute(attr_name="eventId")
+    body_sha256 = UnicodeAttribute(attr_name="bodySha256", null=True)
+    received_at = IsoDateTimeAttribute(attr_name="receivedAt")
+    payload = UnicodeAttribute(null=True)
+    status = UnicodeAttribute()
+    reason = UnicodeAttribute(null=True)
+    lease_until = IntegerAttribute(null=True)  # epoch seconds; 0: given back
+    legacy_lease_until = IntegerAttribute(attr_name="leaseUntil", null=True)
+    applied_at = IsoDateTimeAttribute(attr_name="appliedAt", null=True)
+    expires_at = EpochAttribute(attr_name="expiresAt")
+    gsi1pk = UnicodeAttribute(null=True)
+    gsi1sk = UnicodeAttribute(null=True)
+    pending = TenantIndex["EventRecord"]()
+
+
+class TokenUse(TableItem):
+    PREFIX = "WHTOKEN"  # pk: WHTOKEN#<provider>#<sha256 of the token>
+
+    bodies = UnicodeSetAttribute(null=True)
+    open_until = IntegerAttribute(attr_name="openUntil", null=True)
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
 
 
 class EventStore:
     def __init__(self, table: Any) -> None:
+        """`table`: the wiring's table, whose building bound the item models."""
         self._table = table
-        self._client = table.meta.client
-        self._name = table.name
 
-    def accept(
-        self,
-        event: StoredEvent,
-        lease_seconds: int,
-        guard: TransactItem,
-        writes: Sequence[TransactItem] = (),
-        token: DeliveryToken | None = None,
-    ) -> Acceptance:
-        """Write marker and pending record (leased to the caller) with `writes`, if `guard` holds
-        and the delivery's `token` may bring its body.
+    def record_accepted(
+        self, uow: UnitOfWork, event: StoredEvent, lease_seconds: int, token: DeliveryToken | None = None
+    ) -> None:
+        """Join `uow` with marker and pending record (leased to the caller), if the delivery's
+        `token` may bring its body.
 
-        Returns `accepted` when written, `stale` when the guard failed, `replayed` when the token
-        may not bring this body, otherwise what the existing record says of a redelivery
-        (`duplicate`, `in_flight`, `claimable`). Any other failure raises, and then nothing was
-        written.
-        """
+        Refused (NotAccepted): `replayed` when the token may not bring this body, otherwise what
+        the existing record says of a redelivery (`duplicate`, `in_flight`, `claimable`). The
+        token before the record: a new body never passes for a duplicate."""
         now = event.received_at
-        marker = {
-            **_marker_key(event),
-            "expiresAt": _epoch(now + timedelta(days=DEDUPE_DAYS)),
-            "receivedAt": now.isoformat(),
-        }
-        record = {
-            **_record_base(event),
-            "payload": json.dumps(
-                {"seq": event.seq, "data": event.data, "instance": event.envelope_instance}, separators=(",", ":")
-            ),
-            "status": "pending",
-            "leaseUntil": _epoch(now + timedelta(seconds=lease_seconds)),
-            "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
-            "gsi1pk": _pending_index(event),
-            "gsi1sk": f"{now.isoformat()}#{event.event_id}",
-        }
-        # The guard first and the record before the marker: whichever way the reasons of a
-        # cancelled transaction are reported, a stale guard and the stored record are seen.
-        items = [
-            guard,
-            {
-                "Put": {
-                    "TableName": self._name,
-                    "Item": record,
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
-            {"Put": {"TableName": self._name, "Item": marker, "ConditionExpression": "attribute_not_exists(pk)"}},
-            *self._token_use(event, token),
-            *writes,
-        ]
-        reasons = self._transact(items)
-        if reasons is None:
-            return "accepted"
-        codes = [reason.get("Code", "None") for reason in reasons]
-        if codes[0] == "ConditionalCheckFailed":
-            return "stale"
-        if token is not None and codes[3] == "ConditionalCheckFailed":
-            return "replayed"  # before the record's answer: a new body never passes for a duplicate
-        if codes[1] == "ConditionalCheckFailed":
-            return _redelivery(reasons[1].get("Item") or {}, now)
-        if codes[2] == "ConditionalCheckFailed":
-            return "duplicate"  # the marker without its record: accepted before, the record is gone
-        refused = codes[4:] if token is not None else codes[3:]
-        raise RuntimeError(f"a write joining the acceptance of {event.name} events was refused: {refused}")
+        self._join_token_use(uow, event, token)
+        record = _record(event, PENDING, now + timedelta(days=RECORD_DAYS))
+        record.payload = json.dumps(
+            {"seq": event.seq, "data": event.data, "instance": event.envelope_instance}, separators=(",", ":")
+        )
+        record.lease_until = _epoch(now + timedelta(seconds=lease_seconds))
+        record.gsi1pk = _pending_index(event)
+        record.gsi1sk = f"{now.isoformat()}#{event.event_id}"
+        uow.put(
+            record,
+            EventRecord.pk.does_not_exist(),
+            refused=lambda refusal: NotAccepted(_redelivery(refusal, now)),
+            return_old=True,
+        )
+        marker = DedupeMarker(DedupeMarker.pk_for(_identity(event)), DedupeMarker.sk_for())
+        marker.expires_at = now + timedelta(days=DEDUPE_DAYS)
+        marker.received_at = now
+        # The marker without its record: accepted before, the record is gone.
+        uow.put(marker, DedupeMarker.pk.does_not_exist(), refused=NotAccepted("duplicate"))
 
-    def _token_use(self, event: StoredEvent, token: DeliveryToken | None) -> list[TransactItem]:
-        """The transaction entry that records `token` bringing this event's body, on condition
-        that it may: its first sighting, a body it brought before, or before `openUntil`."""
+    def record_ignored(self, uow: UnitOfWork, event: StoredEvent, token: DeliveryToken | None = None) -> None:
+        """Join `uow` with the record of an event that is acknowledged but never applied, with its
+        reason (no payload), if `token` may bring its body. Refused (NotAccepted): `replayed`
+        or `duplicate` (already recorded)."""
+        self._join_token_use(uow, event, token)
+        record = _record(event, "ignored", event.received_at + timedelta(days=RECORD_DAYS))
+        record.reason = event.reason or ""
+        uow.put(record, EventRecord.pk.does_not_exist(), refused=NotAccepted("duplicate"))
+
+    def _join_token_use(self, uow: UnitOfWork, event: StoredEvent, token: DeliveryToken | None) -> None:
+        """`token` bringing this event's body, on condition that it may: its first sighting, a
+        body it brought before, or before `openUntil`."""
         if token is None:
-            return []
+            return
         now = _epoch(event.received_at)
         body = (event.body_sha256 or "")[:BODY_DIGEST_CHARS]
-        update = {
-            "TableName": self._name,
-            "Key": {"pk": f"WHTOKEN#{event.provider_id}#{token.digest}", "sk": META},
-            "UpdateExpression": (
-                "ADD bodies :body SET openUntil = if_not_exists(openUntil, :open), "
-                "expiresAt = if_not_exists(expiresAt, :expires)"
-            ),
-            "ConditionExpression": "attribute_not_exists(pk) OR contains(bodies, :digest) OR openUntil >= :now",
-            "ExpressionAttributeValues": {
-                ":body": {body},
-                ":digest": body,
-                ":open": now + token.new_bodies_for_seconds,
-                ":expires": max(token.expires_at, now),
-                ":now": now,
-            },
-        }
-        return [{"Update": update}]
-
-    def _transact(self, items: list[TransactItem]) -> list[dict[str, Any]] | None:
-        """Run a transaction; None when it committed, else the reasons of a refused condition."""
-        attempt = 1
-        while True:
-            try:
-                self._client.transact_write_items(TransactItems=items)
-            except ClientError as error:
-                codes = cancellation_codes(error)
-                if "ConditionalCheckFailed" in codes:
-                    reasons: list[dict[str, Any]] = error.response.get("CancellationReasons") or [
-                        {"Code": code} for code in codes
-                    ]
-                    return reasons
-                if "TransactionConflict" not in codes or attempt == ACCEPT_ATTEMPTS:
-                    raise
-                time.sleep(random.uniform(0, CONFLICT_PAUSE_SECONDS * attempt))
-                attempt += 1
-            else:
-                return None
-
-    def record_ignored(self, event: StoredEvent, guard: TransactItem, token: DeliveryToken | None = None) -> Acceptance:
-        """Keep an event that is acknowledged but never applied, with its reason (no payload),
-        if `guard` holds and `token` may bring its body. Returns `accepted`, `stale`, `replayed`
-        or `duplicate` (already recorded)."""
-        now = event.received_at
-        record = {
-            **_record_base(event),
-            "status": "ignored",
-            "reason": event.reason or "",
-            "expiresAt": _epoch(now + timedelta(days=RECORD_DAYS)),
-        }
-        put = {"Put": {"TableName": self._name, "Item": record, "ConditionExpression": "attribute_not_exists(pk)"}}
-        reasons = self._transact([guard, put, *self._token_use(event, token)])
-        if reasons is None:
-            return "accepted"
-        codes = [reason.get("Code", "None") for reason in reasons]
-        if codes[0] == "ConditionalCheckFailed":
-            return "stale"
-        if token is not None and codes[2] == "ConditionalCheckFailed":
-            return "replayed"
-        return "duplicate"
+        expires = datetime.fromtimestamp(max(token.expires_at, now), UTC)
+        uow.update(
+            TokenUse(TokenUse.pk_for(event.provider_id, token.digest), TokenUse.sk_for()),
+            [
+                TokenUse.bodies.add({body}),
+                TokenUse.open_until.set(TokenUse.open_until | now + token.new_bodies_for_seconds),
+                TokenUse.expires_at.set(TokenUse.expires_at | expires),
+            ],
+            TokenUse.pk.does_not_exist() | TokenUse.bodies.contains(body) | (TokenUse.open_until >= now),
+            refused=NotAccepted("replayed"),
+        )
 
     def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None:
         """Lease a pending record to (re-)apply it.
@@ -193,119 +165,120 @@ class EventStore:
         Returns the stored event when leased; otherwise what stands in the way, read from the
         same request: "applied", "pending" (leased by another delivery), or None (no record).
         """
+        expired = (EventRecord.lease_until < _epoch(now)) | (
+            EventRecord.lease_until.does_not_exist() & (EventRecord.legacy_lease_until < _epoch(now))
+        )
+        actions = [
+            EventRecord.lease_until.set(_epoch(now + timedelta(seconds=lease_seconds))),
+            EventRecord.legacy_lease_until.remove(),
+        ]
         try:
-            answer = self._table.update_item(
-                Key=_record_key(event),
-                UpdateExpression="SET leaseUntil = :until",
-                ConditionExpression="attribute_exists(pk) AND #status = :pending AND leaseUntil < :now",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues={
-                    ":until": _epoch(now + timedelta(seconds=lease_seconds)),
-                    ":pending": "pending",
-                    ":now": _epoch(now),
-                },
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            item = store.update(
+                _record_item(event), actions, (EventRecord.status == PENDING) & expired, return_old=True
             )
-        except ClientError as error:
-            if is_condition_failure(error):
-                # The old item comes back in the low-level format: {"status": {"S": "applied"}}.
-                status = (error.response.get("Item") or {}).get("status", {}).get("S")
-                return "applied" if status == "applied" else "pending" if status else None
-            raise
-        return _stored(answer["Attributes"])
+        except store.ConditionFailed as exc:
+            old = exc.old(EventRecord)
+            return None if old is None else "applied" if old.status == "applied" else "pending"
+        return _stored(item)
 
     def mark_applied(self, event: StoredEvent, now: datetime) -> None:
         """Applied records leave the pending index; the marker keeps deduplicating."""
-        self._table.update_item(
-            Key=_record_key(event),
-            UpdateExpression="SET #status = :applied, appliedAt = :now REMOVE gsi1pk, gsi1sk, leaseUntil",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":applied": "applied", ":now": now.isoformat()},
+        store.update(
+            _record_item(event),
+            [
+                EventRecord.status.set("applied"),
+                EventRecord.applied_at.set(now),
+                EventRecord.gsi1pk.remove(),
+                EventRecord.gsi1sk.remove(),
+                EventRecord.lease_until.remove(),
+                EventRecord.legacy_lease_until.remove(),
+            ],
         )
 
     def release(self, event: StoredEvent) -> None:
         """Give the lease back after a failed attempt so the provider's redelivery can run at once."""
-        self._table.update_item(
-            Key=_record_key(event),
-            UpdateExpression="SET leaseUntil = :zero",
-            ConditionExpression="#status = :pending",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":zero": 0, ":pending": "pending"},
+        store.update(
+            _record_item(event),
+            [EventRecord.lease_until.set(0), EventRecord.legacy_lease_until.remove()],
+            EventRecord.status == PENDING,
         )
 
     def pending(self, received_before: datetime, limit: int) -> list[StoredEvent]:
         """Pending records received before a moment, oldest first per shard."""
         found: list[StoredEvent] = []
         for shard in range(PENDING_SHARDS):
-            condition = Key("gsi1pk").eq(f"WHEVENTS#PENDING#{shard}") & Key("gsi1sk").lt(received_before.isoformat())
-            for item in query_all(self._table, IndexName="GSI1", KeyConditionExpression=condition):
+            partition = _pending_partition(shard)
+            for item in store.query(
+                EventRecord, partition, EventRecord.gsi1sk < received_before.isoformat(), index=EventRecord.pending
+            ):
                 found.append(_stored(item))
                 if len(found) >= limit:
                     return found
         return found
 
 
-def _redelivery(record: dict[str, Any], now: datetime) -> Acceptance:
-    """What the stored record (low-level format: {"status": {"S": "applied"}}) says of a redelivery."""
-    status = record.get("status", {}).get("S")
-    if status != "pending":
+def _redelivery(refusal: Refusal, now: datetime) -> Acceptance:
+    """What the stored record says of a redelivery (nothing comes back from an endpoint that
+    does not return it: then it was accepted before, as far as can be told)."""
+    record = refusal.old(EventRecord)
+    if record is None or record.status != PENDING:
         return "duplicate"  # applied, or ignored: acknowledged before either way
-    lease = int(record.get("leaseUntil", {}).get("N", "0"))
-    return "in_flight" if lease >= _epoch(now) else "claimable"
+    return "in_flight" if _lease(record) >= _epoch(now) else "claimable"
+
+
+def _lease(record: EventRecord) -> int:
+    if record.lease_until is not None:
+        return record.lease_until
+    return record.legacy_lease_until or 0
 
 
 def _identity(event: StoredEvent) -> str:
     return f"{event.provider_id}#{event.provider_instance_id}#{event.event_id}"
 
 
-def _marker_key(event: StoredEvent) -> dict[str, str]:
-    return {"pk": f"WHDEDUPE#{_identity(event)}", "sk": META}
+def _record_item(event: StoredEvent) -> EventRecord:
+    return EventRecord(EventRecord.pk_for(_identity(event)), EventRecord.sk_for())
 
 
-def _record_base(event: StoredEvent) -> dict[str, Any]:
+def _record(event: StoredEvent, status: EventStatus, expires_at: datetime) -> EventRecord:
     """What every event record holds, applied or ignored: its key, its binding and the body's digest."""
-    return {
-        **_record_key(event),
-        "providerId": event.provider_id,
-        "providerInstanceId": event.provider_instance_id,
-        "instanceKey": event.instance_key,
-        "name": event.name,
-        "eventId": event.event_id,
-        **_digest(event),
-        "receivedAt": event.received_at.isoformat(),
-    }
+    record = _record_item(event)
+    record.provider_id = event.provider_id
+    record.provider_instance_id = event.provider_instance_id
+    record.instance_key = event.instance_key
+    record.name = event.name
+    record.event_id = event.event_id
+    record.body_sha256 = event.body_sha256
+    record.received_at = event.received_at
+    record.status = status
+    record.expires_at = expires_at
+    return record
 
 
-def _record_key(event: StoredEvent) -> dict[str, str]:
-    return {"pk": f"WHEVENT#{_identity(event)}", "sk": META}
-
-
-def _pending_index(event: StoredEvent) -> str:
-    shard = int(hashlib.sha256(event.event_id.encode()).hexdigest()[:8], 16) % PENDING_SHARDS
+def _pending_partition(shard: int) -> str:
     return f"WHEVENTS#PENDING#{shard}"
 
 
-def _digest(event: StoredEvent) -> dict[str, str]:
-    return {"bodySha256": event.body_sha256} if event.body_sha256 else {}
+def _pending_index(event: StoredEvent) -> str:
+    return _pending_partition(int(hashlib.sha256(event.event_id.encode()).hexdigest()[:8], 16) % PENDING_SHARDS)
 
 
 def _epoch(moment: datetime) -> int:
     return int(moment.timestamp())
 
 
-def _stored(item: dict[str, Any]) -> StoredEvent:
-    payload = json.loads(item["payload"])
+def _stored(item: EventRecord) -> StoredEvent:
+    payload = json.loads(item.payload or "{}")
     return StoredEvent(
-        provider_id=item["providerId"],
-        provider_instance_id=item["providerInstanceId"],
-        instance_key=item["instanceKey"],
-        name=item["name"],
-        event_id=item["eventId"],
+        provider_id=item.provider_id or item.legacy_provider_id or "",
+        provider_instance_id=item.provider_instance_id,
+        instance_key=item.instance_key,
+        name=item.name,
+        event_id=item.event_id,
         seq=payload.get("seq"),
         data=payload.get("data") or {},
         envelope_instance=payload.get("instance"),
-        received_at=datetime.fromisoformat(item["receivedAt"]).astimezone(UTC),
-        status=item["status"],
-        body_sha256=item.get("bodySha256"),
+        received_at=item.received_at.astimezone(UTC),
+        status=item.status,
+        body_sha256=item.body_sha256,
     )

@@ -3,8 +3,8 @@
 The ingest turns each event of an authentic delivery into a `ProviderEvent` (catalog/events.py). Its effects come
 in two kinds, each owned by the capability whose state it changes:
 
-- an `AcceptWrite` returns transaction entries that join the one transaction accepting the
-  event (its dedupe marker and pending record): they commit exactly once with it, never again,
+- an `AcceptWrite` joins the unit of work accepting the event (its dedupe marker and pending
+  record) with its repository's operations: they commit exactly once with it, never again,
   and cost no request of their own. Only a write that cannot be refused belongs here (a counter,
   say): a refused condition would cancel the event's acceptance with it.
 - an `EffectHandler` runs after that commit (a queue message, a state guarded by `seq`).
@@ -26,8 +26,8 @@ from typing import Any, Literal, Protocol
 from pydantic import field_validator
 
 from switchboard.catalog.events import ProviderEvent
-from switchboard.core.events import TransactItem
 from switchboard.core.model import Model
+from switchboard.core.store import UnitOfWork
 
 EventStatus = Literal["pending", "applied", "ignored"]
 # What storing an event came to: `accepted` (ours to apply), `stale` (the catalog it was bound
@@ -119,4 +119,13 @@ class EffectHandler(Protocol):
 
 
 class AcceptWrite(Protocol):
-    def __call__(self, event: ProviderEvent) -> list[TransactItem]: ...
+    def __call__(self, uow: UnitOfWork, event: ProviderEvent) -> None: ...
+
+
+class NotAccepted(Exception):
+    """The event store refused to accept an event: what its stored state says of the delivery
+    (`replayed`, or a redelivery: `duplicate`, `in_flight`, `claimable`); nothing was written."""
+
+    def __init__(self, acceptance: Acceptance) -> None:
+        super().__init__(acceptance)
+        self.acceptance: Acceptance = acceptance

@@ -12,12 +12,12 @@ longer send new bodies under it, a new body with it is refused (401) and nothing
 
 Durability: a webhook is acknowledged only after its effect is durable. The dedupe marker, a
 pending event record and the writes that join an event's acceptance (`AcceptWrite`: its usage
-count) are written in one transaction; the other effects run after that commit and the record
-is then marked applied. A failure in between answers 5xx and leaves the record pending: the
-provider's redelivery (same event id) finds the record, claims it and runs the idempotent
-after-commit effects again (the transaction's writes are durable already); a sweep
-(`reapply_pending`) does the same for events the provider gave up on. An event the kind could
-not map is recorded as `ignored` with its reason and never applied.
+count) are one unit of work, with the check that the provider's view still holds; the other
+effects run after that commit and the record is then marked applied. A failure in between
+answers 5xx and leaves the record pending: the provider's redelivery (same event id) finds the
+record, claims it and runs the idempotent after-commit effects again (the transaction's writes
+are durable already); a sweep (`reapply_pending`) does the same for events the provider gave up
+on. An event the kind could not map is recorded as `ignored` with its reason and never applied.
 
 Requests: the provider, its secrets and its bindings come from the container's view of the
 provider (`catalog_view`), checked by the same transaction instead of being read; a first
@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
-from switchboard.catalog.domain import Instance
+from switchboard.catalog.domain import Instance, ProviderChanged
 from switchboard.catalog.events import ProviderEvent
+from switchboard.core import store
 from switchboard.core.errors import EventNotApplied, NotFound, SwitchboardError, Unauthenticated
-from switchboard.core.events import TransactItem
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
@@ -46,9 +46,19 @@ from switchboard.providers import envelope
 from switchboard.providers.base import DeliveryToken, InboundEvent, WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.webhooks.catalog_view import ProviderCatalog, ProviderView, ProviderViews
-from switchboard.webhooks.events import Acceptance, AcceptWrite, EffectHandler, EventStatus, StoredEvent
+from switchboard.webhooks.events import (
+    Acceptance,
+    AcceptWrite,
+    EffectHandler,
+    EventStatus,
+    NotAccepted,
+    StoredEvent,
+)
 
 LEASE_SECONDS = 20
+# Concurrent transactions on one item (the guard's stamp, a usage counter) may cancel each other
+# ("TransactionConflict"): nothing was written, so the same transaction is simply tried again.
+ACCEPT_ATTEMPTS = 3
 FRESH_SECRET_INTERVAL_SECONDS = 10.0
 Outcome = Literal["applied", "duplicate", "in_flight", "ignored"]
 
@@ -70,17 +80,10 @@ class IngestResult(Model):
 
 
 class EventRepository(Protocol):
-    def accept(
-        self,
-        event: StoredEvent,
-        lease_seconds: int,
-        guard: TransactItem,
-        writes: Sequence[TransactItem] = (),
-        token: DeliveryToken | None = None,
-    ) -> Acceptance: ...
-    def record_ignored(
-        self, event: StoredEvent, guard: TransactItem, token: DeliveryToken | None = None
-    ) -> Acceptance: ...
+    def record_accepted(
+        self, uow: store.UnitOfWork, event: StoredEvent, lease_seconds: int, token: DeliveryToken | None = None
+    ) -> None: ...
+    def record_ignored(self, uow: store.UnitOfWork, event: StoredEvent, token: DeliveryToken | None = None) -> None: ...
     def claim(self, event: StoredEvent, now: datetime, lease_seconds: int) -> StoredEvent | EventStatus | None: ...
     def mark_applied(self, event: StoredEvent, now: datetime) -> None: ...
     def release(self, event: StoredEvent) -> None: ...
@@ -177,10 +180,14 @@ class IngestService:
             return self._ignore(verified, ignored, instance)
         event = _provider_event(stored, instance)
         try:
-            writes = [entry for write in self._writes.get(stored.name, []) for entry in write(event)]
-            acceptance = self._events.accept(
-                stored, LEASE_SECONDS, self._views.guard(view), writes, token=verified.token
-            )
+            # The guard first, then the event's own items, then the writes joining them: the
+            # first refusal in that order says what became of the delivery.
+            uow = store.unit_of_work()
+            self._views.guard(uow, view)
+            self._events.record_accepted(uow, stored, LEASE_SECONDS, verified.token)
+            for write in self._writes.get(stored.name, []):
+                write(uow, event)
+            acceptance = _committed(uow)
         except Exception as exc:
             logger.warning("webhook not stored", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
@@ -301,7 +308,10 @@ class IngestService:
 
     def _ignore(self, verified: _Verified, stored: StoredEvent, instance: Instance) -> IngestResult:
         try:
-            recorded = self._events.record_ignored(stored, self._views.guard(verified.view), verified.token)
+            uow = store.unit_of_work()
+            self._views.guard(uow, verified.view)
+            self._events.record_ignored(uow, stored, verified.token)
+            recorded = _committed(uow)
         except Exception as exc:
             logger.warning("ignored event not recorded", extra={"instance": instance.key, "error": type(exc).__name__})
             raise EventNotApplied("the event could not be stored; retry") from exc
@@ -392,6 +402,18 @@ def _provider_event(stored: StoredEvent, instance: Instance) -> ProviderEvent:
         envelope_instance=stored.envelope_instance,
         received_at=stored.received_at,
     )
+
+
+def _committed(uow: store.UnitOfWork) -> Acceptance:
+    """Commit the acceptance of an event: what became of it (any other failure raises, and then
+    nothing was written)."""
+    try:
+        uow.commit(conflict_attempts=ACCEPT_ATTEMPTS)
+    except ProviderChanged:
+        return "stale"
+    except NotAccepted as refused:
+        return refused.acceptance
+    return "accepted"
 
 
 def _summary(results: list[IngestResult]) -> IngestResult:
