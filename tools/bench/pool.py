@@ -270,7 +270,7 @@ def _guarded(
 
 
 def _in_process_aws() -> None:
-    """moto in this process, never an endpoint a shell left in the environment."""
+    """moto in this process, never an endpoint a shell left in the environment; quiet logs."""
     for name, value in {
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
@@ -278,11 +278,11 @@ def _in_process_aws() -> None:
     }.items():
         os.environ[name] = value
     os.environ.pop("AWS_ENDPOINT_URL", None)
+    logger.setLevel("WARNING")
 
 
 def measure() -> Figures:
     _in_process_aws()
-    logger.setLevel("WARNING")
     with mock_aws():
         session = boto3.session.Session(region_name=REGION)
         tables = template.create_tables(session.client("dynamodb"), template.LocalNames(prefix="bench-pool"))
