@@ -281,11 +281,15 @@ def _in_process_aws() -> None:
     logger.setLevel("WARNING")
 
 
+def _tables() -> tuple[boto3.session.Session, dict[str, str]]:
+    session = boto3.session.Session(region_name=REGION)
+    return session, template.create_tables(session.client("dynamodb"), template.LocalNames(prefix="bench-pool"))
+
+
 def measure() -> Figures:
     _in_process_aws()
     with mock_aws():
-        session = boto3.session.Session(region_name=REGION)
-        tables = template.create_tables(session.client("dynamodb"), template.LocalNames(prefix="bench-pool"))
+        session, tables = _tables()
         table = session.resource("dynamodb").Table(tables["MainTable"])
         # One binding at a time (PynamoDB binds at class level): each table's rows bind to it first.
         table_client = session.client("dynamodb")
