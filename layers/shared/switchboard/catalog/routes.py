@@ -29,20 +29,20 @@ from switchboard.catalog.schemas import (
     UpdateNumber,
     UpdateProvider,
 )
-from switchboard.catalog.service import CatalogService
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import InstanceName, OwnerTag
 
 if TYPE_CHECKING:
-    # Only the instance and number routes take them: the composition root imports each when one of
-    # them first runs (the pacing defaults bring the pool's domain and its models).
+    # The composition root imports each when a route that takes it first runs: the service brings
+    # the catalog's item models and PynamoDB, the webhook setup the providers' clients.
     from switchboard.catalog.domain import PacingLimits
+    from switchboard.catalog.service import CatalogService
     from switchboard.catalog.webhook_setup import WebhookSetup
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
-    WebhookSetup = PacingLimits = Any
+    CatalogService = PacingLimits = WebhookSetup = Any
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.catalog.deps import catalog_service
-from switchboard.catalog.service import CatalogService
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.health.deps import events_webhook_secrets, health_watch
 from switchboard.health.ports import EventsWebhookSecrets
 from switchboard.health.schemas import EventsWebhookSecretView, HealthView
-from switchboard.health.service import HealthWatch
+
+if TYPE_CHECKING:
+    from switchboard.catalog.service import CatalogService
+    from switchboard.health.service import HealthWatch
+else:
+    # Depends() never looks at the type: the service's module is imported by the composition root
+    # when a route that takes it first runs.
+    CatalogService = Any
+    HealthWatch = Any
+
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
@@ -15,7 +15,14 @@ from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.pool.deps import pool_service
 from switchboard.pool.schemas import AddPoolNumber, PoolEntryView, ReorderPool, SetSelectionMode
-from switchboard.pool.service import PoolService
+
+if TYPE_CHECKING:
+    from switchboard.pool.service import PoolService
+else:
+    # Depends() never looks at the type: the service's module is imported by the composition root
+    # when a route that takes it first runs.
+    PoolService = Any
+
 
 router = APIGatewayHttpRouter()
 Pool = Annotated[PoolService, Depends(pool_service)]

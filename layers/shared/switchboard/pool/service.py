@@ -11,17 +11,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from switchboard.audit.ports import Audit
 from switchboard.catalog.domain import ApiKey, Instance, Number, Provider
-from switchboard.core import store
 from switchboard.core.bus import POOL_CHANGED
 from switchboard.core.errors import NotFound, PoolChanged
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.ports import Publisher
-from switchboard.core.store import Refused, UnitOfWork
 from switchboard.pool.domain import (
     NumberRoutes,
     Pool,
@@ -32,6 +30,9 @@ from switchboard.pool.domain import (
     unknown_pool_number,
 )
 from switchboard.providers.kinds import spec_for
+
+if TYPE_CHECKING:
+    from switchboard.core.store import Refused, UnitOfWork
 
 SAVE_ATTEMPTS = 3
 
@@ -194,6 +195,10 @@ class PoolService:
         Raises NotFound (the key is gone, or not the tenant's), UnknownReference (the added number
         is) or PoolChanged (lost the race), in that order when several hold.
         """
+        # Imported here: PynamoDB and the item models' base cost the function's cold start, which
+        # the routes that never write do not pay.
+        from switchboard.core import store  # noqa: PLC0415
+
         uow = store.unit_of_work()
         self._catalog.record_key_held(uow, tenant, key_id, refused=NotFound("API key not found"))
         if adding is not None:

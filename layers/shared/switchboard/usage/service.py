@@ -12,11 +12,11 @@ from switchboard.catalog.domain import Instance
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import metrics
-from switchboard.core.store import UnitOfWork
 from switchboard.usage.domain import DailyUsage, Direction
 
 if TYPE_CHECKING:
     from switchboard.catalog.events import ProviderEvent
+    from switchboard.core.store import UnitOfWork
 
 
 class UsageStore(Protocol):

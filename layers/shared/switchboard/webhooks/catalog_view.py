@@ -17,13 +17,15 @@ needs them, never from an older cache: a secret is written before the stamp that
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from switchboard.catalog.domain import Instance, Provider
 from switchboard.core.ports import Secrets
-from switchboard.core.store import UnitOfWork
 
 BindingField = str  # `InboundEvent.binding_field`: "provider_instance_id" or "meta_phone_id"
+
+if TYPE_CHECKING:
+    from switchboard.core.store import UnitOfWork
 
 
 class ProviderCatalog(Protocol):

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import field_validator
 
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.model import Model
-from switchboard.core.store import UnitOfWork
+
+if TYPE_CHECKING:
+    from switchboard.core.store import UnitOfWork
 
 EventStatus = Literal["pending", "applied", "ignored"]
 # What storing an event came to: `accepted` (ours to apply), `stale` (the catalog it was bound

@@ -32,11 +32,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from switchboard.catalog.domain import Instance, ProviderChanged
 from switchboard.catalog.events import ProviderEvent
-from switchboard.core import store
 from switchboard.core.errors import EventNotApplied, NotFound, SwitchboardError, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
@@ -54,6 +53,9 @@ from switchboard.webhooks.events import (
     NotAccepted,
     StoredEvent,
 )
+
+if TYPE_CHECKING:
+    from switchboard.core import store
 
 LEASE_SECONDS = 20
 # Concurrent transactions on one item (the guard's stamp, a usage counter) may cancel each other
@@ -182,7 +184,7 @@ class IngestService:
         try:
             # The guard first, then the event's own items, then the writes joining them: the
             # first refusal in that order says what became of the delivery.
-            uow = store.unit_of_work()
+            uow = _unit_of_work()
             self._views.guard(uow, view)
             self._events.record_accepted(uow, stored, LEASE_SECONDS, verified.token)
             for write in self._writes.get(stored.name, []):
@@ -308,7 +310,7 @@ class IngestService:
 
     def _ignore(self, verified: _Verified, stored: StoredEvent, instance: Instance) -> IngestResult:
         try:
-            uow = store.unit_of_work()
+            uow = _unit_of_work()
             self._views.guard(uow, verified.view)
             self._events.record_ignored(uow, stored, verified.token)
             recorded = _committed(uow)
@@ -402,6 +404,14 @@ def _provider_event(stored: StoredEvent, instance: Instance) -> ProviderEvent:
         envelope_instance=stored.envelope_instance,
         received_at=stored.received_at,
     )
+
+
+def _unit_of_work() -> store.UnitOfWork:
+    # Imported at the first delivery, not with the routes: PynamoDB and the item models' base are
+    # a twelfth of the function's cold start.
+    from switchboard.core import store  # noqa: PLC0415
+
+    return store.unit_of_work()
 
 
 def _committed(uow: store.UnitOfWork) -> Acceptance:
