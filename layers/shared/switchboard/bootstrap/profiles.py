@@ -14,6 +14,7 @@ function that gives the worker, built on its first call.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -34,7 +35,7 @@ from switchboard.bootstrap import (
     webhooks,
 )
 from switchboard.bootstrap.components import Component, Components, current
-from switchboard.core.settings import Settings, get_settings
+from switchboard.core.settings import Settings
 
 if TYPE_CHECKING:
     import boto3
@@ -65,10 +66,16 @@ def _components(
     overrides: dict[str, object],
     *needs: str,
 ) -> Components | None:
-    """The components a profile uses (None: this process's), once its settings are checked."""
-    chosen = settings or get_settings()
-    fields = {field.alias: name for name, field in Settings.model_fields.items() if field.alias}
-    missing = [variable for variable in needs if not getattr(chosen, fields[variable])]
+    """The components a profile uses (None: this process's), once its settings are checked.
+
+    From the environment only the variables' presence is checked here: validating every setting
+    builds the settings' schema, about 6% of `import boto3`, which the first request pays instead
+    (a value of the wrong form fails there, naming its variable)."""
+    if settings is None:
+        missing = [variable for variable in needs if not os.environ.get(variable)]
+    else:
+        fields = {field.alias: name for name, field in Settings.model_fields.items() if field.alias}
+        missing = [variable for variable in needs if not getattr(settings, fields[variable])]
     if missing:
         raise MissingSetting(f"the {function} function needs {', '.join(missing)} set in its environment")
     if settings is None and aws is None and not overrides:
