@@ -450,8 +450,6 @@ _Kind = Literal["check", "delete", "put", "update"]
 _SENT_ORDER: tuple[_Kind, ...] = ("check", "delete", "put", "update")
 
 
-_ENTRY_NAMES: dict[_Kind, str] = {"check": "ConditionCheck", "delete": "Delete", "put": "Put", "update": "Update"}
-TransactEntry = dict[str, Any]  # one entry of a TransactWriteItems request assembled by hand
 
 
 @dataclass(frozen=True)
@@ -522,27 +520,6 @@ class UnitOfWork:
         """A condition on an item the transaction does not write."""
         self._transaction.condition_check(model, pk, sk, condition=condition)
         self._join("check", refused)
-
-    def transact_entries(self) -> list[TransactEntry]:
-        """The joined operations, in join order, as entries of a `TransactWriteItems` request in
-        the boto3 resource's form (Python values): for a transaction still assembled by hand,
-        sent through the table resource's client, that an operation of a model must join."""
-        sent: dict[_Kind, list[dict[str, Any]]] = {
-            "check": self._transaction._condition_check_items,
-            "delete": self._transaction._delete_items,
-            "put": self._transaction._put_items,
-            "update": self._transaction._update_items,
-        }
-        entries: list[TransactEntry] = []
-        for joined in self._joined:
-            operation = dict(sent[joined.kind][joined.index])
-            for part in ("Key", "Item", "ExpressionAttributeValues"):
-                if part in operation:
-                    operation[part] = {
-                        name: _deserializer.deserialize(value) for name, value in operation[part].items()
-                    }
-            entries.append({_ENTRY_NAMES[joined.kind]: operation})
-        return entries
 
     def _join(self, kind: _Kind, refused: Refused | None) -> None:
         self._joined.append(_Joined(kind, self._counts[kind], refused))
