@@ -64,7 +64,7 @@ def sending_service(
     pacer: Pacing | None = None,
     clock: Callable[[], datetime] = utcnow,
 ) -> SendingService:
-    """The send pipeline over the given ports, its steps composed as `messages.wiring` does."""
+    """The send pipeline over the given ports, its steps composed as `bootstrap.messages` does."""
     return SendingService(
         messages,
         planner=Planner(messages, configs=configs, tickets=tickets, clock=clock),

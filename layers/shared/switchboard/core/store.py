@@ -167,7 +167,7 @@ class AttributeFamily(Generic[ValueT]):
 @dataclass(frozen=True)
 class _Binding:
     table_name: str
-    client: Any  # the botocore DynamoDB client of the wiring's session
+    client: Any  # the botocore DynamoDB client of the composition root's session
     connection: Connection  # PynamoDB's, sending through `client` (the unit of work's)
 
 

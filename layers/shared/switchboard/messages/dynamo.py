@@ -225,7 +225,7 @@ def _stored(value: Any) -> Any:
 
 class MessageRepository:
     def __init__(self, table: Any, spam_history: SpamHistoryRepository | None = None) -> None:
-        """`table`: the wiring's table, whose building bound the item models. The spam guard's
+        """`table`: the composition root's table, whose building bound the item models. The spam guard's
         history joins the SENT transaction through its own repository (on the same table)."""
         self._table = table
         self._spam_history = spam_history or SpamHistoryRepository(table)
@@ -475,7 +475,7 @@ class SpamHistoryRepository:
     has just read it) by `record_kept`, in the transaction that records the send."""
 
     def __init__(self, table: Any) -> None:
-        """`table`: the wiring's table, whose building bound the item models."""
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def recent(self, instance: str, recipient: str) -> list[SentText]:

@@ -98,7 +98,7 @@ class TokenUse(TableItem):
 
 class EventStore:
     def __init__(self, table: Any) -> None:
-        """`table`: the wiring's table, whose building bound the item models."""
+        """`table`: the composition root's table, whose building bound the item models."""
         self._table = table
 
     def record_accepted(
