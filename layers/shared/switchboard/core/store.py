@@ -450,8 +450,6 @@ _Kind = Literal["check", "delete", "put", "update"]
 _SENT_ORDER: tuple[_Kind, ...] = ("check", "delete", "put", "update")
 
 
-
-
 @dataclass(frozen=True)
 class _Joined:
     kind: _Kind
