@@ -72,6 +72,10 @@ class SerializedApp:
         self._lock = threading.Lock()
         self._observers: dict[str, list[Observer]] = {}
 
+    def exclusive(self) -> threading.Lock:
+        """The lock every request is applied under: held, nothing reaches moto meanwhile."""
+        return self._lock
+
     def observe(self, target: str, observer: Observer) -> Callable[[], None]:
         """Call `observer` with every request of the JSON `target` (e.g. `AWSEvents.PutEvents`) and
         moto's answer, under the lock; returns what stops it."""
@@ -169,6 +173,10 @@ class AwsEndpoint:
     def observe(self, target: str, observer: Observer) -> Callable[[], None]:
         """See `SerializedApp.observe`."""
         return self._app.observe(target, observer)
+
+    def exclusive(self) -> threading.Lock:
+        """See `SerializedApp.exclusive`."""
+        return self._app.exclusive()
 
     @property
     def url(self) -> str:

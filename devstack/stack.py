@@ -30,6 +30,7 @@ from devstack.scheduler import Scheduler
 from devstack.seed import SeededTenant, TenantExists, seed_tenant
 from devstack.simulator import Simulator
 from devstack.sqs_poller import SqsPoller
+from devstack.ttl import SWEEP_SECONDS, ExpiringItems
 from devstack.websocket_api import IDLE_TIMEOUT, MAX_DURATION, WebSocketApi, websocket_apis
 
 # The shared layer is importable as in Lambda (/opt/python), also under `python -m devstack`.
@@ -70,6 +71,7 @@ class LocalStack:
       maximum connection duration (2 h), shorter for tests.
     - `event_retry_delays`: the delays before the retries of a failed async invocation by an
       EventBridge rule (Lambda's: about 1 and 2 minutes).
+    - `ttl_sweep_seconds`: how often items past their Time to Live are deleted (`devstack/ttl.py`).
     - `prefix`: the local stack name, prefixed to every table, queue, bus and secret. Embedded
       endpoints in one process share moto's state, so stacks that live in one process (tests)
       need a prefix each.
@@ -96,8 +98,10 @@ class LocalStack:
         template_path: Path = template.TEMPLATE,
         simulator_settings: dict[str, Any] | None = None,
         environment: dict[str, str] | None = None,
+        ttl_sweep_seconds: float = SWEEP_SECONDS,
     ) -> None:
         self._port = port
+        self._ttl_sweep_seconds = ttl_sweep_seconds
         self._aws_port = aws_port
         self._sim_port = sim_port
         self._live_port = live_port
@@ -136,6 +140,7 @@ class LocalStack:
         self.http_api: HttpApi | None = None
         self.poller: SqsPoller | None = None
         self.scheduler: Scheduler | None = None
+        self.expiring: ExpiringItems | None = None
         self.live: WebSocketApi | None = None
         self.events: eventbridge.EventRouter | None = None
 
@@ -155,6 +160,9 @@ class LocalStack:
         else:
             endpoint = AwsEndpoint(port=self._aws_port).start()
             self._stops.append(endpoint.stop)
+            expiring = ExpiringItems(endpoint.exclusive, interval=self._ttl_sweep_seconds).start()
+            self._stops.append(expiring.stop)
+            self.expiring = expiring
             self.aws_url = endpoint.url
             self._endpoint = endpoint
         self.functions = Functions(self._template_path)

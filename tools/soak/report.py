@@ -45,7 +45,8 @@ def table(report: dict[str, Any]) -> str:
             "store MB",
             f"{memory['store']['mb']['warm']:.0f} / {memory['store']['mb']['end']:.0f}",
             f"moto's DynamoDB objects after warm-up / end ({memory['store']['items']['warm']} / "
-            f"{memory['store']['items']['end']} items; it expires none); the rest of the stack end vs warm-up "
+            f"{memory['store']['items']['end']} items; {memory['store'].get('expired', 0)} expired and deleted); "
+            f"the rest of the stack end vs warm-up "
             f"{memory['endVsWarmWithoutStorePercent']:+.1f} % (transaction backup: {memory['transactionBackup']})",
         ),
         (

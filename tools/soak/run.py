@@ -280,6 +280,7 @@ class Soak:
             "endVsReadyPercent": _percent(end, ready),
             "store": {
                 "items": {stage: self.memory.get(f"{stage}Store", {}).get("items") for stage in STAGES},
+                "expired": self.memory.get("endStore", {}).get("expired", 0),
                 "mb": {
                     stage: round(megabytes(self.memory.get(f"{stage}Store", {}).get("bytes", 0)), 1) for stage in STAGES
                 },

@@ -8,8 +8,9 @@ this process can do:
 - `POST /kill {"function", "afterOperations"}` crashes a container of that function in the middle
   of an invocation (`Functions.kill`): `{"killed": bool}` (false: none was running one);
 - `GET /functions`: `{name: {"containers", "running"}}`;
-- `GET /store`: `{"items", "bytes"}`, what moto's DynamoDB holds (items in every table, and the
-  Python objects they take, summed with `sys.getsizeof`: what a data store, not the stack, uses);
+- `GET /store`: `{"items", "bytes", "expired"}`, what moto's DynamoDB holds (items in every table,
+  and the Python objects they take, summed with `sys.getsizeof`: what a data store, not the stack,
+  uses), and how many items past their Time to Live the stack has deleted so far;
 - `GET /memory`: with `SOAK_TRACEMALLOC=<frames>` set, where the memory allocated since the stack
   was ready went (tracemalloc's top 20 tracebacks; slow: for finding a growth, not for measuring).
 
@@ -83,7 +84,8 @@ class Control:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 if self.path == "/store":
-                    self._answer(200, store())
+                    expiring = stack.expiring
+                    self._answer(200, {**store(), "expired": expiring.expired if expiring else 0})
                     return
                 url = urlsplit(self.path)
                 if url.path == "/memory":
