@@ -91,7 +91,9 @@ class Requests:
 
 
 class WatchedWorld(SendWorld):
-    def __init__(self, aws: AwsResources, *instances: Instance, limits: Thresholds | None = None) -> None:
+    def __init__(
+        self, aws: AwsResources, *instances: Instance, limits: Thresholds | None = None, buffered_sends: int = 1
+    ) -> None:
         self.clock = FakeClock(T0.timestamp())
         self.published = Published()
         self.store = HealthRepository(bootstrap.table())
@@ -102,6 +104,7 @@ class WatchedWorld(SendWorld):
             events_webhook=self.published,
             cache_seconds=0,
             clock=lambda: datetime.fromtimestamp(self.clock.now, UTC),
+            buffered_sends=buffered_sends,
         )
         self.instances = {source.name: source for source in instances}
         config = SendingConfig(
