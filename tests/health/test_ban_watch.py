@@ -4,12 +4,13 @@ and comes back when its pause expires; velocity and delivery put it in warning."
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
 import pytest
 
+from switchboard import bootstrap
 from switchboard.catalog.domain import Instance
 from switchboard.core.errors import ProviderRejected, ProviderThrottled
 from switchboard.health.domain import (
@@ -25,7 +26,7 @@ from switchboard.health.dynamo import HealthRepository
 from switchboard.health.service import HEALTH_CHANGED, HealthWatch
 from switchboard.messages.domain import MessageStatus
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
-from tests.support.aws import REGION, AwsResources
+from tests.support.aws import AwsResources
 from tests.support.fakes import FakeClock
 from tests.support.sending import SendWorld
 
@@ -72,12 +73,30 @@ class Published:
         self.webhooks.append((source.name, event, data))
 
 
+class Requests:
+    """Every DynamoDB request of the container's client the item models send through: operation, body."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, dict[str, Any]]] = []
+        bootstrap.current().client("dynamodb").meta.events.register("before-call.dynamodb", self._record)
+
+    def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        self.made.append((model.name, json.loads(params.get("body") or b"{}")))
+
+    def updates(self) -> list[dict[str, Any]]:
+        return [body for name, body in self.made if name == "UpdateItem"]
+
+    def clear(self) -> None:
+        self.made.clear()
+
+
 class WatchedWorld(SendWorld):
-    def __init__(self, aws: AwsResources, *instances: Instance, limits: Thresholds | None = None) -> None:
+    def __init__(
+        self, aws: AwsResources, *instances: Instance, limits: Thresholds | None = None, buffered_sends: int = 1
+    ) -> None:
         self.clock = FakeClock(T0.timestamp())
         self.published = Published()
-        table = boto3.resource("dynamodb", region_name=REGION).Table(aws.tables["MainTable"])
-        self.store = HealthRepository(table)
+        self.store = HealthRepository(bootstrap.table())
         self.watch = HealthWatch(
             self.store,
             limits=limits or Thresholds(),
@@ -85,6 +104,7 @@ class WatchedWorld(SendWorld):
             events_webhook=self.published,
             cache_seconds=0,
             clock=lambda: datetime.fromtimestamp(self.clock.now, UTC),
+            buffered_sends=buffered_sends,
         )
         self.instances = {source.name: source for source in instances}
         config = SendingConfig(
@@ -286,21 +306,13 @@ def test_a_write_on_reasons_read_before_another_writer_is_refused(aws: AwsResour
 
 def test_one_send_costs_one_health_request_except_at_a_minutes_turn(aws: AwsResources) -> None:
     world = WatchedWorld(aws, instance("a"))
-    calls: list[str] = []
-    table = world.store._table
-    original = table.update_item
-
-    def counted(**kwargs: Any) -> Any:
-        calls.append(kwargs["UpdateExpression"].split()[0])
-        return original(**kwargs)
-
-    table.update_item = counted
+    requests = Requests()
     key = world.instances["a"].key
     world.store.count_send(key, T0)  # a new item: the minute and hour steps fail, the third writes
-    calls.clear()
+    requests.clear()
     world.store.count_send(key, T0 + timedelta(seconds=10))
-    assert calls == ["ADD"]
-    calls.clear()
-    world.store.count_send(key, T0 + timedelta(minutes=1))
-    assert calls == ["ADD", "SET"]
+    assert len(requests.made) == 1
+    requests.clear()
+    world.store.count_send(key, T0 + timedelta(minutes=1))  # the same minute's step fails first
+    assert [name for name, _ in requests.made] == ["UpdateItem", "UpdateItem"]
     assert world.store.get(key).minute_sends == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from switchboard import bootstrap
 from switchboard.health.domain import (
     REPEATED_TEXT,
     Health,
@@ -18,7 +19,7 @@ from switchboard.health.domain import (
     view,
 )
 from switchboard.messages.domain import MessageStatus
-from tests.health.test_ban_watch import T0, WatchedWorld, instance
+from tests.health.test_ban_watch import T0, Requests, WatchedWorld, instance
 from tests.support.aws import AwsResources
 
 LIMITS = Thresholds()  # a sample of 50, warning under 10% distinct texts
@@ -98,26 +99,18 @@ def test_the_stored_sample_is_written_by_the_send_counter_itself_and_holds_no_nu
 ) -> None:
     world = WatchedWorld(aws, instance("a"))
     key = world.instances["a"].key
-    table = world.store._table
-    requests: list[dict[str, Any]] = []
-    original = table.update_item
-
-    def recorded(**kwargs: Any) -> Any:
-        requests.append(kwargs)
-        return original(**kwargs)
-
-    table.update_item = recorded
+    requests = Requests()
     world.store.count_send(key, T0)  # a new item (the minute and hour steps fail first)
     requests.clear()
     phone, text = "5511988887777", "Your code is 123456"
     person, said = fingerprints(key, phone, text)
 
-    health = world.store.count_send(key, T0 + timedelta(seconds=1), (7, person, said))
+    health = world.store.count_send(key, T0 + timedelta(seconds=1), [(7, person, said)])
 
-    assert len(requests) == 1
-    assert "minute_sends" in requests[0]["UpdateExpression"]
+    [update] = requests.updates()
+    assert {"minute_sends", "dr_7", "dt_7"} <= set(update["ExpressionAttributeNames"].values())
     assert (health.sample_recipients, health.sample_texts, health.send_seq) == ({7: person}, {7: said}, 2)
-    item = table.get_item(Key={"pk": f"HEALTH#{key}", "sk": "#META"})["Item"]
+    item = bootstrap.table().get_item(Key={"pk": f"HEALTH#{key}", "sk": "#META"})["Item"]
     assert (item["dr_7"], item["dt_7"]) == (person, said)
     assert len(person) == len(said) == 8
     stored = repr(item)

@@ -16,10 +16,9 @@ import pytest
 
 from switchboard import bootstrap
 from switchboard.core.clock import utcnow
-from switchboard.core.dynamo import to_item
 from switchboard.core.settings import get_settings
 from switchboard.messages.domain import Message, MessageStatus, SendJob, body_hash
-from switchboard.messages.dynamo import MessageItem, MessageRepository
+from switchboard.messages.dynamo import MessageRepository
 from tests.pool.test_pool_concurrency import container, pool_key
 from tests.support.api import Client
 from tests.support.aws import REGION, AwsResources
@@ -168,7 +167,7 @@ def test_concurrent_deliveries_of_a_wake_job_and_of_the_stale_first_job_send_the
         wait_checks=1,
         attempts=1,
     )
-    table.put_item(Item=to_item(message, {"pk": MessageItem.pk_for(message.id), "sk": MessageItem.sk_for()}))
+    MessageRepository(bootstrap.table()).create(message)
     first = SendJob(message_id=message.id, tenant="acme", api_key_id=key_id, to=RECIPIENT)
     wake = first.model_copy(update={"wake": "lease_wake"})
     provider = FakeProvider()

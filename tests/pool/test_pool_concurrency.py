@@ -15,11 +15,10 @@ import pytest
 
 from switchboard import bootstrap
 from switchboard.catalog.dynamo import CatalogRepository
-from switchboard.core.dynamo import to_item
 from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
 from switchboard.messages.domain import Message, SendJob, body_hash
-from switchboard.messages.dynamo import MessageItem, MessageRepository
+from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.sending import SendingService
 from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import SendingConfigSource
@@ -130,16 +129,15 @@ def enqueue(queue_url: str, jobs: list[SendJob]) -> None:
 @pytest.mark.stack
 def test_concurrent_workers_keep_the_spread_and_never_send_a_message_twice(served_aws: AwsResources) -> None:
     key_id = pool_key()
-    table = boto3.resource("dynamodb", region_name=REGION).Table(get_settings().table_name)
+    records = MessageRepository(bootstrap.table())
     jobs = []
-    with table.batch_writer() as batch:
-        for i in range(MESSAGES):
-            to, text = f"5521{i:09d}", f"hello {i}"
-            message = Message(
-                tenant="acme", id=f"msg_{i:04d}", api_key_id=key_id, to=to, text=text, body_hash=body_hash(to, text)
-            )
-            batch.put_item(Item=to_item(message, {"pk": MessageItem.pk_for(message.id), "sk": MessageItem.sk_for()}))
-            jobs.append(SendJob(message_id=message.id, tenant="acme", api_key_id=key_id, to=to))
+    for i in range(MESSAGES):
+        to, text = f"5521{i:09d}", f"hello {i}"
+        message = Message(
+            tenant="acme", id=f"msg_{i:04d}", api_key_id=key_id, to=to, text=text, body_hash=body_hash(to, text)
+        )
+        records.create(message)
+        jobs.append(SendJob(message_id=message.id, tenant="acme", api_key_id=key_id, to=to))
     queue_url = served_aws.queues["SendQueue"]
     enqueue(queue_url, jobs)
     provider = FakeProvider()

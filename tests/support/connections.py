@@ -29,8 +29,8 @@ from switchboard.calls.reconcile_queue import ReconcileQueue
 from switchboard.calls.service import CallService
 from switchboard.catalog.domain import Instance, instance_key
 from switchboard.catalog.dynamo import CatalogRepository
+from switchboard.catalog.models import InstanceItem
 from switchboard.catalog.targets import TargetResolver
-from switchboard.core.dynamo import entity_key
 from switchboard.core.secrets import SecretStore
 from switchboard.core.settings import get_settings
 from switchboard.providers.base import Capabilities
@@ -196,7 +196,7 @@ def register_connection(
 def set_connected(tenant: str, name: str, connected: bool) -> None:
     """What the `connection` effect stores (our copy of the session state), without its seq guard."""
     bootstrap.table().update_item(
-        Key=entity_key("INSTANCE", instance_key(tenant, name)),
+        Key={"pk": InstanceItem.pk_for(instance_key(tenant, name)), "sk": InstanceItem.sk_for()},
         UpdateExpression="SET #state = :state",
         ExpressionAttributeNames={"#state": "state"},
         ExpressionAttributeValues={":state": "CONNECTED" if connected else "DISCONNECTED"},

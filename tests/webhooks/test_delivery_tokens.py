@@ -26,8 +26,8 @@ import boto3
 import pytest
 
 from switchboard import bootstrap
-from switchboard.core.dynamo import META
 from switchboard.core.errors import Unauthenticated
+from switchboard.core.store import META
 from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService

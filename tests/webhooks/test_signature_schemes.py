@@ -23,7 +23,7 @@ import boto3
 import pytest
 
 from switchboard import bootstrap
-from switchboard.core.dynamo import META
+from switchboard.core.store import META
 from tests.support.api import Client, TenantKeys
 from tests.support.aws import REGION, AwsResources
 from tests.support.provider_webhooks import (

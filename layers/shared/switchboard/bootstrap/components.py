@@ -102,6 +102,12 @@ class Components:
             self._built.setdefault(built.name, built.build(self))
         return cast("T", self._built[built.name])
 
+    def built(self, built: Component[T]) -> T | None:
+        """What was built (or handed) under that name; None while nothing needed it."""
+        if built.name in self.overrides:
+            return cast("T", self.overrides[built.name])
+        return cast("T | None", self._built.get(built.name))
+
     def forget(self) -> None:
         """Drop what was built and the session (overrides stay)."""
         self._built.clear()

@@ -14,6 +14,12 @@ if TYPE_CHECKING:
     from switchboard.health.service import HealthWatch
 
 
+# Sends the ban watch keeps before writing them: more than a send worker's batch (10 records),
+# so the flush at the end of its invocation writes once per instance, and few enough that a
+# container frozen with them lost little.
+BUFFERED_SENDS = 25
+
+
 def thresholds(c: Components) -> Thresholds:
     from switchboard.health.domain import Thresholds
 
@@ -44,6 +50,7 @@ def health_watch(c: Components) -> HealthWatch:
         publisher=event_publisher(c),
         events_webhook=client_webhook_publisher(c),
         cache_seconds=c.settings.health_cache_seconds,
+        buffered_sends=BUFFERED_SENDS,
     )
 
 

@@ -315,8 +315,23 @@ def routing_sweep(
     return Sweep(_built(webhooks.ingest_service, components), _built(routing.outbox_service, components))
 
 
+@dataclass(frozen=True)
+class SendWorking:
+    """`worker()` handles each record; `flush()`, after each batch, writes the sends the ban watch
+    counted in it (nothing when the container has not built the ban watch)."""
+
+    worker: Callable[[], SendWorker]
+    flush: Callable[[], None]
+
+
 def send_worker(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
-) -> Callable[[], SendWorker]:
+) -> SendWorking:
     components = _components("send worker", settings, aws, overrides, "SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
-    return _built(messages.send_worker, components)
+
+    def flush() -> None:
+        watch = (components or current()).built(health.health_watch)
+        if watch is not None:
+            watch.flush()
+
+    return SendWorking(_built(messages.send_worker, components), flush)

@@ -93,7 +93,7 @@ def storable_number_problem(value: Any) -> str | None:
 def _decimal_problem(value: float | Decimal) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return "must be a finite number"
-    # repr() is the shortest text that reads back as the same float: what `core.dynamo` stores.
+    # repr() is the shortest text that reads back as the same float: what `core.store` stores.
     exact = Decimal(repr(value)) if isinstance(value, float) else value
     if not exact.is_finite():
         return "must be a finite number"

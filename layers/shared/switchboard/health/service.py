@@ -1,6 +1,12 @@
 """The ban watch's use cases: what the send worker, receipts and connection events tell it, what
 the pool reads before choosing a number, and what the API shows.
 
+Sends are counted in batches: `sent` records a send in this container's buffer and `flush`
+writes each instance's sends since the last flush in one UpdateItem, then judges the counts it
+answers as each send was judged alone. The send worker flushes at the end of every invocation
+(and whenever `buffered_sends` are waiting); a watch built with the default of one writes each
+send at once.
+
 Every observation is best effort for the caller (a failure here never fails a send); a change of
 state is committed first (conditional write on the item's version, re-read on a lost race), then
 published as `number.health.changed` on the bus and to the instance's events webhook.
@@ -15,7 +21,8 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -51,7 +58,9 @@ SAVE_ATTEMPTS = 3
 class HealthStore(Protocol):
     def get(self, instance_key: str) -> Health: ...
     def get_many(self, instance_keys: Collection[str]) -> dict[str, Health]: ...
-    def count_send(self, instance_key: str, now: datetime, sample: SampleEntry | None = None) -> Health: ...
+    def count_send(
+        self, instance_key: str, now: datetime, samples: Sequence[SampleEntry] = (), *, sends: int = 1
+    ) -> Health: ...
     def count_failure(self, instance_key: str, provider_code: str) -> Health: ...
     def count_delivery(self, instance_key: str) -> None: ...
     def save_reasons(
@@ -78,6 +87,16 @@ class EventsWebhook(Protocol):
 Change = Callable[[Health], tuple[dict[str, Reason], tuple[int, int, float] | None]]
 
 
+@dataclass
+class _Sends:
+    """An instance's sends not yet written: how many, and the sample entries of those that had one."""
+
+    instance: Instance
+    first_slot: int
+    count: int = 0
+    samples: list[SampleEntry] = field(default_factory=list)
+
+
 class HealthWatch:
     def __init__(
         self,
@@ -89,7 +108,11 @@ class HealthWatch:
         cache_seconds: float = 5.0,
         clock: Callable[[], datetime] = utcnow,
         monotonic: Callable[[], float] = time.monotonic,
+        buffered_sends: int = 1,
     ) -> None:
+        """`buffered_sends`: how many sends `sent` keeps before it writes them (1: each at once)."""
+        if buffered_sends < 1:
+            raise ValueError("buffered_sends must be at least 1")
         self._store = store
         self._limits = limits
         self._publisher = publisher
@@ -99,6 +122,8 @@ class HealthWatch:
         self._monotonic = monotonic
         self._cache: dict[str, tuple[float, Health]] = {}
         self._lock = threading.Lock()
+        self._buffered_sends = buffered_sends
+        self._pending: dict[str, _Sends] = {}
 
     @property
     def now(self) -> datetime:
@@ -136,12 +161,38 @@ class HealthWatch:
     # --- what the send worker, receipts and connections say ------------------------------
 
     def sent(self, instance: Instance, recipient: str | None = None, text: str | None = None) -> None:
-        """A successful send: counted, and (given its recipient and text) sampled for diversity."""
+        """A successful send: counted, and (given its recipient and text) sampled for diversity, at
+        the next `flush` (at once when `buffered_sends` are waiting)."""
+        with self._lock:
+            sends = self._pending.get(instance.key)
+            if sends is None:
+                sends = self._pending[instance.key] = _Sends(instance, self._first_slot(instance.key))
+            sends.instance = instance
+            if recipient is not None and text is not None:
+                slot = (sends.first_slot + sends.count) % self._limits.diversity_sample
+                sends.samples.append((slot, *fingerprints(instance.key, recipient, text)))
+            sends.count += 1
+            full = sum(waiting.count for waiting in self._pending.values()) >= self._buffered_sends
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the sends `sent` recorded, one UpdateItem per instance, and judge each instance's
+        counts after them (velocity, delivery window, diversity). A write that fails is logged and
+        loses that instance's sends since the last flush, never another's."""
+        with self._lock:
+            batches, self._pending = self._pending, {}
+        for sends in batches.values():
+            try:
+                self._count(sends)
+            except Exception:  # the ban watch never fails a send
+                logger.exception(
+                    "sends not counted by the ban watch", extra={"instance": sends.instance.name, "sends": sends.count}
+                )
+
+    def _count(self, sends: _Sends) -> None:
         now = self._clock()
-        sample = None
-        if recipient is not None and text is not None:
-            sample = (self._next_slot(instance.key), *fingerprints(instance.key, recipient, text))
-        health = self._store.count_send(instance.key, now, sample)
+        health = self._store.count_send(sends.instance.key, now, sends.samples, sends=sends.count)
         self._remember(health)
 
         def change(current: Health) -> tuple[dict[str, Reason], tuple[int, int, float] | None]:
@@ -149,7 +200,7 @@ class HealthWatch:
             window = (current.window_sent, current.window_delivered, ratio) if ratio is not None else None
             return after_send(current, now, self._limits), window
 
-        self._change(instance, health, change, now)
+        self._change(sends.instance, health, change, now)
 
     def refused(self, instance: Instance, provider_code: str | None) -> None:
         """A send refused by the provider: counted by code; a code that speaks of the number
@@ -217,11 +268,11 @@ class HealthWatch:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def _next_slot(self, instance_key: str) -> int:
-        """The diversity slot of the next send: after the last `send_seq` this container saw of
-        the instance (however old: it is only a hint), at random when it saw none."""
-        with self._lock:
-            cached = self._cache.get(instance_key)
+    def _first_slot(self, instance_key: str) -> int:
+        """The diversity slot of the first send of a batch (the next ones follow it): after the last
+        `send_seq` this container saw of the instance (however old: it is only a hint), at random
+        when it saw none. Called under the lock."""
+        cached = self._cache.get(instance_key)
         if cached is None:
             return secrets.randbelow(self._limits.diversity_sample)
         return cached[1].send_seq % self._limits.diversity_sample
