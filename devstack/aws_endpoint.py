@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from botocore.config import Config
 from moto.core.common_models import BaseModel
 from moto.core.model_instances import model_data
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -48,8 +49,19 @@ Observer = Callable[[bytes, str, bytes], None]  # (request body, answer status, 
 
 log = logging.getLogger("devstack.aws")
 
+# The user agent suffix of the local stack's own AWS clients (its event source mapping, its
+# provisioning): what a watcher of the endpoint tells them apart by from the functions' requests,
+# which carry botocore's user agent alone.
+OWN_AGENT = "switchboard-devstack"
+
 SHORT_POLL_INTERVAL = 0.05
 RECEIVE_TARGET = "AmazonSQS.ReceiveMessage"
+
+
+def own_client_config(part: str) -> Config:
+    """The botocore config of a client the local stack itself makes: its user agent ends in
+    `switchboard-devstack/<part>`."""
+    return Config(user_agent_extra=f"{OWN_AGENT}/{part}")
 
 
 class _Captured:

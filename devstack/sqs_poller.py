@@ -21,6 +21,7 @@ from typing import Any
 
 import boto3
 
+from devstack.aws_endpoint import own_client_config
 from devstack.background import Background
 from devstack.lambdas import FunctionCrashed, Functions, FunctionsStopped
 from devstack.template import Queue, ref_target
@@ -157,7 +158,12 @@ class SqsPoller:
         self._threads.stop(self._wait_seconds + 30 if timeout is None else timeout)
 
     def _run(self, mapping: EventSourceMapping) -> None:
-        sqs = boto3.session.Session().client("sqs", region_name=self._region, endpoint_url=self._endpoint_url)
+        sqs = boto3.session.Session().client(
+            "sqs",
+            region_name=self._region,
+            endpoint_url=self._endpoint_url,
+            config=own_client_config("event-source-mapping"),
+        )
         queue = self._queues[mapping.queue]
         while not self._stopping.is_set():
             try:

@@ -23,7 +23,7 @@ import boto3
 
 from devstack import eventbridge, template
 from devstack.apigw import HttpApi
-from devstack.aws_endpoint import AwsEndpoint
+from devstack.aws_endpoint import AwsEndpoint, own_client_config
 from devstack.gateway import Gateway
 from devstack.lambdas import Functions, mount_layers
 from devstack.scheduler import Scheduler
@@ -60,6 +60,9 @@ class LocalStack:
       (its `@connections` API): 0 picks a free port.
     - `aws_endpoint_url`: use that endpoint instead of the embedded one (resources are
       created there if missing).
+    - `aws_front`: called with the embedded endpoint's URL once it is up, returns the URL every
+      client of the stack and of its functions uses instead: something in front of the endpoint
+      (a counting proxy) that sees all their requests.
     - `platform_key`: exactly this platform key (`sb_live_...`), else a random one.
     - `schedule_seconds`: replaces every schedule's period.
     - `sqs_wait_seconds`: each receive's long-poll wait (delivery is immediate either way).
@@ -89,6 +92,7 @@ class LocalStack:
         live_max_duration: float = MAX_DURATION,
         event_retry_delays: tuple[float, ...] = eventbridge.RETRY_DELAYS,
         aws_endpoint_url: str | None = None,
+        aws_front: Callable[[str], str] | None = None,
         platform_key: str | None = None,
         schedule_seconds: float | None = None,
         sqs_wait_seconds: int = 1,
@@ -111,6 +115,7 @@ class LocalStack:
         self._event_retry_delays = event_retry_delays
         self._endpoint: AwsEndpoint | None = None
         self._external_endpoint = aws_endpoint_url
+        self._aws_front = aws_front
         self._platform_key = platform_key
         self._schedule_seconds = schedule_seconds
         self._sqs_wait_seconds = sqs_wait_seconds
@@ -163,7 +168,7 @@ class LocalStack:
             expiring = ExpiringItems(endpoint.exclusive, interval=self._ttl_sweep_seconds).start()
             self._stops.append(expiring.stop)
             self.expiring = expiring
-            self.aws_url = endpoint.url
+            self.aws_url = self._aws_front(endpoint.url) if self._aws_front else endpoint.url
             self._endpoint = endpoint
         self.functions = Functions(self._template_path)
         self._stops.append(self._drain)
@@ -288,7 +293,8 @@ class LocalStack:
         """Tables, queues and buses of the template; returns the functions' environment."""
         session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
         clients = {
-            service: session.client(service, endpoint_url=self.aws_url) for service in ("dynamodb", "sqs", "events")
+            service: session.client(service, endpoint_url=self.aws_url, config=own_client_config("provisioning"))
+            for service in ("dynamodb", "sqs", "events")
         }
         exist_ok = bool(self._external_endpoint)
         self.tables = template.create_tables(clients["dynamodb"], self.names, self._template_path, exist_ok=exist_ok)

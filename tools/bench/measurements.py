@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "docs" / "measurements.json"
 PAGE = ROOT / "docs" / "measurements.md"
 # In the order `make bench` runs them.
-BENCHMARKS = ("pool", "shards", "routing", "calls", "quotas", "workloads", "reconcile")
+BENCHMARKS = ("pool", "shards", "routing", "calls", "quotas", "workloads", "reconcile", "proxy")
 
 
 def load(path: Path = RECORD) -> dict[str, Figures]:
@@ -370,6 +370,49 @@ def _reconcile(figures: Figures, _: Mapping[str, Figures]) -> list[str]:
     ]
 
 
+# --- proxy --------------------------------------------------------------------------------------
+
+
+def _proxy(figures: Figures, _: Mapping[str, Figures]) -> list[str]:
+    rows = [
+        "| round | function | at the proxy | in-process benchmark | by operation (proxy / benchmark) |",
+        "|---|---|---|---|---|",
+    ]
+    others = []
+    for each in figures["rounds"]:
+        for row in each["send_path"]:
+            ours, theirs = row["proxy"], row["benchmark"]
+            operations = ", ".join(
+                f"{name} {_n(ours.get(name, 0.0))} / {_n(theirs.get(name, 0.0))}" for name in sorted({*ours, *theirs})
+            )
+            rows.append(
+                f"| {each['round']} | {row['function']} | {_n(sum(ours.values()))} | {_n(sum(theirs.values()))} | "
+                f"{operations} |"
+            )
+        beyond = {
+            label: operations
+            for label, operations in each["proxy"].items()
+            if label not in {row["function"] for row in each["send_path"]}
+        }
+        others.append(
+            f"- {each['round']}: {_n(each['functions'])} the functions' requests and {_n(each['local_stack'])} the "
+            "local stack's per message; beyond the send path "
+            + "; ".join(f"{label} {_ops(operations)}" for label, operations in beyond.items())
+        )
+    return [
+        "The send path as the network sees it (`tools/bench/proxy.py`): the whole local stack (moto server, "
+        "gateway, event source mapping, EventBridge rules, provider simulator) behind a proxy that forwards "
+        "every AWS request byte for byte and counts it by operation; the local stack's own clients are told "
+        "apart by their user agent, each function's by the invocation that sent it. A pool key with a client "
+        f"webhook sends {figures['messages']} messages to new recipients, then to the same ones, each round "
+        "until every message is SENT; set-up and a warm-up send are not counted. Beside it, the in-process "
+        "benchmark's sends workload ([above](#cost-per-million)) run just before, per message.",
+        "\n".join(rows),
+        "The rest of what the proxy saw, per message (the event source mapping polls by time, not per message):",
+        "\n".join(others),
+    ]
+
+
 Section = Callable[[Figures, Mapping[str, Figures]], list[str]]
 
 
@@ -385,4 +428,5 @@ SECTIONS: dict[str, tuple[Callable[[Figures], str], Section]] = {
     "quotas": (_fixed("Quotas under a flood"), _quotas),
     "workloads": (_fixed("Cost per million"), _workloads),
     "reconcile": (_reconcile_title, _reconcile),
+    "proxy": (_fixed("Requests at the AWS endpoint"), _proxy),
 }
