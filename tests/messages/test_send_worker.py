@@ -219,7 +219,7 @@ def test_a_sent_message_counts_once_on_its_instances_usage() -> None:
     world.process(message)
     world.process(message)  # redelivered: skipped, not counted again
 
-    assert [name for name, _ in usage.counted] == ["a1"]
+    assert (world.messages.counted, usage.sent_on) == (["a1"], ["a1"])
 
 
 def test_given_the_instance_token_cannot_be_read_then_the_job_is_retried_and_finally_fails() -> None:
