@@ -36,7 +36,7 @@ from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard.core import store
 from switchboard.core.errors import RetryLater
-from switchboard.messages.domain import Message, MessageStatus, SendJob, SendOutcome, body_hash
+from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, SendJob, SendOutcome, body_hash
 from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.sending import SendingService, SendWorker
 from switchboard.messages.sending import service as sending
@@ -448,25 +448,35 @@ def test_two_workers_with_the_same_job_at_once_send_it_once(
 
 
 class LeaseRunsOut(MessageRepository):
-    """A worker that stalls right after its claim until its lease has run out, and meanwhile
-    another worker claims the message and sends it (`meanwhile`)."""
+    """A worker that stalls right after its claim (which recorded its first route in flight) until
+    its lease has run out, and meanwhile another worker claims the message (`meanwhile`)."""
 
     def __init__(self, table: Any, meanwhile: Callable[[], None]) -> None:
         super().__init__(table)
         self._meanwhile = meanwhile
 
-    def claim(
-        self, message_id: str, tenant: str, token: str, lease_seconds: int, wake: str | None = None
-    ) -> Message | None:
-        claimed = super().claim(message_id, tenant, token, -1, wake)  # a lease already run out
+    def claim_in_flight(
+        self,
+        message_id: str,
+        tenant: str,
+        token: str,
+        lease_seconds: int,
+        *,
+        route: PendingRoute,
+        wake: str | None = None,
+    ) -> Claim | None:
+        claimed = super().claim_in_flight(message_id, tenant, token, -1, route=route, wake=wake)  # run out already
         self._meanwhile()
         return claimed
 
 
 @pytest.mark.parametrize("flavour", list(FLAVOURS))
-def test_a_worker_whose_lease_was_taken_over_does_not_send(
+def test_a_worker_whose_lease_was_taken_over_after_its_claim_sends_at_most_once(
     make_world: WorldFactory, table: list[Row], flavour: str
 ) -> None:
+    """The stalled worker's route is in flight from its claim on: the worker taking over finds it
+    there and treats it as a send that may have left (resent only where that cannot copy), and
+    the stalled one, whose outcome is refused, ends SKIPPED."""
     world = make_world(flavour)
     message = world.queue()
     taken_over: list[SendOutcome | None] = []
@@ -479,13 +489,16 @@ def test_a_worker_whose_lease_was_taken_over_does_not_send(
 
     outcome = stalled.handle(job_of(message).model_dump_json(), "receipt-1", 1)
 
-    assert [o.status if o else None for o in taken_over] == [SENT]
     assert outcome is not None
-    assert outcome.status == "SKIPPED"  # its conditional write failed: it never called the provider
+    assert outcome.status == "SKIPPED"
     stored = world.stored(message)
     table.append(Row(f"{flavour} lease taken over", outcome_text(stored), world.copies(message), stored.attempts))
-    assert (stored.status, world.copies(message)) == (SENT, 1)
-    assert world.notifier.changes == [(message.id, SENT, "https://client.example/hooks")]
+    expected = SENT if spec_for(FLAVOURS[flavour][0]).retry_safe else FAILED
+    assert [o.status if o else None for o in taken_over] == [expected]
+    assert (stored.status, world.copies(message)) == (expected, 1)
+    if expected is FAILED:
+        assert stored.failure_reason == AMBIGUOUS
+    assert world.notifier.changes == [(message.id, expected, "https://client.example/hooks")]
 
 
 # --- a worker that dies in the middle of a batch ---------------------------------------------------
@@ -584,3 +597,49 @@ def test_a_worker_dying_mid_batch_after_the_provider_accepted(
 
 def job_id(body: str) -> str:
     return SendJob.model_validate_json(body).message_id
+
+
+@dataclass
+class DiesBeforeSending:
+    """The kind's real client; the process dies as the first send is about to reach the provider
+    (after the claim that recorded its route in flight, before any request of the send)."""
+
+    client: Sender
+    died: bool = False
+
+    def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
+        if not self.died:
+            self.died = True
+            raise WorkerDied
+        return self.client.send_text(target, phone, body, idempotency_key)
+
+
+@pytest.mark.parametrize(
+    "crash", CRASHES, ids=[f"{flavour}{'-at-least-once' if alo else ''}" for flavour, alo in CRASHES]
+)
+def test_a_worker_dying_between_its_claim_and_the_provider_call(
+    make_world: WorldFactory, table: list[Row], monkeypatch: pytest.MonkeyPatch, crash: tuple[str, bool]
+) -> None:
+    """Nothing left, but the route is in flight from the claim on: the redelivery cannot tell this
+    from a send that left, so it resends only where that cannot copy, and else ends ambiguous."""
+    flavour, at_least_once = crash
+    world = make_world(flavour, at_least_once=at_least_once)
+    message = world.queue()
+    world.client = DiesBeforeSending(world.client)
+    with monkeypatch.context() as lease, pytest.raises(WorkerDied):
+        lease.setattr(sending, "LEASE_SECONDS", -1)  # run out by the time SQS redelivers
+        world.worker().handle(job_of(message).model_dump_json(), "receipt-1", 1)
+    crashed = world.stored(message)
+    assert (crashed.status, crashed.in_flight is not None, world.copies(message)) == (MessageStatus.SENDING, True, 0)
+
+    outcome = world.worker().handle(job_of(message).model_dump_json(), "receipt-2", 2)
+
+    assert outcome is not None
+    resent = world.stored(message)
+    name = f"{flavour} crash before the call{' at-least-once' if at_least_once else ''}"
+    table.append(Row(name, outcome_text(resent), world.copies(message), resent.attempts))
+    if spec_for(FLAVOURS[flavour][0]).retry_safe or at_least_once:
+        assert (resent.status, resent.in_flight, world.copies(message)) == (SENT, None, 1)
+    else:
+        assert (resent.status, resent.failure_reason, world.copies(message)) == (FAILED, AMBIGUOUS, 0)
+    assert [status for message_id, status, _ in world.notifier.changes if message_id == message.id] == [resent.status]

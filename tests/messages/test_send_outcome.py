@@ -147,7 +147,7 @@ def test_a_send_is_recorded_then_counted_heard_by_the_ban_watch_and_told_to_the_
 
     assert (outcome.status, outcome.source_number, outcome.instance) == (MessageStatus.SENT, NUMBER.digits, "inst-a")
     assert world.stored(message).provider_message_id == "wamid-1"
-    assert [name for name, _ in world.usage.counted] == ["inst-a"]
+    assert (world.messages.counted, world.usage.sent_on) == (["inst-a"], ["inst-a"])
     assert world.watch.sends == [("inst-a", message.to)]
     assert world.notifier.changes == [(message.id, MessageStatus.SENT, WEBHOOK)]
 
@@ -160,7 +160,7 @@ def test_a_message_finished_meanwhile_is_skipped_and_nobody_is_told() -> None:
     failed = world.outcomes.failed(message, CONFIG, NO_NUMBER, [])
 
     assert failed.status == "SKIPPED"
-    assert (world.notifier.changes, world.usage.counted, world.watch.sends) == ([], [], [])
+    assert (world.notifier.changes, world.messages.counted, world.usage.sent_on, world.watch.sends) == ([], [], [], [])
 
 
 def test_a_failure_without_a_configuration_queues_no_client_webhook_url() -> None:

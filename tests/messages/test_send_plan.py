@@ -8,7 +8,7 @@ from typing import Any
 
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import NotFound
-from switchboard.messages.domain import EXPIRED, PendingRoute, SendJob
+from switchboard.messages.domain import EXPIRED, Claim, PendingRoute, SendJob
 from switchboard.messages.sending.plan import AMBIGUOUS_OUTCOME, API_KEY_REVOKED, Plan, Planner, Unsendable
 from switchboard.pool.domain import Affinity, SendingConfig
 from tests.support.fakes import FakeMessages, FakeTickets
@@ -35,10 +35,14 @@ class World:
         self.tickets = FakeTickets()
         self.planner = Planner(self.messages, configs=Configs(config), tickets=self.tickets, clock=lambda: T0)
 
-    def plan(self, **fields: Any) -> Plan | Unsendable:
+    def plan(self, *, marked: bool = False, **fields: Any) -> Plan | Unsendable:
+        """The plan of a message claimed with `fields` (`marked`: its claim recorded the route in flight)."""
         message = claimed(self.messages, **fields)
         job = SendJob(message_id=message.id, tenant=message.tenant, api_key_id=message.api_key_id, to=message.to)
-        return self.planner.plan(job, message)
+        draft = self.planner.draft(job)
+        if isinstance(draft, Unsendable):
+            return draft
+        return self.planner.complete(draft, Claim(message=message, marked=marked))
 
 
 def in_flight(number_id: str, kind: str) -> PendingRoute:

@@ -12,12 +12,12 @@ from switchboard.core.errors import (
     ProviderUnavailable,
     RetryLater,
 )
-from switchboard.messages.domain import Message, MessageStatus, SendJob
+from switchboard.messages.domain import Message, MessageStatus, PendingRoute, SendJob
 from switchboard.messages.sending import SendWorker
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.support.builders import instance
-from tests.support.fakes import FakeBackoff, FakeSecrets, FakeUsage
-from tests.support.sending import SendWorld, number
+from tests.support.fakes import FakeBackoff, FakeMessages, FakeSecrets, FakeUsage
+from tests.support.sending import SendWorld, instance_tokens, number, sending_service
 
 RECIPIENT = "5511988880001"
 
@@ -219,7 +219,7 @@ def test_a_sent_message_counts_once_on_its_instances_usage() -> None:
     world.process(message)
     world.process(message)  # redelivered: skipped, not counted again
 
-    assert [name for name, _ in usage.counted] == ["a1"]
+    assert (world.messages.counted, usage.sent_on) == (["a1"], ["a1"])
 
 
 def test_given_the_instance_token_cannot_be_read_then_the_job_is_retried_and_finally_fails() -> None:
@@ -282,3 +282,36 @@ def test_given_a_key_that_asked_for_at_least_once_then_a_timeout_is_retried_even
     with pytest.raises(RetryLater):
         world.process(message, attempt=1)
     assert world.process(message, attempt=2).status is MessageStatus.SENT
+
+
+class MarksCounted(FakeMessages):
+    """The fake records, keeping the route of each in-flight mark written apart from the claim."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks: list[str | None] = []
+
+    def record_in_flight(self, message: Message, route: PendingRoute) -> Message:
+        self.marks.append(route.instance)
+        return super().record_in_flight(message, route)
+
+
+def test_the_claim_marks_the_first_route_in_flight_and_only_a_later_route_writes_its_own() -> None:
+    world = SendWorld(pool(number("5511999990001", instances=("a1", "a2"))))
+    world.messages = messages = MarksCounted()
+    world.service = sending_service(
+        messages,
+        configs=world,
+        tickets=world.tickets,
+        secrets=instance_tokens(),
+        client_for=lambda kind: world.provider,
+        notifier=world.notifier,
+        max_attempts=5,
+    )
+    first, second = world.queue_message(RECIPIENT), world.queue_message("5511988880002")
+    world.provider.failures["a1"] = [ProviderDisconnected("not connected")]
+
+    outcomes = [world.process(message).instance for message in (first, second)]
+
+    assert outcomes == ["a2", "a1"]
+    assert messages.marks == ["a2"]  # the first message's fallback; every first route came with its claim

@@ -22,6 +22,8 @@ from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.sending import SendingService
 from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import SendingConfigSource
+from switchboard.usage.dynamo import UsageRepository
+from switchboard.usage.service import OutgoingUsage
 from tests.support import builders
 from tests.support.aws import REGION, AwsResources
 from tests.support.fakes import FakeNotifier, FakeProvider, FakeSecrets
@@ -70,14 +72,17 @@ def pool_key() -> str:
 def container(provider: FakeProvider) -> SendingService:
     table = boto3.session.Session().resource("dynamodb", region_name=REGION).Table(get_settings().table_name)
     pools = PoolRepository(table)
+    # Each SENT transaction also writes its instance's usage counter, which every worker writes.
+    usage = OutgoingUsage(UsageRepository(table))
     return sending_service(
-        MessageRepository(table),
+        MessageRepository(table, usage=usage),
         configs=SendingConfigSource(CatalogRepository(table), pools, ttl_seconds=5),
         tickets=pools,
         secrets=FakeSecrets(default=lambda name: "instance-token", read_only=True),
         client_for=lambda kind: provider,
         notifier=FakeNotifier(),
         max_attempts=5,
+        usage=usage,
     )
 
 
@@ -150,6 +155,12 @@ def test_concurrent_workers_keep_the_spread_and_never_send_a_message_twice(serve
     share = MESSAGES // len(NUMBERS)
     assert all(share - 1 <= count <= share + 1 for count in spread.values()), spread
     assert sorted(sent.key for sent in provider.sent) == [job.message_id for job in jobs]
+    # Counted by the SENT transactions, once each however they collided on the counters.
+    usage = UsageRepository(table).month("acme", datetime.now(UTC).strftime("%Y-%m"))  # the tenant's tag
+    counted = Counter({day.instance: 0 for day in usage})
+    for day in usage:
+        counted[day.instance] += day.messages_out
+    assert counted == Counter({f"i-{digits}": count for digits, count in spread.items()})
 
     # Jobs delivered again (SQS redelivery, here one in ten, twice each, at once): nothing is sent again.
     enqueue(queue_url, jobs[::10] * 2)

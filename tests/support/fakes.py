@@ -10,20 +10,23 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
 from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key
 from switchboard.connection_state.domain import StateWrite, StoredState
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound, ProviderError
-from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
+from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
 from switchboard.providers.kinds import ProviderKind
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
+
+if TYPE_CHECKING:
+    from switchboard.core.store import UnitOfWork
 
 ALL_CALLS = Capabilities(calls=True, calls_per_instance_limit=True, calls_settings_webhook=True, calls_video=True)
 
@@ -229,6 +232,7 @@ class FakeMessages:
         self.items: dict[str, Message] = {}
         self.affinities: dict[tuple[str, str], Affinity] = {}
         self.spam_history = FakeSpamHistory()
+        self.counted: list[str] = []  # the instance each SENT record counted the message on
 
     def create(self, message: Message) -> None:
         if message.id in self.items:
@@ -253,6 +257,26 @@ class FakeMessages:
         claimed = stored.model_copy(update={"status": MessageStatus.SENDING, "lease_token": token})
         self.items[message_id] = claimed
         return claimed
+
+    def claim_in_flight(
+        self,
+        message_id: str,
+        tenant: str,
+        token: str,
+        lease_seconds: int,
+        *,
+        route: PendingRoute,
+        wake: str | None = None,
+    ) -> Claim | None:
+        """As the repository: marked in flight only when no earlier attempt left a route pending or in flight."""
+        claimed = self.claim(message_id, tenant, token, lease_seconds, wake)
+        if claimed is None:
+            return None
+        if claimed.in_flight is not None or claimed.pending is not None:
+            return Claim(message=claimed, marked=False)
+        marked = claimed.model_copy(update={"in_flight": route})
+        self.items[message_id] = marked
+        return Claim(message=marked, marked=True)
 
     def affinity(self, tenant: str, recipient: str) -> Affinity | None:
         return self.affinities.get((tenant, recipient))
@@ -280,6 +304,7 @@ class FakeMessages:
         events: list[TraceEvent],
         remember_affinity: bool,
         spam_history: KeptTexts | None = None,
+        counted_on: Instance | None = None,
     ) -> Message:
         stored = self._queued(message)
         sent = stored.model_copy(
@@ -310,6 +335,8 @@ class FakeMessages:
         if spam_history is not None:
             kept = spam_history
             self.spam_history.replace(kept.instance, kept.recipient, list(kept.texts), kept.expires_at)
+        if counted_on is not None:
+            self.counted.append(counted_on.name)  # joins the SENT record, as the repository's usage
         return sent
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
@@ -389,14 +416,17 @@ class FakeTickets:
 
 
 class FakeUsage:
-    """The send worker's `Usage`: records each outgoing count (instance name, when)."""
+    """The send worker's `Usage`: the metric of each sent message (instance name); the count
+    itself joins the SENT record (`FakeMessages.counted`)."""
 
     def __init__(self) -> None:
-        self.counted: list[tuple[str, object]] = []
+        self.sent_on: list[str] = []
 
-    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool:
-        self.counted.append((instance.name, when))
-        return True
+    def record(self, uow: UnitOfWork, instance: Instance, when: datetime) -> None:
+        raise AssertionError("the fake messages' SENT record counts the message itself")
+
+    def sent(self, instance: Instance) -> None:
+        self.sent_on.append(instance.name)
 
 
 class FakeUsageStore:

@@ -60,7 +60,7 @@ from switchboard.bootstrap.routing import (
     routing_repository,
     routing_service,
 )
-from switchboard.bootstrap.usage import usage_recorder
+from switchboard.bootstrap.usage import outgoing_usage, usage_recorder
 from switchboard.bootstrap.webhooks import accept_writes, event_handlers, ingest_service
 
 __all__ = [
@@ -105,6 +105,7 @@ __all__ = [
     "ops_api",
     "outbox_service",
     "outgoing_api",
+    "outgoing_usage",
     "overridden",
     "pool_api",
     "pool_service",

@@ -12,7 +12,7 @@ from switchboard.bootstrap.core import event_publisher, secrets, table
 from switchboard.bootstrap.pool import pool_repository, sending_config_source
 from switchboard.bootstrap.providers import provider_client
 from switchboard.bootstrap.quotas import daily_send_quota
-from switchboard.bootstrap.usage import usage_recorder
+from switchboard.bootstrap.usage import outgoing_usage
 from switchboard.core.queue import SqsQueue
 
 if TYPE_CHECKING:
@@ -29,9 +29,10 @@ if TYPE_CHECKING:
 
 @component
 def message_repository(c: Components) -> MessageRepository:
+    """The send worker's SENT transaction counts the message on its instance's usage."""
     from switchboard.messages.dynamo import MessageRepository
 
-    return MessageRepository(table(c))
+    return MessageRepository(table(c), usage=outgoing_usage(c))
 
 
 @component
@@ -109,7 +110,7 @@ def send_worker(c: Components) -> SendWorker:
             messages,
             notifier=status_changes(c),
             max_attempts=c.settings.send_max_attempts,
-            usage=usage_recorder(c),
+            usage=outgoing_usage(c),
             jobs=send_queue(c),
             health=health_watch(c),
         ),

@@ -8,12 +8,12 @@ from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import table
 
 if TYPE_CHECKING:
-    from switchboard.usage.service import IncomingUsage, UsageRecorder
+    from switchboard.usage.service import IncomingUsage, OutgoingUsage, UsageRecorder
 
 
 @component
 def usage_recorder(c: Components) -> UsageRecorder:
-    """The send worker calls `usage_recorder(c).record_outgoing(instance, when, message_id)`."""
+    """Replies call `usage_recorder(c).record_outgoing(instance, when, message_id)`; the API reads months."""
     from switchboard.usage.dynamo import UsageRepository
     from switchboard.usage.service import UsageRecorder
 
@@ -27,3 +27,12 @@ def incoming_usage(c: Components) -> IncomingUsage:
     from switchboard.usage.service import IncomingUsage
 
     return IncomingUsage(UsageRepository(table(c)))
+
+
+@component
+def outgoing_usage(c: Components) -> OutgoingUsage:
+    """The send worker counts each message in the transaction that records it SENT."""
+    from switchboard.usage.dynamo import UsageRepository
+    from switchboard.usage.service import OutgoingUsage
+
+    return OutgoingUsage(UsageRepository(table(c)))

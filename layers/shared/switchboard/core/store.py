@@ -22,6 +22,7 @@ optimistic lock, exact for integers too (its JSON parse yields an `int`).
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -525,7 +526,9 @@ class UnitOfWork:
 
     def commit(self, *, conflict_attempts: int = 1, conflict_pause_seconds: float = 0.02) -> None:
         """Write every joined operation or none. A cancellation by concurrent transactions on the
-        same items (nothing was written) is tried again, up to `conflict_attempts` times in all."""
+        same items (nothing was written) is tried again, up to `conflict_attempts` times in all,
+        after a pause growing with each attempt and jittered (writers that collided on a hot item
+        must not collide again in step); every attempt carries the unit's request token, if any."""
         if not self._joined:
             return
         attempt = 1
@@ -538,7 +541,7 @@ class UnitOfWork:
                     raise
                 codes = {reason.code for reason in reasons if reason is not None}
                 if CONFLICT in codes and CONDITION_FAILED not in codes and attempt < conflict_attempts:
-                    time.sleep(conflict_pause_seconds * attempt)
+                    time.sleep(conflict_pause_seconds * attempt * random.uniform(0.5, 1.5))
                     attempt += 1
                     continue
                 self._raise_refusal(reasons, error)
@@ -579,6 +582,8 @@ def cancellation_reasons(error: TransactWriteError) -> list[CancellationReason |
     return [None if code == "None" else CancellationReason(code=code) for code in codes]
 
 
-def unit_of_work() -> UnitOfWork:
-    """A new unit of work on the bound table, sending through the bound client."""
-    return UnitOfWork(TransactWrite(connection=_bound().connection))
+def unit_of_work(*, request_token: str | None = None) -> UnitOfWork:
+    """A new unit of work on the bound table, sending through the bound client. With
+    `request_token` (DynamoDB's ClientRequestToken, at most 36 characters) a commit that is sent
+    again within 10 minutes after it landed lands nothing more and answers as the first did."""
+    return UnitOfWork(TransactWrite(connection=_bound().connection, client_request_token=request_token))

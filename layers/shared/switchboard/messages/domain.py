@@ -128,6 +128,17 @@ class SendJob(Model):
     wake: str | None = None
 
 
+class Claim(Model):
+    """A message a send worker claimed, and whether the claim also recorded the worker's first
+    route in flight (`marked`). Unmarked: the message came back with a route pending or in flight
+    from an earlier attempt, which the claim left as they were for the plan to decide from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message: Message
+    marked: bool
+
+
 class SendOutcome(Model):
     """What the worker did with one job."""
 

@@ -16,12 +16,13 @@ Items (main table), one PynamoDB model each:
 - spam guard history (`SpamHistoryItem`): pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META`
   (see `spam_guard.py`), owned by `SpamHistoryRepository`.
 
-Per message the worker makes: the claim (one conditional `UpdateItem` that also returns the
-message), the affinity read (pool mode), the round-robin ticket (affinity miss), the spam guard's history
-(a guarded instance), the route in flight (before the provider call) and the outcome (SENT with
-affinity, index and the spam guard's history in one transaction). Every transition is conditional on
-the status and, while SENDING, on the claimant's lease token; a WAITING message is claimable
-only by the job carrying its `wake_token`.
+Per message the worker makes: the affinity read (pool mode), the round-robin ticket (affinity
+miss), the claim with the first route in flight (one conditional `UpdateItem` that also returns
+the message), the spam guard's history (a guarded instance), the route in flight of each later
+attempt (before its provider call) and the outcome (SENT with affinity, index, the spam guard's
+history and the instance's usage in one transaction). Every transition is conditional on the
+status and, while SENDING, on the claimant's lease token; a WAITING message is claimable only by
+the job carrying its `wake_token`.
 
 A transition is written from one description of what changes (`_Change`): the record it returns
 and the update it sends are both derived from it, so the two cannot drift apart.
@@ -29,11 +30,12 @@ and the update it sends are both derived from it, so the two cannot drift apart.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel
@@ -56,6 +58,7 @@ from switchboard.core.store import (
 )
 from switchboard.messages.domain import (
     RECEIPT_TRANSITIONS,
+    Claim,
     Message,
     MessageStatus,
     PendingRoute,
@@ -64,7 +67,13 @@ from switchboard.messages.domain import (
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity
 
-SENT_ATTEMPTS = 3
+if TYPE_CHECKING:
+    from switchboard.catalog.domain import Instance
+    from switchboard.messages.ports import Usage
+
+# A sent message's record must land: its transaction writes the instance's usage counter, which
+# every send through that instance writes, so concurrent sends collide on it now and then.
+SENT_ATTEMPTS = 5
 RECEIPT_FAILED = "provider_receipt_failed"
 
 
@@ -224,11 +233,14 @@ def _stored(value: Any) -> Any:
 
 
 class MessageRepository:
-    def __init__(self, table: Any, spam_history: SpamHistoryRepository | None = None) -> None:
+    def __init__(
+        self, table: Any, spam_history: SpamHistoryRepository | None = None, usage: Usage | None = None
+    ) -> None:
         """`table`: the composition root's table, whose building bound the item models. The spam guard's
-        history joins the SENT transaction through its own repository (on the same table)."""
+        history and (with `usage`) the instance's outgoing count join the SENT transaction."""
         self._table = table
         self._spam_history = spam_history or SpamHistoryRepository(table)
+        self._usage = usage
 
     # --- API side ----------------------------------------------------------------------------
 
@@ -264,21 +276,46 @@ class MessageRepository:
         another job.
         """
         now = utcnow()
-        claimable = (MessageItem.status == MessageStatus.QUEUED.value) | (
-            (MessageItem.status == MessageStatus.SENDING.value) & (MessageItem.lease_until < now)
-        )
-        if wake is not None:
-            claimable |= (MessageItem.status == MessageStatus.WAITING.value) & (MessageItem.wake_token == wake)
-        actions = [
-            MessageItem.status.set(MessageStatus.SENDING.value),
-            MessageItem.lease_token.set(token),
-            MessageItem.lease_until.set(now + timedelta(seconds=lease_seconds)),
-        ]
         try:
-            item = store.update(_message_item(message_id), actions, (MessageItem.tenant == tenant) & claimable)
+            item = store.update(
+                _message_item(message_id), _claiming(token, now, lease_seconds), _claimable(tenant, now, wake)
+            )
         except store.ConditionFailed:
             return None
         return _record(item)
+
+    def claim_in_flight(
+        self,
+        message_id: str,
+        tenant: str,
+        token: str,
+        lease_seconds: int,
+        *,
+        route: PendingRoute,
+        wake: str | None = None,
+    ) -> Claim | None:
+        """`claim`, recording `route` in flight in the same write (the worker calls it next, with
+        no write in between), when the message has no route pending or in flight from an earlier
+        attempt; such a message is claimed as `claim` does, those left as they were, unmarked:
+        the plan decides from them (a resend, the pending route first). One request, two for a
+        message that comes back that way.
+
+        None when the message is not claimable (see `claim`).
+        """
+        now = utcnow()
+        fresh = MessageItem.in_flight.does_not_exist() & MessageItem.pending.does_not_exist()
+        actions = [*_claiming(token, now, lease_seconds), MessageItem.in_flight.set(_stored(route))]
+        try:
+            item = store.update(
+                _message_item(message_id), actions, _claimable(tenant, now, wake) & fresh, return_old=True
+            )
+        except store.ConditionFailed as exc:
+            stored = exc.old(MessageItem)
+            if stored is not None and stored.in_flight is None and stored.pending is None:
+                return None  # refused for what `claim` refuses too
+            claimed = self.claim(message_id, tenant, token, lease_seconds, wake)
+            return None if claimed is None else Claim(message=claimed, marked=False)
+        return Claim(message=_record(item), marked=True)
 
     def affinity(self, tenant: str, recipient: str) -> Affinity | None:
         """The recipient's affinity and the numbers that heard from them, in one read."""
@@ -305,14 +342,18 @@ class MessageRepository:
         events: list[TraceEvent],
         remember_affinity: bool,
         spam_history: KeptTexts | None = None,
+        counted_on: Instance | None = None,
     ) -> Message:
-        """QUEUED -> SENT, the receipt index, (if `remember_affinity`) the affinity and (if given) the
-        spam guard's history, in one transaction: a send that is not ours to record (AlreadyFinal)
-        leaves no history either.
+        """QUEUED -> SENT, the receipt index, (if `remember_affinity`) the affinity, (if given) the
+        spam guard's history and one outgoing message on `counted_on`'s usage, in one transaction:
+        a send that is not ours to record (AlreadyFinal) leaves no history and counts nothing, and
+        one that is counts once, however often its job is delivered.
 
-        The message has left: a "TransactionConflict" (the recipient's affinity item written at
-        that moment by the acceptance of a message they sent) wrote nothing and is simply tried
-        again, rather than leaving a sent message to look interrupted.
+        The message has left: a "TransactionConflict" (the instance's usage counter written at
+        that moment by another send through it, the recipient's affinity item by the acceptance
+        of a message they sent) wrote nothing and is tried again, after a jittered pause, with the
+        same request token (a commit that landed unanswered is not applied twice), rather than
+        leaving a sent message to look interrupted.
 
         Raises AlreadyFinal when the message is no longer QUEUED (another delivery finished it).
         """
@@ -332,7 +373,7 @@ class MessageRepository:
             },
             events,
         )
-        uow = store.unit_of_work()
+        uow = store.unit_of_work(request_token=str(uuid.uuid4()))
         uow.update(
             _message_item(message.id),
             change.actions(),
@@ -355,6 +396,8 @@ class MessageRepository:
             )
         if spam_history is not None:
             self._spam_history.record_kept(uow, spam_history)
+        if counted_on is not None and self._usage is not None:
+            self._usage.record(uow, counted_on, now)
         uow.commit(conflict_attempts=SENT_ATTEMPTS)
         return change.applied_to(message)
 
@@ -450,6 +493,25 @@ def _outcome(fields: dict[str, Any], events: list[TraceEvent], *, count_attempt:
     return _Change(
         {**fields, "lease_token": None, "lease_until": None, "in_flight": None}, events, count_attempt=count_attempt
     )
+
+
+def _claimable(tenant: str, now: datetime, wake: str | None) -> Condition:
+    """QUEUED, SENDING under a lease run out, or WAITING for the job carrying `wake`; `tenant`'s."""
+    claimable = (MessageItem.status == MessageStatus.QUEUED.value) | (
+        (MessageItem.status == MessageStatus.SENDING.value) & (MessageItem.lease_until < now)
+    )
+    if wake is not None:
+        claimable |= (MessageItem.status == MessageStatus.WAITING.value) & (MessageItem.wake_token == wake)
+    ours: Condition = (MessageItem.tenant == tenant) & claimable
+    return ours
+
+
+def _claiming(token: str, now: datetime, lease_seconds: int) -> list[Action]:
+    return [
+        MessageItem.status.set(MessageStatus.SENDING.value),
+        MessageItem.lease_token.set(token),
+        MessageItem.lease_until.set(now + timedelta(seconds=lease_seconds)),
+    ]
 
 
 def _held(message: Message) -> Condition:

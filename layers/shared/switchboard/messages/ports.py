@@ -7,12 +7,13 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from switchboard.messages.domain import Message, PendingRoute, TraceEvent
+from switchboard.messages.domain import Claim, Message, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts
 from switchboard.pool.domain import Affinity
 
 if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
+    from switchboard.core.store import UnitOfWork
     from switchboard.pool.domain import NumberRoutes, SendingConfig, Ticket
     from switchboard.providers.base import ProviderTarget, SentMessage
 
@@ -25,6 +26,17 @@ class Messages(Protocol):
     def claim(
         self, message_id: str, tenant: str, token: str, lease_seconds: int, wake: str | None = None
     ) -> Message | None: ...
+
+    def claim_in_flight(
+        self,
+        message_id: str,
+        tenant: str,
+        token: str,
+        lease_seconds: int,
+        *,
+        route: PendingRoute,
+        wake: str | None = None,
+    ) -> Claim | None: ...
 
     def affinity(self, tenant: str, recipient: str) -> Affinity | None: ...
 
@@ -40,6 +52,7 @@ class Messages(Protocol):
         events: list[TraceEvent],
         remember_affinity: bool,
         spam_history: KeptTexts | None = None,
+        counted_on: Instance | None = None,
     ) -> Message: ...
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message: ...
@@ -92,9 +105,12 @@ class TextSender(Protocol):
 
 
 class Usage(Protocol):
-    """Messages out per instance (`switchboard.usage`)."""
+    """Messages out per instance (`switchboard.usage.service.OutgoingUsage`): counted by a write
+    joining the transaction that records the message SENT, its metric once that committed."""
 
-    def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool: ...
+    def record(self, uow: UnitOfWork, instance: Instance, when: datetime) -> None: ...
+
+    def sent(self, instance: Instance) -> None: ...
 
 
 class HealthReason(Protocol):

@@ -5,9 +5,10 @@ count belongs to the owner tag in force when it was counted, so changing an inst
 nothing already counted (the next count starts the new tag's item). GSI1
 `USAGE#<owner_tag>#<yyyy-mm>` lists a tenant's month (one partition per tenant and month, so
 no single hot index key). A message received in a provider event is counted in the transaction
-that accepts the event (`record_incoming`), so it commits exactly once with it; any other count
-tied to an id (an outbox entry, a sent message) is written together with a marker
-(`USAGEMARK#<direction>#<id>`) in one transaction, so a re-applied effect never counts twice.
+that accepts the event (`record_incoming`), a message sent by the send worker in the transaction
+that records it SENT (`record_outgoing`), so each commits exactly once with it; any other count
+tied to an id (an outbox entry) is written together with a marker (`USAGEMARK#<direction>#<id>`)
+in one transaction, so a re-applied effect never counts twice.
 """
 
 from __future__ import annotations
@@ -84,6 +85,13 @@ class UsageRepository:
     def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date) -> None:
         """One incoming message, counted by the transaction that accepts its provider event."""
         day_item, actions = self._counter(instance, day, "in")
+        uow.update(day_item, actions)
+
+    def record_outgoing(self, uow: UnitOfWork, instance: Instance, day: date) -> None:
+        """One message sent through `instance`, counted by the transaction that records it SENT
+        (conditional on the sender's claim, so it commits once per message). The item is hot
+        (every send through the instance writes it): that transaction retries a conflict."""
+        day_item, actions = self._counter(instance, day, "out")
         uow.update(day_item, actions)
 
     @staticmethod

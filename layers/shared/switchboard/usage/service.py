@@ -28,6 +28,10 @@ class IncomingCounts(Protocol):
     def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date) -> None: ...
 
 
+class OutgoingCounts(Protocol):
+    def record_outgoing(self, uow: UnitOfWork, instance: Instance, day: date) -> None: ...
+
+
 class InstanceUsage(Model):
     tenant: str
     instance: str
@@ -57,7 +61,8 @@ class UsageRecorder:
         self._clock = clock
 
     def record_outgoing(self, instance: Instance, when: datetime, message_id: str | None = None) -> bool:
-        """Count one message sent through `instance` (once per `message_id` when given)."""
+        """Count one message sent through `instance` (once per `message_id` when given) in a write
+        of its own: for a sender whose send is recorded by no transaction of its own (a reply)."""
         counted = self._store.add(instance, when.astimezone(UTC).date(), "out", message_id, self._clock())
         if counted:
             count_metric("MessagesSent", instance.key)
@@ -106,3 +111,18 @@ class IncomingUsage:
 
     def received(self, event: ProviderEvent) -> None:
         count_metric("MessagesReceived", event.instance.key)
+
+
+class OutgoingUsage:
+    """Messages the send worker sent: each is counted by a write joining the transaction that
+    records it SENT, which is conditional on the worker's claim, so it counts exactly once with
+    it (no marker, no request of its own); the metric follows once that transaction committed."""
+
+    def __init__(self, counts: OutgoingCounts) -> None:
+        self._counts = counts
+
+    def record(self, uow: UnitOfWork, instance: Instance, when: datetime) -> None:
+        self._counts.record_outgoing(uow, instance, when.astimezone(UTC).date())
+
+    def sent(self, instance: Instance) -> None:
+        count_metric("MessagesSent", instance.key)

@@ -8,7 +8,10 @@
 - pacing (`health/pacing.py`): a number over its pacing is passed over; the hold that frees up
   soonest is kept, for the message to come back then.
 
-Each skip is traced when its route comes up, so the trace keeps the order of the attempts.
+Each skip is traced when its route comes up, so the trace keeps the order of the attempts. The
+gates open before the message is claimed (`first_open` names the route the claim marks in flight);
+the spam guard, which needs the stored text, and pacing, which spends a number's budget, are asked
+after it, as each route comes up.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from switchboard.pool.domain import known_to
 if TYPE_CHECKING:
     from switchboard.messages.domain import Message, PendingRoute, TraceEvent
     from switchboard.messages.ports import Hold, InstanceHealth, Pacing, Watch
-    from switchboard.messages.sending.plan import Plan
+    from switchboard.messages.sending.plan import Draft, Plan
     from switchboard.messages.spam_guard import KeptTexts
     from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
 
@@ -45,7 +48,7 @@ class Gates:
         self._pacer = pacer
         self._clock = clock
 
-    def open(self, plan: Plan) -> MessageGates:
+    def open(self, plan: Draft | Plan) -> MessageGates:
         """The gates of one message: the health of every instance its plan may use, read once."""
         health = self._health_gate(plan.config, plan.selection.numbers, plan.affinity)
         pace = PaceRecord(plan.config, plan.affinity, self._clock())
@@ -92,6 +95,18 @@ class MessageGates:
     def held(self) -> Hold | None:
         """The pacing hold that frees up soonest among the numbers pacing passed over."""
         return self._pace.held
+
+    def first_open(self, numbers: list[NumberRoutes]) -> tuple[NumberRoutes, Route] | None:
+        """The route a message with no route pending tries first, as far as the ban watch decides
+        (nothing traced, nothing spent): the one its claim records in flight. None when no route
+        is open (nothing is marked)."""
+        for number in numbers:
+            if not number.connected:
+                continue
+            for route in number.routes:
+                if self._health is None or self._health.holds(number, route) is None:
+                    return number, route
+        return None
 
     def routes(self, number: NumberRoutes, message: Message, events: list[TraceEvent]) -> Iterator[Route]:
         """The number's routes in order (the pending route first) that may send `message`."""

@@ -1,7 +1,7 @@
 """How a send ends: each outcome is one conditional write, then the client is told (best effort).
 
-- SENT (with affinity, receipt index and the spam guard's history in one transaction), counted on
-  the instance's usage and by the ban watch;
+- SENT (with affinity, receipt index, the spam guard's history and the instance's usage in one
+  transaction), then counted by the ban watch;
 - FAILED, with the reason;
 - `RetryLater` after a transient provider failure (the job goes back to SQS with backoff); a
   timeout is ambiguous (the message may have left): the retry goes to the same route first where
@@ -105,6 +105,7 @@ class Outcomes:
                 events=events,
                 remember_affinity=remember_affinity,
                 spam_history=spam_history,
+                counted_on=route.source,
             )
         except AlreadyFinal:
             logger.warning("message finished by another delivery meanwhile", extra={"message_id": message.id})
@@ -114,7 +115,8 @@ class Outcomes:
             extra={"message_id": message.id, "source_number": number.digits, "instance": route.instance},
         )
         metrics.add_metric(name="MessagesSent", unit="Count", value=1)
-        self._count_usage(route, sent)
+        if self._usage is not None and route.source is not None:
+            self._usage.sent(route.source)
         self._observe_sent(route, sent)
         self._notify(sent, config)
         return SendOutcome(
@@ -264,16 +266,6 @@ class Outcomes:
         if first:
             self._notify(waiting, config)
         return SendOutcome(message_id=message.id, status=MessageStatus.WAITING)
-
-    def _count_usage(self, route: Route, message: Message) -> None:
-        """One outgoing message on the instance's usage. SENT happens once per message,
-        so no dedupe marker is needed; a failure is logged and never fails the send."""
-        if self._usage is None or route.source is None or message.sent_at is None:
-            return
-        try:
-            self._usage.record_outgoing(route.source, message.sent_at)
-        except Exception:
-            logger.exception("outgoing usage not counted", extra={"message_id": message.id})
 
     def _observe_sent(self, route: Route, message: Message) -> None:
         if self._health is None or route.source is None:

@@ -1,10 +1,13 @@
-"""The plan of one claimed message: its key's configuration, whether it may be sent at all, and
-the numbers to try in order.
+"""The plan of one message, in two steps: what the job decides before the claim (`draft`), then
+what the claimed message decides (`complete`).
 
-The recipient's affinity, else a round-robin ticket, orders the numbers (`pool.domain.plan_numbers`).
-A route a dead worker left in flight becomes the message's pending route, unless a resend through
-it could make a second copy (then the message ends `ambiguous_outcome` unsent); the pending route's
-number goes first. A message past its `expires_at` (and with no pending route) is not tried.
+- `draft`, from the job alone: the key's configuration and the numbers in order. The
+  recipient's affinity, else a round-robin ticket, orders them (`pool.domain.plan_numbers`); the
+  worker claims the message with the first route it would try already in flight.
+- `complete`, from the claimed message: a route a dead worker left in flight becomes the
+  message's pending route, unless a resend through it could make a second copy (then the message
+  ends `ambiguous_outcome` unsent); the pending route's number goes first. A message past its
+  `expires_at` (and with no pending route) is not tried.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import NotFound
 from switchboard.core.observability import logger
-from switchboard.messages.domain import EXPIRED, Message, PendingRoute, SendJob, TraceEvent
+from switchboard.messages.domain import EXPIRED, Claim, Message, PendingRoute, SendJob, TraceEvent
 from switchboard.pool.domain import plan_numbers
 from switchboard.providers.kinds import spec_for
 
@@ -27,6 +30,17 @@ if TYPE_CHECKING:
 
 AMBIGUOUS_OUTCOME = "ambiguous_outcome"
 API_KEY_REVOKED = "api_key_revoked"
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What the job alone decides: the key's configuration, the recipient's affinity, the numbers
+    in order, and the trace begun."""
+
+    config: SendingConfig
+    affinity: Affinity | None
+    selection: NumberPlan
+    events: list[TraceEvent]
 
 
 @dataclass(frozen=True)
@@ -65,23 +79,24 @@ class Planner:
         self._tickets = tickets
         self._clock = clock
 
-    def plan(self, job: SendJob, message: Message) -> Plan | Unsendable:
+    def draft(self, job: SendJob) -> Draft | Unsendable:
         """The key's configuration (one read, cached per container), the recipient's affinity in
         pool mode (one read) and, when affinity does not decide, a round-robin ticket."""
         try:
             config = self._configs.get(job.tenant, job.api_key_id)
         except NotFound:
             return Unsendable(None, API_KEY_REVOKED, [])
-        checked = self._sendable(message, config)
+        affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
+        selection = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
+        return Draft(config, affinity, selection, [TraceEvent(stage="pool.number.resolved", data=selection.resolved)])
+
+    def complete(self, draft: Draft, claim: Claim) -> Plan | Unsendable:
+        """The plan for the claimed message, or why it must not be sent at all."""
+        checked = self._sendable(claim, draft.config)
         if isinstance(checked, Unsendable):
             return checked
-        message = checked
-        affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
-        events: list[TraceEvent] = []
-        selection = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
-        events.append(TraceEvent(stage="pool.number.resolved", data=selection.resolved))
-        numbers = _pending_first(selection.numbers, message, events)
-        return Plan(config, message, affinity, selection, numbers, events)
+        numbers = _pending_first(draft.selection.numbers, checked, draft.events)
+        return Plan(draft.config, checked, draft.affinity, draft.selection, numbers, draft.events)
 
     def config_if_readable(self, job: SendJob) -> SendingConfig | None:
         """The key's configuration, so a failure after an unexpected error still reaches the
@@ -92,10 +107,12 @@ class Planner:
             logger.warning("sending configuration unreadable", extra={"message_id": job.message_id})
             return None
 
-    def _sendable(self, message: Message, config: SendingConfig) -> Message | Unsendable:
+    def _sendable(self, claim: Claim, config: SendingConfig) -> Message | Unsendable:
         """The message to send (with the route a dead worker left in flight as its pending
-        route), or why it must not be sent at all."""
-        if message.in_flight is not None:
+        route), or why it must not be sent at all. A route the claim itself marked in flight is
+        this worker's, about to be called: nothing was sent through it yet."""
+        message = claim.message
+        if message.in_flight is not None and not claim.marked:
             # The worker that held it died mid-send: the message may have left through that
             # route, so it is resent only where a resend cannot make a copy (or the key accepts one).
             if not may_resend(message.in_flight.kind, config):

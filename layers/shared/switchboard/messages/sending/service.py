@@ -1,12 +1,16 @@
-"""The send worker's use case: claim the message, then plan -> gates -> attempt -> outcome.
+"""The send worker's use case: plan -> gates -> claim -> attempt -> outcome.
 
-Per job: claim the message (QUEUED -> SENDING under a lease, one conditional write that also
-reads it): a message already final, or held by another worker, is skipped, so neither a
-redelivered nor a concurrently delivered job sends twice. Then:
+Per job:
 
-- `plan`: the key's configuration, whether the message may be sent at all, the numbers in order;
+- `plan`, from the job: the key's configuration and the numbers in order (`Planner.draft`);
+- `gates` open: the ban watch names the route the message would try first;
+- claim the message (QUEUED -> SENDING under a lease, with that route in flight: one conditional
+  write that also reads it): a message already final, or held by another worker, is skipped, so
+  neither a redelivered nor a concurrently delivered job sends twice; then the plan completes
+  from the stored message (a route left pending or in flight, the validity);
 - `gates`: per number and route, the ban watch, the spam guard and pacing pass it over or let it try;
-- `attempt`: the route records itself in flight and calls the provider; a refusal, a throttle or
+- `attempt`: the route records itself in flight (the first one already is, by the claim) and
+  calls the provider; a refusal, a throttle or
   a disconnected instance moves on to the next instance, then the next number (each skip in the
   trace), a transient failure ends the loop;
 - `outcome`: SENT, FAILED, retried later, back to QUEUED (paced) or WAITING, each one conditional
@@ -22,18 +26,19 @@ from pydantic import ValidationError
 from switchboard.core.clock import new_id
 from switchboard.core.errors import NotFound, ProviderThrottled, RetryLater
 from switchboard.core.observability import logger, metrics
-from switchboard.messages.domain import Message, MessageStatus, SendJob, SendOutcome
+from switchboard.messages.domain import Claim, MessageStatus, SendJob, SendOutcome
 from switchboard.messages.sending.attempt import Lost, Refused, Sent, Throttled, Transient
 from switchboard.messages.sending.plan import Unsendable
-from switchboard.messages.sending.trace import skip
+from switchboard.messages.sending.trace import pending_route, skip
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Backoff
     from switchboard.messages.ports import Messages
     from switchboard.messages.sending.attempt import Attempts
-    from switchboard.messages.sending.gates import Gates
+    from switchboard.messages.sending.gates import Gates, MessageGates
     from switchboard.messages.sending.outcome import Outcomes
-    from switchboard.messages.sending.plan import Planner
+    from switchboard.messages.sending.plan import Draft, Planner
+    from switchboard.pool.domain import NumberRoutes, Route
 
 INTERNAL_ERROR = "internal_error"
 # Longer than one invocation (30 s), shorter than SendQueue's visibility (180 s): a crashed
@@ -56,15 +61,23 @@ class SendingService:
 
         Raises RetryLater (with `delay`) on a transient provider failure before the last attempt.
         """
-        message = self._messages.claim(job.message_id, job.tenant, new_id("lease"), LEASE_SECONDS, job.wake)
-        if message is None:
+        draft, gates = self._prepare(job, attempt)
+        planned = None if isinstance(draft, Unsendable) else draft
+        first = gates.first_open(planned.selection.numbers) if planned is not None and gates is not None else None
+        claim = self._claim(job, first)
+        if claim is None:
             if job.wake is not None and self._woken_early(job):
                 raise RetryLater("the message is not yet recorded WAITING", delay=LEASE_SECONDS)
             logger.info("send skipped: message final or held by another worker", extra={"message_id": job.message_id})
             metrics.add_metric(name="SendSkipped", unit="Count", value=1)
             return self._outcomes.skipped(job.message_id)
+        message = claim.message
+        if isinstance(draft, Unsendable):
+            return self._outcomes.failed(message, draft.config, draft.reason, draft.events)
+        if draft is None or gates is None:
+            return self._outcomes.failed(message, self._planner.config_if_readable(job), INTERNAL_ERROR, [])
         try:
-            return self._send_claimed(job, message, attempt)
+            return self._send_claimed(job, draft, gates, claim, attempt)
         except RetryLater:
             raise
         except Exception:
@@ -75,12 +88,39 @@ class SendingService:
             logger.exception("send failed on its last attempt", extra={"message_id": message.id})
             return self._outcomes.failed(message, self._planner.config_if_readable(job), INTERNAL_ERROR, [])
 
-    def _send_claimed(self, job: SendJob, message: Message, attempt: int) -> SendOutcome:
-        plan = self._planner.plan(job, message)
+    def _prepare(self, job: SendJob, attempt: int) -> tuple[Draft | Unsendable | None, MessageGates | None]:
+        """The plan as far as the job decides it and the gates opened on it, before the claim (a
+        revoked key: why the claimed message ends FAILED, no gates). An unexpected error is raised
+        for SQS to retry the job, as after the claim; on the last attempt it is logged and there
+        is no plan, for the claimed message to end FAILED `internal_error`."""
+        try:
+            draft = self._planner.draft(job)
+            if isinstance(draft, Unsendable):
+                return draft, None
+            return draft, self._gates.open(draft)
+        except Exception:
+            if self._outcomes.retries_left(attempt):
+                raise
+            logger.exception("send not planned on its last attempt", extra={"message_id": job.message_id})
+            return None, None
+
+    def _claim(self, job: SendJob, first: tuple[NumberRoutes, Route] | None) -> Claim | None:
+        """The claim, with the route the message tries first in flight when there is one: the
+        attempt through it then writes nothing before calling the provider."""
+        token = new_id("lease")
+        if first is not None:
+            route = pending_route(*first)
+            return self._messages.claim_in_flight(
+                job.message_id, job.tenant, token, LEASE_SECONDS, route=route, wake=job.wake
+            )
+        message = self._messages.claim(job.message_id, job.tenant, token, LEASE_SECONDS, job.wake)
+        return None if message is None else Claim(message=message, marked=False)
+
+    def _send_claimed(self, job: SendJob, draft: Draft, gates: MessageGates, claim: Claim, attempt: int) -> SendOutcome:
+        plan = self._planner.complete(draft, claim)
         if isinstance(plan, Unsendable):
-            return self._outcomes.failed(message, plan.config, plan.reason, plan.events)
+            return self._outcomes.failed(claim.message, plan.config, plan.reason, plan.events)
         message, config, events = plan.message, plan.config, plan.events
-        gates = self._gates.open(plan)
         refusal: str | None = None
         throttled: ProviderThrottled | None = None
         for number in plan.numbers:
