@@ -156,7 +156,7 @@ def test_concurrent_workers_keep_the_spread_and_never_send_a_message_twice(serve
     assert all(share - 1 <= count <= share + 1 for count in spread.values()), spread
     assert sorted(sent.key for sent in provider.sent) == [job.message_id for job in jobs]
     # Counted by the SENT transactions, once each however they collided on the counters.
-    usage = UsageRepository(table).month("acme", datetime.now(UTC).strftime("%Y-%m"))  # the tenant's tag
+    usage = UsageRepository(bootstrap.table()).month("acme", datetime.now(UTC).strftime("%Y-%m"))  # the tenant's tag
     counted = Counter({day.instance: 0 for day in usage})
     for day in usage:
         counted[day.instance] += day.messages_out
