@@ -23,11 +23,11 @@ from switchboard.messages.dynamo import MessageItem, MessageRepository
 from switchboard.messages.sending import SendingService
 from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import SendingConfigSource
-from tests.support import builders
-from tests.support.aws import REGION, AwsResources
-from tests.support.fakes import FakeNotifier, FakeProvider, FakeSecrets
-from tests.support.pool import NUMBERS
 from tests.support.sending import sending_service
+from tools.support import builders
+from tools.support.aws import REGION, AwsResources
+from tools.support.fakes import FakeNotifier, FakeProvider, FakeSecrets
+from tools.support.pool import NUMBERS
 
 WORKERS = 3
 # Enough for every worker to take many batches and interleave its tickets with the others'.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-from tests.support.downstream import FakeDownstream
+from tools.support.downstream import FakeDownstream
 
 ORIGIN = "http://127.0.0.1:9303"
 ACCOUNT = "/api/v1/accounts/4"

@@ -11,7 +11,7 @@ from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import Message
 
 from devstack.aws_endpoint import AwsEndpoint
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 
 @pytest.fixture
