@@ -20,6 +20,11 @@ $(STAMP): requirements-dev.txt layers/shared/requirements.txt
 local: $(STAMP)
 	$(PY) -m devstack
 
+# The test runs keep bytecode, whatever the shell says: with PYTHONDONTWRITEBYTECODE set, every run
+# compiles the layer, devstack and the tests again and pytest rewrites every test module's asserts
+# again, each xdist worker on its own (about half of a unit run's collection).
+test unit: export PYTHONDONTWRITEBYTECODE :=
+
 ## Every check CI runs: lint, format, types, template lint, tests (one pytest worker per core; a
 ## test file stays on one worker, so its module fixtures start once).
 test: lint typecheck chromium

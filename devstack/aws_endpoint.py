@@ -157,7 +157,7 @@ def _has_messages(body: bytes) -> bool:
 def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
     instance: Any = object.__new__(cls)
     if cls.__module__.startswith(TRACKED_MODULES):
-        cls.instances_tracked.append(instance)  # type: ignore[attr-defined]
+        cls.instances_tracked.append(instance)  # type: ignore[attr-defined]  # the list moto's metaclass gives each model class
     return instance
 
 
@@ -166,11 +166,11 @@ TRACKED_MODULES = ("moto.s3.",)
 
 def forget_model_instances() -> None:
     """moto's models are no longer kept once created, but S3's (once per process; idempotent)."""
-    BaseModel.__new__ = _untracked_new  # type: ignore[method-assign]
+    BaseModel.__new__ = _untracked_new  # type: ignore[method-assign]  # moto's constructor swapped on purpose
     for models in model_data.values():  # what was tracked before goes too
         for model in models.values():
             if not model.__module__.startswith(TRACKED_MODULES):
-                model.instances_tracked = []  # type: ignore[attr-defined]
+                model.instances_tracked = []  # type: ignore[attr-defined]  # the list moto's metaclass gives each model class
 
 
 class AwsEndpoint:

@@ -6,7 +6,7 @@ every table and queue of the template; `served_aws` is the same on a real (seria
 server, for tests with threads. `client` runs requests through the same route table, authorizer
 and handlers API Gateway would use. `simulator` is one provider simulator per test module and
 `control` its `/_sim` control API, reset after each test. The helpers these fixtures return are
-in tests/support.
+in tools/support (the benchmarks and the soak build the same worlds).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.core.bus import EventPublisher
-from tests.support.api import SECRET_WATCH, Client, TenantKeys, new_platform_key, new_tenant
-from tests.support.aws import AwsResources, create_template_resources, fake_aws_environment
-from tests.support.connections import SIM_ADMIN_TOKEN
-from tests.support.provider_webhooks import Catalog, build_catalog
+from tools.support.api import SECRET_WATCH, Client, TenantKeys, new_platform_key, new_tenant
+from tools.support.aws import AwsResources, create_template_resources, fake_aws_environment
+from tools.support.connections import SIM_ADMIN_TOKEN
+from tools.support.provider_webhooks import Catalog, build_catalog
 
 
 @pytest.fixture(autouse=True)

@@ -23,6 +23,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 
 import httpx
 
@@ -68,7 +69,10 @@ class WebhookDispatcher:
         retry_base_delay: float,
         max_attempts: int,
         transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """`clock` gives the epoch seconds each attempt is signed at (the retries still wait in real time)."""
+        self._clock = clock
         self._retry_base_delay = retry_base_delay
         self._max_attempts = max_attempts
         self._client = httpx.Client(
@@ -117,7 +121,7 @@ class WebhookDispatcher:
             self._deliver(generation, delivery)
 
     def _deliver(self, generation: int, delivery: Delivery) -> None:
-        first_posted = int(time.time())
+        first_posted = int(self._clock())
         for attempt in range(self._max_attempts):
             if self._closed.is_set() or generation != self._generation:
                 return
@@ -129,7 +133,7 @@ class WebhookDispatcher:
 
     def _post(self, delivery: Delivery, first_posted: int) -> bool:
         """One attempt; True when done (accepted, or refused in a way its server does not retry)."""
-        headers = signed_headers(delivery, int(time.time()), first_posted)
+        headers = signed_headers(delivery, int(self._clock()), first_posted)
         try:
             response = self._client.post(delivery.url, content=delivery.body, headers=headers)
         except httpx.HTTPError as exc:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
-from tests.support.api import Client, TenantKeys
-from tests.support.connections import Connection, register_connection
+from tools.support.api import Client, TenantKeys
+from tools.support.connections import Connection, register_connection
 
 
 @pytest.fixture

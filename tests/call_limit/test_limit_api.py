@@ -18,8 +18,8 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.call_limit.dynamo import line_key
 from switchboard.call_limit.service import snapshot_of_status
-from tests.support.api import Client, TenantKeys
-from tests.support.connections import MAX_VERSION, Connection, deliver, emitted, register_connection
+from tools.support.api import Client, TenantKeys
+from tools.support.connections import MAX_VERSION, Connection, deliver, emitted, register_connection
 
 BIG_VERSIONS = [0, 9007199254740993, MAX_VERSION]
 

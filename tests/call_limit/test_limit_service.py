@@ -20,8 +20,8 @@ from switchboard.core.errors import (
     UnsupportedByProvider,
 )
 from switchboard.providers.base import Capabilities
-from tests.support.builders import admin, instance, provider_event
-from tests.support.fakes import (
+from tools.support.builders import admin, instance, provider_event
+from tools.support.fakes import (
     ALL_CALLS,
     FakeAudit,
     FakeCatalog,

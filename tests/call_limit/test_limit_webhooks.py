@@ -12,8 +12,8 @@ from typing import Any
 
 from devstack.apigw import HttpResponse
 from devstack.simulator import Simulator, SimulatorControl, signature_header
-from tests.support.api import Client
-from tests.support.connections import MAX_VERSION, PROVIDER_SECRET, Connection, emitted, register_connection
+from tools.support.api import Client
+from tools.support.connections import MAX_VERSION, PROVIDER_SECRET, Connection, emitted, register_connection
 
 
 def post_envelope(

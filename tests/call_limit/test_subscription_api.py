@@ -14,8 +14,8 @@ import httpx
 from devstack.apigw import HttpResponse
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from tests.support.api import Client, TenantKeys
-from tests.support.connections import Connection, register_connection
+from tools.support.api import Client, TenantKeys
+from tools.support.connections import Connection, register_connection
 
 # Deliveries to HOOK fail fast: nothing listens on port 9.
 HOOK = "http://127.0.0.1:9/hooks/calls"

@@ -13,7 +13,7 @@ from switchboard.call_limit.domain import Snapshot
 from switchboard.call_limit.dynamo import LineRepository, line_key
 from switchboard.calls.domain import Attachment, DialAttempt, StaleRecord, new_record
 from switchboard.calls.dynamo import AttachmentRepository, CallRepository, ReconcileGate, call_key
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 ATTEMPT = DialAttempt(
     id="res_1", tenant="acme", instance="acme-main", attendant="ana", to="5511977776666", created_at="2026-12-01"

@@ -14,10 +14,10 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.core.errors import IdempotencyKeyReused, InstanceDisconnected, LineBusy
 from switchboard.core.identity import Scope
-from tests.support.api import Client
-from tests.support.aws import AwsResources
-from tests.support.builders import admin, agent
-from tests.support.connections import around_dial, call_events, deliver, register, set_connected
+from tools.support.api import Client
+from tools.support.aws import AwsResources
+from tools.support.builders import admin, agent
+from tools.support.connections import around_dial, call_events, deliver, register, set_connected
 
 PEER = "5511988887777"
 

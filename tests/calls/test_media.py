@@ -15,10 +15,10 @@ from switchboard import bootstrap
 from switchboard.catalog.domain import Instance
 from switchboard.core.identity import Scope
 from switchboard.providers.evolution import EvolutionClient
-from tests.support.api import Client
-from tests.support.aws import AwsResources
-from tests.support.builders import admin
-from tests.support.connections import Connection, call_events, deliver, register
+from tools.support.api import Client
+from tools.support.aws import AwsResources
+from tools.support.builders import admin
+from tools.support.connections import Connection, call_events, deliver, register
 
 CALLER = "5511955554444"
 

@@ -35,9 +35,9 @@ from switchboard.calls.service import CallService
 from switchboard.connection_state.domain import Check
 from switchboard.core.errors import LineBusy
 from switchboard.providers.base import Capabilities, DialResult, ProviderCall, ProviderTarget
-from tests.support.aws import AwsResources
-from tests.support.builders import agent, instance, provider_event
-from tests.support.fakes import FakeCatalog, FakeReconcileQueue, FakeTargets
+from tools.support.aws import AwsResources
+from tools.support.builders import agent, instance, provider_event
+from tools.support.fakes import FakeCatalog, FakeReconcileQueue, FakeTargets
 
 LIMIT = 2
 KEYS = ("k0", "k1")

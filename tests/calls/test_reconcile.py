@@ -29,12 +29,12 @@ from switchboard.core.errors import RateLimited
 from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
 from switchboard.providers.base import ProviderCall
-from tests.support.api import Client
-from tests.support.aws import AwsResources
-from tests.support.builders import admin, agent, instance
-from tests.support.connections import call_events, deliver, register
-from tests.support.sqs import sqs_record
 from tests.support.threads import at_once
+from tools.support.api import Client
+from tools.support.aws import AwsResources
+from tools.support.builders import admin, agent, instance
+from tools.support.connections import call_events, deliver, register
+from tools.support.sqs import sqs_record
 
 CALLER = "5511955554444"
 

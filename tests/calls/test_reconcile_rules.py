@@ -21,8 +21,8 @@ from switchboard.catalog.events import ProviderEvent
 from switchboard.connection_state.domain import Check
 from switchboard.core.errors import ProviderUnavailable
 from switchboard.providers.base import InstanceStatus
-from tests.support.builders import instance, provider_event
-from tests.support.fakes import FakeCatalog, FakeReconcileQueue
+from tools.support.builders import instance, provider_event
+from tools.support.fakes import FakeCatalog, FakeReconcileQueue
 
 
 def test_ten_thousand_instances_fan_out_in_one_thousand_batches_of_ten() -> None:

@@ -21,11 +21,11 @@ from switchboard.call_limit.dynamo import line_key
 from switchboard.calls.dialing import DialOutcome, DialService
 from switchboard.calls.domain import DialAttempt
 from switchboard.calls.dynamo import CallRepository, call_key
-from tests.support.aws import AwsResources
-from tests.support.builders import agent
-from tests.support.connections import Connection, Replica, call_events, deliver, register
-from tests.support.fakes import FakeReconcileQueue
 from tests.support.threads import at_once
+from tools.support.aws import AwsResources
+from tools.support.builders import agent
+from tools.support.connections import Connection, Replica, call_events, deliver, register
+from tools.support.fakes import FakeReconcileQueue
 
 PEER = "5511977776666"
 

@@ -23,9 +23,9 @@ from switchboard.calls.service import CallService
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import CallEnded, CallOwned, Forbidden, LineBusy
-from tests.support.aws import AwsResources
-from tests.support.builders import admin, agent, instance, provider_event
-from tests.support.connections import around_dial, call_events, deliver, register
+from tools.support.aws import AwsResources
+from tools.support.builders import admin, agent, instance, provider_event
+from tools.support.connections import around_dial, call_events, deliver, register
 
 CALLER = "5511955554444"
 

@@ -15,11 +15,11 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.calls.domain import DialAttempt, reservation_id
 from switchboard.core.errors import CallOwned, LineBusy
-from tests.support.aws import AwsResources
-from tests.support.builders import agent
-from tests.support.connections import Replica, call_events, deliver, register
-from tests.support.fakes import FakeReconcileQueue
 from tests.support.threads import at_once
+from tools.support.aws import AwsResources
+from tools.support.builders import agent
+from tools.support.connections import Replica, call_events, deliver, register
+from tools.support.fakes import FakeReconcileQueue
 
 
 def race(count: int, work: Callable[[int, Replica], Any]) -> list[Any]:

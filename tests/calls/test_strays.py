@@ -16,9 +16,9 @@ from switchboard.call_limit.dynamo import line_key
 from switchboard.calls.domain import DialAttempt, occupant_value, reservation_id
 from switchboard.calls.reconcile import REDIAL_WINDOW
 from switchboard.core.errors import LineBusy
-from tests.support.aws import AwsResources
-from tests.support.builders import agent
-from tests.support.connections import Connection, call_events, deliver, register
+from tools.support.aws import AwsResources
+from tools.support.builders import agent
+from tools.support.connections import Connection, call_events, deliver, register
 
 PEER = "5511977776666"
 CALLER = "5511955554444"

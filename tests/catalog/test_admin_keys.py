@@ -16,10 +16,10 @@ from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import LastAdminKey
 from switchboard.core.identity import Scope
 from switchboard.core.settings import get_settings
-from tests.support.api import Client, TenantKeys
-from tests.support.aws import REGION, AwsResources
-from tests.support.builders import admin
 from tests.support.threads import at_once
+from tools.support.api import Client, TenantKeys
+from tools.support.aws import REGION, AwsResources
+from tools.support.builders import admin
 
 ROUNDS = 10
 

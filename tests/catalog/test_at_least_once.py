@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from switchboard import bootstrap
-from tests.support.api import Client
+from tools.support.api import Client
 
 
 def send_key(client: Client, admin: str, **fields: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.api import Client
+from tools.support.api import Client
 
 
 def test_a_provider_registered_without_a_name_is_named_by_its_host(client: Client, make_tenant: Any) -> None:

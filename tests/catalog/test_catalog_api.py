@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from switchboard import bootstrap
-from tests.support.api import Client, TenantKeys
-from tests.support.provider_webhooks import build_catalog
+from tools.support.api import Client, TenantKeys
+from tools.support.provider_webhooks import build_catalog
 
 
 def setup_catalog(client: Client, tenant: TenantKeys) -> dict[str, Any]:

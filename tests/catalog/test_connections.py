@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.api import Client
-from tests.support.provider_webhooks import build_catalog
+from tools.support.api import Client
+from tools.support.provider_webhooks import build_catalog
 
 
 def test_an_agent_lists_the_calls_connections_of_its_tenant_only(client: Client, make_tenant: Any) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.api import Client
+from tools.support.api import Client
 
 
 def new_key(client: Client, admin: str, name: str, scopes: list[str], **extra: Any) -> dict[str, Any]:

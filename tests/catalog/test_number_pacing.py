@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from switchboard import bootstrap
-from tests.support.api import Client, TenantKeys
+from tools.support.api import Client, TenantKeys
 
 
 def number_and_key(client: Client, tenant: TenantKeys) -> tuple[dict[str, Any], dict[str, Any]]:

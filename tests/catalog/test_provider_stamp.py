@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from devstack.apigw import HttpResponse
 from switchboard import bootstrap
-from tests.support.api import Client
-from tests.support.provider_webhooks import Catalog
+from tools.support.api import Client
+from tools.support.provider_webhooks import Catalog
 
 
 def rev(provider_id: str) -> int:

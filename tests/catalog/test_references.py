@@ -11,8 +11,8 @@ import pytest
 from switchboard import bootstrap
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.errors import UnknownReference
-from tests.support.api import Client, TenantKeys
-from tests.support.provider_webhooks import Catalog, build_catalog
+from tools.support.api import Client, TenantKeys
+from tools.support.provider_webhooks import Catalog, build_catalog
 
 THEIRS = "5521999990002"
 

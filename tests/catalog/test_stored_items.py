@@ -14,8 +14,8 @@ from switchboard.core.errors import NotFound, PoolChanged, UnknownReference
 from switchboard.core.identity import Scope
 from switchboard.pool.domain import Pool, PoolEntry
 from switchboard.pool.dynamo import PoolRepository
-from tests.support.aws import AwsResources
-from tests.support.builders import instance
+from tools.support.aws import AwsResources
+from tools.support.builders import instance
 
 
 def raw(pk: str, sk: str = "#META") -> dict[str, Any]:

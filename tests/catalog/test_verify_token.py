@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.api import SECRET_WATCH, Client, TenantKeys
+from tools.support.api import SECRET_WATCH, Client, TenantKeys
 
 VERIFY_TOKEN = "meta-verify-token-0001"
 ROTATED_TOKEN = "meta-verify-token-0002"

@@ -16,8 +16,8 @@ from switchboard.connection_state.service import ConnectionStateService
 from switchboard.core.errors import ProviderUnavailable
 from switchboard.providers.base import InstanceStatus, NumberStanding, ProviderTarget
 from switchboard.providers.kinds import ProviderKind
-from tests.support.builders import instance, provider_event
-from tests.support.fakes import FakeConnectionStates, FakePublisher
+from tools.support.builders import instance, provider_event
+from tools.support.fakes import FakeConnectionStates, FakePublisher
 
 INSTANCE = instance("acme-main")
 

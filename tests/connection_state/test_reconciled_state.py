@@ -12,8 +12,8 @@ import pytest
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.providers.wuzapi import WuzapiClient
-from tests.support.api import Client
 from tests.support.kinds import KindsSetup
+from tools.support.api import Client
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.connection_state.domain import StoredState
 from switchboard.connection_state.dynamo import ConnectionStateRepository
 from switchboard.core.settings import get_settings
-from tests.support.aws import REGION, AwsResources
-from tests.support.builders import instance
 from tests.support.threads import at_once
+from tools.support.aws import REGION, AwsResources
+from tools.support.builders import instance
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

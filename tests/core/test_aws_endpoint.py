@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 THREADS = 40
 LIMIT = 2

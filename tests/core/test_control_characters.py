@@ -19,7 +19,7 @@ from switchboard.catalog.schemas import (
 from switchboard.messages.schemas import SendMessage
 from switchboard.pool.schemas import AddPoolNumber
 from switchboard.routing.reply_schemas import OutgoingWebhook
-from tests.support.api import Client
+from tools.support.api import Client
 
 CONTROLS = ["\x00", "\x01", "\x08", "\x0b", "\x1b", "\x7f", "\x85", "\x9b", "\ud800"]
 PROVIDER = {"name": "zap", "kind": "wuzapi", "baseUrl": "https://zap.example", "webhookSecret": "s" * 32}

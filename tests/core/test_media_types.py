@@ -14,8 +14,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from switchboard.core.api.app import create_api
 from switchboard.core.api.validation import MediaTypeValidation
 from switchboard.core.wire import Body
-from tests.support.api import Client
-from tests.support.provider_webhooks import Catalog, envelope, message_data, signed_headers
+from tools.support.api import Client
+from tools.support.provider_webhooks import Catalog, envelope, message_data, signed_headers
 
 NUMBER = b'{"number": "5511999990042", "displayName": "Sales"}'
 TAKEN = [

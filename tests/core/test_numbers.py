@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from switchboard.core.model import INT64_MAX, INT64_MIN, storable_number_problem
-from tests.support.api import Client
-from tests.support.provider_webhooks import Catalog
+from tools.support.api import Client
+from tools.support.provider_webhooks import Catalog
 
 # Values a path parameter of any route accepts (every pattern takes lowercase letters and digits).
 PATH_VALUE = "a1b2"

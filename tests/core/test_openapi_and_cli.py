@@ -8,9 +8,9 @@ import pytest
 
 from devstack import template
 from switchboard.__main__ import main as cli
-from tests.support.api import Client
-from tests.support.aws import AwsResources
 from tools import openapi
+from tools.support.api import Client
+from tools.support.aws import AwsResources
 
 
 def documented_routes() -> set[tuple[str, str]]:

@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 from devstack.apigw import decoded_path
-from tests.support.api import Client
-from tests.support.provider_webhooks import Catalog
+from tools.support.api import Client
+from tools.support.provider_webhooks import Catalog
 
 CAPTURES = Path(__file__).resolve().parents[1] / "contracts" / "apigateway" / "ingress_paths.json"
 PATH_VALUE = "a1b2"

@@ -30,6 +30,7 @@ from switchboard.routing.domain import DownstreamTarget, IncomingMessage
 
 PUBLIC = ipaddress.ip_address("93.184.215.14")
 LOCAL = ipaddress.ip_address("127.0.0.1")
+POLL = 0.02  # the test servers' serving loop: `shutdown()` waits for its next poll, 0.5 s by default
 
 
 class Rebinding:
@@ -190,7 +191,7 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[_Served, Path]]:
     context.sni_callback = record_sni
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
     thread.start()
     yield _Served(server, sni, hosts), cert_path
     server.shutdown()
@@ -247,7 +248,7 @@ def loopback_server() -> Iterator[tuple[int, list[str]]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True).start()
     yield server.server_address[1], paths
     server.shutdown()
     server.server_close()

@@ -6,9 +6,9 @@ from typing import Any
 
 import boto3
 
-from tests.support.api import SECRET_WATCH, Client
-from tests.support.aws import AwsResources
-from tests.support.provider_webhooks import build_catalog
+from tools.support.api import SECRET_WATCH, Client
+from tools.support.aws import AwsResources
+from tools.support.provider_webhooks import build_catalog
 
 WEBHOOK_SECRET = "whsec-very-secret-value-1"
 ADMIN_TOKEN = "admin-token-very-secret-1"

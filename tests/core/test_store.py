@@ -20,8 +20,8 @@ from switchboard import bootstrap
 from switchboard.core import store
 from switchboard.core.store import IntegerAttribute, TableItem
 from tests.core.test_coldstart import handler_sources
-from tests.support.aws import AwsResources
 from tools.coldstart import TEMPLATE_ENVIRONMENT
+from tools.support.aws import AwsResources
 
 
 class Counter(TableItem):

@@ -19,7 +19,7 @@ from switchboard.live.dynamo import LiveRepository
 from switchboard.quotas.domain import QuotaOverrides
 from switchboard.quotas.dynamo import DynamoBuckets, DynamoQuotaStore
 from switchboard.usage.dynamo import UsageRepository
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 

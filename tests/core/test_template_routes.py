@@ -17,7 +17,7 @@ from typing import Any
 
 from devstack import template
 from devstack.apigw import HttpApi
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 DOCS_FUNCTION = "DocsFunction"
 UNMATCHED_ROUTE_PATH = "/$default"  # SAM's spelling of API Gateway's `$default` route

@@ -52,8 +52,8 @@ import pytest
 from devstack.seed import SeededTenant
 from devstack.simulator import SimulatorControl
 from devstack.stack import LocalStack
-from tests.support.api import SECRET_WATCH
 from tests.support.stacks import stack_on_free_ports
+from tools.support.api import SECRET_WATCH
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Stack
-from tests.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream
 
 CONTACT = "5511977770001"
 SCHEDULED = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}

@@ -20,7 +20,7 @@ from switchboard.routing.parts import split_text
 from tests.e2e.conftest import Stack
 from tests.e2e.test_provider_kinds_e2e import instance_of
 from tests.e2e.test_routing_e2e import map_downstream, messages_with
-from tests.support.downstream import FakeDownstream
+from tools.support.downstream import FakeDownstream
 
 PARAGRAPH = (
     "Seu pedido foi separado e sai hoje; o rastreio chega por aqui assim que a transportadora o gerar. " * 12

@@ -15,7 +15,7 @@ import pytest
 from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack
 from tests.e2e.test_routing_e2e import map_downstream, messages_with
-from tests.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream
 
 CONTACT = "5511966665555"
 KINDS = ("wuzapi", "evolution", "meta")

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import Stack
-from tests.support.downstream import FakeDownstream
+from tools.support.downstream import FakeDownstream
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACEHOLDER = re.compile(r"<([^<>]+)>")

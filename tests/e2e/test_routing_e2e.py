@@ -10,7 +10,7 @@ import pytest
 
 from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack
-from tests.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream
 
 CONTACT = "5511977771234"
 

@@ -26,9 +26,9 @@ from switchboard.health.dynamo import HealthRepository
 from switchboard.health.service import HEALTH_CHANGED, HealthWatch
 from switchboard.messages.domain import MessageStatus
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
-from tests.support.aws import AwsResources
-from tests.support.fakes import FakeClock
 from tests.support.sending import SendWorld
+from tools.support.aws import AwsResources
+from tools.support.fakes import FakeClock
 
 T0 = datetime(2026, 11, 30, 12, 0, 5, tzinfo=UTC)
 ATTACHED = "5511988880001"

@@ -13,7 +13,7 @@ from switchboard.core.settings import Settings
 from switchboard.health.domain import VELOCITY_MINUTE, Health, HealthState, SampleEntry, Thresholds
 from switchboard.messages.domain import MessageStatus
 from tests.health.test_ban_watch import Requests, WatchedWorld, instance
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 
 def recipients(count: int) -> list[str]:

@@ -20,7 +20,7 @@ from switchboard.health.domain import (
 )
 from switchboard.messages.domain import MessageStatus
 from tests.health.test_ban_watch import T0, Requests, WatchedWorld, instance
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 LIMITS = Thresholds()  # a sample of 50, warning under 10% distinct texts
 KEY = "acme:a"

@@ -11,7 +11,7 @@ from switchboard import bootstrap
 from switchboard.health.domain import LOW_DELIVERY, TIMELOCK, HealthState, Reason
 from switchboard.health.dynamo import DynamoPaceStore, HealthRepository
 from tests.health.test_ban_watch import T0
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 KEY = "acme:a"
 

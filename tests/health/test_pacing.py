@@ -21,9 +21,9 @@ from switchboard.health.pacing import PACING_NEW_CONTACTS, PACING_RATE, Pacer, n
 from switchboard.messages.domain import MessageStatus
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
 from tests.messages.test_valid_for import DelayedJobs
-from tests.support.aws import AwsResources
 from tests.support.sending import SendWorld, instance_tokens, sending_service
 from tests.support.threads import at_once
+from tools.support.aws import AwsResources
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -19,8 +19,8 @@ from switchboard.health.domain import TIMELOCK, HealthState, Reason, Thresholds
 from switchboard.health.dynamo import HealthRepository
 from switchboard.health.service import HEALTH_CHANGED
 from tests.health.test_ban_watch import T0, Requests, WatchedWorld, instance
-from tests.support.aws import AwsResources
-from tests.support.fakes import FakeCatalog
+from tools.support.aws import AwsResources
+from tools.support.fakes import FakeCatalog
 
 TEN_MINUTES = Thresholds(timelock_pause_seconds=600)
 

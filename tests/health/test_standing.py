@@ -12,7 +12,7 @@ from switchboard.health.domain import QUALITY_RED, HealthState, standing_reasons
 from switchboard.health.service import HEALTH_CHANGED
 from switchboard.messages.domain import MessageStatus
 from tests.health.test_ban_watch import ATTACHED, NEW, T0, WatchedWorld, instance
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 
 @pytest.mark.parametrize(

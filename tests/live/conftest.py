@@ -13,8 +13,8 @@ from botocore.exceptions import ClientError
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
-from tests.support.api import Client, TenantKeys
-from tests.support.aws import AwsResources
+from tools.support.api import Client, TenantKeys
+from tools.support.aws import AwsResources
 
 LIVE_URL = "ws://127.0.0.1:9/live"
 

@@ -10,7 +10,7 @@ from boto3.dynamodb.conditions import Key
 
 from switchboard import bootstrap
 from tests.live.conftest import Live, ManagementApi
-from tests.support.api import TenantKeys
+from tools.support.api import TenantKeys
 
 
 def frames(management: ManagementApi, connection_id: str) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from switchboard.core.clock import utcnow
 from switchboard.core.identity import key_principal
 from switchboard.live.domain import CONNECTION_LIFETIME, Connection
 from tests.live.conftest import Live, ManagementApi
-from tests.support.api import Client, TenantKeys
+from tools.support.api import Client, TenantKeys
 
 EVENT = {"tenant": "acme", "keyId": "key_1"}
 

@@ -14,7 +14,7 @@ from switchboard.core.clock import utcnow
 from switchboard.core.errors import Unauthenticated
 from switchboard.live.service import ConnectionService, TicketService
 from tests.live.conftest import LIVE_URL, Live, digest, ws_event
-from tests.support.api import Client, TenantKeys
+from tools.support.api import Client, TenantKeys
 
 
 def items(pk: str) -> list[dict[str, Any]]:

@@ -9,9 +9,9 @@ import pytest
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
-from tests.support.aws import AwsResources
-from tests.support.fakes import FakeProvider
-from tests.support.sqs import drain_queue
+from tools.support.aws import AwsResources
+from tools.support.fakes import FakeProvider
+from tools.support.sqs import drain_queue
 
 
 @pytest.fixture

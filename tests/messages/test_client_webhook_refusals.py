@@ -12,7 +12,7 @@ from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.core.identity import Scope
 from switchboard.messages.client_webhooks import ClientWebhookDeliverer
 from switchboard.messages.domain import ClientWebhookJob
-from tests.support.fakes import FakeAudit, FakeSecrets
+from tools.support.fakes import FakeAudit, FakeSecrets
 
 JOB = ClientWebhookJob(
     id="whk_1",

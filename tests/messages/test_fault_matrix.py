@@ -43,10 +43,10 @@ from switchboard.messages.sending import service as sending
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from switchboard.providers.base import ProviderClient, ProviderTarget, SentMessage
 from switchboard.providers.kinds import spec_for
-from tests.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
-from tests.support.fakes import FakeBackoff, FakeNotifier, FakeSecrets, FakeTickets
 from tests.support.sending import sending_service
-from tests.support.sqs import received_record
+from tools.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
+from tools.support.fakes import FakeBackoff, FakeNotifier, FakeSecrets, FakeTickets
+from tools.support.sqs import received_record
 
 MAX_ATTEMPTS = 3
 # A request the simulator stalls (the `timeout` fault answers after 1 s, in the shared `simulator`

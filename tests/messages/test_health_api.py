@@ -10,9 +10,9 @@ from standardwebhooks import Webhook
 
 from switchboard.core.errors import ProviderThrottled
 from tests.messages.test_receipts_and_client_webhooks import Receiver
-from tests.support.api import Client
-from tests.support.fakes import FakeProvider
-from tests.support.pool import NUMBERS, build_world
+from tools.support.api import Client
+from tools.support.fakes import FakeProvider
+from tools.support.pool import NUMBERS, build_world
 
 RECIPIENT = "5511988880001"
 

@@ -29,10 +29,10 @@ from switchboard.messages.schemas import SendMessage
 from switchboard.pool.domain import NumberRoutes, SendingConfig, plan_numbers, usable_affinity
 from switchboard.providers.base import WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
-from tests.support.api import Client
-from tests.support.aws import REGION, AwsResources
-from tests.support.fakes import FakeTickets
-from tests.support.provider_webhooks import Catalog, deliver, envelope, message_data, stored
+from tools.support.api import Client
+from tools.support.aws import REGION, AwsResources
+from tools.support.fakes import FakeTickets
+from tools.support.provider_webhooks import Catalog, deliver, envelope, message_data, stored
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
 SENDER = "5511988887777"

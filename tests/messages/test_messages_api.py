@@ -16,12 +16,12 @@ import pytest
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
 from switchboard.core.errors import ProviderTimeout
-from tests.support.api import Client
-from tests.support.aws import AwsResources
-from tests.support.builders import sender
-from tests.support.fakes import FakeProvider, Sent
-from tests.support.pool import NUMBERS, PoolWorld, build_world
 from tests.support.samples import sample_event
+from tools.support.api import Client
+from tools.support.aws import AwsResources
+from tools.support.builders import sender
+from tools.support.fakes import FakeProvider, Sent
+from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 RECIPIENT = "5511988880001"
 

@@ -14,11 +14,11 @@ from standardwebhooks import Webhook
 
 from switchboard import bootstrap
 from switchboard.catalog.domain import instance_key
-from tests.support.api import Client
-from tests.support.aws import REGION, AwsResources
-from tests.support.builders import provider_event, run_effects
-from tests.support.fakes import FakeProvider
-from tests.support.pool import NUMBERS, PoolWorld, build_world
+from tools.support.api import Client
+from tools.support.aws import REGION, AwsResources
+from tools.support.builders import provider_event, run_effects
+from tools.support.fakes import FakeProvider
+from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 Drain = Callable[[str, str], list[Any]]
 RECIPIENT = "5511988880001"

@@ -18,8 +18,8 @@ from switchboard.messages.domain import Message, MessageStatus, PendingRoute, Tr
 from switchboard.messages.ports import InstanceHealth
 from switchboard.messages.sending.attempt import Attempts, Lost, Refused, Sent, Throttled, Transient, Tried
 from switchboard.pool.domain import NumberRoutes, Route
-from tests.support.fakes import FakeMessages, FakeProvider, FakeSecrets
 from tests.support.sending import claimed, instance_tokens
+from tools.support.fakes import FakeMessages, FakeProvider, FakeSecrets
 
 SOURCE = Instance(
     tenant="acme",

@@ -15,8 +15,8 @@ from switchboard.messages.sending.gates import Gates, MessageGates
 from switchboard.messages.sending.plan import Plan
 from switchboard.messages.spam_guard import SPAM_GUARD, SentText, SpamGuard
 from switchboard.pool.domain import NumberPlan, NumberRoutes, Route, SendingConfig
-from tests.support.fakes import FakeMessages, FakeSpamHistory
 from tests.support.sending import claimed
+from tools.support.fakes import FakeMessages, FakeSpamHistory
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 RECIPIENT = "5511988880001"

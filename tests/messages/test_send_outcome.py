@@ -16,8 +16,8 @@ from switchboard.messages.sending.outcome import NO_NUMBER, Outcomes, retry_dela
 from switchboard.messages.sending.plan import AMBIGUOUS_OUTCOME
 from switchboard.messages.spam_guard import SPAM_GUARD
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
-from tests.support.fakes import FakeMessages, FakeNotifier, FakeUsage
 from tests.support.sending import claimed
+from tools.support.fakes import FakeMessages, FakeNotifier, FakeUsage
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WEBHOOK = "https://client.example/hooks"

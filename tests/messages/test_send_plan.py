@@ -11,8 +11,8 @@ from switchboard.core.errors import NotFound
 from switchboard.messages.domain import EXPIRED, Claim, PendingRoute, SendJob
 from switchboard.messages.sending.plan import AMBIGUOUS_OUTCOME, API_KEY_REVOKED, Plan, Planner, Unsendable
 from switchboard.pool.domain import Affinity, SendingConfig
-from tests.support.fakes import FakeMessages, FakeTickets
 from tests.support.sending import claimed, number
+from tools.support.fakes import FakeMessages, FakeTickets
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 A, B, C = number("5511999990001"), number("5511999990002"), number("5511999990003")

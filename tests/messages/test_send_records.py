@@ -13,8 +13,8 @@ from switchboard.core import store
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, body_hash
 from switchboard.messages.dynamo import MessageRepository
 from switchboard.usage.dynamo import UsageDay
-from tests.support import builders
-from tests.support.aws import REGION, AwsResources
+from tools.support import builders
+from tools.support.aws import REGION, AwsResources
 
 TO = "5511988887777"
 ROUTE = PendingRoute(number_id="num_1", instance="main", provider_id="prv_1", kind="evolution")

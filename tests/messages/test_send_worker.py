@@ -15,9 +15,9 @@ from switchboard.core.errors import (
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, SendJob
 from switchboard.messages.sending import SendWorker
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
-from tests.support.builders import instance
-from tests.support.fakes import FakeBackoff, FakeMessages, FakeSecrets, FakeUsage
 from tests.support.sending import SendWorld, instance_tokens, number, sending_service
+from tools.support.builders import instance
+from tools.support.fakes import FakeBackoff, FakeMessages, FakeSecrets, FakeUsage
 
 RECIPIENT = "5511988880001"
 

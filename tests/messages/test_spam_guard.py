@@ -10,8 +10,8 @@ from switchboard.core.text import normalised, text_hash
 from switchboard.messages.domain import MessageStatus
 from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
-from tests.support.fakes import FakeClock, FakeSpamHistory
 from tests.support.sending import SendWorld
+from tools.support.fakes import FakeClock, FakeSpamHistory
 
 RECIPIENT = "5511988880001"
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

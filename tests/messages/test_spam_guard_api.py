@@ -19,10 +19,10 @@ from switchboard.core.text import text_hash
 from switchboard.messages.domain import Message, body_hash
 from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.spam_guard import WINDOW, KeptTexts, SentText
-from tests.support.api import Client
-from tests.support.aws import REGION, AwsResources
-from tests.support.fakes import FakeProvider
-from tests.support.pool import NUMBERS, PoolWorld, build_world
+from tools.support.api import Client
+from tools.support.aws import REGION, AwsResources
+from tools.support.fakes import FakeProvider
+from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 RECIPIENT = "5511988880001"
 

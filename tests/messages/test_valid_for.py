@@ -19,8 +19,8 @@ from switchboard.messages.domain import (
     next_check_seconds,
 )
 from switchboard.pool.domain import Affinity, SendingConfig
-from tests.support.fakes import FakeMessages
 from tests.support.sending import SendWorld, instance_tokens, number, sending_service
+from tools.support.fakes import FakeMessages
 
 RECIPIENT = "5511988880001"
 HOOKS = "https://client.example/hooks"

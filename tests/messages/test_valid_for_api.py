@@ -20,10 +20,10 @@ from switchboard.core.settings import get_settings
 from switchboard.messages.domain import Message, MessageStatus, SendJob, body_hash
 from switchboard.messages.dynamo import MessageRepository
 from tests.pool.test_pool_concurrency import container, pool_key
-from tests.support.api import Client
-from tests.support.aws import REGION, AwsResources
-from tests.support.fakes import FakeProvider
-from tests.support.pool import NUMBERS, PoolWorld, build_world
+from tools.support.api import Client
+from tools.support.aws import REGION, AwsResources
+from tools.support.fakes import FakeProvider
+from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 RECIPIENT = "5511988880001"
 HOOKS = "http://127.0.0.1:9/hooks"  # never called: the webhook jobs are only read off their queue

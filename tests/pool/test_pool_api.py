@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.api import Client
-from tests.support.pool import NUMBERS, PoolWorld, build_world
+from tools.support.api import Client
+from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 
 def pool_of(world: PoolWorld) -> list[dict[str, Any]]:

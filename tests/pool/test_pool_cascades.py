@@ -17,10 +17,10 @@ from switchboard.core.errors import UnknownReference
 from switchboard.pool.domain import Pool
 from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import PoolService, SendingConfigSource
-from tests.support import builders
-from tests.support.api import Client
-from tests.support.fakes import FakeAudit, FakePublisher
-from tests.support.pool import NUMBERS, PoolWorld, build_world
+from tools.support import builders
+from tools.support.api import Client
+from tools.support.fakes import FakeAudit, FakePublisher
+from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 
 def pool_of(world: PoolWorld) -> Any:

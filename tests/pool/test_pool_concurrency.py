@@ -24,11 +24,11 @@ from switchboard.pool.dynamo import PoolRepository
 from switchboard.pool.service import SendingConfigSource
 from switchboard.usage.dynamo import UsageRepository
 from switchboard.usage.service import OutgoingUsage
-from tests.support import builders
-from tests.support.aws import REGION, AwsResources
-from tests.support.fakes import FakeNotifier, FakeProvider, FakeSecrets
-from tests.support.pool import NUMBERS
 from tests.support.sending import sending_service
+from tools.support import builders
+from tools.support.aws import REGION, AwsResources
+from tools.support.fakes import FakeNotifier, FakeProvider, FakeSecrets
+from tools.support.pool import NUMBERS
 
 WORKERS = 3
 # Enough for every worker to take many batches and interleave its tickets with the others'.

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from switchboard.core.clock import utcnow
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig, plan_numbers
-from tests.support.fakes import FakeTickets
 from tests.support.sending import SendWorld, number
+from tools.support.fakes import FakeTickets
 
 
 def pool_config(*numbers: NumberRoutes, default: NumberRoutes | None = None, mode: str = "pool") -> SendingConfig:

@@ -17,8 +17,8 @@ from switchboard.core import store
 from switchboard.core.settings import get_settings
 from switchboard.pool.domain import SendingConfig, Ticket, plan_numbers
 from switchboard.pool.dynamo import InTurn, PoolRepository
-from tests.support.aws import AwsResources
 from tests.support.sending import number
+from tools.support.aws import AwsResources
 
 REGION = "us-east-1"
 

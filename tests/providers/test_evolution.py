@@ -31,7 +31,7 @@ from switchboard.core.errors import (
 )
 from switchboard.providers.base import ContactDirectory, DeliveryToken, ProviderTarget, WebhookRequest
 from switchboard.providers.evolution import KIND, EvolutionClient
-from tests.support.fakes import FakeCredentials
+from tools.support.fakes import FakeCredentials
 
 CONTRACT = Path(__file__).resolve().parents[1] / "contracts" / "evolution"
 SECRET = "evolution-webhook-test-secret"

@@ -30,8 +30,8 @@ from switchboard.providers import envelope
 from switchboard.providers.base import InboundEvent, ProviderTarget, WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.providers.meta import DEFAULT_API_VERSION, KIND, MetaCloudClient
-from tests.support.aws import REGION
-from tests.support.fakes import FakeCredentials
+from tools.support.aws import REGION
+from tools.support.fakes import FakeCredentials
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts" / "meta"
 INDEX = json.loads((CONTRACTS / "index.json").read_text())

@@ -23,7 +23,7 @@ from switchboard.core.errors import Forbidden, Unauthenticated
 from switchboard.providers import envelope
 from switchboard.providers.base import WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
-from tests.support.fakes import FakeCredentials
+from tools.support.fakes import FakeCredentials
 
 NOW = 1_800_000_000
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

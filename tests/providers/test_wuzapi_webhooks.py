@@ -16,7 +16,7 @@ from switchboard.providers import envelope
 from switchboard.providers.base import InboundEvent, WebhookRequest
 from switchboard.providers.kinds import WebhookScheme
 from switchboard.providers.wuzapi import KIND
-from tests.support.fakes import FakeCredentials
+from tools.support.fakes import FakeCredentials
 
 FIXTURES = Path(__file__).resolve().parents[1] / "contracts" / "wuzapi"
 VECTORS = json.loads((FIXTURES / "hmac_signature.json").read_text())

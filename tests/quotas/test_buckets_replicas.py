@@ -19,8 +19,8 @@ from switchboard.core.settings import get_settings
 from switchboard.quotas.dynamo import DynamoBuckets, DynamoQuotaStore
 from switchboard.quotas.service import QuotaPolicies, RequestLimiter
 from tests.quotas.fakes import FakeQuotaStore, caller, quotas
-from tests.support.aws import AwsResources
 from tests.support.threads import at_once
+from tools.support.aws import AwsResources
 
 START = 1_800_000_000.0
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.support.api import Client, TenantKeys
-from tests.support.aws import AwsResources
+from tools.support.api import Client, TenantKeys
+from tools.support.aws import AwsResources
 
 
 def send_key(client: Client, tenant: TenantKeys) -> str:

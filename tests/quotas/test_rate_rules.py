@@ -12,7 +12,7 @@ from switchboard.core.errors import DailyQuotaExceeded, RateLimited
 from switchboard.quotas.domain import MIN_RECHECK_SECONDS, QuotaOverrides
 from switchboard.quotas.service import DailySendQuota, QuotaPolicies, RequestLimiter
 from tests.quotas.fakes import FakeBuckets, FakeQuotaStore, caller, quotas
-from tests.support.fakes import FakeClock
+from tools.support.fakes import FakeClock
 
 START = 1_800_000_000.0  # wall-clock seconds; the buckets store milliseconds since the epoch
 

@@ -8,8 +8,8 @@ import pytest
 
 from switchboard import bootstrap
 from switchboard.routing.chatwoot import ChatwootClient
-from tests.support.aws import AwsResources
-from tests.support.downstream import FakeDownstream
+from tools.support.aws import AwsResources
+from tools.support.downstream import FakeDownstream
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import pytest
 
 from switchboard.routing.chatwoot import LID_NOTE
 from tests.routing.test_downstream_api import ACME_URL, put_mapping, run_forwarder
-from tests.support.api import Client
-from tests.support.aws import AwsResources
-from tests.support.downstream import FakeDownstream
+from tools.support.api import Client
+from tools.support.aws import AwsResources
+from tools.support.downstream import FakeDownstream
 
 CONTRACT = Path(__file__).resolve().parents[1] / "contracts" / "evolution"
 INSTANCE = "switchboard-test"  # the instance the fixtures name

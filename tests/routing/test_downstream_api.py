@@ -16,13 +16,13 @@ from switchboard.core.secrets import SecretStore
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.dynamo import RoutingRepository
 from switchboard.routing.service import DownstreamResolver, GlobalDownstream
-from tests.support.api import SECRET_WATCH, Client
-from tests.support.aws import AwsResources
-from tests.support.builders import platform
-from tests.support.downstream import FakeDownstream
-from tests.support.provider_webhooks import Catalog, deliver, envelope, message_data
 from tests.support.samples import sample_event
-from tests.support.sqs import received_record
+from tools.support.api import SECRET_WATCH, Client
+from tools.support.aws import AwsResources
+from tools.support.builders import platform
+from tools.support.downstream import FakeDownstream
+from tools.support.provider_webhooks import Catalog, deliver, envelope, message_data
+from tools.support.sqs import received_record
 
 ACME_TOKEN = "cw-token-acme-very-secret-1"
 ACME_URL = "http://127.0.0.1:9101"

@@ -18,9 +18,9 @@ from switchboard.routing.domain import DownstreamTarget, IncomingMessage
 from switchboard.routing.dynamo import ForwardAttemptsRepository
 from switchboard.routing.forwarder import DownstreamForwarder
 from tests.routing.test_downstream_answers import Chatwoot
-from tests.support.aws import AwsResources
-from tests.support.downstream import FakeDownstream
-from tests.support.fakes import FakeDownstreams, FakeForwardAttempts
+from tools.support.aws import AwsResources
+from tools.support.downstream import FakeDownstream
+from tools.support.fakes import FakeDownstreams, FakeForwardAttempts
 
 ORIGIN = "https://cw.example:443"
 TARGET = DownstreamTarget(base_url="https://cw.example", account_id=1, inbox_id=2, api_token="t", source="tenant")

@@ -11,8 +11,8 @@ from switchboard.core.errors import InvalidInput, NotFound, ProviderTimeout, Pro
 from switchboard.providers.base import ProviderTarget
 from switchboard.routing.domain import DownstreamTarget, IncomingMessage
 from switchboard.routing.forwarder import DownstreamForwarder, ProviderPhones
-from tests.support.builders import instance
-from tests.support.fakes import FakeCatalog, FakeDownstreams, FakeForwardAttempts, FakeProvider, FakeTargets
+from tools.support.builders import instance
+from tools.support.fakes import FakeCatalog, FakeDownstreams, FakeForwardAttempts, FakeProvider, FakeTargets
 
 LID = "204857600054321@lid"
 TARGET = DownstreamTarget(base_url="https://cw.example", account_id=1, inbox_id=2, api_token="t", source="tenant")

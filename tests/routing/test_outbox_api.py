@@ -14,11 +14,11 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.routing.outbox import OutboxService
 from switchboard.routing.outbox_dynamo import OutboxRepository
-from tests.support.api import SECRET_WATCH, Client
-from tests.support.aws import AwsResources
-from tests.support.downstream import FakeDownstream
-from tests.support.provider_webhooks import INSTANCE_TOKEN, Catalog, build_catalog, deliver, envelope
 from tests.support.samples import sample_event
+from tools.support.api import SECRET_WATCH, Client
+from tools.support.aws import AwsResources
+from tools.support.downstream import FakeDownstream
+from tools.support.provider_webhooks import INSTANCE_TOKEN, Catalog, build_catalog, deliver, envelope
 
 PHONE = "5511988887777"
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"

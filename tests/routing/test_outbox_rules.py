@@ -16,8 +16,8 @@ from switchboard.routing.outbox import OutboxService, Reply
 from switchboard.routing.parts import split_text
 from switchboard.routing.records import OutboxEntry
 from switchboard.usage.service import UsageRecorder
-from tests.support.builders import instance
-from tests.support.fakes import (
+from tools.support.builders import instance
+from tools.support.fakes import (
     FakeAudit,
     FakeCatalog,
     FakeDownstreamClient,

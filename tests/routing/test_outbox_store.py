@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from switchboard import bootstrap
 from switchboard.routing.outbox_dynamo import OutboxRepository
 from switchboard.routing.records import OutboxEntry
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 ENTRY = OutboxEntry(instance="acme:acme-evo", message_id="901", phone="5511988887777", text="oi", enqueued_at=NOW)

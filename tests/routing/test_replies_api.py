@@ -15,8 +15,8 @@ import pytest
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.routing.parts import split_text
-from tests.support.api import SECRET_WATCH, Client
-from tests.support.downstream import FakeDownstream
+from tools.support.api import SECRET_WATCH, Client
+from tools.support.downstream import FakeDownstream
 
 CHATWOOT = Path(__file__).resolve().parents[1] / "contracts" / "chatwoot"
 PHONE = "16505551234"  # the contact of the Chatwoot fixtures

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from switchboard.routing.domain import DownstreamMapping
 from switchboard.routing.service import DownstreamResolver, GlobalDownstream
-from tests.support.fakes import FakeClock, FakeMappingStore, FakeSecrets
+from tools.support.fakes import FakeClock, FakeMappingStore, FakeSecrets
 
 
 def downstream_tokens() -> FakeSecrets:

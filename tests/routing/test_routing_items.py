@@ -15,7 +15,7 @@ from switchboard.routing.domain import DownstreamMapping, IncomingMessage
 from switchboard.routing.dynamo import ForwardAttemptsRepository, RoutingRepository
 from switchboard.routing.outbox_dynamo import OutboxRepository
 from switchboard.routing.records import OutboxEntry
-from tests.support.aws import AwsResources
+from tools.support.aws import AwsResources
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 ENTRY = OutboxEntry(

@@ -25,7 +25,7 @@ from devstack.simulator import Simulator, SimulatorControl
 from switchboard.providers.base import ProviderTarget
 from switchboard.providers.kinds import WebhookScheme
 from switchboard.providers.wuzapi import WuzapiClient
-from tests.support.connections import SIM_ADMIN_TOKEN
+from tools.support.connections import SIM_ADMIN_TOKEN
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment

@@ -330,13 +330,18 @@ def test_a_retried_webhook_carries_the_token_of_its_first_attempt() -> None:
     """Evolution builds the headers, token included, once per event before its retry loop: a
     retry a second or more later still sends the first token, and its `iat` (whole seconds)."""
     attempts: list[httpx.Request] = []
+    readings = iter(range(1_800_000_000, 1_800_000_100, 3))  # every reading of the clock 3 s on
 
     def answer(request: httpx.Request) -> httpx.Response:
         attempts.append(request)
         return httpx.Response(500 if len(attempts) == 1 else 200)
 
     dispatcher = WebhookDispatcher(
-        timeout_seconds=2.0, retry_base_delay=1.1, max_attempts=2, transport=httpx.MockTransport(answer)
+        timeout_seconds=2.0,
+        retry_base_delay=0.01,
+        max_attempts=2,
+        transport=httpx.MockTransport(answer),
+        clock=lambda: float(next(readings)),
     )
     body = b'{"event":"messages.upsert"}'
     delivery = Delivery("e-1", "i-1", "https://sb.example/webhooks/p", body, (HOOK_KEY,), scheme="evolution")
@@ -351,4 +356,4 @@ def test_a_retried_webhook_carries_the_token_of_its_first_attempt() -> None:
     first, retry = attempts
     assert first.headers["authorization"] == retry.headers["authorization"]
     token = first.headers["authorization"].removeprefix("Bearer ")
-    assert abs(_b64url_json(token.split(".")[1])["iat"] - time.time()) < 30
+    assert _b64url_json(token.split(".")[1])["iat"] == 1_800_000_000

@@ -15,8 +15,8 @@ from switchboard.core.errors import ProviderDisconnected, Unauthenticated
 from switchboard.providers.base import InboundEvent, ProviderClient, ProviderTarget, WebhookRequest
 from switchboard.providers.kinds import spec_for
 from tests.simulator.conftest import HOOK_KEY, SCHEME_OF, FlavourFactory, FlavourInstance, Received, WebhookReceiver
-from tests.support.builders import instance
-from tests.support.fakes import FakeSecrets
+from tools.support.builders import instance
+from tools.support.fakes import FakeSecrets
 
 PEER = "5511988887777"
 KIND_OF = {"calls": "wuzapi", "wuzapi": "wuzapi", "evolution": "evolution", "meta": "meta"}

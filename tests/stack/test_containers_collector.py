@@ -10,7 +10,7 @@ import weakref
 import pytest
 
 from devstack.lambdas import Functions
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 FUNCTION = "TenantsFunction"
 

@@ -12,8 +12,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.support.aws import REGION, fake_aws_environment
 from tools import deploy_console
+from tools.support.aws import REGION, fake_aws_environment
 
 BUCKET = "switchboard-console-test"
 

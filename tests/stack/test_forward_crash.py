@@ -14,8 +14,8 @@ import pytest
 
 from devstack.simulator import SimulatorControl
 from devstack.stack import LocalStack
-from tests.support.downstream import FakeDownstream, ServedDownstream
 from tests.support.stacks import stack_on_free_ports
+from tools.support.downstream import FakeDownstream, ServedDownstream
 
 CONTACT = "5511977770042"
 # Above the time a redelivery waits for the dead invocation's idempotency record to expire

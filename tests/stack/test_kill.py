@@ -17,7 +17,7 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.lambdas import FunctionCrashed, Functions
 from devstack.sqs_poller import SqsPoller
 from tests.stack.test_workers import eventually
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 TEMPLATE = Path(__file__).parent / "fixtures" / "crash.yaml"
 FUNCTION = "LingerFunction"

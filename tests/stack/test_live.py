@@ -20,7 +20,7 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.lambdas import Functions
 from devstack.websocket_api import WebSocketApi, websocket_apis
 from tests.stack.test_workers import eventually
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 TEMPLATE = Path(__file__).parent / "fixtures" / "live.yaml"
 REGION = "us-east-1"

@@ -11,7 +11,7 @@ from moto.dynamodb.models.dynamo_type import Item
 from moto.sqs.models import Message
 
 from devstack.aws_endpoint import AwsEndpoint
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 
 @pytest.fixture
@@ -40,6 +40,6 @@ def test_given_items_rewritten_and_messages_deleted_then_moto_keeps_no_copy_of_t
         for received in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []):
             sqs.delete_message(QueueUrl=queue, ReceiptHandle=received["ReceiptHandle"])
 
-    assert Item.instances_tracked == []  # type: ignore[attr-defined]
-    assert Message.instances_tracked == []  # type: ignore[attr-defined]
+    assert Item.instances_tracked == []  # type: ignore[attr-defined]  # the list moto's metaclass gives each model class
+    assert Message.instances_tracked == []  # type: ignore[attr-defined]  # the list moto's metaclass gives each model class
     assert dynamodb.get_item(TableName="retention", Key={"pk": {"S": "one"}})["Item"]["n"] == {"N": "49"}

@@ -18,7 +18,7 @@ from moto.dynamodb.models.table import Table
 
 from devstack import moto_transactions
 from devstack.aws_endpoint import AwsEndpoint
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 MAIN, PLAIN = "main", "plain"
 Scenario = Callable[[Any], None]

@@ -12,7 +12,7 @@ import pytest
 
 from devstack.aws_endpoint import AwsEndpoint
 from devstack.ttl import ExpiringItems
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 NOW = 1_900_000_000.0
 

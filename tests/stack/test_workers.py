@@ -18,7 +18,7 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.lambdas import Functions
 from devstack.scheduler import Scheduler, rate_seconds, scheduled_event, schedules
 from devstack.sqs_poller import SqsPoller, event_source_mappings, failed_items
-from tests.support.aws import fake_aws_environment
+from tools.support.aws import fake_aws_environment
 
 TEMPLATE = Path(__file__).parent / "fixtures" / "template.yaml"
 EVENTS = Path(__file__).resolve().parents[2] / "events"

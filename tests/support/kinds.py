@@ -7,7 +7,7 @@ import secrets
 from typing import Any
 
 from devstack.simulator import Simulator, SimulatorControl
-from tests.support.api import Client, TenantKeys
+from tools.support.api import Client, TenantKeys
 
 PREFIX = {"wuzapi": "/wuzapi", "evolution": "/evolution", "meta": "/meta", "calls": ""}
 KIND = {"wuzapi": "wuzapi", "evolution": "evolution", "meta": "meta", "calls": "wuzapi"}

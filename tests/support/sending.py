@@ -27,7 +27,7 @@ from switchboard.messages.sending.outcome import Outcomes
 from switchboard.messages.sending.plan import Planner
 from switchboard.messages.spam_guard import SpamGuard
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
-from tests.support.fakes import FakeMessages, FakeNotifier, FakeProvider, FakeSecrets, FakeTickets
+from tools.support.fakes import FakeMessages, FakeNotifier, FakeProvider, FakeSecrets, FakeTickets
 
 
 def number(

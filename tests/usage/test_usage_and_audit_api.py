@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from switchboard import bootstrap
-from tests.support.api import SECRET_WATCH, Client
-from tests.support.aws import AwsResources
-from tests.support.provider_webhooks import build_catalog, deliver, envelope, message_data
+from tools.support.api import SECRET_WATCH, Client
+from tools.support.aws import AwsResources
+from tools.support.provider_webhooks import build_catalog, deliver, envelope, message_data
 
 
 def this_month() -> str:

@@ -31,9 +31,9 @@ from switchboard.core.store import META
 from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService
-from tests.support.api import Client, TenantKeys
-from tests.support.aws import REGION, AwsResources
-from tests.support.provider_webhooks import forwarded, stored
+from tools.support.api import Client, TenantKeys
+from tools.support.aws import REGION, AwsResources
+from tools.support.provider_webhooks import forwarded, stored
 
 CONTRACT = Path(__file__).resolve().parents[1] / "contracts" / "evolution"
 SECRET = "evolution-jwt-key-for-token-tests"

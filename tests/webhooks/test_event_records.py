@@ -12,7 +12,7 @@ from switchboard import bootstrap
 from switchboard.core import store
 from switchboard.webhooks.dynamo import EventRecord, EventStore
 from switchboard.webhooks.events import NotAccepted, StoredEvent
-from tests.support.aws import REGION, AwsResources
+from tools.support.aws import REGION, AwsResources
 
 NOW = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 

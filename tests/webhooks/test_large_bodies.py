@@ -15,9 +15,9 @@ from typing import Any
 import boto3
 
 from switchboard.webhooks.events import MAX_DATA_BYTES, MAX_TEXT_CHARS, storable
-from tests.support.api import Client, TenantKeys
-from tests.support.aws import REGION, AwsResources
-from tests.support.provider_webhooks import WEBHOOK_SECRET, Catalog, build_catalog, deliver, message_data
+from tools.support.api import Client, TenantKeys
+from tools.support.aws import REGION, AwsResources
+from tools.support.provider_webhooks import WEBHOOK_SECRET, Catalog, build_catalog, deliver, message_data
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
 BODY_BYTES = 950 * 1024

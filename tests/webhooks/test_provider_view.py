@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from switchboard import bootstrap
-from tests.support.api import SECRET_WATCH, Client
-from tests.support.aws import AwsResources
-from tests.support.provider_webhooks import (
+from tools.support.api import SECRET_WATCH, Client
+from tools.support.aws import AwsResources
+from tools.support.provider_webhooks import (
     Catalog,
     deliver,
     envelope,

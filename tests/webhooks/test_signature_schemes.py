@@ -24,9 +24,9 @@ import pytest
 
 from switchboard import bootstrap
 from switchboard.core.store import META
-from tests.support.api import Client, TenantKeys
-from tests.support.aws import REGION, AwsResources
-from tests.support.provider_webhooks import (
+from tools.support.api import Client, TenantKeys
+from tools.support.aws import REGION, AwsResources
+from tools.support.provider_webhooks import (
     WEBHOOK_SECRET,
     Catalog,
     build_catalog,

@@ -22,9 +22,10 @@ from switchboard.core.store import UnitOfWork
 from switchboard.providers.base import WebhookRequest
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService
-from tests.support.api import Client, new_platform_key, new_tenant
-from tests.support.aws import REGION, AwsResources
-from tests.support.provider_webhooks import (
+from tests.support.samples import sample_event
+from tools.support.api import Client, new_platform_key, new_tenant
+from tools.support.aws import REGION, AwsResources
+from tools.support.provider_webhooks import (
     WEBHOOK_SECRET,
     Catalog,
     build_catalog,
@@ -36,7 +37,6 @@ from tests.support.provider_webhooks import (
     stored,
     usage_in,
 )
-from tests.support.samples import sample_event
 
 # --- authentication ----------------------------------------------------------------------
 

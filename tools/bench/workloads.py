@@ -48,18 +48,18 @@ from switchboard.core.identity import Scope
 from switchboard.core.observability import logger
 from switchboard.providers.base import ProviderTarget, SentMessage
 from switchboard.routing.chatwoot import ChatwootClient
-from tests.support.api import Client, new_platform_key, new_tenant
-from tests.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
-from tests.support.builders import admin
-from tests.support.connections import SIM_ADMIN_TOKEN, register
-from tests.support.downstream import FakeDownstream
-from tests.support.fakes import FakeProvider
-from tests.support.pool import NUMBERS, build_world
-from tests.support.provider_webhooks import envelope, message_data, signed_headers
-from tests.support.sqs import received_record
 from tools.bench import cost
 from tools.bench.measurements import Figures
 from tools.bench.meter import Meter, Tally, usage_of
+from tools.support.api import Client, new_platform_key, new_tenant
+from tools.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
+from tools.support.builders import admin
+from tools.support.connections import SIM_ADMIN_TOKEN, register
+from tools.support.downstream import FakeDownstream
+from tools.support.fakes import FakeProvider
+from tools.support.pool import NUMBERS, build_world
+from tools.support.provider_webhooks import envelope, message_data, signed_headers
+from tools.support.sqs import received_record
 
 MESSAGES = 20
 SENDERS, PER_SENDER = 4, 5

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tests.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream
 
 CALL_LIMIT = 2
 ACCOUNT_ID = 7

@@ -3,9 +3,10 @@
 `bootstrap.<profile>(settings=None, aws=None, **overrides)`: without arguments a profile uses this
 process's components (a Lambda container runs one function); with any, components of its own,
 with `overrides` in place of the components they name (`send_worker(send_queue=FakeQueue())`).
-Each profile checks at cold start, when its entry point calls it, that the settings it needs are
-there, so a function missing a variable fails at import with that variable's name, not on the
-request that first needs it. Nothing is built before a request or record needs it.
+Each profile checks at cold start, when its entry point calls it, that the settings it requires
+(`REQUIRED_SETTINGS`, one entry per profile) are there, so a function missing a variable fails at
+import with that variable's name, not on the request that first needs it. Nothing is built before
+a request or record needs it.
 
 API profiles return the Powertools resolver with its routers and, in `dependency_overrides`, the
 provider of every `deps` function the capabilities' routes declare. Workers' profiles return a
@@ -59,24 +60,51 @@ class MissingSetting(RuntimeError):
     """A function started without an environment variable it needs."""
 
 
+# The variables each profile's function cannot run without, checked at cold start (settings.py
+# gives every other one a default, or makes it optional: no event bus, no global downstream).
+# tests/core/test_profile_settings.py holds each function's template environment to its entry.
+_QUEUES = ("FORWARD_QUEUE_URL", "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
+    "calls_api": ("RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
+    "catalog_api": ("CLIENT_WEBHOOK_QUEUE_URL",),
+    "live_tickets_api": ("LIVE_URL",),
+    "messages_api": ("SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
+    "ops_api": (),
+    "outgoing_api": (),
+    "pool_api": (),
+    "tenants_api": (),
+    "webhooks_api": _QUEUES,
+    "authorizer": (),
+    "client_webhooks": ("CLIENT_WEBHOOK_QUEUE_URL",),
+    "forwarder": (),
+    "live_connections": (),
+    "live_notifier": ("LIVE_MANAGEMENT_URL",),
+    "reconcile_scheduler": ("RECONCILE_QUEUE_URL",),
+    "reconcile_worker": ("CLIENT_WEBHOOK_QUEUE_URL",),
+    "routing_sweep": _QUEUES,
+    "send_worker": ("SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
+}
+
+
 def _components(
-    function: str,
+    profile: str,
     settings: Settings | None,
     aws: boto3.session.Session | None,
     overrides: dict[str, object],
-    *needs: str,
 ) -> Components | None:
-    """The components a profile uses (None: this process's), once its settings are checked.
+    """The components a profile uses (None: this process's), once its required settings are checked.
 
     From the environment only the variables' presence is checked here: validating every setting
     builds the settings' schema, about 6% of `import boto3`, which the first request pays instead
     (a value of the wrong form fails there, naming its variable)."""
+    needs = REQUIRED_SETTINGS[profile]
     if settings is None:
         missing = [variable for variable in needs if not os.environ.get(variable)]
     else:
         fields = {field.alias: name for name, field in Settings.model_fields.items() if field.alias}
         missing = [variable for variable in needs if not getattr(settings, fields[variable])]
     if missing:
+        function = profile.removesuffix("_api").replace("_", " ")
         raise MissingSetting(f"the {function} function needs {', '.join(missing)} set in its environment")
     if settings is None and aws is None and not overrides:
         return None
@@ -158,7 +186,7 @@ def calls_api(
     from switchboard.call_limit import routes as call_limit_routes
     from switchboard.calls import routes as calls_routes
 
-    components = _components("calls", settings, aws, overrides, "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    components = _components("calls_api", settings, aws, overrides)
     return _api(components, call_limit_routes.router, calls_routes.router)
 
 
@@ -168,7 +196,7 @@ def catalog_api(
     from switchboard.catalog import routes as catalog_routes
     from switchboard.health import routes as health_routes
 
-    components = _components("catalog", settings, aws, overrides, "CLIENT_WEBHOOK_QUEUE_URL")
+    components = _components("catalog_api", settings, aws, overrides)
     return _api(components, catalog_routes.router, health_routes.router)
 
 
@@ -177,7 +205,7 @@ def live_tickets_api(
 ) -> APIGatewayHttpResolver:
     from switchboard.live import routes as live_routes
 
-    return _api(_components("live tickets", settings, aws, overrides, "LIVE_URL"), live_routes.router)
+    return _api(_components("live_tickets_api", settings, aws, overrides), live_routes.router)
 
 
 def messages_api(
@@ -185,7 +213,7 @@ def messages_api(
 ) -> APIGatewayHttpResolver:
     from switchboard.messages import routes as messages_routes
 
-    components = _components("messages", settings, aws, overrides, "SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    components = _components("messages_api", settings, aws, overrides)
     return _api(components, messages_routes.router)
 
 
@@ -195,7 +223,7 @@ def ops_api(
     from switchboard.audit import routes as audit_routes
     from switchboard.usage import routes as usage_routes
 
-    return _api(_components("ops", settings, aws, overrides), usage_routes.router, audit_routes.router)
+    return _api(_components("ops_api", settings, aws, overrides), usage_routes.router, audit_routes.router)
 
 
 def outgoing_api(
@@ -203,7 +231,7 @@ def outgoing_api(
 ) -> APIGatewayHttpResolver:
     from switchboard.routing import replies
 
-    return _api(_components("outgoing", settings, aws, overrides), replies.router)
+    return _api(_components("outgoing_api", settings, aws, overrides), replies.router)
 
 
 def pool_api(
@@ -211,7 +239,7 @@ def pool_api(
 ) -> APIGatewayHttpResolver:
     from switchboard.pool import routes as pool_routes
 
-    return _api(_components("pool", settings, aws, overrides), pool_routes.router)
+    return _api(_components("pool_api", settings, aws, overrides), pool_routes.router)
 
 
 def tenants_api(
@@ -220,7 +248,7 @@ def tenants_api(
     from switchboard.quotas import routes as quotas_routes
     from switchboard.routing import routes as routing_routes
 
-    return _api(_components("tenants", settings, aws, overrides), routing_routes.router, quotas_routes.router)
+    return _api(_components("tenants_api", settings, aws, overrides), routing_routes.router, quotas_routes.router)
 
 
 def webhooks_api(
@@ -228,8 +256,7 @@ def webhooks_api(
 ) -> APIGatewayHttpResolver:
     from switchboard.webhooks import routes as webhooks_routes
 
-    needs = ("FORWARD_QUEUE_URL", "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
-    return _api(_components("webhooks", settings, aws, overrides, *needs), webhooks_routes.router)
+    return _api(_components("webhooks_api", settings, aws, overrides), webhooks_routes.router)
 
 
 # --- event and queue functions ---------------------------------------------------------------
@@ -245,7 +272,7 @@ def authorizer(
 def client_webhooks(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Callable[[], ClientWebhookWorker]:
-    components = _components("client webhooks", settings, aws, overrides, "CLIENT_WEBHOOK_QUEUE_URL")
+    components = _components("client_webhooks", settings, aws, overrides)
     return _built(messages.client_webhook_worker, components)
 
 
@@ -268,20 +295,20 @@ def forwarder(
 def live_connections(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Callable[[], ConnectionService]:
-    return _built(live.connection_service, _components("live connections", settings, aws, overrides))
+    return _built(live.connection_service, _components("live_connections", settings, aws, overrides))
 
 
 def live_notifier(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Callable[[], Notifier]:
-    return _built(live.notifier, _components("live notifier", settings, aws, overrides, "LIVE_MANAGEMENT_URL"))
+    return _built(live.notifier, _components("live_notifier", settings, aws, overrides))
 
 
 def reconcile_scheduler(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Callable[[], int]:
     """One reconcile message per instance; the count sent."""
-    components = _components("reconcile scheduler", settings, aws, overrides, "RECONCILE_QUEUE_URL")
+    components = _components("reconcile_scheduler", settings, aws, overrides)
 
     def schedule() -> int:
         from switchboard.calls.reconcile import every_instance, fan_out
@@ -295,7 +322,7 @@ def reconcile_scheduler(
 def reconcile_worker(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Callable[[], Reconciler]:
-    components = _components("reconcile worker", settings, aws, overrides, "CLIENT_WEBHOOK_QUEUE_URL")
+    components = _components("reconcile_worker", settings, aws, overrides)
     return _built(calls.reconciler, components)
 
 
@@ -310,8 +337,7 @@ class Sweep:
 def routing_sweep(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Sweep:
-    needs = ("FORWARD_QUEUE_URL", "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
-    components = _components("routing sweep", settings, aws, overrides, *needs)
+    components = _components("routing_sweep", settings, aws, overrides)
     return Sweep(_built(webhooks.ingest_service, components), _built(routing.outbox_service, components))
 
 
@@ -327,7 +353,7 @@ class SendWorking:
 def send_worker(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> SendWorking:
-    components = _components("send worker", settings, aws, overrides, "SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
+    components = _components("send_worker", settings, aws, overrides)
 
     def flush() -> None:
         watch = (components or current()).built(health.health_watch)

@@ -128,7 +128,7 @@ class LineRepository:
         uow.update(
             LineItem.of(tenant, instance_name),
             [entry.set(_occupant(occupant))],
-            (size(LineItem.occupants) < LineItem.limit) & entry.does_not_exist(),  # type: ignore[no-untyped-call]
+            (size(LineItem.occupants) < LineItem.limit) & entry.does_not_exist(),  # type: ignore[no-untyped-call]  # PynamoDB leaves `size` unannotated
             refused=refusal,
             return_old=True,
         )

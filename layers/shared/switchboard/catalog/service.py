@@ -347,8 +347,12 @@ class CatalogService:
         if owner_tag not in (None, principal.tenant):
             raise InvalidInput("ownerTag must be your own tenant's tag, or null for the global downstream")
         previous = self._repository.find_instance(instance_key(principal.tenant, name))
-        if previous is None and not token:
+        if token:
+            token_hint = secret_hint(token)
+        elif previous is None:
             raise InvalidInput("token is required when creating an instance", code="token_required")
+        else:
+            token_hint = previous.token_hint
         carried = (
             previous
             if previous is not None
@@ -368,7 +372,7 @@ class CatalogService:
             priority=priority,
             kind=kind,
             owner_tag=owner_tag if owner_tag_given else (previous.owner_tag if previous else principal.tenant),
-            token_hint=secret_hint(token) if token else previous.token_hint,  # type: ignore[union-attr]
+            token_hint=token_hint,
             state=carried.state if carried else "DISCONNECTED",
             state_seq=carried.state_seq if carried else None,
             state_rev=carried.state_rev if carried else (previous.state_rev + 1 if previous else 0),

@@ -37,7 +37,7 @@ assert set(MODULES) == set(get_args(ProviderKind)), "every kind has its module"
 def spec_for(kind: str) -> ProviderKindSpec:
     """The kind's spec, its module imported on first use (a function pays only for the kinds it meets)."""
     try:
-        module = MODULES[kind]  # type: ignore[index]
+        module = MODULES[kind]  # type: ignore[index]  # any string is looked up: an unknown kind is the KeyError below
     except KeyError:
         raise ValueError(f"unknown provider kind: {kind!r}") from None
     spec: ProviderKindSpec = import_module(module).KIND

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -10,6 +11,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from switchboard.core.api.body import parse_api_json
 from switchboard.core.api.errors import install_error_handlers
 from switchboard.core.api.validation import MediaTypeValidation
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 
 class HttpApiResolver(APIGatewayHttpResolver):
@@ -45,5 +49,5 @@ def _document_success(app: APIGatewayHttpResolver) -> None:
     """
     for route in app._static_routes + app._dynamic_routes:  # Powertools has no public accessor
         if route.responses and route.status_code not in route.responses:
-            success = {"description": "Success"}
-            route.responses = {route.status_code: success, **route.responses}  # type: ignore[dict-item]
+            success: OpenAPIResponse = {"description": "Success"}
+            route.responses = {route.status_code: success, **route.responses}

@@ -10,7 +10,7 @@ from importlib import import_module
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, SecurityScheme
 
 from switchboard.core.api.app import create_api
 
@@ -56,7 +56,9 @@ integer 2.
 
 Names and identifiers refuse control characters; message texts accept line breaks and tabs only.
 """
-SECURITY_SCHEMES = {"bearerAuth": HTTPBearer(description="An API key: `Authorization: Bearer sb_live_...`")}
+SECURITY_SCHEMES: dict[str, SecurityScheme] = {
+    "bearerAuth": HTTPBearer(description="An API key: `Authorization: Bearer sb_live_...`")
+}
 
 
 def build_documented_api() -> APIGatewayHttpResolver:
@@ -70,7 +72,7 @@ def openapi_json(app: APIGatewayHttpResolver) -> str:
             title=TITLE,
             version=VERSION,
             description=DESCRIPTION,
-            security_schemes=SECURITY_SCHEMES,  # type: ignore[arg-type]
+            security_schemes=SECURITY_SCHEMES,
             security=[{"bearerAuth": []}],
         )
     )

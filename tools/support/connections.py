@@ -35,8 +35,8 @@ from switchboard.core.secrets import SecretStore
 from switchboard.core.settings import get_settings
 from switchboard.providers.base import Capabilities
 from switchboard.providers.registry import provider_client_for
-from tests.support.api import Client, TenantKeys
-from tests.support.builders import admin, event_of_envelope, run_effects
+from tools.support.api import Client, TenantKeys
+from tools.support.builders import admin, event_of_envelope, run_effects
 
 SIM_ADMIN_TOKEN = "sim-admin-token-for-tests"  # the `simulator` fixture's admin token
 PROVIDER_SECRET = "whsec-calls-test-secret"  # the webhook secret of every connection's provider

@@ -7,7 +7,7 @@ from typing import Any
 import boto3
 
 from devstack.lambdas import Functions
-from tests.support.aws import REGION, AwsResources
+from tools.support.aws import REGION, AwsResources
 
 
 def sqs_record(

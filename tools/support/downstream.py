@@ -358,14 +358,36 @@ class ServedDownstream:
 
             do_GET = do_POST = do_PUT = _answer
 
+            def finish(self) -> None:
+                try:
+                    super().finish()
+                finally:
+                    served._connection_closed()
+
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
+        self._closed = threading.Condition()
+        self.connections_closed = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-downstream", daemon=True)
+        # `stop()` returns at the serving loop's next poll: half a second by default, per server.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-downstream", daemon=True
+        )
         self._thread.start()
+
+    def _connection_closed(self) -> None:
+        with self._closed:
+            self.connections_closed += 1
+            self._closed.notify_all()
+
+    def wait_closed(self, connections: int, timeout: float = 10.0) -> bool:
+        """True once `connections` connections are over on the server's side (every request on
+        them answered, or dropped unread): what they would apply is applied by then."""
+        with self._closed:
+            return self._closed.wait_for(lambda: self.connections_closed >= connections, timeout)
 
     def stop(self) -> None:
         self._server.shutdown()

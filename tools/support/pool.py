@@ -14,7 +14,7 @@ from typing import Any
 
 from switchboard import bootstrap
 from switchboard.catalog.domain import InstanceState, instance_key
-from tests.support.api import Client, TenantKeys
+from tools.support.api import Client, TenantKeys
 
 NUMBERS = ("5511999990001", "5511999990002", "5511999990003")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import boto3
 
-from tests.support.api import Client, TenantKeys
-from tests.support.aws import REGION, AwsResources
+from tools.support.api import Client, TenantKeys
+from tools.support.aws import REGION, AwsResources
 
 WEBHOOK_SECRET = "whsec-routing-test-secret-1"
 INSTANCE_TOKEN = "instance-token-routing-test-1"
