@@ -29,7 +29,7 @@ class BusRules:
         self.rules = rules
         self._queues = queues
         self._region = region
-        self._sqs = boto3.client("sqs", region_name=region)
+        self.sqs = boto3.client("sqs", region_name=region)  # what sends to the queues, as EventBridge
         self.sent: list[Sent] = []  # told of each send (the benchmark counts them)
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,7 +57,7 @@ class BusRules:
                 if rule.queue is None:
                     continue
                 body = json.dumps(delivered)
-                self._sqs.send_message(QueueUrl=self._queues[rule.queue], MessageBody=body)
+                self.sqs.send_message(QueueUrl=self._queues[rule.queue], MessageBody=body)
                 for told in self.sent:
                     told(rule.queue, body)
 

@@ -131,7 +131,7 @@ def client_webhook_deliverer(c: Components) -> ClientWebhookDeliverer:
 def client_webhook_worker(c: Components) -> ClientWebhookWorker:
     from switchboard.messages.client_webhooks import ClientWebhookWorker
 
-    return ClientWebhookWorker(client_webhook_deliverer(c), client_webhook_queue(c), message_repository(c))
+    return ClientWebhookWorker(client_webhook_deliverer(c), client_webhook_queue(c))
 
 
 @component

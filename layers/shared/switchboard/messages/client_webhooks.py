@@ -25,11 +25,10 @@ import hashlib
 import json
 import secrets as random
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 from standardwebhooks import Webhook
 
 from switchboard.audit.ports import Audit
@@ -37,10 +36,11 @@ from switchboard.catalog.domain import ApiKey, Instance
 from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.core.identity import Principal
+from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Backoff, JobQueue, Secrets
 from switchboard.core.urls import check_outbound_url
-from switchboard.messages.domain import ClientEvent, ClientWebhookJob, Message, MessageStatus, client_event_data
+from switchboard.messages.domain import ClientEvent, ClientWebhookJob, MessageStatus
 
 EVENT_FOR_STATUS: dict[MessageStatus, ClientEvent] = {
     MessageStatus.WAITING: "message.waiting",  # queued once, when it starts waiting for a number
@@ -103,7 +103,7 @@ class ClientWebhookPublisher:
         self._queue.send(job.model_dump_json(exclude_none=True))
 
 
-class StatusChangedDetail(BaseModel):
+class StatusChangedDetail(Model):
     """The detail of `message.status.changed` (messages/status_events.py `status_detail`)."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True)
@@ -114,22 +114,30 @@ class StatusChangedDetail(BaseModel):
     status: MessageStatus
     at: datetime
     client_webhook: bool = Field(default=False, alias="clientWebhook")
+    destination_number: str = Field(alias="destinationNumber")
     source_number: str | None = Field(default=None, alias="sourceNumber")
-    sent_at: datetime | None = Field(default=None, alias="sentAt")
+    # Kept as published (ISO strings): the webhook's body carries them exactly so.
+    sent_at: str | None = Field(default=None, alias="sentAt")
     failure_reason: str | None = Field(default=None, alias="failureReason")
-    expires_at: datetime | None = Field(default=None, alias="expiresAt")
+    expires_at: str | None = Field(default=None, alias="expiresAt")
 
 
-class StatusChangedEvent(EventBridgeModel):
-    """`message.status.changed` as EventBridge puts it on ClientWebhookQueue."""
+class StatusChangedEvent(Model):
+    """`message.status.changed` as EventBridge puts it on ClientWebhookQueue (its envelope's
+    fields as AWS sends them; Powertools' EventBridgeModel is the same shape, but importing it
+    loads every parser model at the function's cold start)."""
 
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    version: str
+    id: str
+    detail_type: Literal["message.status.changed"] = Field(alias="detail-type")
+    source: Literal["switchboard"]
+    account: str
+    time: datetime
+    region: str
+    resources: list[str]
     detail: StatusChangedDetail
-
-
-class Messages(Protocol):
-    def get(self, tenant: str, message_id: str) -> Message:
-        """Raises NotFound when there is no such message of the tenant."""
-        ...
 
 
 def status_webhook_id(message_id: str, status: MessageStatus) -> str:
@@ -138,30 +146,27 @@ def status_webhook_id(message_id: str, status: MessageStatus) -> str:
     return f"whk_{digest[:20]}"
 
 
-def status_job(change: StatusChangedDetail, message: Message) -> ClientWebhookJob | None:
-    """The client webhook of one status change (None: the status has no client event).
-
-    The body is the change's: the status and what it set come from the event, only the message's
-    recipient (which never changes) from `message`, which may have moved on since."""
+def status_job(change: StatusChangedDetail) -> ClientWebhookJob | None:
+    """The client webhook of one status change (None: the status has no client event); its
+    `data` is `client_event_data` of the message as the change left it."""
     event = EVENT_FOR_STATUS.get(change.status)
     if event is None:
         return None
-    changed = message.model_copy(
-        update={
-            "status": change.status,
-            "source_number": change.source_number,
-            "sent_at": change.sent_at,
-            "failure_reason": change.failure_reason,
-            "expires_at": change.expires_at,
-        }
-    )
     return ClientWebhookJob(
         id=status_webhook_id(change.message_id, change.status),
         tenant=change.tenant,
         api_key_id=change.key_id,
         event=event,
         timestamp=change.at,
-        data=client_event_data(changed),
+        data={
+            "messageId": change.message_id,
+            "sourceNumber": change.source_number,
+            "destinationNumber": change.destination_number,
+            "status": change.status.value,
+            "sentAt": change.sent_at,
+            "failureReason": change.failure_reason,
+            "expiresAt": change.expires_at,
+        },
     )
 
 
@@ -261,10 +266,9 @@ class ClientWebhookWorker:
     """One ClientWebhookQueue record (a job, or a status change from the bus): deliver, and on
     RetryLater set its backoff before failing it."""
 
-    def __init__(self, deliverer: ClientWebhookDeliverer, backoff: Backoff, messages: Messages) -> None:
+    def __init__(self, deliverer: ClientWebhookDeliverer, backoff: Backoff) -> None:
         self._deliverer = deliverer
         self._backoff = backoff
-        self._messages = messages
 
     def handle(self, body: str, receipt_handle: str, receive_count: int) -> bool:
         job = self._job(body)
@@ -280,16 +284,8 @@ class ClientWebhookWorker:
         try:
             raw = json.loads(body)
             if isinstance(raw, dict) and "detail-type" in raw:
-                return self._status_job(StatusChangedEvent.model_validate(raw).detail)
+                return status_job(StatusChangedEvent.model_validate(raw).detail)
             return ClientWebhookJob.model_validate(raw)
         except (ValueError, ValidationError):
             logger.error("malformed client webhook job dropped")
             return None
-
-    def _status_job(self, change: StatusChangedDetail) -> ClientWebhookJob | None:
-        try:
-            message = self._messages.get(change.tenant, change.message_id)
-        except NotFound:
-            logger.info("client webhook dropped: message gone", extra={"message_id": change.message_id})
-            return None
-        return status_job(change, message)

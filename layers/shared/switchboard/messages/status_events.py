@@ -18,9 +18,10 @@ from switchboard.messages.domain import Message
 
 
 def status_detail(message: Message, *, client_webhook: bool = False) -> dict[str, Any]:
-    """The event's detail; besides the status, what the client webhook's body carries of the
-    change itself (`sentAt`, `failureReason`, `expiresAt`, each only when set), so the body is
-    the change's even when the message has moved on by the time it is delivered."""
+    """The event's detail: the status and everything the client webhook's body carries
+    (`destinationNumber`, and `sentAt`, `failureReason`, `expiresAt` when set), so the body is
+    the change's even when the message has moved on by the time it is delivered, and delivering
+    it reads nothing but the key."""
     detail: dict[str, Any] = {
         "tenant": message.tenant,
         "keyId": message.api_key_id,
@@ -28,6 +29,7 @@ def status_detail(message: Message, *, client_webhook: bool = False) -> dict[str
         "status": message.status.value,
         "at": message.updated_at.isoformat(),
         "clientWebhook": client_webhook,
+        "destinationNumber": message.to,
     }
     if message.source_number:
         detail["sourceNumber"] = message.source_number
