@@ -1,8 +1,10 @@
 """EventBridge rules, locally: events put on a local bus reach the functions whose rules match
-them, as Lambda async invocations, with the event EventBridge delivers.
+them, as Lambda async invocations, and the queues, as SQS messages, with the event EventBridge
+delivers.
 
 The rules come from template.yaml: SAM `EventBridgeRule` (and `CloudWatchEvent`) events of the
-functions, and plain `AWS::Events::Rule` resources whose targets are functions of the template.
+functions, and plain `AWS::Events::Rule` resources whose targets are functions or queues of the
+template.
 A rule's `Pattern`/`EventPattern` is matched by `matches` (EventBridge content filtering: exact
 values, `prefix`, `suffix`, `equals-ignore-case`, `anything-but`, `exists`, `numeric`,
 `wildcard`, `cidr`, `$or`, nested objects, arrays matching when any element does); `Input` and a
@@ -25,6 +27,12 @@ and two minutes later, or the function's `EventInvokeConfig.MaximumRetryAttempts
 holding back the events queued behind it, then logged and dropped. Lambda runs async
 invocations of one function concurrently and without order; one thread per function is the
 simpler, stricter local choice.
+
+A queue target gets the event (or what `Input`/`InputPath` make of it) as the body of one
+SendMessage, sent by the `send` the router is given (the local stack's: through its AWS endpoint,
+where its SQS pollers find it). A failed send is retried after the same delays, then the event
+goes to the target's `DeadLetterConfig` queue when it has one (EventBridge retries for up to a
+day first; locally the retries are the async invocation's), else it is logged and dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from devstack import template
@@ -66,12 +75,19 @@ class PatternError(ValueError):
 @dataclass(frozen=True)
 class Rule:
     name: str
-    function: str
+    function: str  # the target function's logical id; "" for a queue target
     bus: str  # the local bus name
     pattern: dict[str, Any]
     input: Any = None  # the constant event `Input` replaces the event with
     input_path: str | None = None
     retries: int = 2
+    queue: str | None = None  # the target queue's logical id
+    dead_letter: str | None = None  # the queue an event the target never took goes to
+
+    @property
+    def target(self) -> str:
+        """What one delivery thread serves: a function, or a queue (`queue:<logical id>`)."""
+        return f"queue:{self.queue}" if self.queue else self.function
 
 
 def _resolve(value: Any, refs: dict[str, str], names: LocalNames) -> Any:
@@ -106,7 +122,9 @@ def rules(functions: Functions, buses: dict[str, str], names: LocalNames, notes:
     """
     refs = {**{name: str(value) for name, value in template.parameter_defaults(functions.path).items()}, **buses}
     skipped: list[str] = []
-    found = _function_rules(functions, refs, names, skipped) + _rule_resources(functions, refs, names, skipped)
+    found = _function_rules(functions, refs, names, skipped) + _rule_resources(
+        functions.path, functions, refs, names, skipped
+    )
     for rule in found:
         check_pattern(rule.pattern)
     if notes is not None:
@@ -142,35 +160,67 @@ def _function_rules(functions: Functions, refs: dict[str, str], names: LocalName
     return found
 
 
-def _rule_resources(functions: Functions, refs: dict[str, str], names: LocalNames, skipped: list[str]) -> list[Rule]:
-    """Plain `AWS::Events::Rule` resources, for their targets that are functions of the template."""
+def queue_rules(buses: dict[str, str], names: LocalNames, path: Path = template.TEMPLATE) -> list[Rule]:
+    """The template's rules whose targets are its queues (what an in-process run without the
+    functions' rules needs, as in tests/support/bus.py)."""
+    refs = {**{name: str(value) for name, value in template.parameter_defaults(path).items()}, **buses}
+    found = _rule_resources(path, None, refs, names, [])
+    for rule in found:
+        check_pattern(rule.pattern)
+    return found
+
+
+def _rule_resources(
+    path: Path, functions: Functions | None, refs: dict[str, str], names: LocalNames, skipped: list[str]
+) -> list[Rule]:
+    """Plain `AWS::Events::Rule` resources, for their targets that are functions (when `functions`
+    is given) or queues of the template."""
     found = []
-    targets = set(functions.names())
-    for rule_id, rule in template.resources("AWS::Events::Rule", functions.path).items():
+    targets = set(functions.names()) if functions is not None else set()
+    queues = set(template.resources("AWS::SQS::Queue", path))
+    for rule_id, rule in template.resources("AWS::Events::Rule", path).items():
         if rule.get("State") == "DISABLED" or "EventPattern" not in rule:
             continue
         for target in rule.get("Targets") or []:
             try:
-                function = template.ref_target(target.get("Arn"))
+                resource = template.ref_target(target.get("Arn"))
             except Unresolvable:
                 continue
-            if function not in targets:
+            if resource not in targets and resource not in queues:
                 continue
+            is_queue = resource in queues
             try:
                 found.append(
                     Rule(
-                        name=f"{rule_id}-{target.get('Id', function)}",
-                        function=function,
+                        name=f"{rule_id}-{target.get('Id', resource)}",
+                        function="" if is_queue else resource,
                         bus=str(_resolve(rule.get("EventBusName", DEFAULT_BUS), refs, names)),
                         pattern=_resolve(rule["EventPattern"], refs, names),
                         input=json.loads(target["Input"]) if "Input" in target else None,
                         input_path=target.get("InputPath"),
-                        retries=_retries(functions.definition(function)),
+                        retries=_target_retries(target)
+                        if is_queue or functions is None
+                        else _retries(functions.definition(resource)),
+                        queue=resource if is_queue else None,
+                        dead_letter=_dead_letter(target),
                     )
                 )
             except (Unresolvable, ValueError) as error:
                 skipped.append(f"{rule_id}: {error}")
     return found
+
+
+def _target_retries(target: dict[str, Any]) -> int:
+    """A queue target's retries: its `RetryPolicy` (EventBridge's default is 185)."""
+    return int((target.get("RetryPolicy") or {}).get("MaximumRetryAttempts", 185))
+
+
+def _dead_letter(target: dict[str, Any]) -> str | None:
+    """The logical id of a target's `DeadLetterConfig` queue (`!GetAtt <queue>.Arn`)."""
+    config = target.get("DeadLetterConfig") or {}
+    if "Arn" not in config:
+        return None
+    return template.ref_target(config["Arn"])
 
 
 # --- content filtering ------------------------------------------------------------------------
@@ -345,7 +395,7 @@ def event_envelope(entry: dict[str, Any], event_id: str, region: str, account: s
     }
 
 
-def _bus_name(value: Any) -> str:
+def bus_name(value: Any) -> str:
     """`EventBusName` as a name or an ARN (`arn:aws:events:...:event-bus/<name>`)."""
     text = str(value or DEFAULT_BUS)
     return text.rsplit("event-bus/", 1)[1] if text.startswith("arn:") and "event-bus/" in text else text
@@ -373,8 +423,26 @@ class _Delivery:
     attempt: int = field(compare=False, default=1)
 
 
+def routed(rules: list[Rule], bus: str, event: dict[str, Any]) -> list[tuple[Rule, Any]]:
+    """The rules of `bus` an event matches, each with what its target gets of it."""
+    return [(rule, delivered_event(rule, event)) for rule in rules if rule.bus == bus and matches(rule.pattern, event)]
+
+
+def delivered_event(rule: Rule, event: dict[str, Any]) -> Any:
+    """What `rule`'s target gets of a matching event: the event, its `Input`, or its `InputPath`."""
+    if rule.input is not None:
+        return rule.input
+    if rule.input_path:
+        return _input_path(event, rule.input_path)
+    return event
+
+
+QueueSend = Callable[[str, str], None]  # (queue logical id, message body)
+
+
 class EventRouter:
-    """Matches the events a bus accepted against the rules and invokes the targets asynchronously."""
+    """Matches the events a bus accepted against the rules and delivers them to the targets
+    asynchronously: a function's async invocation, or a queue's SendMessage through `send`."""
 
     def __init__(
         self,
@@ -383,18 +451,23 @@ class EventRouter:
         *,
         region: str = "us-east-1",
         retry_delays: tuple[float, ...] = RETRY_DELAYS,
+        send: QueueSend | None = None,
     ) -> None:
+        missing = [rule.name for rule in rules if rule.queue and send is None]
+        if missing:
+            raise ValueError(f"rules with a queue target need a send: {missing}")
         self.functions = functions
         self.rules = rules
         self._region = region
         self._retry_delays = retry_delays
+        self._send = send
         self._serial = itertools.count()
-        self._queues: dict[str, list[_Delivery]] = {rule.function: [] for rule in rules}
+        self._queues: dict[str, list[_Delivery]] = {rule.target: [] for rule in rules}
         self._changed = threading.Condition()
         self._threads = Background()
         self._stopping = self._threads.stopping
-        for function in self._queues:
-            self._threads.add(self._deliver, function, name=f"events-{function}")
+        for target in self._queues:
+            self._threads.add(self._deliver, target, name=f"events-{target}")
 
     def start(self) -> EventRouter:
         self._threads.start()
@@ -435,7 +508,7 @@ class EventRouter:
         for entry, result in zip(entries, results, strict=False):
             event_id = result.get("EventId") if isinstance(result, dict) else None
             if event_id and isinstance(entry, dict):
-                self.put(_bus_name(entry.get("EventBusName")), entry, event_id)
+                self.put(bus_name(entry.get("EventBusName")), entry, event_id)
 
     def put(self, bus: str, entry: dict[str, Any], event_id: str) -> int:
         """Queue one accepted entry of `bus` for every rule it matches; returns how many matched."""
@@ -445,17 +518,8 @@ class EventRouter:
         matched = 0
         now = time.monotonic()
         with self._changed:
-            for rule in self.rules:
-                if rule.bus != bus or not matches(rule.pattern, event):
-                    continue
-                delivered = event
-                if rule.input is not None:
-                    delivered = rule.input
-                elif rule.input_path:
-                    delivered = _input_path(event, rule.input_path)
-                heapq.heappush(
-                    self._queues[rule.function], _Delivery(now, next(self._serial), rule, delivered, event_id)
-                )
+            for rule, delivered in routed(self.rules, bus, event):
+                heapq.heappush(self._queues[rule.target], _Delivery(now, next(self._serial), rule, delivered, event_id))
                 matched += 1
             if matched:
                 self._changed.notify_all()
@@ -463,8 +527,8 @@ class EventRouter:
 
     # --- delivery threads ------------------------------------------------------------------
 
-    def _next(self, function: str) -> _Delivery | None:
-        queue = self._queues[function]
+    def _next(self, target: str) -> _Delivery | None:
+        queue = self._queues[target]
         with self._changed:
             while not self._stopping.is_set():
                 if queue and queue[0].due <= time.monotonic():
@@ -472,30 +536,39 @@ class EventRouter:
                 self._changed.wait(max(0.0, queue[0].due - time.monotonic()) if queue else None)
         return None
 
-    def _deliver(self, function: str) -> None:
-        while (delivery := self._next(function)) is not None:
+    def _deliver(self, target: str) -> None:
+        while (delivery := self._next(target)) is not None:
             try:
-                self.functions.invoke(function, delivery.event)
+                if delivery.rule.queue:
+                    self._to_queue(delivery.rule.queue, delivery.event)
+                else:
+                    self.functions.invoke(delivery.rule.function, delivery.event)
             except FunctionsStopped:
                 return
             except Exception:
                 self._failed(delivery)
 
+    def _to_queue(self, queue: str, event: Any) -> None:
+        assert self._send is not None  # checked at construction
+        self._send(queue, event if isinstance(event, str) else json.dumps(event))
+
     def _failed(self, delivery: _Delivery) -> None:
         retries = min(delivery.rule.retries, len(self._retry_delays))
         if delivery.attempt > retries:
+            if delivery.rule.dead_letter and self._dead_lettered(delivery):
+                return
             log.exception(
-                "async invocation failed %d times: event dropped",
+                "delivery failed %d times: event dropped",
                 delivery.attempt,
-                extra={"function": delivery.rule.function, "rule": delivery.rule.name, "event_id": delivery.event_id},
+                extra={"target": delivery.rule.target, "rule": delivery.rule.name, "event_id": delivery.event_id},
             )
             return
         log.warning(
-            "async invocation failed (attempt %d): retried in %s s",
+            "delivery failed (attempt %d): retried in %s s",
             delivery.attempt,
             self._retry_delays[delivery.attempt - 1],
             exc_info=True,
-            extra={"function": delivery.rule.function, "event_id": delivery.event_id},
+            extra={"target": delivery.rule.target, "event_id": delivery.event_id},
         )
         retry = _Delivery(
             due=time.monotonic() + self._retry_delays[delivery.attempt - 1],
@@ -506,5 +579,20 @@ class EventRouter:
             attempt=delivery.attempt + 1,
         )
         with self._changed:
-            heapq.heappush(self._queues[delivery.rule.function], retry)
+            heapq.heappush(self._queues[delivery.rule.target], retry)
             self._changed.notify_all()
+
+    def _dead_lettered(self, delivery: _Delivery) -> bool:
+        """The event to the target's dead-letter queue (True), as EventBridge does past its retries."""
+        assert delivery.rule.dead_letter is not None and self._send is not None
+        try:
+            self._send(delivery.rule.dead_letter, json.dumps(delivery.event))
+        except Exception:
+            return False
+        log.warning(
+            "delivery failed %d times: event sent to %s",
+            delivery.attempt,
+            delivery.rule.dead_letter,
+            extra={"target": delivery.rule.target, "rule": delivery.rule.name, "event_id": delivery.event_id},
+        )
+        return True

@@ -235,13 +235,25 @@ class LocalStack:
             self.notes.append("event rules not run: the local stack sees PutEvents on its embedded AWS endpoint only")
             return
         router = eventbridge.EventRouter(
-            self.functions, found, region=REGION, retry_delays=self._event_retry_delays
+            self.functions, found, region=REGION, retry_delays=self._event_retry_delays, send=self._queue_send()
         ).start()
         forget = self._endpoint.observe(eventbridge.PUT_EVENTS_TARGET, router.observe)
         self._stops.append(lambda: router.stop(timeout=1))
         self._stops.append(forget)
         self._quiesce.append(router.request_stop)
         self.events = router
+
+    def _queue_send(self) -> eventbridge.QueueSend:
+        """How a rule's queue target gets its event: a SendMessage through the AWS endpoint, as
+        EventBridge's own delivery to SQS is (the queue's pollers then take it)."""
+        session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
+        sqs = session.client("sqs", endpoint_url=self.aws_url)
+        self._stops.append(sqs.close)
+
+        def send(queue: str, body: str) -> None:
+            sqs.send_message(QueueUrl=self.queues[queue].url, MessageBody=body)
+
+        return send
 
     def stop(self) -> None:
         """Stop every part and restore the environment.

@@ -1,7 +1,8 @@
 """API Gateway (HTTP API) Lambda authorizer: `Authorization: Bearer <key>` -> tenant and scopes.
 
 Simple responses; an unknown or malformed key raises "Unauthorized", which API Gateway answers
-with 401. Caching is off in template.yaml so a revoked key fails on its very next request.
+with 401. API Gateway's own authorizer cache is off in template.yaml; the function keeps each
+found key for `KEY_CACHE_SECONDS` (5 s) per container, so a revoked key fails within that.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from switchboard import bootstrap
 from switchboard.core.observability import logger
 
-catalog = bootstrap.authorizer()
+keys = bootstrap.authorizer()
 
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     header = (event.get("headers") or {}).get("authorization", "")
     scheme, _, key = header.partition(" ")
-    principal = catalog().authenticate(key.strip()) if scheme.lower() == "bearer" else None
+    principal = keys().authenticate(key.strip()) if scheme.lower() == "bearer" else None
     if principal is None:
         logger.info("request refused: unknown API key")
         raise Exception("Unauthorized")  # noqa: TRY002 - the exact message API Gateway maps to 401

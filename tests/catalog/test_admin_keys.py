@@ -47,7 +47,7 @@ def test_the_only_admin_key_cannot_be_revoked_and_keeps_working(client: Client, 
     assert client.get("/api/numbers", key=tenant.admin).status == 200
 
 
-def test_with_a_second_admin_key_one_can_go_but_not_both(client: Client, make_tenant: Any) -> None:
+def test_with_a_second_admin_key_one_can_go_but_not_both(client: Client, make_tenant: Any, override: Any) -> None:
     tenant = make_tenant("acme")
     second = new_admin_key(client, tenant)
 
@@ -55,6 +55,7 @@ def test_with_a_second_admin_key_one_can_go_but_not_both(client: Client, make_te
     refused = client.delete(f"/api/api-keys/{second['id']}", key=second["key"])
 
     assert (refused.status, refused.json()["error"]) == (409, "last_admin_key")
+    override()  # a new container: a warm authorizer keeps a found key for KEY_CACHE_SECONDS
     assert client.get("/api/numbers", key=tenant.admin).status == 401
     assert client.get("/api/numbers", key=second["key"]).status == 200
 

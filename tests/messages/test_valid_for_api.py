@@ -124,9 +124,9 @@ def test_a_waiting_message_rides_a_fresh_delayed_job_and_leaves_when_a_number_is
     assert datetime.fromisoformat(waiting["nextCheckAt"]) < datetime.fromisoformat(waiting["expiresAt"])
     assert queue_counts(aws, "SendQueue") == {"Visible": 0, "NotVisible": 0, "Delayed": 1}
     assert sum(queue_counts(aws, "SendDLQ").values()) == 0
-    [webhook] = [json.loads(m["Body"]) for m in aws.queue_messages("ClientWebhookQueue")]
-    assert (webhook["event"], webhook["data"]["status"]) == ("message.waiting", "WAITING")
-    assert datetime.fromisoformat(webhook["data"]["expiresAt"]) == datetime.fromisoformat(waiting["expiresAt"])
+    [change] = [json.loads(m["Body"]) for m in aws.queue_messages("ClientWebhookQueue")]  # from the bus's rule
+    assert (change["detail-type"], change["detail"]["status"]) == ("message.status.changed", "WAITING")
+    assert datetime.fromisoformat(change["detail"]["expiresAt"]) == datetime.fromisoformat(waiting["expiresAt"])
 
     world.set_connected(NUMBERS[1], True)
     first_job = {"message_id": message_id, "tenant": "acme", "api_key_id": world.send_key_id, "to": RECIPIENT}

@@ -38,10 +38,27 @@ class Live:
         self.functions = Functions(TEMPLATE, max_containers=1)
         definition = websocket_apis(TEMPLATE, set(self.functions.names()))[0]
         self.api = WebSocketApi(self.functions, definition, port=0, management_port=0, **settings).start()
+        self.sqs = session.client("sqs", endpoint_url=endpoint.url)
+        self.queues = template.create_queues(self.sqs, template.LocalNames(prefix="live"), TEMPLATE)
+        self.send_failures = 0  # the next sends to a queue target that fail (the dead-letter queue's never do)
         found = eventbridge.rules(self.functions, {"TestBus": self.bus}, template.LocalNames(prefix="live"))
-        self.router = eventbridge.EventRouter(self.functions, found, retry_delays=(0.1, 0.1)).start()
+        self.router = eventbridge.EventRouter(self.functions, found, retry_delays=(0.1, 0.1), send=self.send).start()
         self.forget = endpoint.observe(eventbridge.PUT_EVENTS_TARGET, self.router.observe)
         self.connections = session.client("apigatewaymanagementapi", endpoint_url=self.api.management_url)
+
+    def send(self, queue: str, body: str) -> None:
+        if queue == "Inbox" and self.send_failures:
+            self.send_failures -= 1
+            raise RuntimeError("the queue refused the message")
+        self.sqs.send_message(QueueUrl=self.queues[queue].url, MessageBody=body)
+
+    def received(self, queue: str) -> list[dict[str, Any]]:
+        """The bodies on `queue`, taken off it."""
+        url = self.queues[queue].url
+        messages = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        for message in messages:
+            self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return [json.loads(message["Body"]) for message in messages]
 
     def connect(self, query: str = "ticket=fine") -> ClientConnection:
         return connect(f"{self.api.url}?{query}", open_timeout=10, close_timeout=2)
@@ -66,6 +83,7 @@ class Live:
         self.router.stop(timeout=2)
         self.api.stop()
         self.events.close()
+        self.sqs.close()
         self.connections.close()
 
 
@@ -112,12 +130,22 @@ def test_given_the_template_then_the_websocket_api_has_its_stage_routes_and_two_
 def test_given_the_template_then_sam_and_plain_rules_target_their_functions_on_the_local_bus() -> None:
     functions = Functions(TEMPLATE)
 
-    found = {rule.function: rule for rule in eventbridge.rules(functions, {"TestBus": "b"}, template.LocalNames())}
+    found = {rule.target: rule for rule in eventbridge.rules(functions, {"TestBus": "b"}, template.LocalNames())}
 
-    assert set(found) == {"NotifyFunction", "FlakyFunction", "HoldFunction", "AuditFunction"}
+    assert set(found) == {"NotifyFunction", "FlakyFunction", "HoldFunction", "AuditFunction", "queue:Inbox"}
     assert {rule.bus for rule in found.values()} == {"b"}
     assert found["NotifyFunction"].pattern["source"] == ["tests"]  # the parameter's default
     assert found["AuditFunction"].input_path == "$.detail"
+    inbox = found["queue:Inbox"]
+    assert (inbox.function, inbox.queue, inbox.dead_letter, inbox.retries) == ("", "Inbox", "InboxDLQ", 185)
+
+
+def test_given_a_queue_target_without_a_send_then_the_router_refuses_it() -> None:
+    functions = Functions(TEMPLATE)
+    found = eventbridge.rules(functions, {"TestBus": "b"}, template.LocalNames())
+
+    with pytest.raises(ValueError, match="InboxRule-inbox"):
+        eventbridge.EventRouter(functions, found)
 
 
 # --- the WebSocket API ----------------------------------------------------------------------
@@ -299,6 +327,41 @@ def test_given_a_failing_target_then_it_is_retried_twice_then_dropped(live: Live
     attempts = [event["id"] for event in live.recorded("FlakyFunction")]
     assert attempts.count(recovers) == 3
     assert attempts.count(never) == 3  # the first attempt and two retries, then no more
+
+
+def test_given_a_queue_target_then_a_matching_event_is_its_message_body_as_eventbridge_sends_it(live: Live) -> None:
+    live.put("queued", {"wanted": False})
+    event_id = live.put("queued", {"wanted": True, "n": 1})
+
+    eventually(lambda: live.router.pending() == 0)
+    (body,) = eventually(lambda: live.received("Inbox"))
+
+    assert body == {
+        "version": "0",
+        "id": event_id,
+        "detail-type": "queued",
+        "source": "tests",
+        "account": "000000000000",
+        "time": body["time"],
+        "region": REGION,
+        "resources": [],
+        "detail": {"wanted": True, "n": 1},
+    }
+    assert live.received("Inbox") == []
+
+
+def test_given_a_queue_that_refuses_then_the_send_is_retried_and_finally_dead_lettered(live: Live) -> None:
+    live.send_failures = 2
+    recovers = live.put("queued", {"wanted": True, "n": 1})
+    eventually(lambda: live.router.pending() == 0)
+    assert [body["id"] for body in eventually(lambda: live.received("Inbox"))] == [recovers]
+
+    live.send_failures = 3  # the first attempt and both retries
+    never = live.put("queued", {"wanted": True, "n": 2})
+    eventually(lambda: live.router.pending() == 0)
+
+    assert [body["id"] for body in eventually(lambda: live.received("InboxDLQ"))] == [never]
+    assert live.received("Inbox") == []
 
 
 def test_given_a_target_still_running_then_put_events_has_answered_and_the_next_event_waits_its_turn(

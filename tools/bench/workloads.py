@@ -8,7 +8,8 @@ Three workloads, each run warm (one round first, not counted):
 
 - API sends in pool mode with delivery receipts: `POST /api/messages`; the send worker; a
   provider `receipt` (delivered) through `POST /webhooks/{id}`; the client webhooks
-  (`message.sent`, `message.delivered`). Once to new recipients (affinity miss), once more to
+  (`message.sent`, `message.delivered`), put on their queue by the bus's rule (its SendMessage
+  counted as the line `EventBridge rule`). Once to new recipients (affinity miss), once more to
   the same ones (affinity hit). The provider is a recording fake; its send counts as one
   provider request;
 - incoming messages forwarded to Chatwoot: a provider `message` event through the webhook route,
@@ -133,8 +134,15 @@ class Stage:
         self.meter = Meter(boto3.client("dynamodb", region_name=REGION), self.api.functions)
         self.sqs = self.meter.unmetered(boto3.client("sqs", region_name=REGION))
         self.api_requests = 0
+        if aws.rules is not None:  # the bus's sends to a queue are EventBridge's, billed to the queue
+            self.meter.unmetered(aws.rules.sqs)
+            aws.rules.sent.append(self._rule_sent)
         self.platform_key = new_platform_key()
         self.tenant = new_tenant(self.client, self.platform_key, "bench")
+
+    def _rule_sent(self, queue: str, body: str) -> None:
+        with self.meter.labelled("EventBridge rule"):
+            self.meter.record("sqs", "SendMessage", {"QueueUrl": self.aws.queues[queue], "MessageBody": body})
 
     def override(self, **replacements: object) -> None:
         """The process's components of those names replaced until the stage ends (a new container)."""

@@ -9,6 +9,7 @@ import boto3
 import pytest
 
 from devstack import template
+from tests.support.bus import BusRules, bus_rules
 
 REGION = "us-east-1"
 PREFIX = "switchboard-test"
@@ -19,6 +20,7 @@ class AwsResources:
     tables: dict[str, str]
     queues: dict[str, str]  # logical id -> queue URL
     bus: str
+    rules: BusRules | None = None  # the bus's rules with queue targets (tests/support/bus.py)
 
     def queue_messages(self, logical_id: str) -> list[dict[str, Any]]:
         """Receive (and leave in flight) every message currently visible on a queue."""
@@ -62,6 +64,8 @@ def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
         queues[logical_id] = sqs.create_queue(QueueName=names.queue(logical_id))["QueueUrl"]
     bus = f"{PREFIX}-events"
     boto3.client("events", region_name=REGION).create_event_bus(Name=bus)
+    rules = bus_rules("EventBus", bus, names, queues, REGION)
+    rules.install(monkeypatch)
     environment = {
         "TABLE_NAME": tables["MainTable"],
         "IDEMPOTENCY_TABLE_NAME": tables["IdempotencyTable"],
@@ -73,4 +77,4 @@ def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
     }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    return AwsResources(tables=tables, queues=queues, bus=bus)
+    return AwsResources(tables=tables, queues=queues, bus=bus, rules=rules)

@@ -9,6 +9,7 @@ from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
 
 if TYPE_CHECKING:
+    from switchboard.catalog.authentication import KeyAuthenticator
     from switchboard.catalog.domain import Instance
     from switchboard.catalog.dynamo import CatalogRepository
     from switchboard.catalog.ports import GrantChanges, KeyAttachment
@@ -20,6 +21,14 @@ def catalog_repository(c: Components) -> CatalogRepository:
     from switchboard.catalog.dynamo import CatalogRepository
 
     return CatalogRepository(table(c))
+
+
+@component
+def key_authenticator(c: Components) -> KeyAuthenticator:
+    """The authorizer's key lookups, cached per container for `KEY_CACHE_SECONDS`."""
+    from switchboard.catalog.authentication import KeyAuthenticator
+
+    return KeyAuthenticator(catalog_repository(c), ttl_seconds=c.settings.key_cache_seconds)
 
 
 @component

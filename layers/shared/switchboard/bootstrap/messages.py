@@ -54,10 +54,10 @@ def client_webhook_publisher(c: Components) -> ClientWebhookPublisher:
 
 @component
 def status_changes(c: Components) -> StatusChanges:
-    """Each committed status change: to the bus, and to the key's client webhook."""
+    """Each committed status change, to the bus (which feeds the key's client webhook too)."""
     from switchboard.messages.status_events import StatusChanges
 
-    return StatusChanges(event_publisher(c), client_webhook_publisher(c))
+    return StatusChanges(event_publisher(c))
 
 
 @component

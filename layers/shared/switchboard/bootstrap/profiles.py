@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
     from switchboard.calls.reconcile import Reconciler
-    from switchboard.catalog.service import CatalogService
+    from switchboard.catalog.authentication import KeyAuthenticator
     from switchboard.live.notifier import Notifier
     from switchboard.live.service import ConnectionService
     from switchboard.messages.client_webhooks import ClientWebhookWorker
@@ -264,9 +264,9 @@ def webhooks_api(
 
 def authorizer(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
-) -> Callable[[], CatalogService]:
-    """The catalog, which authenticates each request's key."""
-    return _built(catalog.catalog_service, _components("authorizer", settings, aws, overrides))
+) -> Callable[[], KeyAuthenticator]:
+    """The catalog's key lookups, which authenticate each request's key."""
+    return _built(catalog.key_authenticator, _components("authorizer", settings, aws, overrides))
 
 
 def client_webhooks(

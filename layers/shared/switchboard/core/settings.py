@@ -54,6 +54,8 @@ class Settings(Model):
     # each version's end).
     meta_graph_version: str = Field(default="v25.0", pattern=r"^v[0-9]{1,3}\.[0-9]$", alias="META_GRAPH_VERSION")
     secret_cache_seconds: int = Field(default=60, ge=0, alias="SECRET_CACHE_SECONDS")
+    # How long the authorizer answers a key from memory: the bound on a revocation's delay.
+    key_cache_seconds: float = Field(default=5.0, ge=0, le=30, alias="KEY_CACHE_SECONDS")
     # Number pool: how stale a key's pool and its numbers' connection state may be.
     pool_config_cache_seconds: float = Field(default=5.0, ge=0, le=30, alias="POOL_CONFIG_CACHE_SECONDS")
     # Items a key's round-robin counter is spread over: one DynamoDB item takes ~1,000 writes/s,

@@ -1,10 +1,18 @@
 """Client webhooks: `message.waiting|sent|failed|delivered|read` to the API key's `webhookUrl`.
 
-The send worker and the receipt effect only queue a job (`ClientWebhookPublisher`); the
-client-webhooks function delivers it (`ClientWebhookDeliverer`), signed with Standard Webhooks
+A message's status change reaches ClientWebhookQueue from the bus: the writers publish one
+`message.status.changed` (messages/status_events.py) and a rule of the bus puts the event, as
+EventBridge delivers it, on the queue when the key has a webhook URL and the status has a client
+event. An instance's event is still queued as a job by its writer (`ClientWebhookPublisher`).
+The client-webhooks function turns either into a `ClientWebhookJob` and delivers it
+(`ClientWebhookDeliverer`), signed with Standard Webhooks
 headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) by the `standardwebhooks`
 package, with the key's signing secret from the secret store. A failed delivery raises, so SQS
 retries it with backoff and finally parks it in the DLQ; the send is never blocked by it.
+
+EventBridge delivers at least once, so one change may reach the queue twice: a status change's
+`webhook-id` is derived from the message and the status (`status_webhook_id`), the same for both
+copies, which is what Standard Webhooks receivers deduplicate on.
 
 The signing secret (`whsec_...`) is per API key: created on first use, rotated and shown once
 by `POST /api/api-keys/{key_id}/webhook-secret`.
@@ -13,12 +21,14 @@ by `POST /api/api-keys/{key_id}/webhook-secret`.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import secrets as random
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any, Literal, Protocol
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
-from pydantic import ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 from standardwebhooks import Webhook
 
 from switchboard.audit.ports import Audit
@@ -26,10 +36,11 @@ from switchboard.catalog.domain import ApiKey, Instance
 from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.core.identity import Principal
+from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Backoff, JobQueue, Secrets
 from switchboard.core.urls import check_outbound_url
-from switchboard.messages.domain import ClientEvent, ClientWebhookJob, Message, MessageStatus, client_event_data
+from switchboard.messages.domain import ClientEvent, ClientWebhookJob, MessageStatus
 
 EVENT_FOR_STATUS: dict[MessageStatus, ClientEvent] = {
     MessageStatus.WAITING: "message.waiting",  # queued once, when it starts waiting for a number
@@ -69,24 +80,11 @@ def retry_delay_seconds(attempt: int) -> int:
 
 
 class ClientWebhookPublisher:
-    """Queues one job per status change of a message whose key has a webhook URL."""
+    """Queues an instance's event for its events webhook (a message's status change comes from
+    the bus instead, see the module's docstring)."""
 
     def __init__(self, queue: JobQueue) -> None:
         self._queue = queue
-
-    def message_changed(self, message: Message, webhook_url: str | None) -> None:
-        event = EVENT_FOR_STATUS.get(message.status)
-        if not webhook_url or event is None:
-            return
-        job = ClientWebhookJob(
-            id=new_id("whk"),
-            tenant=message.tenant,
-            api_key_id=message.api_key_id,
-            event=event,
-            timestamp=utcnow(),
-            data=client_event_data(message),
-        )
-        self._queue.send(job.model_dump_json())
 
     def instance_event(self, instance: Instance, event: str, data: dict[str, Any]) -> None:
         """Queue an instance's event for its `eventsWebhookUrl` (nothing when it has none)."""
@@ -103,6 +101,73 @@ class ClientWebhookPublisher:
             }
         )
         self._queue.send(job.model_dump_json(exclude_none=True))
+
+
+class StatusChangedDetail(Model):
+    """The detail of `message.status.changed` (messages/status_events.py `status_detail`)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    tenant: str
+    key_id: str = Field(alias="keyId")
+    message_id: str = Field(alias="messageId")
+    status: MessageStatus
+    at: datetime
+    client_webhook: bool = Field(default=False, alias="clientWebhook")
+    destination_number: str = Field(alias="destinationNumber")
+    source_number: str | None = Field(default=None, alias="sourceNumber")
+    # Kept as published (ISO strings): the webhook's body carries them exactly so.
+    sent_at: str | None = Field(default=None, alias="sentAt")
+    failure_reason: str | None = Field(default=None, alias="failureReason")
+    expires_at: str | None = Field(default=None, alias="expiresAt")
+
+
+class StatusChangedEvent(Model):
+    """`message.status.changed` as EventBridge puts it on ClientWebhookQueue (its envelope's
+    fields as AWS sends them; Powertools' EventBridgeModel is the same shape, but importing it
+    loads every parser model at the function's cold start)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    version: str
+    id: str
+    detail_type: Literal["message.status.changed"] = Field(alias="detail-type")
+    source: Literal["switchboard"]
+    account: str
+    time: datetime
+    region: str
+    resources: list[str]
+    detail: StatusChangedDetail
+
+
+def status_webhook_id(message_id: str, status: MessageStatus) -> str:
+    """The `webhook-id` of a message's change to `status`: every copy of the change has the same."""
+    digest = hashlib.sha256(f"{message_id}\n{status.value}".encode()).hexdigest()
+    return f"whk_{digest[:20]}"
+
+
+def status_job(change: StatusChangedDetail) -> ClientWebhookJob | None:
+    """The client webhook of one status change (None: the status has no client event); its
+    `data` is `client_event_data` of the message as the change left it."""
+    event = EVENT_FOR_STATUS.get(change.status)
+    if event is None:
+        return None
+    return ClientWebhookJob(
+        id=status_webhook_id(change.message_id, change.status),
+        tenant=change.tenant,
+        api_key_id=change.key_id,
+        event=event,
+        timestamp=change.at,
+        data={
+            "messageId": change.message_id,
+            "sourceNumber": change.source_number,
+            "destinationNumber": change.destination_number,
+            "status": change.status.value,
+            "sentAt": change.sent_at,
+            "failureReason": change.failure_reason,
+            "expiresAt": change.expires_at,
+        },
+    )
 
 
 class ClientWebhookDeliverer:
@@ -198,20 +263,29 @@ class ClientWebhookDeliverer:
 
 
 class ClientWebhookWorker:
-    """One ClientWebhookQueue record: deliver, and on RetryLater set its backoff before failing it."""
+    """One ClientWebhookQueue record (a job, or a status change from the bus): deliver, and on
+    RetryLater set its backoff before failing it."""
 
     def __init__(self, deliverer: ClientWebhookDeliverer, backoff: Backoff) -> None:
         self._deliverer = deliverer
         self._backoff = backoff
 
     def handle(self, body: str, receipt_handle: str, receive_count: int) -> bool:
-        try:
-            job = ClientWebhookJob.model_validate_json(body)
-        except ValidationError:
-            logger.error("malformed client webhook job dropped")
+        job = self._job(body)
+        if job is None:
             return False
         try:
             return self._deliverer.deliver(job, receive_count)
         except RetryLater as exc:
             self._backoff.delay(receipt_handle, int(exc.details.get("delay", 0)))
             raise
+
+    def _job(self, body: str) -> ClientWebhookJob | None:
+        try:
+            raw = json.loads(body)
+            if isinstance(raw, dict) and "detail-type" in raw:
+                return status_job(StatusChangedEvent.model_validate(raw).detail)
+            return ClientWebhookJob.model_validate(raw)
+        except (ValueError, ValidationError):
+            logger.error("malformed client webhook job dropped")
+            return None
