@@ -10,7 +10,7 @@ from switchboard.catalog.authentication import KeyAuthenticator
 from switchboard.catalog.domain import hash_key
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.core.identity import Principal, Scope
-from tests.support.api import Client
+from tools.support.api import Client
 
 KEY = "sb_live_" + "a" * 43
 

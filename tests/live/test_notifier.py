@@ -83,3 +83,22 @@ def test_a_gone_connection_is_forgotten_and_a_failing_one_does_not_stop_the_othe
     remaining = table.query(KeyConditionExpression=Key("pk").eq("LIVE#acme"))["Items"]
     assert sorted(item["sk"] for item in remaining) == ["CONNECTION#broken", "CONNECTION#fine"]
     assert table.get_item(Key={"pk": "LIVECONNECTION#gone", "sk": "#META"}).get("Item") is None
+
+
+def test_a_message_status_change_reaches_the_console_as_a_hint_without_the_client_webhooks_body(
+    sockets: Live,
+    management: ManagementApi,
+    make_tenant: Callable[..., TenantKeys],
+    agent_key: Callable[[TenantKeys, str], str],
+) -> None:
+    acme = make_tenant("acme")
+    sockets.connect("ana", sockets.ticket(agent_key(acme, "ana")))
+    sockets.connect("admin", sockets.ticket(acme.admin))
+    hint = {"tenant": "acme", "keyId": "key_1", "messageId": "msg_1", "status": "FAILED", "at": "2026-12-01T04:00:00Z"}
+    body = {"clientWebhook": True, "destinationNumber": "5521999990000", "failureReason": "expired"}
+
+    sockets.notify("message.status.changed", {**hint, **body, "sourceNumber": "5511988880000"})
+
+    for connection in ("ana", "admin"):
+        (sent,) = frames(management, connection)
+        assert sent["detail"] == {**hint, "sourceNumber": "5511988880000"}

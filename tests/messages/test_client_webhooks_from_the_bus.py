@@ -24,7 +24,7 @@ from switchboard.messages.client_webhooks import (
 )
 from switchboard.messages.domain import ClientWebhookJob, Message, MessageStatus, client_event_data
 from switchboard.messages.status_events import StatusChanges, status_detail
-from tests.support.fakes import FakeAudit, FakeSecrets
+from tools.support.fakes import FakeAudit, FakeSecrets
 
 AT = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 URL = "https://hooks.example/switchboard"

@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from devstack import template
-from tests.support.bus import BusRules, bus_rules
+from tools.support.bus import BusRules, bus_rules
 
 REGION = "us-east-1"
 PREFIX = "switchboard-test"

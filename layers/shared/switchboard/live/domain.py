@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ConfigDict, model_validator
 
+from switchboard.core.bus import MESSAGE_STATUS_CHANGED
 from switchboard.core.identity import Principal, Scope, key_principal
 from switchboard.core.model import Model
 
@@ -132,6 +133,14 @@ class Connection(_Granted):
         return attendant is None or attendant == self.attendant
 
 
+# A message's status change carries the whole client webhook body (so its delivery reads nothing
+# back): the browser gets only what says which message changed and how, and re-reads the rest with
+# its own scope, which for an agent does not include the recipients of the tenant's API sends.
+HINT_FIELDS = {MESSAGE_STATUS_CHANGED: ("tenant", "keyId", "messageId", "status", "at", "sourceNumber")}
+
+
 def frame(detail_type: str, detail: dict[str, Any], time: str) -> bytes:
     """The one text frame a browser gets per domain event (a hint: it re-reads over the API)."""
-    return json.dumps({"type": detail_type, "detail": detail, "time": time}, separators=(",", ":")).encode()
+    fields = HINT_FIELDS.get(detail_type)
+    hint = detail if fields is None else {name: detail[name] for name in fields if name in detail}
+    return json.dumps({"type": detail_type, "detail": hint, "time": time}, separators=(",", ":")).encode()
