@@ -19,6 +19,7 @@ from switchboard.live.dynamo import LiveRepository
 from switchboard.quotas.domain import QuotaOverrides
 from switchboard.quotas.dynamo import DynamoBuckets, DynamoQuotaStore
 from switchboard.usage.dynamo import UsageRepository
+from tests.support.quotas import counted_one
 from tools.support.aws import AwsResources
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -74,8 +75,8 @@ def test_quota_overrides_buckets_and_days(table: Any) -> None:
         "burst": 10,
     }
     assert quotas.get_overrides("acme") == QuotaOverrides(requests_per_second=2.5, burst=10)
-    assert quotas.count_message("acme", date(2026, 3, 1), 1)
-    assert not quotas.count_message("acme", date(2026, 3, 1), 1)
+    assert counted_one(quotas, "acme", date(2026, 3, 1), 1)
+    assert not counted_one(quotas, "acme", date(2026, 3, 1), 1)
     assert raw(table, "QUOTA#acme", "DAY#2026-03-01")["sent"] == 1
     tat = 2**53 + 1  # microseconds since the epoch run past a float's exact integers
     taken = DynamoBuckets(table).take("acme", "tenant", Claim(count=1, now=tat, idle=True, add=1, limit=0), 99)

@@ -162,7 +162,7 @@ def test_nothing_connected_fails_with_no_number_available(
     assert provider.sent == []
 
 
-def test_a_message_the_worker_fails_is_published_queued_then_failed(
+def test_a_message_the_worker_fails_is_published_once_failed_and_its_acceptance_not_at_all(
     world: PoolWorld, run_worker: Any, published: list[tuple[str, dict[str, Any]]]
 ) -> None:
     world.use_pool(NUMBERS[0])
@@ -176,7 +176,7 @@ def test_a_message_the_worker_fails_is_published_queued_then_failed(
     changes = [
         (detail["messageId"], detail["status"]) for kind, detail in published if kind == "message.status.changed"
     ]
-    assert changes == [(message_id, "QUEUED"), (message_id, "FAILED")]
+    assert changes == [(message_id, "FAILED")]
 
 
 def test_a_timeout_goes_back_to_the_queue_and_a_redelivery_after_success_sends_nothing(

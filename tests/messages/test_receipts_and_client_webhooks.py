@@ -124,10 +124,10 @@ def test_each_committed_status_is_published_once_and_a_duplicate_or_late_receipt
     receipt(world, message["providerMessageId"], "failed")  # after read: ignored
 
     changes = [detail for detail_type, detail in published if detail_type == "message.status.changed"]
-    assert [change["status"] for change in changes] == ["QUEUED", "SENT", "DELIVERED", "READ"]
+    assert [change["status"] for change in changes] == ["SENT", "DELIVERED", "READ"]
     for change in changes:
         assert (change["tenant"], change["keyId"], change["messageId"]) == ("acme", world.send_key_id, message["id"])
-    assert [change.get("sourceNumber") for change in changes] == [None, NUMBERS[0], NUMBERS[0], NUMBERS[0]]
+    assert [change.get("sourceNumber") for change in changes] == [NUMBERS[0], NUMBERS[0], NUMBERS[0]]
 
 
 def test_a_failed_receipt_is_published_as_failed(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from datetime import date
+from typing import cast
 
 from switchboard.core.buckets import BucketMoved, Claim
 from switchboard.core.identity import Principal, Scope
+from switchboard.core.store import CONDITION_FAILED, Refusal, Refused, UnitOfWork
 from switchboard.quotas.domain import QuotaOverrides, Quotas
 
 
@@ -35,6 +37,10 @@ class FakeBuckets:
             return self.tats[(tenant, bucket)]
 
 
+# What a fake store's joined counts are handed: it counts at once, so no unit of work is used.
+FAKE_UOW = cast("UnitOfWork", None)
+
+
 class FakeQuotaStore:
     """`quotas.ports.QuotaStore`: overrides and daily counts in dictionaries."""
 
@@ -50,12 +56,12 @@ class FakeQuotaStore:
     def put_overrides(self, tenant: str, overrides: QuotaOverrides) -> None:
         self.overrides[tenant] = overrides
 
-    def count_message(self, tenant: str, day: date, limit: int) -> bool:
+    def count_message_in(self, uow: UnitOfWork, tenant: str, day: date, limit: int, refused: Refused) -> None:
+        """Counted at once (the fake has no transaction to commit), or refused as the commit would be."""
         sent = self.days.get((tenant, day), 0)
         if sent >= limit:
-            return False
+            raise refused if isinstance(refused, BaseException) else refused(Refusal(CONDITION_FAILED))
         self.days[(tenant, day)] = sent + 1
-        return True
 
     def messages_on(self, tenant: str, day: date) -> int:
         return self.days.get((tenant, day), 0)

@@ -19,6 +19,7 @@ from switchboard.core.settings import get_settings
 from switchboard.quotas.dynamo import DynamoBuckets, DynamoQuotaStore
 from switchboard.quotas.service import QuotaPolicies, RequestLimiter
 from tests.quotas.fakes import FakeQuotaStore, caller, quotas
+from tests.support.quotas import counted_one
 from tests.support.threads import at_once
 from tools.support.aws import AwsResources
 
@@ -82,8 +83,8 @@ def test_the_daily_counter_counts_exactly_the_limit_under_concurrent_sends(serve
     limit, day = 25, date(2026, 11, 30)
 
     def send(index: int) -> int:
-        store = DynamoQuotaStore(own_table())
-        return sum(store.count_message("acme", day, limit) for _ in range(10))
+        quotas = DynamoQuotaStore(own_table())
+        return sum(counted_one(quotas, "acme", day, limit) for _ in range(10))
 
     counted = on_threads(8, send)
 

@@ -11,7 +11,7 @@ import pytest
 from switchboard.core.errors import DailyQuotaExceeded, RateLimited
 from switchboard.quotas.domain import MIN_RECHECK_SECONDS, QuotaOverrides
 from switchboard.quotas.service import DailySendQuota, QuotaPolicies, RequestLimiter
-from tests.quotas.fakes import FakeBuckets, FakeQuotaStore, caller, quotas
+from tests.quotas.fakes import FAKE_UOW, FakeBuckets, FakeQuotaStore, caller, quotas
 from tools.support.fakes import FakeClock
 
 START = 1_800_000_000.0  # wall-clock seconds; the buckets store milliseconds since the epoch
@@ -154,15 +154,15 @@ def test_the_days_messages_stop_at_the_limit_until_the_next_utc_day() -> None:
     daily = DailySendQuota(store, policies, clock=lambda: now)
 
     for _ in range(3):
-        daily.charge("acme")
+        daily.charge_in(FAKE_UOW, "acme")
     with pytest.raises(DailyQuotaExceeded) as refused:
-        daily.charge("acme")
+        daily.charge_in(FAKE_UOW, "acme")
     assert refused.value.code == "daily_quota_exceeded"
     assert refused.value.retry_after_seconds == 3600  # until 00:00 UTC
-    daily.charge("other")  # another tenant's day is its own
+    daily.charge_in(FAKE_UOW, "other")  # another tenant's day is its own
 
     now = datetime(2026, 12, 1, 0, 0, 1, tzinfo=UTC)
-    daily.charge("acme")
+    daily.charge_in(FAKE_UOW, "acme")
 
 
 def test_a_zero_daily_quota_refuses_every_message() -> None:
@@ -170,5 +170,5 @@ def test_a_zero_daily_quota_refuses_every_message() -> None:
     daily = DailySendQuota(store, QuotaPolicies(store, quotas(), cache_seconds=10))
 
     with pytest.raises(DailyQuotaExceeded):
-        daily.charge("acme")
+        daily.charge_in(FAKE_UOW, "acme")
     assert store.days == {}

@@ -73,8 +73,8 @@ class FixedQuotas:
     def put_overrides(self, tenant: str, overrides: QuotaOverrides) -> None:
         raise NotImplementedError
 
-    def count_message(self, tenant: str, day: Any, limit: int) -> bool:
-        raise NotImplementedError
+    def count_message_in(self, uow: Any, tenant: str, day: Any, limit: int, refused: Any) -> None:
+        raise NotImplementedError  # the benchmark admits requests; it accepts no message
 
     def messages_on(self, tenant: str, day: Any) -> int:
         return 0

@@ -68,6 +68,8 @@ from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from switchboard.catalog.domain import Instance
     from switchboard.messages.ports import Usage
 
@@ -244,16 +246,24 @@ class MessageRepository:
 
     # --- API side ----------------------------------------------------------------------------
 
-    def create(self, message: Message) -> None:
+    def create(self, message: Message, *, joined: Callable[[UnitOfWork], None] | None = None) -> None:
         item = _message_item(message.id)
         for name in Message.model_fields:
             value = getattr(message, name)
             if value is not None:
                 setattr(item, name, _stored(value))
-        try:
-            store.put(item, MessageItem.pk.does_not_exist())
-        except store.ConditionFailed as exc:
-            raise AlreadyExists("message already exists") from exc
+        if joined is None:
+            try:
+                store.put(item, MessageItem.pk.does_not_exist())
+            except store.ConditionFailed as exc:
+                raise AlreadyExists("message already exists") from exc
+            return
+        # The message joins first: when it exists (a client's retry) that is the answer, whatever
+        # else the joined writes would have refused.
+        uow = store.unit_of_work()
+        uow.put(item, MessageItem.pk.does_not_exist(), refused=AlreadyExists("message already exists"))
+        joined(uow)
+        uow.commit()
 
     def get(self, tenant: str, message_id: str) -> Message:
         try:

@@ -3,7 +3,7 @@ send queue, the key's configuration and tickets, provider clients, usage, the ba
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 
 
 class Messages(Protocol):
-    def create(self, message: Message) -> None: ...
+    def create(self, message: Message, *, joined: Callable[[UnitOfWork], None] | None = None) -> None:
+        """Store a new message (AlreadyExists if its id is taken), with what `joined` adds to the
+        same write: both or neither."""
+        ...
 
     def get(self, tenant: str, message_id: str) -> Message: ...
 
@@ -75,8 +78,9 @@ class DelayedJobs(Protocol):
 class DailyQuota(Protocol):
     """The tenant's messages per UTC day, counted as each message is accepted."""
 
-    def charge(self, tenant: str) -> None:
-        """Count one message; raises DailyQuotaExceeded when the tenant's day is spent."""
+    def charge_in(self, uow: UnitOfWork, tenant: str) -> None:
+        """Join the count of one message to `uow`; raises DailyQuotaExceeded (at once, or from the
+        commit) when the tenant's day is spent."""
         ...
 
 

@@ -126,10 +126,6 @@ class MessageService:
         return self._messages.get(principal.tenant, message_id)
 
     def _accept(self, *, submission: Submission, text: str, valid_for: int = 0) -> Accepted:
-        if self._daily_quota is not None:
-            # Counted once per accepted submission: a replay of an Idempotency-Key is answered by
-            # the idempotency layer before this runs. A refusal stores nothing.
-            self._daily_quota.charge(submission.tenant)
         key = submission.idempotency_key
         now = utcnow()
         message = Message(
@@ -146,9 +142,15 @@ class MessageService:
             expires_at=now + timedelta(seconds=valid_for) if valid_for else None,
             trace=[TraceEvent(stage="message.accepted", at=now, data={"validFor": valid_for} if valid_for else {})],
         )
+        # Counted by the write that stores the message, so a message is charged once: a replay of an
+        # Idempotency-Key is answered before this runs (by the idempotency layer, or below by the
+        # stored message), and a refusal stores nothing.
+        quota = self._daily_quota
+        charged = None if quota is None else (lambda uow: quota.charge_in(uow, submission.tenant))
         try:
-            self._messages.create(message)
-            self._changed(message)
+            # Accepted is not told to the bus: the sender has the answer, no client event is
+            # QUEUED, and the console hears of a message at its next status.
+            self._messages.create(message, joined=charged)
         except AlreadyExists:
             # A retry after a failed enqueue, or the same key after the idempotency window.
             message = self._messages.get(submission.tenant, message.id)
@@ -176,7 +178,7 @@ class MessageService:
         self._changed(failed)
 
     def _changed(self, message: Message) -> None:
-        """A status this service committed (QUEUED on acceptance, FAILED when it could not queue)."""
+        """A status this service committed: FAILED when it could not queue the message."""
         if self._status is None:
             return
         try:

@@ -16,7 +16,7 @@ from pynamodb.expressions.update import Action
 
 from switchboard.core import store
 from switchboard.core.buckets import BucketMoved, Claim
-from switchboard.core.store import ConditionFailed, IntegerAttribute, TableItem
+from switchboard.core.store import ConditionFailed, IntegerAttribute, Refused, TableItem, UnitOfWork
 from switchboard.quotas.domain import QuotaOverrides
 
 DAY_TTL = timedelta(days=2)
@@ -113,8 +113,9 @@ class DynamoQuotaStore:
         fields = overrides.model_dump(exclude_none=True)
         store.put(QuotaItem(QuotaItem.pk_for(tenant), QuotaItem.sk_for(), tenant=tenant, **fields))
 
-    def count_message(self, tenant: str, day: date, limit: int) -> bool:
-        """One conditional ADD: counted only while fewer than `limit` are counted that day."""
+    def count_message_in(self, uow: UnitOfWork, tenant: str, day: date, limit: int, refused: Refused) -> None:
+        """Join one conditional ADD to `uow`: counted only while fewer than `limit` are counted that
+        day; when the day is full the commit raises `refused` and writes nothing."""
         item = QuotaDay(QuotaDay.pk_for(tenant), QuotaDay.sk_for(day.isoformat()))
         expires = int((_midnight(day) + DAY_TTL).timestamp())
         actions = [
@@ -122,11 +123,7 @@ class DynamoQuotaStore:
             QuotaDay.expires_at.set(QuotaDay.expires_at | expires),
             QuotaDay.tenant.set(tenant),
         ]
-        try:
-            store.update(item, actions, QuotaDay.sent.does_not_exist() | (QuotaDay.sent < limit))
-        except ConditionFailed:
-            return False
-        return True
+        uow.update(item, actions, QuotaDay.sent.does_not_exist() | (QuotaDay.sent < limit), refused=refused)
 
     def messages_on(self, tenant: str, day: date) -> int:
         item = store.get(QuotaDay, QuotaDay.pk_for(tenant), QuotaDay.sk_for(day.isoformat()))

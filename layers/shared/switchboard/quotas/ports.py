@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from switchboard.catalog.domain import Tenant
 from switchboard.core.buckets import Claim
 from switchboard.quotas.domain import QuotaOverrides
+
+if TYPE_CHECKING:
+    from switchboard.core.store import Refused, UnitOfWork
 
 
 class Tenants(Protocol):
@@ -27,8 +30,9 @@ class QuotaStore(Protocol):
 
     def put_overrides(self, tenant: str, overrides: QuotaOverrides) -> None: ...
 
-    def count_message(self, tenant: str, day: date, limit: int) -> bool:
-        """Count one message on `day` if fewer than `limit` are counted; False when the day is full."""
+    def count_message_in(self, uow: UnitOfWork, tenant: str, day: date, limit: int, refused: Refused) -> None:
+        """Join to `uow` the count of one message on `day`, made only if fewer than `limit` are
+        counted; a full day makes the commit raise `refused`."""
         ...
 
     def messages_on(self, tenant: str, day: date) -> int: ...

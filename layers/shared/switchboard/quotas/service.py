@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from switchboard.audit.ports import Audit
 from switchboard.core.buckets import US, Bucket, BucketMoved, Rate
@@ -27,6 +28,9 @@ from switchboard.quotas.domain import (
     utc_day,
 )
 from switchboard.quotas.ports import Buckets, QuotaStore, Tenants
+
+if TYPE_CHECKING:
+    from switchboard.core.store import Refusal, UnitOfWork
 
 # Claims in a row that find the bucket changed before the request is refused for a moment.
 MAX_WRITE_ATTEMPTS = 4
@@ -151,16 +155,23 @@ class DailySendQuota:
         self._policies = policies
         self._clock = clock
 
-    def charge(self, tenant: str) -> None:
-        """One conditional write. Raises DailyQuotaExceeded (429, Retry-After: the next UTC day)."""
+    def charge_in(self, uow: UnitOfWork, tenant: str) -> None:
+        """Join the count of one message to `uow`, the write that accepts it: the message and its
+        count are stored together or not at all. Raises DailyQuotaExceeded (429, Retry-After: the
+        next UTC day) at once for a zero quota, else from the commit when the day is spent."""
         limit = self._policies.for_tenant(tenant).messages_per_day
         now = self._clock()
-        if limit <= 0 or not self._store.count_message(tenant, utc_day(now), limit):
+
+        def spent(_refusal: Refusal | None = None) -> DailyQuotaExceeded:
             logger.info("daily quota exceeded", extra={"tenant": tenant, "limit": limit})
-            raise DailyQuotaExceeded(
+            return DailyQuotaExceeded(
                 f"this tenant's {limit} messages for today (UTC) are spent",
                 retry_after_seconds=seconds_to_next_day(now),
             )
+
+        if limit <= 0:
+            raise spent()
+        self._store.count_message_in(uow, tenant, utc_day(now), limit, refused=spent)
 
 
 @dataclass(frozen=True)
