@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from switchboard import bootstrap
-from switchboard.call_limit.domain import Snapshot
-from switchboard.call_limit.dynamo import LineRepository, line_key
 from switchboard.calls.domain import Attachment, DialAttempt, StaleRecord, new_record
 from switchboard.calls.dynamo import AttachmentRepository, CallRepository, ReconcileGate, call_key
+from switchboard.lines.domain import Snapshot
+from switchboard.lines.dynamo import LineRepository, line_key
 from tools.support.aws import AwsResources
 
 ATTEMPT = DialAttempt(

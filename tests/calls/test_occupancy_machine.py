@@ -25,8 +25,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from switchboard import bootstrap
-from switchboard.call_limit.domain import Line, Snapshot
-from switchboard.call_limit.dynamo import LineRepository, line_key
 from switchboard.calls.dialing import DialService
 from switchboard.calls.domain import LIVE_STATES, AttemptNotPending, DialAttempt, occupant_value, reservation_id
 from switchboard.calls.dynamo import CallRepository
@@ -34,6 +32,8 @@ from switchboard.calls.reconcile import REDIAL_WINDOW, Reconciler
 from switchboard.calls.service import CallService
 from switchboard.connection_state.domain import Check
 from switchboard.core.errors import LineBusy
+from switchboard.lines.domain import Line, Snapshot
+from switchboard.lines.dynamo import LineRepository, line_key
 from switchboard.providers.base import Capabilities, DialResult, ProviderCall, ProviderTarget
 from tools.support.aws import AwsResources
 from tools.support.builders import agent, instance, provider_event

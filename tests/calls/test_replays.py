@@ -17,10 +17,10 @@ from typing import Any
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.call_limit.dynamo import line_key
 from switchboard.calls.dialing import DialOutcome, DialService
 from switchboard.calls.domain import DialAttempt
 from switchboard.calls.dynamo import CallRepository, call_key
+from switchboard.lines.dynamo import line_key
 from tests.support.threads import at_once
 from tools.support.aws import AwsResources
 from tools.support.builders import agent

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.call_limit.domain import Snapshot
-from switchboard.call_limit.dynamo import LineRepository
 from switchboard.calls.dynamo import CallRepository
 from switchboard.calls.service import CallService
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import CallEnded, CallOwned, Forbidden, LineBusy
+from switchboard.lines.domain import Snapshot
+from switchboard.lines.dynamo import LineRepository
 from tools.support.aws import AwsResources
 from tools.support.builders import admin, agent, instance, provider_event
 from tools.support.connections import around_dial, call_events, deliver, register

@@ -11,11 +11,11 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.call_limit.domain import Occupant
-from switchboard.call_limit.dynamo import line_key
 from switchboard.calls.domain import DialAttempt, occupant_value, reservation_id
 from switchboard.calls.reconcile import REDIAL_WINDOW
 from switchboard.core.errors import LineBusy
+from switchboard.lines.domain import Occupant
+from switchboard.lines.dynamo import line_key
 from tools.support.aws import AwsResources
 from tools.support.builders import agent
 from tools.support.connections import Connection, call_events, deliver, register

@@ -23,7 +23,7 @@ from switchboard.health.domain import (
     Thresholds,
 )
 from switchboard.health.dynamo import HealthRepository
-from switchboard.health.service import HEALTH_CHANGED, HealthWatch
+from switchboard.health.service import HEALTH_CHANGED, BanWatch
 from switchboard.messages.domain import MessageStatus
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
 from tests.support.sending import SendWorld
@@ -97,7 +97,7 @@ class WatchedWorld(SendWorld):
         self.clock = FakeClock(T0.timestamp())
         self.published = Published()
         self.store = HealthRepository(bootstrap.table())
-        self.watch = HealthWatch(
+        self.watch = BanWatch(
             self.store,
             limits=limits or Thresholds(),
             publisher=self.published,

@@ -28,13 +28,13 @@ from moto import mock_aws
 
 from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
-from switchboard.call_limit.domain import Snapshot
-from switchboard.call_limit.dynamo import LineRepository
 from switchboard.calls.domain import DialAttempt
 from switchboard.calls.dynamo import CallRepository
 from switchboard.core import store
 from switchboard.core.errors import LineBusy
 from switchboard.core.observability import logger
+from switchboard.lines.domain import Snapshot
+from switchboard.lines.dynamo import LineRepository
 from tools.bench.measurements import Figures
 
 REGION = "us-east-1"

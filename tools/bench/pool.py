@@ -45,7 +45,7 @@ from switchboard.core.observability import logger
 from switchboard.health.domain import Thresholds
 from switchboard.health.dynamo import DynamoPaceStore, HealthRepository
 from switchboard.health.pacing import Pacer
-from switchboard.health.service import HealthWatch
+from switchboard.health.service import BanWatch
 from switchboard.messages.domain import Message, SendJob, body_hash
 from switchboard.messages.dynamo import MessageRepository, SpamHistoryRepository
 from switchboard.messages.sending import SendingService
@@ -235,7 +235,7 @@ def _worker(
     """A send worker on `table`, with the spam guard, the ban watch and pacing as asked."""
     messages = MessageRepository(table)
     health = (
-        HealthWatch(HealthRepository(table), limits=Thresholds(), cache_seconds=5.0, buffered_sends=BUFFERED_SENDS)
+        BanWatch(HealthRepository(table), limits=Thresholds(), cache_seconds=5.0, buffered_sends=BUFFERED_SENDS)
         if watch
         else None
     )

@@ -21,8 +21,6 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.call_limit.domain import Line, Snapshot
-from switchboard.call_limit.dynamo import LineRepository
 from switchboard.calls.dialing import DialService
 from switchboard.calls.dynamo import CallRepository
 from switchboard.calls.reconcile_queue import ReconcileQueue
@@ -33,6 +31,8 @@ from switchboard.catalog.models import InstanceItem
 from switchboard.catalog.targets import TargetResolver
 from switchboard.core.secrets import SecretStore
 from switchboard.core.settings import get_settings
+from switchboard.lines.domain import Line, Snapshot
+from switchboard.lines.dynamo import LineRepository
 from switchboard.providers.base import Capabilities
 from switchboard.providers.registry import provider_client_for
 from tools.support.api import Client, TenantKeys

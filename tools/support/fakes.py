@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from switchboard.call_limit.domain import Line, Snapshot, SnapshotResult, Verdict, judge
 from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key
 from switchboard.connection_state.domain import StateWrite, StoredState
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound, ProviderError
+from switchboard.lines.domain import Line, Snapshot, SnapshotResult, Verdict, judge
 from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
@@ -449,7 +449,7 @@ class FakeUsageStore:
 
 
 class FakeLines:
-    """`call_limit.service.Lines`: the snapshot rule applied in memory."""
+    """`lines.service.Lines`: the snapshot rule applied in memory."""
 
     def __init__(self) -> None:
         self.lines: dict[str, Line] = {}
@@ -473,7 +473,7 @@ class FakeLines:
 
 @dataclass
 class FakePublisher:
-    """`call_limit.service.Publisher`: records (detail type, detail)."""
+    """`lines.service.Publisher`: records (detail type, detail)."""
 
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 

@@ -15,7 +15,6 @@ function built without arguments of its own uses (tests read and seed through th
 from __future__ import annotations
 
 from switchboard.bootstrap.audit import audit_log
-from switchboard.bootstrap.call_limit import calls_config_service, line_repository, subscription_service
 from switchboard.bootstrap.calls import call_repository, call_service, dialing_service, reconcile_queue, reconciler
 from switchboard.bootstrap.catalog import catalog_repository, catalog_service
 from switchboard.bootstrap.components import Components, current, overridden, reset
@@ -26,6 +25,7 @@ from switchboard.bootstrap.connection_state import (
 )
 from switchboard.bootstrap.core import event_publisher, secrets, table
 from switchboard.bootstrap.health import health_watch
+from switchboard.bootstrap.lines import calls_config_service, line_repository, subscription_service
 from switchboard.bootstrap.live import connection_service, live_access, live_grants, live_repository, ticket_service
 from switchboard.bootstrap.messages import client_webhook_deliverer, client_webhook_worker, message_service, send_queue
 from switchboard.bootstrap.pool import pool_service, sending_config_source

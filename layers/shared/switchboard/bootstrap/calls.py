@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from switchboard.bootstrap.call_limit import calls_config_service
 from switchboard.bootstrap.catalog import catalog_repository
 from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import event_publisher, table
 from switchboard.bootstrap.health import health_watch
+from switchboard.bootstrap.lines import calls_config_service
 from switchboard.bootstrap.providers import targets
 from switchboard.bootstrap.routing import outbox_service
 

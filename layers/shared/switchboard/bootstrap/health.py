@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from switchboard.catalog.domain import PacingLimits
     from switchboard.health.domain import Thresholds
     from switchboard.health.pacing import Pacer
-    from switchboard.health.service import HealthWatch
+    from switchboard.health.service import BanWatch
 
 
 # Sends the ban watch keeps before writing them: more than a send worker's batch (10 records),
@@ -39,12 +39,12 @@ def thresholds(c: Components) -> Thresholds:
 
 
 @component
-def health_watch(c: Components) -> HealthWatch:
+def health_watch(c: Components) -> BanWatch:
     from switchboard.bootstrap.messages import client_webhook_publisher
     from switchboard.health.dynamo import HealthRepository
-    from switchboard.health.service import HealthWatch
+    from switchboard.health.service import BanWatch
 
-    return HealthWatch(
+    return BanWatch(
         HealthRepository(table(c)),
         limits=thresholds(c),
         publisher=event_publisher(c),

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from switchboard.bootstrap import (
     audit,
-    call_limit,
     calls,
     catalog,
     health,
+    lines,
     live,
     messages,
     pool,
@@ -119,11 +119,11 @@ def _built(built: Component[T], components: Components | None) -> Callable[[], T
 def _provided() -> dict[Callable[..., Any], Component[Any]]:
     """Each capability's route dependency and the component that provides it."""
     from switchboard.audit import deps as audit_deps
-    from switchboard.call_limit import deps as call_limit_deps
     from switchboard.calls import deps as calls_deps
     from switchboard.catalog import deps as catalog_deps
     from switchboard.core.api import auth
     from switchboard.health import deps as health_deps
+    from switchboard.lines import deps as lines_deps
     from switchboard.live import deps as live_deps
     from switchboard.messages import deps as messages_deps
     from switchboard.pool import deps as pool_deps
@@ -134,8 +134,8 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
 
     return {
         audit_deps.audit_log: audit.audit_log,
-        call_limit_deps.calls_config_service: call_limit.calls_config_service,
-        call_limit_deps.subscription_service: call_limit.subscription_service,
+        lines_deps.calls_config_service: lines.calls_config_service,
+        lines_deps.subscription_service: lines.subscription_service,
         calls_deps.call_service: calls.call_service,
         calls_deps.dialing_service: calls.dialing_service,
         calls_deps.media_service: calls.media_service,
@@ -183,11 +183,11 @@ def _api(components: Components | None, *routers: APIGatewayHttpRouter) -> APIGa
 def calls_api(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> APIGatewayHttpResolver:
-    from switchboard.call_limit import routes as call_limit_routes
     from switchboard.calls import routes as calls_routes
+    from switchboard.lines import routes as lines_routes
 
     components = _components("calls_api", settings, aws, overrides)
-    return _api(components, call_limit_routes.router, calls_routes.router)
+    return _api(components, lines_routes.router, calls_routes.router)
 
 
 def catalog_api(

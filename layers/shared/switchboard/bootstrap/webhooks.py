@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from switchboard.bootstrap.call_limit import calls_config_service
 from switchboard.bootstrap.calls import call_service, reconcile_queue
 from switchboard.bootstrap.catalog import catalog_repository
 from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
+from switchboard.bootstrap.lines import calls_config_service
 from switchboard.bootstrap.messages import heard_from, receipt_effect
 from switchboard.bootstrap.usage import incoming_usage
 from switchboard.core.observability import logger
@@ -100,7 +100,7 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
     def call_settings(event: ProviderEvent) -> None:
         calls_config_service(c).on_call_settings(event)
 
-    def call_limit_on_connection(event: ProviderEvent) -> None:
+    def lines_on_connection(event: ProviderEvent) -> None:
         calls_config_service(c).on_connection(event)
 
     def call_event(event: ProviderEvent) -> None:
@@ -110,7 +110,7 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
         "message": [forward_incoming, received_metric],  # the downstream, then the metric
         "receipt": [apply_receipt, health_on_receipt],  # status, then the client webhook; the ban watch
         "connection": [
-            call_limit_on_connection,
+            lines_on_connection,
             connection_state,  # state (by seq or a status read), ban watch, outbox
             reconcile_calls_on_reconnect,  # calls may have moved while away
         ],

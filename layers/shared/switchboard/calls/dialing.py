@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from switchboard.call_limit.domain import Line
 from switchboard.calls.domain import AttemptNotPending, CallRecord, DialAttempt, LineNotReady, reservation_id
 from switchboard.calls.ports import ReconcileRequests
 from switchboard.calls.service import CallService, attendant_of
@@ -50,6 +49,7 @@ from switchboard.core.errors import (
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.lines.domain import Line
 from switchboard.providers.base import Capabilities
 
 # A dial whose outcome is unknown is resolved by the reconciler a little later, not at once.

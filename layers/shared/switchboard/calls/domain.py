@@ -30,9 +30,9 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, StrictBool, StrictStr
 from pydantic.alias_generators import to_camel
 
-from switchboard.call_limit.domain import Direction, Line, Occupant
 from switchboard.core.errors import CallEnded, CallOwned, Forbidden
 from switchboard.core.model import Model
+from switchboard.lines.domain import Direction, Line, Occupant
 from switchboard.providers.base import CallState, ProviderCall
 
 LIVE_STATES = frozenset({"ringing", "connecting", "active"})

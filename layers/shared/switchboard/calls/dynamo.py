@@ -32,8 +32,6 @@ from typing import Any
 
 from pynamodb.attributes import BooleanAttribute, NumberAttribute, UnicodeAttribute, VersionAttribute
 
-from switchboard.call_limit.domain import Line, Occupant
-from switchboard.call_limit.dynamo import LineItem, LineRepository
 from switchboard.calls.domain import (
     Attachment,
     AttemptNotPending,
@@ -54,6 +52,8 @@ from switchboard.core.store import (
     TransactionCancelled,
     UnitOfWork,
 )
+from switchboard.lines.domain import Line, Occupant
+from switchboard.lines.dynamo import LineItem, LineRepository
 
 ATTEMPT_TTL = timedelta(days=2)
 ENDED_CALL_TTL = timedelta(days=30)

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from switchboard.call_limit.service import for_caller, require_calls_instance
 from switchboard.calls.domain import Attachment, CallRecord, utcnow
 from switchboard.calls.service import CallService, attendant_of
 from switchboard.catalog.ports import Instances, Targets
 from switchboard.core.errors import CallEnded, Conflict, Forbidden, ProviderError
 from switchboard.core.identity import Principal
 from switchboard.core.observability import logger
+from switchboard.lines.service import for_caller, require_calls_instance
 from switchboard.providers.base import MediaAttachment
 
 RETAIN_SECONDS = 25.0  # below the provider's 30 s, so a resume we allow never races its release

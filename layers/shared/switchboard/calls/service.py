@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import ValidationError
 
-from switchboard.call_limit.domain import Line
 from switchboard.calls.domain import (
     CallEventData,
     CallRecord,
@@ -37,6 +36,7 @@ from switchboard.core.errors import CallEnded, Forbidden, NotFound, ProviderErro
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import logger
 from switchboard.core.ports import Publisher
+from switchboard.lines.domain import Line
 from switchboard.providers.base import ProviderCall, ProviderClient, ProviderTarget
 
 if TYPE_CHECKING:

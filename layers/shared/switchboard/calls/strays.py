@@ -21,10 +21,10 @@ from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from switchboard.call_limit.domain import Line, Occupant
 from switchboard.calls.domain import CallRecord, DialAttempt
 from switchboard.catalog.domain import instance_key
 from switchboard.core.observability import logger
+from switchboard.lines.domain import Line, Occupant
 
 
 class StrayStore(Protocol):

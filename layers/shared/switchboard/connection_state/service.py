@@ -34,7 +34,7 @@ class States(Protocol):
 
 
 class Health(Protocol):
-    """What the ban watch hears from here (`health.service.HealthWatch`)."""
+    """What the ban watch hears from here (`health.service.BanWatch`)."""
 
     def connection(self, instance: Instance, *, connected: bool, reason: str | None) -> None: ...
     def standing(self, instance: Instance, status: str | None, quality_rating: str | None) -> None: ...

@@ -8,10 +8,10 @@ from switchboard.core.api.provided import NotProvided
 
 if TYPE_CHECKING:
     from switchboard.health.ports import EventsWebhookSecrets
-    from switchboard.health.service import HealthWatch
+    from switchboard.health.service import BanWatch
 
 
-def health_watch() -> HealthWatch:
+def health_watch() -> BanWatch:
     """The ban watch of each instance."""
     raise NotProvided(health_watch)
 

@@ -5,7 +5,7 @@ Each signal is a `Reason` with the state it puts the instance in, since when, an
 that lifts by itself) until when. The instance's state is the most severe of its reasons still
 active at the time of reading, so a pause that expires needs no write: the next read, by the
 send worker or the API, already finds the instance healthy (the scheduled reconciliation then
-writes and announces the change, `HealthWatch.refresh`).
+writes and announces the change, `BanWatch.refresh`).
 
 | signal | state | lasts (default) |
 |---|---|---|

@@ -18,17 +18,17 @@ from switchboard.health.schemas import EventsWebhookSecretView, HealthView
 
 if TYPE_CHECKING:
     from switchboard.catalog.service import CatalogService
-    from switchboard.health.service import HealthWatch
+    from switchboard.health.service import BanWatch
 else:
     # Depends() never looks at the type: the service's module is imported by the composition root
     # when a route that takes it first runs.
     CatalogService = Any
-    HealthWatch = Any
+    BanWatch = Any
 
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
-Watch = Annotated[HealthWatch, Depends(health_watch)]
+Watch = Annotated[BanWatch, Depends(health_watch)]
 Secrets = Annotated[EventsWebhookSecrets, Depends(events_webhook_secrets)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ID = Annotated[str, Path(max_length=64)]

@@ -97,7 +97,7 @@ class _Sends:
     samples: list[SampleEntry] = field(default_factory=list)
 
 
-class HealthWatch:
+class BanWatch:
     def __init__(
         self,
         store: HealthStore,

@@ -128,7 +128,7 @@ class InstanceHealth(Protocol):
 
 
 class Watch(Protocol):
-    """The ban watch (`switchboard.health.service.HealthWatch`)."""
+    """The ban watch (`switchboard.health.service.BanWatch`)."""
 
     @property
     def now(self) -> datetime: ...

@@ -22,7 +22,7 @@ ROUTE_MODULES = (
     "quotas.routes",
     "catalog.routes",
     "health.routes",
-    "call_limit.routes",
+    "lines.routes",
     "calls.routes",
     "webhooks.routes",
     "routing.replies",

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from switchboard.core.api.provided import NotProvided
 
 if TYPE_CHECKING:
-    from switchboard.call_limit.service import CallsConfigService
-    from switchboard.call_limit.subscriptions import SubscriptionService
+    from switchboard.lines.service import CallsConfigService
+    from switchboard.lines.subscriptions import SubscriptionService
 
 
 def calls_config_service() -> CallsConfigService:

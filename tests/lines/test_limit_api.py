@@ -16,8 +16,8 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
-from switchboard.call_limit.dynamo import line_key
-from switchboard.call_limit.service import snapshot_of_status
+from switchboard.lines.dynamo import line_key
+from switchboard.lines.service import snapshot_of_status
 from tools.support.api import Client, TenantKeys
 from tools.support.connections import MAX_VERSION, Connection, deliver, emitted, register_connection
 

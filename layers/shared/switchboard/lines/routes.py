@@ -9,17 +9,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.call_limit.deps import calls_config_service, subscription_service
-from switchboard.call_limit.schemas import CallsView, PrepareSubscription, SetCallsLimit, SubscriptionView
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import InstanceName
+from switchboard.lines.deps import calls_config_service, subscription_service
+from switchboard.lines.schemas import CallsView, PrepareSubscription, SetCallsLimit, SubscriptionView
 
 if TYPE_CHECKING:
     # Each service is imported by the composition root when a route that takes it first runs.
-    from switchboard.call_limit.service import CallsConfigService
-    from switchboard.call_limit.subscriptions import SubscriptionService
+    from switchboard.lines.service import CallsConfigService
+    from switchboard.lines.subscriptions import SubscriptionService
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
     CallsConfigService = Any
@@ -37,15 +37,15 @@ WRITE_ERRORS = documented(400, 401, 403, 404, 422, 502, 504)
 
 
 @router.get("/api/connections/<instance>/calls", tags=["calls"], responses=READ_ERRORS)
-def get_calls(call_limit: CallLimit, instance: InstancePath, principal: AdminOrAgent) -> CallsView:
+def get_calls(lines: CallLimit, instance: InstancePath, principal: AdminOrAgent) -> CallsView:
     """The connection's call limit (version as a string), live calls, pending reservations and free slots."""
-    return CallsView.of(call_limit.overview(principal, instance))
+    return CallsView.of(lines.overview(principal, instance))
 
 
 @router.put("/api/connections/<instance>/calls-limit", tags=["calls"], responses=WRITE_ERRORS)
-def set_calls_limit(call_limit: CallLimit, instance: InstancePath, body: SetCallsLimit, principal: Admin) -> CallsView:
+def set_calls_limit(lines: CallLimit, instance: InstancePath, body: SetCallsLimit, principal: Admin) -> CallsView:
     """Save the limit at the provider (allowed while disconnected). 502/504: not saved, or not confirmed."""
-    overview = call_limit.set_limit(principal, instance, body.calls_max_concurrent)
+    overview = lines.set_limit(principal, instance, body.calls_max_concurrent)
     return CallsView.of(overview)
 
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from switchboard import bootstrap
-from switchboard.call_limit.domain import MAX_VERSION, Snapshot, SnapshotSource, Verdict, judge
-from switchboard.call_limit.dynamo import LineRepository, line_key
+from switchboard.lines.domain import MAX_VERSION, Snapshot, SnapshotSource, Verdict, judge
+from switchboard.lines.dynamo import LineRepository, line_key
 
 BIG = 9007199254740993  # 2**53 + 1: the first integer a float cannot hold
 

@@ -6,7 +6,7 @@ repository offers it (`record_admission`, `record_occupants`, `record_occupant_r
 the calls' unit of work, and `ensure_occupants`). Every snapshot write keeps `occupants`
 (creating it empty when the item is new), so the two sides never overwrite each other.
 
-A snapshot is applied by conditional writes that encode `switchboard.call_limit.domain.judge`:
+A snapshot is applied by conditional writes that encode `switchboard.lines.domain.judge`:
 first "replace if newer" (one request in the common case); when that condition fails, the
 item as it was (returned by the failed write itself) says whether the snapshot is older, the
 same, or a conflict, and a second write conditioned on exactly that state records it. A write
@@ -23,11 +23,11 @@ from pynamodb.expressions.condition import Condition, size
 from pynamodb.expressions.operand import Value
 from pynamodb.expressions.update import Action
 
-from switchboard.call_limit.domain import Line, Occupant, Snapshot, SnapshotResult, Verdict, judge
 from switchboard.catalog.domain import instance_key
 from switchboard.core import store
 from switchboard.core.observability import logger
 from switchboard.core.store import DocumentAttribute, IntegerAttribute, Refusal, TableItem, UnitOfWork
+from switchboard.lines.domain import Line, Occupant, Snapshot, SnapshotResult, Verdict, judge
 
 # Each decision loses at most one race per concurrent newer snapshot; this bound only stops a bug from spinning.
 MAX_ATTEMPTS = 8

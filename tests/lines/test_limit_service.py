@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from switchboard.call_limit.domain import Snapshot
-from switchboard.call_limit.service import CONFIG_CHANGED, CallsConfigService, CapabilitiesCache
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.bus import EventPublisher
@@ -19,6 +17,8 @@ from switchboard.core.errors import (
     ProviderUnavailable,
     UnsupportedByProvider,
 )
+from switchboard.lines.domain import Snapshot
+from switchboard.lines.service import CONFIG_CHANGED, CallsConfigService, CapabilitiesCache
 from switchboard.providers.base import Capabilities
 from tools.support.builders import admin, instance, provider_event
 from tools.support.fakes import (

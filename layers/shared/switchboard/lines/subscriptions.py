@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Literal
 
 from switchboard.audit.ports import Audit
-from switchboard.call_limit.domain import Line
-from switchboard.call_limit.service import CallsConfigService, for_caller, require_calls_instance
 from switchboard.catalog.ports import Instances, Targets
 from switchboard.core.errors import Forbidden, ProviderError, UnsupportedByProvider
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.lines.domain import Line
+from switchboard.lines.service import CallsConfigService, for_caller, require_calls_instance
 from switchboard.providers.base import ProviderClient, ProviderTarget, WebhookSubscription
 
 REQUIRED_EVENTS = ("call", "call_settings", "connection")

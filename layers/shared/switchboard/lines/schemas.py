@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from switchboard.call_limit.domain import MAX_LIMIT, MIN_LIMIT, Line, Occupant, SnapshotSource
-from switchboard.call_limit.subscriptions import SubscriptionReport, SubscriptionState
 from switchboard.core.wire import Body, View
+from switchboard.lines.domain import MAX_LIMIT, MIN_LIMIT, Line, Occupant, SnapshotSource
+from switchboard.lines.subscriptions import SubscriptionReport, SubscriptionState
 from switchboard.providers.base import Capabilities
 
 if TYPE_CHECKING:
     # What the calls view is made from; the service is imported when a route that takes it first runs.
-    from switchboard.call_limit.service import CallsOverview
+    from switchboard.lines.service import CallsOverview
 
 Version = Annotated[
     str | None,

@@ -2,7 +2,7 @@
 
 Every source (the answer of our POST, a GET status, a `call_settings` event, a `connection`
 event) goes through `apply`, which stores it with the one snapshot rule (see
-`switchboard.call_limit.domain`) and, only when the stored limit or version moved, publishes
+`switchboard.lines.domain`) and, only when the stored limit or version moved, publishes
 `connection.calls.config.changed` after the commit.
 
 Conflicts (an equal version with another value) are settled by a fresh GET status by whoever
@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 
 from switchboard.audit.ports import Audit
-from switchboard.call_limit.domain import (
+from switchboard.catalog.domain import Instance
+from switchboard.catalog.ports import Instances, Targets
+from switchboard.core.errors import NotCallsInstance, ProviderError, ProviderTimeout, UnsupportedByProvider
+from switchboard.core.identity import Principal
+from switchboard.core.model import Model
+from switchboard.core.observability import logger
+from switchboard.lines.domain import (
     CallSettingsData,
     EnvelopeInstance,
     Line,
@@ -30,12 +36,6 @@ from switchboard.call_limit.domain import (
     SnapshotSource,
     Verdict,
 )
-from switchboard.catalog.domain import Instance
-from switchboard.catalog.ports import Instances, Targets
-from switchboard.core.errors import NotCallsInstance, ProviderError, ProviderTimeout, UnsupportedByProvider
-from switchboard.core.identity import Principal
-from switchboard.core.model import Model
-from switchboard.core.observability import logger
 from switchboard.providers.base import Capabilities, InstanceStatus, ProviderClient, ProviderTarget
 
 if TYPE_CHECKING:

@@ -11,21 +11,21 @@ from switchboard.bootstrap.core import event_publisher, table
 from switchboard.bootstrap.providers import targets
 
 if TYPE_CHECKING:
-    from switchboard.call_limit.dynamo import LineRepository
-    from switchboard.call_limit.service import CallsConfigService, CapabilitiesCache
-    from switchboard.call_limit.subscriptions import SubscriptionService
+    from switchboard.lines.dynamo import LineRepository
+    from switchboard.lines.service import CallsConfigService, CapabilitiesCache
+    from switchboard.lines.subscriptions import SubscriptionService
 
 
 @component
 def line_repository(c: Components) -> LineRepository:
-    from switchboard.call_limit.dynamo import LineRepository
+    from switchboard.lines.dynamo import LineRepository
 
     return LineRepository(table(c))
 
 
 @component
 def capabilities_cache(c: Components) -> CapabilitiesCache:
-    from switchboard.call_limit.service import CapabilitiesCache
+    from switchboard.lines.service import CapabilitiesCache
 
     return CapabilitiesCache()
 
@@ -33,7 +33,7 @@ def capabilities_cache(c: Components) -> CapabilitiesCache:
 @component
 def calls_config_service(c: Components) -> CallsConfigService:
     """Also used by reconciliation: `refresh_from_status(instance) -> Line`."""
-    from switchboard.call_limit.service import CallsConfigService
+    from switchboard.lines.service import CallsConfigService
 
     return CallsConfigService(
         catalog_repository(c),
@@ -47,6 +47,6 @@ def calls_config_service(c: Components) -> CallsConfigService:
 
 @component
 def subscription_service(c: Components) -> SubscriptionService:
-    from switchboard.call_limit.subscriptions import SubscriptionService
+    from switchboard.lines.subscriptions import SubscriptionService
 
     return SubscriptionService(catalog_repository(c), targets(c), calls_config_service(c), audit_log(c))
