@@ -300,16 +300,20 @@ def _workloads(figures: Figures, recorded: Mapping[str, Figures]) -> list[str]:
         f"Parameter Store reads are free at standard throughput; the higher-throughput tier would add up to "
         f"{_n(ssm)} USD per million.",
         "### Sends against their targets",
-        "| per message | target | measured (real handlers) |\n|---|---|---|\n"
-        f"| send API | ≤ {targets['api_dynamodb']} DynamoDB + {targets['api_sqs']} SQS | {_n(sends['api'])} "
-        f"DynamoDB ({_n(sends['authorizer'])} in the authorizer) + {_n(sends['api_sqs'])} SQS |\n"
-        f"| send worker, affinity hit | ≤ {targets['worker_hit']} | {_n(sends['worker_hit'])} |\n"
-        f"| send worker, affinity miss | ≤ {targets['worker_miss']} | {_n(sends['worker_miss'])} |",
+        "Every AWS request of the pool send path per message (the authorizer, the send API, the send "
+        "worker), with the default protections; what each request is for, in "
+        "[costs.md](costs.md#sends-against-their-targets).\n\n"
+        "| per message | target | measured (real handlers) | authorizer / send API / send worker |\n"
+        "|---|---|---|---|\n"
+        + "\n".join(
+            f"| {label} | ≤ {targets[key]} | {_n(sends[key])} | "
+            + " / ".join(_n(count) for count in sends["by_function"][key].values())
+            + " |"
+            for label, key in (("new recipient", "new_recipient"), ("known recipient", "known_recipient"))
+        ),
         f"In a run of {sends['messages']} messages, usage counter and ban watch included (the worker alone "
-        "is [above](#send-worker)). The in-flight record before each provider call, one UpdateItem of "
-        f"the message item, is {_n(sends['in_flight_write_units'], 1)} WRU: {_n(sends['in_flight_usd'])} USD "
-        f"per million messages, plus {_n(sends['in_flight_duration_usd'], 3)} USD of worker duration "
-        f"(5 ms at {sends['worker_memory_mb']} MB).",
+        "is [above](#send-worker)). The claim carries the first route's in-flight mark: "
+        f"{_n(sends['claim_write_units'], 1)} WRU, no request of its own.",
     ]
 
 
