@@ -273,6 +273,50 @@ def test_given_a_timeout_on_a_kind_that_cannot_resend_safely_then_failed_ambiguo
     assert world.process(message, attempt=2).status == "SKIPPED"
 
 
+def test_given_a_timeout_then_no_other_route_sends_it_while_its_route_cannot_and_it_ends_ambiguous() -> None:
+    world = SendWorld(pool(number("5511999990001", instances=("a1",)), number("5511999990002", instances=("b1",))))
+    # The first answer is lost after the provider took the message (it may be on the phone); then
+    # that instance goes down: another number's copy would be a second one nobody can dedupe.
+    world.provider.failures["a1"] = [ProviderTimeout("no answer")] + [ProviderDisconnected("down")] * 4
+    message = world.queue_message(RECIPIENT)
+
+    for attempt in (1, 2, 3, 4):
+        with pytest.raises(RetryLater):
+            world.process(message, attempt=attempt)
+        assert world.stored(message).status is MessageStatus.QUEUED
+    assert world.stored(message).last_error == "pending_route_unavailable"
+    outcome = world.process(message, attempt=5)
+
+    assert (outcome.status, world.stored(message).failure_reason) == (MessageStatus.FAILED, "ambiguous_outcome")
+    assert world.provider.sent == []  # b1 never sent it
+
+
+def test_given_a_timeout_then_its_route_back_sends_it_again_with_the_same_key() -> None:
+    world = SendWorld(pool(number("5511999990001", instances=("a1",)), number("5511999990002", instances=("b1",))))
+    world.provider.failures["a1"] = [ProviderTimeout("no answer"), ProviderDisconnected("down")]
+    message = world.queue_message(RECIPIENT)
+
+    for attempt in (1, 2):
+        with pytest.raises(RetryLater):
+            world.process(message, attempt=attempt)
+    outcome = world.process(message, attempt=3)
+
+    assert outcome.instance == "a1"
+    assert [(sent.instance, sent.key) for sent in world.provider.sent] == [("a1", message.id)]
+
+
+def test_given_a_key_that_accepts_copies_then_a_timeout_falls_back_to_another_number_when_its_route_cannot() -> None:
+    config = pool(number("5511999990001", instances=("a1",)), number("5511999990002", instances=("b1",)))
+    world = SendWorld(config.model_copy(update={"at_least_once": True}))
+    world.provider.failures["a1"] = [ProviderTimeout("no answer"), ProviderDisconnected("down")]
+    message = world.queue_message(RECIPIENT)
+
+    with pytest.raises(RetryLater):
+        world.process(message, attempt=1)
+
+    assert world.process(message, attempt=2).instance == "b1"
+
+
 def test_given_a_key_that_asked_for_at_least_once_then_a_timeout_is_retried_even_where_a_copy_may_result() -> None:
     config = pool(evolution_number("5511999990001", "e1")).model_copy(update={"at_least_once": True})
     world = SendWorld(config)

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 
 NO_NUMBER = "no_number_available"
+# Retried while the route a message may already have left through cannot send it again.
+PENDING_ROUTE_UNAVAILABLE = "pending_route_unavailable"
 MAX_DELAY_SECONDS = 900  # SQS's longest per-message delay
 
 
@@ -155,6 +157,25 @@ class Outcomes:
             return self.failed(message, config, AMBIGUOUS_OUTCOME, events)
         pending = pending_route(number, route) if timeout else message.pending
         return self._retry(message, config=config, code=error.code, events=events, pending=pending, attempt=attempt)
+
+    def in_doubt(
+        self,
+        message: Message,
+        *,
+        config: SendingConfig,
+        pending: PendingRoute,
+        events: list[TraceEvent],
+        attempt: int,
+    ) -> SendOutcome:
+        """The message may have left through `pending`, which could not send it now (its number
+        disconnected or held, the route gone from the pool, a refusal): no other route may, so it
+        is tried again later through that one, and ends ambiguous when no attempt is left.
+        Raises RetryLater otherwise."""
+        if not self.retries_left(attempt):
+            return self.failed(message, config, AMBIGUOUS_OUTCOME, events)
+        return self._retry(
+            message, config=config, code=PENDING_ROUTE_UNAVAILABLE, events=events, pending=pending, attempt=attempt
+        )
 
     def unsent(
         self,

@@ -123,11 +123,22 @@ class SendingService:
         message, config, events = plan.message, plan.config, plan.events
         refusal: str | None = None
         throttled: ProviderThrottled | None = None
+        # A message that may already have left through its pending route (an ambiguous end there)
+        # is resent through that route only, where the provider recognises the resend: through any
+        # other route it would be a second copy, unless the key accepts copies.
+        in_doubt = message.pending if not config.at_least_once else None
         for number in plan.numbers:
+            if in_doubt is not None and number.number_id != in_doubt.number_id:
+                break
             if not number.connected:
                 events.append(skip("pool.number.skipped", number, None, "disconnected"))
                 continue
             for route in gates.routes(number, message, events):
+                if in_doubt is not None and (route.instance, route.provider_id) != (
+                    in_doubt.instance,
+                    in_doubt.provider_id,
+                ):
+                    break
                 tried = self._attempts.make(message, number, route, events)
                 message = tried.message
                 match tried:
@@ -159,6 +170,8 @@ class SendingService:
                             spam_history=gates.kept_after(route),
                         )
             events.extend(gates.passed_over(number))
+        if in_doubt is not None:
+            return self._outcomes.in_doubt(message, config=config, pending=in_doubt, events=events, attempt=attempt)
         return self._outcomes.unsent(
             job, message, config, events, refusal=refusal, throttled=throttled, held=gates.held, attempt=attempt
         )
