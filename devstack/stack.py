@@ -165,7 +165,9 @@ class LocalStack:
         else:
             endpoint = AwsEndpoint(port=self._aws_port).start()
             self._stops.append(endpoint.stop)
-            expiring = ExpiringItems(endpoint.exclusive, interval=self._ttl_sweep_seconds).start()
+            expiring = ExpiringItems(
+                endpoint.exclusive, lambda: set(self.tables.values()), interval=self._ttl_sweep_seconds
+            ).start()
             self._stops.append(expiring.stop)
             self.expiring = expiring
             self.aws_url = self._aws_front(endpoint.url) if self._aws_front else endpoint.url
@@ -247,7 +249,7 @@ class LocalStack:
         """How a rule's queue target gets its event: a SendMessage through the AWS endpoint, as
         EventBridge's own delivery to SQS is (the queue's pollers then take it)."""
         session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
-        sqs = session.client("sqs", endpoint_url=self.aws_url)
+        sqs = session.client("sqs", endpoint_url=self.aws_url, config=own_client_config("event-rules"))
         self._stops.append(sqs.close)
 
         def send(queue: str, body: str) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -29,11 +29,12 @@ log = logging.getLogger("devstack.ttl")
 SWEEP_SECONDS = 30.0
 
 
-def expire(now: float) -> int:
-    """Delete every item whose TTL attribute is a Number below `now` (epoch seconds), in every
-    account and region moto serves. Returns how many went. The caller holds the endpoint's lock."""
+def expire(now: float, tables: Collection[str]) -> int:
+    """Delete every item whose TTL attribute is a Number below `now` (epoch seconds) in the named
+    `tables` (in any account and region moto serves: processes that run several stacks share one
+    moto, and each sweeps its own). Returns how many went. The caller holds the endpoint's lock."""
     expired = 0
-    for table in _tables_with_ttl():
+    for table in _tables_with_ttl(tables):
         attribute = table.ttl["AttributeName"]
         for item in list(_items(table)):
             stored = item.attrs.get(attribute)
@@ -50,10 +51,13 @@ class ExpiringItems:
     def __init__(
         self,
         exclusive: Callable[[], AbstractContextManager[object]],
+        tables: Callable[[], Collection[str]],
         interval: float = SWEEP_SECONDS,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """`tables`: the names swept, read at each sweep (a stack creates its tables after it starts this)."""
         self._exclusive = exclusive
+        self._tables = tables
         self._interval = interval
         self._clock = clock
         self._threads = Background()
@@ -69,7 +73,7 @@ class ExpiringItems:
 
     def sweep(self) -> int:
         with self._exclusive():
-            count = expire(self._clock())
+            count = expire(self._clock(), self._tables())
         self.expired += count
         return count
 
@@ -81,10 +85,12 @@ class ExpiringItems:
                 log.exception("expired items not swept")
 
 
-def _tables_with_ttl() -> Iterator[Any]:
+def _tables_with_ttl(names: Collection[str]) -> Iterator[Any]:
     for account in list(dynamodb_backends.values()):
         for backend in list(account.values()):
-            for table in list(backend.tables.values()):
+            for name, table in list(backend.tables.items()):
+                if name not in names:
+                    continue
                 if table.ttl.get("TimeToLiveStatus") == "ENABLED" and table.ttl.get("AttributeName"):
                     yield table
 

@@ -57,7 +57,8 @@ def test_given_expired_items_when_swept_then_only_they_are_gone(endpoint: AwsEnd
     dynamodb.put_item(TableName="ttl-hashed", Item={"pk": {"S": "decimal"}, "expiresAt": {"N": f"{NOW + 0.5}"}})
     dynamodb.put_item(TableName="no-ttl", Item={"pk": {"S": "past"}, "expiresAt": past})
 
-    sweeper = ExpiringItems(endpoint.exclusive, clock=lambda: NOW)
+    names = {"ttl-ranged", "ttl-hashed", "no-ttl"}
+    sweeper = ExpiringItems(endpoint.exclusive, lambda: names, clock=lambda: NOW)
     assert sweeper.sweep() == 2
 
     assert _keys(dynamodb, "ttl-ranged") == {"afuture", "atext", "anone"}
@@ -69,7 +70,7 @@ def test_given_a_running_sweeper_then_an_expired_item_goes_within_its_interval(e
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint.url)
     _table(dynamodb, "ttl-live", ttl=True, range_key=False)
     dynamodb.put_item(TableName="ttl-live", Item={"pk": {"S": "lease"}, "expiresAt": {"N": str(int(time.time()) - 1)}})
-    sweeper = ExpiringItems(endpoint.exclusive, interval=0.05).start()
+    sweeper = ExpiringItems(endpoint.exclusive, lambda: {"ttl-live"}, interval=0.05).start()
     try:
         deadline = time.monotonic() + 5
         while _keys(dynamodb, "ttl-live") and time.monotonic() < deadline:

@@ -52,6 +52,7 @@ from switchboard.routing.chatwoot import ChatwootClient
 from tools.bench import cost
 from tools.bench.measurements import Figures
 from tools.bench.meter import Meter, Tally, usage_of
+from tools.bench.proxy import SEND_PATH
 from tools.support.api import Client, new_platform_key, new_tenant
 from tools.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
 from tools.support.builders import admin
@@ -70,7 +71,6 @@ POOL_WEBHOOK_SECRET = "whsec-very-secret-value-1"  # noqa: S105 - build_world's 
 # What the whole pool send path (authorizer, send API, send worker: every AWS request) was designed
 # to cost per message, to print beside the measured figures; each request is justified in docs/costs.md.
 TARGETS = {"new_recipient": 9, "known_recipient": 8}
-SEND_PATH = ("AuthorizerFunction", "MessagesFunction", "SendWorkerFunction")
 
 
 @dataclass
