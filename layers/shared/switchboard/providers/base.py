@@ -196,14 +196,16 @@ class InboundEvent(Model):
     """One provider event, mapped to our domain: what the ingest deduplicates, stores and applies.
 
     `data` has one shape per `name`, whatever the provider:
-    - message: `{"id", "from" (digits), "text", "timestamp" (ISO 8601), "name" (the sender's
-      WhatsApp profile name), "lid" (the sender's LID JID, `<digits>@lid`)}`: `from` and `lid`
-      as the provider knows them (at least one), `timestamp` and `name` when it sent them;
+    - message: `{"id", "from" (digits), "content" (`providers.content`, as `content_data`),
+      "replyTo"? (the provider id of the quoted message), "timestamp" (ISO 8601), "name" (the
+      sender's WhatsApp profile name), "lid" (the sender's LID JID, `<digits>@lid`)}`: `from`
+      and `lid` as the provider knows them (at least one), `timestamp` and `name` when it sent
+      them (events stored before `content` existed hold `"text"` instead);
     - receipt: `{"id" (the provider's message id), "status": delivered|read|failed, "errors"?: [...]}`;
     - connection: `{"connected": bool, "reason"?: str}`;
     - call, call_settings: the calls-capable server's own `data`.
-    An event that cannot be mapped (media, reactions, groups, unknown events) has `ignored` set to
-    the reason: it is acknowledged and recorded, never applied.
+    An event that cannot be mapped (groups, unknown message types, unknown events) has `ignored`
+    set to the reason: it is acknowledged and recorded, never applied.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -216,6 +218,9 @@ class InboundEvent(Model):
     data: dict[str, Any] = Field(default_factory=dict)
     instance: dict[str, Any] | None = None  # the calls-capable server's top-level `instance` summary
     ignored: str | None = None
+    # A message's file when its provider sent the bytes inline (base64 decoded): the ingest puts
+    # them in the media bucket and keeps only the reference (`Media.stored`); never stored here.
+    media_bytes: bytes | None = Field(default=None, exclude=True, repr=False)
 
 
 class DeliveryToken(Model):

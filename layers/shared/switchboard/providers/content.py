@@ -1,0 +1,167 @@
+"""What a WhatsApp message holds, whatever the provider kind that carried it: one shape for all.
+
+Each kind's webhook mapping turns its own payload into a `Content` (and a `reply_to`, the
+provider id of the message a customer quoted); everything after the ingest — the helpdesk
+forward, the usage counts, the traces — reads only this shape.
+
+Media never travels as bytes past the ingest. A `Media` says where its bytes are:
+- `stored`: already in the media bucket (the claim check: key, digest, type, size), because
+  the provider sent them inline (base64) and the ingest put them there;
+- `source`: where they can be fetched (a Meta media id, a URL of the provider's own storage,
+  or what the provider's download route needs), by the worker that forwards the message;
+- neither: the provider said a file was sent and gave no way to get it (the agent is told).
+
+The provider's announced `size`, `sha256` and `mime_type` are claims: the bytes fetched are
+typed and measured again before anyone sees them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, TypeAdapter
+
+from switchboard.core.model import Model
+
+MediaKind = Literal["image", "video", "audio", "voice", "document", "sticker"]
+ChoiceSource = Literal["button", "list", "flow", "template_button"]
+
+
+class _Shape(Model):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MediaRef(_Shape):
+    """Bytes in the media bucket: the claim check every later step carries instead of them."""
+
+    key: str = Field(min_length=1, max_length=1024)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    mime_type: str = Field(min_length=1, max_length=255)  # as the bytes say, not the sender
+    size: int = Field(ge=0)
+    file_name: str | None = Field(default=None, max_length=255)
+
+
+class MediaSource(_Shape):
+    """Where a file not sent inline can be fetched from, as its provider said.
+
+    - `meta_media_id`: `media_id` (Graph `GET /{version}/{media-id}`, then its short-lived URL);
+    - `url`: a URL of the provider's own storage (wuzapi's or Evolution's S3/MinIO), fetched
+      under the outbound URL policy;
+    - `provider_download`: the provider's own download route, given `fields` (Evolution's
+      `getBase64FromMediaMessage` message key; wuzapi's `/chat/download*` body: url, directPath,
+      mediaKey, mimetype, fileEncSHA256, fileSHA256, fileLength)."""
+
+    via: Literal["meta_media_id", "url", "provider_download"]
+    media_id: str | None = Field(default=None, max_length=256)
+    url: str | None = Field(default=None, max_length=4096)
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+class Media(_Shape):
+    kind: MediaKind
+    mime_type: str | None = Field(default=None, max_length=255)  # as announced
+    file_name: str | None = Field(default=None, max_length=255)
+    caption: str | None = None
+    size: int | None = Field(default=None, ge=0)  # as announced
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")  # as announced (hex)
+    seconds: int | None = Field(default=None, ge=0)  # an audio's or video's length
+    animated: bool = False  # a sticker's
+    inline: bool = False  # its bytes came with the webhook (`InboundEvent.media_bytes`)
+    stored: MediaRef | None = None
+    source: MediaSource | None = None
+
+
+class Text(_Shape):
+    type: Literal["text"] = "text"
+    body: str
+
+
+class MediaMessage(_Shape):
+    type: Literal["media"] = "media"
+    media: Media
+
+
+class Location(_Shape):
+    type: Literal["location"] = "location"
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+    name: str | None = None
+    address: str | None = None
+    url: str | None = None
+    live: bool = False
+
+
+class ContactCard(_Shape):
+    name: str | None = None
+    phones: list[str] = Field(default_factory=list)
+    vcard: str | None = None  # the vCard as sent, when it was
+
+
+class Contacts(_Shape):
+    type: Literal["contacts"] = "contacts"
+    cards: list[ContactCard] = Field(min_length=1)
+
+
+class Choice(_Shape):
+    """The option a customer tapped on a button, list, flow or template button."""
+
+    type: Literal["choice"] = "choice"
+    source: ChoiceSource
+    id: str | None = None
+    title: str | None = None
+    response: dict[str, Any] | None = None  # a flow's answers (`nfm_reply.response_json`)
+
+
+class Poll(_Shape):
+    """A poll the customer created (a vote on someone else's poll is encrypted: not mapped)."""
+
+    type: Literal["poll"] = "poll"
+    question: str
+    options: list[str] = Field(default_factory=list)
+    multiple: bool = False
+
+
+class Reaction(_Shape):
+    type: Literal["reaction"] = "reaction"
+    target_id: str  # the provider id of the message reacted to
+    emoji: str  # "" removes the reaction
+
+
+class Edit(_Shape):
+    type: Literal["edit"] = "edit"
+    target_id: str
+    body: str
+
+
+class Revoke(_Shape):
+    type: Literal["revoke"] = "revoke"
+    target_id: str
+
+
+Content = Annotated[
+    Text | MediaMessage | Location | Contacts | Choice | Poll | Reaction | Edit | Revoke,
+    Field(discriminator="type"),
+]
+_CONTENT: TypeAdapter[Content] = TypeAdapter(Content)
+
+
+def content_data(content: Content) -> dict[str, Any]:
+    """`content` as the JSON object an event's `data["content"]` holds."""
+    return content.model_dump(mode="json", exclude_defaults=False)
+
+
+def content_from(data: dict[str, Any]) -> Content:
+    """The content of a message event's data: its `content`, or (events stored before content
+    existed) its `text`. Raises `ValueError` when neither is there."""
+    raw = data.get("content")
+    if isinstance(raw, dict):
+        return _CONTENT.validate_python(raw)
+    text = data.get("text")
+    if isinstance(text, str) and text:
+        return Text(body=text)
+    raise ValueError("a message event holds no content")
+
+
+def kind_of(content: Content) -> str:
+    """The usage and trace label of a content: `text`, a media kind, or the content's type."""
+    return content.media.kind if isinstance(content, MediaMessage) else content.type
