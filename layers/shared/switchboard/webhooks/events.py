@@ -43,7 +43,7 @@ Acceptance = Literal["accepted", "stale", "replayed", "duplicate", "in_flight", 
 MAX_TEXT_CHARS = 65_536  # WhatsApp's own limit on a text message
 MAX_FIELD_CHARS = 4_096  # any other string longer than this is media or a thumbnail: dropped
 MAX_DATA_BYTES = 256 * 1024  # the stored `data` as JSON, whatever it holds
-TEXT_KEYS = frozenset({"text", "caption", "reason"})
+TEXT_KEYS = frozenset({"text", "body", "caption", "reason"})  # `body`: a text content's (`providers.content`)
 MAX_FALLBACK_KEYS = 256
 
 
