@@ -13,6 +13,7 @@ from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import OwnerTag
 from switchboard.people import deps
+from switchboard.people.domain import Role
 from switchboard.people.schemas import InvitedUserView, InviteUser, UpdateUser, UsersView, UserView
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def list_users(users: Users, principal: PlatformOrAdmin, owner_tag: Tenant = Non
 def invite_user(users: Users, principal: PlatformOrAdmin, body: InviteUser) -> InvitedUserView:
     """Invite a person: created in the user pool in the tenant's group of the role, signing in by
     email with a temporary password (given here, or emailed by the pool) they replace at once."""
-    invitation = users.invite(principal, body.email, body.role, body.temporary_password, body.owner_tag)
+    invitation = users.invite(principal, body.email, Role(body.role), body.temporary_password, body.owner_tag)
     return InvitedUserView.of(invitation)
 
 
@@ -47,4 +48,8 @@ def update_user(
 ) -> UserView:
     """Change a person's role or disable (enable) them: refused at once on the API and on live
     updates, whatever tokens they hold. An admin cannot disable or demote themselves."""
-    return UserView.of(users.update(principal, user_id, role=body.role, enabled=body.enabled, owner_tag=owner_tag))
+    return UserView.of(
+        users.update(
+            principal, user_id, role=Role(body.role) if body.role else None, enabled=body.enabled, owner_tag=owner_tag
+        )
+    )

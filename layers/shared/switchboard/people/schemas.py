@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -23,9 +23,12 @@ Email = Annotated[
 TemporaryPassword = Annotated[str, StringConstraints(min_length=8, max_length=256)]
 
 
+RoleName = Literal["admin", "attendant"]
+
+
 class InviteUser(Body):
     email: Email
-    role: Role
+    role: RoleName
     temporary_password: TemporaryPassword | None = Field(
         default=None,
         description="Set it and hand it over yourself (the person sets their own at first sign-in); "
@@ -35,7 +38,7 @@ class InviteUser(Body):
 
 
 class UpdateUser(Body):
-    role: Role | None = None
+    role: RoleName | None = None
     enabled: bool | None = Field(default=None, description="false: refused at once, on the API and live updates.")
 
 
