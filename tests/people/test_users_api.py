@@ -192,3 +192,35 @@ def test_a_token_of_another_pool_client_or_a_forged_one_is_refused(api: Client, 
     good = pool.sign_in("ana@acme.example.com", NEW_PASSWORD)
     head, body, signature = good.split(".")
     assert api.get("/api/me", key=f"{head}.{body}.{signature[:-4]}AAAA").status == 401
+
+
+def test_the_console_signs_an_invited_person_in_on_the_apis_own_origin(api: Client, acme: TenantKeys) -> None:
+    invite(api, acme.admin, "ana@acme.example.com", "attendant")
+    wrong = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": "not-it-at-all"})
+    assert wrong.status == 401
+    assert wrong.json()["error"] == "sign_in_refused"
+    assert wrong.json()["field"] == "password"
+
+    first = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": PASSWORD})
+    assert first.status == 200, first.body
+    assert first.json()["challenge"] == "new_password_required"
+    assert first.json()["accessToken"] is None
+    signed = api.post(
+        "/api/sign-in/new-password",
+        json_body={"email": "ana@acme.example.com", "session": first.json()["session"], "newPassword": NEW_PASSWORD},
+    )
+    assert signed.status == 200, signed.body
+    assert api.get("/api/me", key=signed.json()["accessToken"]).json()["scopes"] == ["agent"]
+
+    refreshed = api.post("/api/sign-in/refresh", json_body={"refreshToken": signed.json()["refreshToken"]})
+    assert refreshed.status == 200, refreshed.body
+    assert api.get("/api/me", key=refreshed.json()["accessToken"]).status == 200
+
+
+def test_a_disabled_person_cannot_sign_in_again(api: Client, pool: Pool, acme: TenantKeys) -> None:
+    ana = invite(api, acme.admin, "ana@acme.example.com", "attendant")["user"]
+    pool.sign_in("ana@acme.example.com", PASSWORD, NEW_PASSWORD)
+    api.patch(f"/api/users/{ana['id']}", key=acme.admin, json_body={"enabled": False})
+    again = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": NEW_PASSWORD})
+    assert again.status == 401
+    assert again.json()["error"] == "sign_in_refused"

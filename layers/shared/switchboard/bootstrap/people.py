@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from switchboard.people.dynamo import PeopleDirectory
     from switchboard.people.ports import GrantChanges
     from switchboard.people.service import UsersService
+    from switchboard.people.signin import PoolSignIn
 
 
 def user_pool_configured(c: Components) -> bool:
@@ -73,3 +74,12 @@ def _live_access(c: Components) -> GrantChanges:
     from switchboard.bootstrap.live import live_access
 
     return live_access(c)
+
+
+@component
+def pool_sign_in(c: Components) -> PoolSignIn:
+    from switchboard.people.signin import PoolSignIn
+
+    if not c.settings.user_pool_client_id:
+        raise RuntimeError("USER_POOL_CLIENT_ID is not configured")
+    return PoolSignIn(c.client("cognito-idp"), c.settings.user_pool_client_id)

@@ -153,6 +153,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         messages_deps.client_webhook_deliverer: messages.client_webhook_deliverer,
         messages_deps.message_service: messages.message_service,
         people_deps.users_service: people.users_service,
+        people_deps.pool_sign_in: people.pool_sign_in,
         pool_deps.pool_service: pool.pool_service,
         catalog_deps.webhook_setup: providers.webhook_setup,
         quotas_deps.quota_service: quotas.quota_service,

@@ -9,6 +9,7 @@ from pydantic import Field, StringConstraints
 
 from switchboard.core.wire import Body, OwnerTag, View
 from switchboard.people.domain import Invitation, Role, User
+from switchboard.people.signin import Session
 
 Email = Annotated[
     str,
@@ -35,6 +36,40 @@ class InviteUser(Body):
         "leave it out and the user pool emails the invitation.",
     )
     owner_tag: OwnerTag | None = Field(default=None, description="The tenant, for a platform key only.")
+
+
+Password = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+
+class SignIn(Body):
+    email: Email
+    password: Password
+
+
+class SetNewPassword(Body):
+    email: Email
+    session: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    new_password: Password
+
+
+class RefreshSession(Body):
+    refresh_token: Annotated[str, StringConstraints(min_length=1, max_length=8192)]
+
+
+class SessionView(View):
+    access_token: str | None = Field(default=None, description="The bearer token of every API call (one hour).")
+    refresh_token: str | None = Field(
+        default=None, description="Trade it at /api/sign-in/refresh for a new access token."
+    )
+    expires_in: int | None = Field(default=None, description="Seconds the access token is valid.")
+    challenge: str | None = Field(
+        default=None, description="`new_password_required`: an invited person sets their own password first."
+    )
+    session: str | None = Field(default=None, description="Answer the challenge with it (a few minutes).")
+
+    @classmethod
+    def of(cls, session: Session) -> SessionView:
+        return cls.model_validate(session.model_dump())
 
 
 class UpdateUser(Body):
