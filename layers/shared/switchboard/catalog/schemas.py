@@ -97,7 +97,6 @@ class MeView(View):
     attendant_id: str | None = Field(
         default=None, description="The attendant behind an agent key; calls are owned by it (else by the key id)."
     )
-    user: str | None = Field(default=None, description="The person signed in (user pool `sub`); null for a key.")
 
     @classmethod
     def of(cls, key: ApiKey) -> MeView:
@@ -111,7 +110,6 @@ class MeView(View):
             name=principal.email or principal.user or principal.key_id,
             scopes=sorted(principal.scopes),
             attendant_id=principal.attendant_id,
-            user=principal.user,
         )
 
 

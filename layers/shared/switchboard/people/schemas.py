@@ -48,7 +48,7 @@ class SignIn(Body):
 
 class SetNewPassword(Body):
     email: Email
-    session: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    session: Annotated[str, StringConstraints(min_length=20, max_length=2048)]  # the pool's bounds
     new_password: Password
 
 

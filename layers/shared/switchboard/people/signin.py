@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from switchboard.core.errors import InvalidInput, RateLimited, Unauthenticated
 from switchboard.core.model import Model
@@ -46,6 +46,7 @@ class PoolSignIn:
     def sign_in(self, email: str, password: str) -> Session:
         answer = self._call(
             "initiate_auth",
+            setting_password=False,
             AuthFlow="USER_PASSWORD_AUTH",
             AuthParameters={"USERNAME": email, "PASSWORD": password},
         )
@@ -54,6 +55,7 @@ class PoolSignIn:
     def set_new_password(self, email: str, session: str, new_password: str) -> Session:
         answer = self._call(
             "respond_to_auth_challenge",
+            setting_password=True,
             ChallengeName="NEW_PASSWORD_REQUIRED",
             Session=session,
             ChallengeResponses={"USERNAME": email, "NEW_PASSWORD": new_password},
@@ -62,28 +64,39 @@ class PoolSignIn:
 
     def refresh(self, refresh_token: str) -> Session:
         answer = self._call(
-            "initiate_auth", AuthFlow="REFRESH_TOKEN_AUTH", AuthParameters={"REFRESH_TOKEN": refresh_token}
+            "initiate_auth",
+            setting_password=False,
+            AuthFlow="REFRESH_TOKEN_AUTH",
+            AuthParameters={"REFRESH_TOKEN": refresh_token},
         )
         refreshed = _session(answer)
         # The pool answers a refresh without a new refresh token: the one given stays valid.
         return refreshed.model_copy(update={"refresh_token": refreshed.refresh_token or refresh_token})
 
-    def _call(self, operation: str, **request: Any) -> dict[str, Any]:
+    def _call(self, operation: str, *, setting_password: bool, **request: Any) -> dict[str, Any]:
         try:
             answer: dict[str, Any] = getattr(self._client, operation)(ClientId=self._client_id, **request)
+        except ParamValidationError as error:
+            # The pool's own bounds (a session's length, ...), checked before anything is sent.
+            raise InvalidInput("the sign-in request is malformed: start again") from error
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code")
             logger.info("sign-in refused", extra={"error": code})
-            if code in {"InvalidPasswordException", "InvalidParameterException"}:
+            if setting_password and code in {"InvalidPasswordException", "InvalidParameterException"}:
                 raise PasswordRefused(
                     "the new password does not follow the policy (12+ characters, upper and lower case, digits)",
                     field="newPassword",
                 ) from error
             if code in {"TooManyRequestsException", "LimitExceededException"}:
                 raise RateLimited("too many attempts: wait a minute", retry_after_seconds=60) from error
-            if code in {"NotAuthorizedException", "UserNotFoundException", "PasswordResetRequiredException"}:
+            refused = {"NotAuthorizedException", "UserNotFoundException", "PasswordResetRequiredException"}
+            if code in refused or code == "InvalidParameterException":
                 raise SignInRefused("wrong email or password, or this user is disabled", field="password") from error
-            if code in {"CodeMismatchException", "ExpiredCodeException"}:
+            # An unknown or expired challenge session (moto answers ResourceNotFound for it).
+            expired = {"CodeMismatchException", "ExpiredCodeException"} | (
+                {"ResourceNotFoundException"} if setting_password else set()
+            )
+            if code in expired:
                 raise SignInRefused("the sign-in took too long: start again") from error
             raise
         return answer
