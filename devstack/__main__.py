@@ -35,8 +35,7 @@ def _banner(stack: LocalStack, seconds: float) -> str:
     lines = [
         f"  started in     {seconds:.1f} s",
         f"  API            {stack.api_url}   (OpenAPI: {stack.api_url}/api/openapi.json, docs: /api/docs)",
-        f"  console        {stack.api_url}/console/"
-        + ("   (sign in as the admin user or with the admin key below)" if demo else ""),
+        f"  console        {stack.api_url}/console/" + ("   (sign in with the admin key below)" if demo else ""),
         f"  AWS endpoint   {stack.aws_url}",
         f"  simulator      {stack.sim_url}",
         *([f"  live           {stack.live_url}   (@connections: {stack.live_management_url})"] * bool(stack.live_url)),
