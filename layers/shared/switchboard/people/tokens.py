@@ -23,7 +23,6 @@ import hashlib
 import json
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -126,6 +125,9 @@ class Jwks:
 
 
 def _fetch_json(url: str) -> Mapping[str, Any]:
+    # Imported on the first read (once per container): it costs the key-only path nothing.
+    import urllib.request  # noqa: PLC0415
+
     with urllib.request.urlopen(url, timeout=3) as response:  # noqa: S310 - the pool's own https URL
         document = json.loads(response.read())
     if not isinstance(document, dict):
