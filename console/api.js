@@ -1,13 +1,70 @@
-// Every HTTP call of the console: same origin, relative paths, the key as a Bearer token.
-// The key lives in sessionStorage only: it leaves with the tab, and never goes in a URL or cookie.
+// Every HTTP call of the console: same origin, relative paths, the credential as a Bearer token:
+// a person's access token (signed in with email and password) or an API key (the platform
+// operator). Both live in sessionStorage only: they leave with the tab, and never go in a URL or
+// cookie. A person's access token is refreshed shortly before it expires.
 
 const STORAGE_KEY = "switchboard.apiKey";
+const PERSON_KEY = "switchboard.person"; // {accessToken, refreshToken, expiresAt}
+const REFRESH_MARGIN_MS = 60_000;
+
+function person() {
+  try {
+    return JSON.parse(sessionStorage.getItem(PERSON_KEY) || "null");
+  } catch {
+    return null;
+  }
+}
+
+function keepPerson(tokens, refreshToken) {
+  sessionStorage.setItem(
+    PERSON_KEY,
+    JSON.stringify({
+      accessToken: tokens.accessToken,
+      refreshToken: tokens.refreshToken || refreshToken,
+      expiresAt: Date.now() + (tokens.expiresIn || 3600) * 1000,
+    }),
+  );
+}
 
 export const session = {
-  key: () => sessionStorage.getItem(STORAGE_KEY),
-  signIn: (key) => sessionStorage.setItem(STORAGE_KEY, key),
-  signOut: () => sessionStorage.removeItem(STORAGE_KEY),
+  key: () => {
+    const signedIn = person();
+    return signedIn ? signedIn.accessToken : sessionStorage.getItem(STORAGE_KEY);
+  },
+  isPerson: () => person() !== null,
+  signIn: (key) => {
+    sessionStorage.removeItem(PERSON_KEY);
+    sessionStorage.setItem(STORAGE_KEY, key);
+  },
+  signInPerson: (tokens) => {
+    sessionStorage.removeItem(STORAGE_KEY);
+    keepPerson(tokens);
+  },
+  signOut: () => {
+    sessionStorage.removeItem(STORAGE_KEY);
+    sessionStorage.removeItem(PERSON_KEY);
+  },
 };
+
+let refreshing = null;
+
+/** A person's access token, refreshed first when it expires within a minute. */
+async function freshToken() {
+  const signedIn = person();
+  if (!signedIn) return sessionStorage.getItem(STORAGE_KEY);
+  if (signedIn.expiresAt - Date.now() > REFRESH_MARGIN_MS || !signedIn.refreshToken) return signedIn.accessToken;
+  refreshing =
+    refreshing ||
+    send("POST", "/api/sign-in/refresh", { refreshToken: signedIn.refreshToken }, {}, null)
+      .then((tokens) => {
+        keepPerson(tokens, signedIn.refreshToken);
+        return tokens.accessToken;
+      })
+      .finally(() => {
+        refreshing = null;
+      });
+  return refreshing;
+}
 
 /** A refusal by the API, with its error code and message (`{"error", "message"}`). */
 export class ApiError extends Error {
@@ -21,8 +78,11 @@ export class ApiError extends Error {
 }
 
 async function request(method, path, body, extraHeaders = {}) {
+  return send(method, path, body, extraHeaders, await freshToken());
+}
+
+async function send(method, path, body, extraHeaders, key) {
   const headers = { Accept: "application/json", ...extraHeaders };
-  const key = session.key();
   if (key) headers.Authorization = `Bearer ${key}`;
   const init = { method, headers, cache: "no-store", credentials: "omit" };
   if (body !== undefined) {
@@ -57,6 +117,14 @@ const enc = encodeURIComponent;
 
 export const api = {
   me: () => request("GET", "/api/me"),
+
+  // People: signing in takes no credential; the users screen is an admin's.
+  signIn: (email, password) => send("POST", "/api/sign-in", { email, password }, {}, null),
+  setNewPassword: (email, session, newPassword) =>
+    send("POST", "/api/sign-in/new-password", { email, session, newPassword }, {}, null),
+  users: () => request("GET", "/api/users"),
+  inviteUser: (body) => request("POST", "/api/users", body),
+  updateUser: (id, changes) => request("PATCH", `/api/users/${enc(id)}`, changes),
 
   numbers: () => request("GET", "/api/numbers"),
   updateNumber: (id, changes) => request("PATCH", `/api/numbers/${enc(id)}`, changes),

@@ -13,6 +13,7 @@ import * as keyEdit from "./screens/key-edit.js";
 import * as messages from "./screens/messages.js";
 import * as usage from "./screens/usage.js";
 import * as audit from "./screens/audit.js";
+import * as users from "./screens/users.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ADMIN_ROUTES = [
@@ -23,6 +24,7 @@ const ADMIN_ROUTES = [
   { pattern: /^#\/messages(?:\/([^/]+))?$/, screen: messages, nav: "messages" },
   { pattern: /^#\/usage$/, screen: usage, nav: "usage" },
   { pattern: /^#\/audit$/, screen: audit, nav: "audit" },
+  { pattern: /^#\/users$/, screen: users, nav: "users" },
 ];
 const NAV = [
   ["numbers", "#/numbers"],
@@ -31,6 +33,7 @@ const NAV = [
   ["messages", "#/messages"],
   ["usage", "#/usage"],
   ["audit", "#/audit"],
+  ["users", "#/users"],
 ];
 
 const root = document.getElementById("app");
@@ -145,6 +148,34 @@ function switchLanguage(code) {
 
 // --- sign-in and routing ------------------------------------------------------------------------
 
+// A person signs in with email and password; an invited person answers the new-password
+// challenge first. Their tokens are kept like a key (the tab's sessionStorage) and refreshed.
+const person = {
+  async signIn(email, password) {
+    const answer = await api.signIn(email, password);
+    if (answer.challenge) return answer;
+    await signedInAsPerson(answer);
+    return null;
+  },
+  async setNewPassword(email, challengeSession, newPassword) {
+    await signedInAsPerson(await api.setNewPassword(email, challengeSession, newPassword));
+  },
+};
+
+async function signedInAsPerson(tokens) {
+  session.signInPerson(tokens);
+  try {
+    me = await api.me();
+  } catch (error) {
+    session.signOut();
+    me = null;
+    throw error;
+  }
+  live.start();
+  // An attendant lands on the calls panel, an admin on the numbers (the tenant's overview).
+  navigate(me.scopes.includes("admin") ? "#/numbers" : "#/calls");
+}
+
 async function signInWith(key) {
   session.signIn(key);
   try {
@@ -183,7 +214,7 @@ function route({ keepMessages = false } = {}) {
     current = null;
     const main = h("main", { id: "main", tabindex: "-1" });
     clear(root, header(null), statusRegion, alertRegion, main);
-    signin.mount(main, { onSubmit: signInWith, error: signInError, notify });
+    signin.mount(main, { onSubmit: signInWith, onPerson: person, error: signInError, notify });
     signInError = null;
     return;
   }

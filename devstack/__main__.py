@@ -68,6 +68,7 @@ def _banner(stack: LocalStack, seconds: float) -> str:
             + ", ".join(f"{i.number} ({i.name}, {i.kind})" for i in demo.instances)
             + (" connected" if demo.connected else ""),
             *(f"  note           {note}" for note in demo.notes),
+            *(f"  {person.role + ' user':<14} {person.email}   password {person.password}" for person in stack.people),
             "",
             "Send a message:",
             f"  {curl}",

@@ -358,3 +358,42 @@ def _await_connected(api: ApiClient, seeded: SeededTenant, timeout: float) -> bo
             seeded.notes.append(f"numbers not connected yet (provider webhooks not applied): {waiting}")
             return False
         time.sleep(0.1)
+
+
+# --- people: a seeded admin and attendant who sign in with a password ----------------------------
+
+
+@dataclass
+class SeededPerson:
+    email: str
+    password: str
+    role: str
+    user_id: str
+
+
+def person_password() -> str:
+    """A password the template's policy takes (12+ characters, upper, lower and digits)."""
+    return f"Sb{secrets.token_hex(6)}Aa9"
+
+
+def seed_people(api_url: str, admin_key: str, cognito: Any, user_pool_id: str, *, owner_tag: str) -> list[SeededPerson]:
+    """One admin and one attendant of the tenant, invited through `POST /api/users` as an admin
+    would, their passwords then made permanent (what the person would do at first sign-in), so
+    the banner's passwords sign straight in."""
+    api = ApiClient(api_url)
+    people: list[SeededPerson] = []
+    try:
+        for role in ("admin", "attendant"):
+            email = f"{role}@{owner_tag}.example.com"
+            temporary = person_password()
+            answer = api.call(
+                "POST", "/api/users", admin_key, {"email": email, "role": role, "temporaryPassword": temporary}
+            ).json()
+            password = person_password()
+            cognito.admin_set_user_password(
+                UserPoolId=user_pool_id, Username=answer["user"]["id"], Password=password, Permanent=True
+            )
+            people.append(SeededPerson(email=email, password=password, role=role, user_id=answer["user"]["id"]))
+    finally:
+        api.close()
+    return people

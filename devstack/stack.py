@@ -27,7 +27,7 @@ from devstack.aws_endpoint import AwsEndpoint, own_client_config
 from devstack.gateway import Gateway
 from devstack.lambdas import Functions, mount_layers
 from devstack.scheduler import Scheduler
-from devstack.seed import SeededTenant, TenantExists, seed_tenant
+from devstack.seed import SeededPerson, SeededTenant, TenantExists, seed_people, seed_tenant
 from devstack.simulator import Simulator
 from devstack.sqs_poller import SqsPoller
 from devstack.ttl import SWEEP_SECONDS, ExpiringItems
@@ -148,6 +148,8 @@ class LocalStack:
         self.expiring: ExpiringItems | None = None
         self.live: WebSocketApi | None = None
         self.events: eventbridge.EventRouter | None = None
+        self.user_pools: dict[str, str] = {}
+        self.people: list[SeededPerson] = []
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -202,6 +204,21 @@ class LocalStack:
                 self.demo = self.seed_tenant(DEMO_TENANT, DEMO_DIGITS)
             except TenantExists as exists:
                 self.notes.append(str(exists))
+            if self.demo is not None and self.user_pools.get("UserPool"):
+                self.people = self.seed_people(self.demo.admin_key, self.demo.owner_tag)
+
+    def cognito(self) -> Any:
+        """A client of the stack's user pool (moto's Cognito IdP on the embedded endpoint)."""
+        session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
+        return session.client("cognito-idp", endpoint_url=self.aws_url, config=own_client_config("people"))
+
+    def seed_people(self, admin_key: str, owner_tag: str) -> list[SeededPerson]:
+        """An admin and an attendant of the tenant with permanent passwords (printed by the banner)."""
+        client = self.cognito()
+        try:
+            return seed_people(self.api_url, admin_key, client, self.user_pools["UserPool"], owner_tag=owner_tag)
+        finally:
+            client.close()
 
     def _start_live_api(self) -> None:
         """The template's WebSocket API (the first one: the functions get one `LIVE_URL`)."""
@@ -308,7 +325,7 @@ class LocalStack:
         session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
         clients = {
             service: session.client(service, endpoint_url=self.aws_url, config=own_client_config("provisioning"))
-            for service in ("dynamodb", "sqs", "events")
+            for service in ("dynamodb", "sqs", "events", "cognito-idp")
         }
         exist_ok = bool(self._external_endpoint)
         self.tables = template.create_tables(clients["dynamodb"], self.names, self._template_path, exist_ok=exist_ok)
@@ -316,9 +333,15 @@ class LocalStack:
             clients["sqs"], self.names, self._template_path, visibility_timeout=self._visibility_timeout
         )
         self.buses = template.create_event_buses(clients["events"], self.names, self._template_path)
+        self.user_pools = template.create_user_pools(clients["cognito-idp"], self.names, self._template_path)
         for client in clients.values():
             client.close()
-        refs = {**self.tables, **{logical_id: queue.url for logical_id, queue in self.queues.items()}, **self.buses}
+        refs = {
+            **self.tables,
+            **{logical_id: queue.url for logical_id, queue in self.queues.items()},
+            **self.buses,
+            **self.user_pools,
+        }
         environment = template.function_environment(refs, self.names, self._template_path)
         # The provider simulator and local downstreams listen on loopback: the operator
         # allowlist lets outbound calls (and plain http) reach it, as it would a private network.
@@ -339,6 +362,10 @@ class LocalStack:
             # The template's values name the deployed API (`${LiveApi}` is unresolvable here).
             environment["LIVE_URL"] = self.live_url
             environment["LIVE_MANAGEMENT_URL"] = self.live_management_url
+        if environment.get("USER_POOL_ID"):
+            # moto signs the pool's tokens with its issuer (the pool's AWS URL) and serves the
+            # JWKS from the embedded endpoint, which the authorizer reads as it would Cognito's.
+            environment["USER_POOL_JWKS_URL"] = f"{self.aws_url}/{environment['USER_POOL_ID']}/.well-known/jwks.json"
         if os.environ.get("POWERTOOLS_LOG_LEVEL"):
             environment["POWERTOOLS_LOG_LEVEL"] = os.environ["POWERTOOLS_LOG_LEVEL"]
         return {**environment, **self._extra_environment}

@@ -242,3 +242,44 @@ def ref_target(value: Any) -> str:
     if isinstance(value, Intrinsic) and value.name == "Ref":
         return str(value.value)
     raise Unresolvable(f"cannot resolve {value!r} locally")
+
+
+# --- people: the user pool and its app clients -------------------------------------------------
+
+_USER_POOL_PROPERTIES = (
+    "UsernameAttributes",
+    "AutoVerifiedAttributes",
+    "UsernameConfiguration",
+    "MfaConfiguration",
+    "Policies",
+    "AdminCreateUserConfig",
+    "AccountRecoverySetting",
+)
+_CLIENT_PROPERTIES = (
+    "ClientName",
+    "GenerateSecret",
+    "ExplicitAuthFlows",
+    "PreventUserExistenceErrors",
+    "EnableTokenRevocation",
+    "AccessTokenValidity",
+    "IdTokenValidity",
+    "RefreshTokenValidity",
+    "TokenValidityUnits",
+)
+
+
+def create_user_pools(cognito_client: Any, names: LocalNames, path: Path = TEMPLATE) -> dict[str, str]:
+    """The template's user pools and their app clients, with the template's own properties
+    (password policy, sign-in by email, flows), so the local pool refuses what the deployed
+    one refuses. Returns logical id -> pool id or client id."""
+    refs: dict[str, str] = {}
+    for logical_id, properties in resources("AWS::Cognito::UserPool", path).items():
+        kwargs = {name: properties[name] for name in _USER_POOL_PROPERTIES if name in properties}
+        answer = cognito_client.create_user_pool(PoolName=f"{names.prefix}-{logical_id}", **kwargs)
+        refs[logical_id] = answer["UserPool"]["Id"]
+    for logical_id, properties in resources("AWS::Cognito::UserPoolClient", path).items():
+        pool = refs[ref_target(properties["UserPoolId"])]
+        kwargs = {name: properties[name] for name in _CLIENT_PROPERTIES if name in properties}
+        answer = cognito_client.create_user_pool_client(UserPoolId=pool, **kwargs)
+        refs[logical_id] = answer["UserPoolClient"]["ClientId"]
+    return refs

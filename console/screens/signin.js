@@ -1,9 +1,79 @@
-// Sign-in with an API key (admin or agent scope).
-import { h, field } from "../dom.js";
-import { t } from "../i18n.js";
+// Sign-in: a person with their email and password (an invited person sets their own password
+// first), or, for the platform operator and apps' keys, an API key (admin or agent scope).
+import { h, field, uid } from "../dom.js";
+import { t, tMaybe } from "../i18n.js";
 
-export function mount(main, { onSubmit, error, notify }) {
-  const input = h("input", {
+/** Show `message` under `control` (aria-invalid, aria-describedby), or clear it with null. */
+export function fieldError(control, message) {
+  const box = control.closest(".field");
+  const errorId = `${control.id}-error`;
+  const old = box && box.querySelector(`#${CSS.escape(errorId)}`);
+  if (old) old.remove();
+  const describedBy = (control.getAttribute("aria-describedby") || "").split(" ").filter((id) => id && id !== errorId);
+  if (!message) {
+    control.removeAttribute("aria-invalid");
+    if (describedBy.length) control.setAttribute("aria-describedby", describedBy.join(" "));
+    else control.removeAttribute("aria-describedby");
+    return;
+  }
+  control.setAttribute("aria-invalid", "true");
+  control.setAttribute("aria-describedby", [...describedBy, errorId].join(" "));
+  if (box) box.append(h("p", { class: "field-error", id: errorId }, message));
+}
+
+/** The interface's words for an API refusal, by its code; the API's own text as a fallback. */
+export function refusalText(error) {
+  return (error && error.code && tMaybe(`error.code.${error.code}`)) || (error && error.message) || String(error);
+}
+
+function input(attrs) {
+  return h("input", { id: uid("signin"), required: true, spellcheck: "false", ...attrs });
+}
+
+export function mount(main, { onSubmit, onPerson, error, notify }) {
+  const email = input({ type: "email", name: "email", autocomplete: "username" });
+  const password = input({ type: "password", name: "password", autocomplete: "current-password" });
+  const personButton = h("button", { type: "submit" }, t("signin.person.submit"));
+  const personForm = h(
+    "form",
+    { class: "card narrow", novalidate: true, "aria-labelledby": "signin-person" },
+    h("h2", { id: "signin-person" }, t("signin.person.title")),
+    field(t("signin.person.email"), email),
+    field(t("signin.person.password"), password),
+    personButton,
+  );
+  personForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    fieldError(email, null);
+    fieldError(password, null);
+    notify.clear();
+    if (!email.value.trim() || !email.checkValidity()) {
+      fieldError(email, t(email.value.trim() ? "signin.person.emailInvalid" : "signin.person.emailEmpty"));
+      email.focus();
+      return;
+    }
+    if (!password.value) {
+      fieldError(password, t("signin.person.passwordEmpty"));
+      password.focus();
+      return;
+    }
+    personButton.disabled = true;
+    try {
+      const answer = await onPerson.signIn(email.value.trim(), password.value);
+      if (answer && answer.challenge === "new_password_required") {
+        newPassword(main, { email: email.value.trim(), session: answer.session, onPerson, notify });
+        return;
+      }
+      password.value = "";
+    } catch (failure) {
+      personButton.disabled = false;
+      const target = failure.code === "validation_error" ? email : password;
+      fieldError(target, refusalText(failure));
+      target.focus();
+    }
+  });
+
+  const key = h("input", {
     type: "password",
     name: "apiKey",
     autocomplete: "off",
@@ -11,34 +81,83 @@ export function mount(main, { onSubmit, error, notify }) {
     required: true,
   });
   const button = h("button", { type: "submit" }, t("signin.submit"));
-  const form = h(
+  const keyForm = h(
     "form",
     {
       class: "card narrow",
+      "aria-labelledby": "signin-key",
       onsubmit: async (event) => {
         event.preventDefault();
-        const key = input.value.trim();
-        if (!key) {
+        const value = key.value.trim();
+        if (!value) {
           notify.error(t("signin.empty"));
-          input.focus();
+          key.focus();
           return;
         }
         button.disabled = true;
         notify.clear();
         try {
-          await onSubmit(key);
-          input.value = "";
+          await onSubmit(value);
+          key.value = "";
         } catch (failure) {
           notify.error(failure.message);
           button.disabled = false;
-          input.focus();
+          key.focus();
         }
       },
     },
-    field(t("signin.keyLabel"), input, t("signin.keyHint")),
+    h("h2", { id: "signin-key" }, t("signin.key.title")),
+    h("p", {}, t("signin.intro")),
+    field(t("signin.keyLabel"), key, t("signin.keyHint")),
     button,
   );
-  main.append(h("h1", {}, t("signin.title")), h("p", {}, t("signin.intro")), form);
+  main.append(h("h1", {}, t("signin.title")), personForm, keyForm);
   if (error) notify.error(error);
   return {};
+}
+
+/** The invited person's first sign-in: their own password, twice, replacing the temporary one. */
+function newPassword(main, { email, session, onPerson, notify }) {
+  const first = input({ type: "password", name: "newPassword", autocomplete: "new-password" });
+  const second = input({ type: "password", name: "confirmPassword", autocomplete: "new-password" });
+  const button = h("button", { type: "submit" }, t("signin.newPassword.submit"));
+  const form = h(
+    "form",
+    { class: "card narrow", novalidate: true },
+    field(t("signin.newPassword.label"), first, t("signin.newPassword.hint")),
+    field(t("signin.newPassword.confirm"), second),
+    button,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    fieldError(first, null);
+    fieldError(second, null);
+    notify.clear();
+    if (first.value.length < 12) {
+      fieldError(first, t("signin.newPassword.short"));
+      first.focus();
+      return;
+    }
+    if (first.value !== second.value) {
+      fieldError(second, t("signin.newPassword.mismatch"));
+      second.focus();
+      return;
+    }
+    button.disabled = true;
+    try {
+      await onPerson.setNewPassword(email, session, first.value);
+    } catch (failure) {
+      button.disabled = false;
+      if (failure.code === "sign_in_refused") {
+        notify.error(refusalText(failure));
+        return;
+      }
+      fieldError(first, refusalText(failure));
+      first.focus();
+    }
+  });
+  main.replaceChildren(h("h1", {}, t("signin.newPassword.title")), h("p", {}, t("signin.newPassword.intro", { email })), form);
+  const heading = main.querySelector("h1");
+  heading.setAttribute("tabindex", "-1");
+  heading.focus();
 }

@@ -66,7 +66,11 @@ def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
     boto3.client("events", region_name=REGION).create_event_bus(Name=bus)
     rules = bus_rules("EventBus", bus, names, queues, REGION)
     rules.install(monkeypatch)
+    # The people's user pool and the console's client, with the template's own properties.
+    pools = template.create_user_pools(boto3.client("cognito-idp", region_name=REGION), names)
     environment = {
+        "USER_POOL_ID": pools.get("UserPool", ""),
+        "USER_POOL_CLIENT_ID": pools.get("ConsoleUserPoolClient", ""),
         "TABLE_NAME": tables["MainTable"],
         "IDEMPOTENCY_TABLE_NAME": tables["IdempotencyTable"],
         "EVENT_BUS_NAME": bus,

@@ -1,6 +1,6 @@
 """Audit log: one item per configuration change, listed per tenant, newest first.
 
-AUDIT#<tenant>   / <at ISO>#<id>   one change: who (the key), what (action, target), the
+AUDIT#<tenant>   / <at ISO>#<id>   one change: who (the key or the person), what (action, target), the
                                    record before and after it without its secrets
 """
 
@@ -29,6 +29,8 @@ class AuditItem(TableItem):
     id = UnicodeAttribute()
     at = IsoDateTimeAttribute()
     actor_key_id = UnicodeAttribute(null=True)
+    actor_user = UnicodeAttribute(null=True)
+    actor = UnicodeAttribute(null=True)
     action = UnicodeAttribute()
     target = UnicodeAttribute()
     before = DocumentAttribute(null=True)
@@ -51,7 +53,9 @@ class AuditLog:
             tenant=tenant,
             id=new_id("aud"),
             at=datetime.now(UTC),
-            actor_key_id=principal.key_id if principal else None,
+            actor_key_id=principal.key_id if principal and not principal.user else None,
+            actor_user=principal.user if principal else None,
+            actor=principal.actor if principal else None,
             action=action,
             target=target,
             before=_snapshot(before),
@@ -76,6 +80,9 @@ def _entry(item: AuditItem) -> AuditEntry:
         id=item.id,
         at=item.at,
         actor_key_id=item.actor_key_id,
+        actor_user=item.actor_user,
+        # Entries written before people signed in name only their key.
+        actor=item.actor or item.actor_key_id,
         action=item.action,
         target=item.target,
         before=item.before,

@@ -28,6 +28,7 @@ from switchboard.bootstrap.health import health_watch
 from switchboard.bootstrap.lines import calls_config_service, line_repository, subscription_service
 from switchboard.bootstrap.live import connection_service, live_access, live_grants, live_repository, ticket_service
 from switchboard.bootstrap.messages import client_webhook_deliverer, client_webhook_worker, message_service, send_queue
+from switchboard.bootstrap.people import people_directory, user_authenticator, user_pool, users_service
 from switchboard.bootstrap.pool import pool_service, sending_config_source
 from switchboard.bootstrap.profiles import (
     MissingSetting,
@@ -48,6 +49,7 @@ from switchboard.bootstrap.profiles import (
     routing_sweep,
     send_worker,
     tenants_api,
+    users_api,
     webhooks_api,
 )
 from switchboard.bootstrap.providers import provider_client, targets
@@ -107,6 +109,7 @@ __all__ = [
     "outgoing_api",
     "outgoing_usage",
     "overridden",
+    "people_directory",
     "pool_api",
     "pool_service",
     "provider_client",
@@ -129,5 +132,9 @@ __all__ = [
     "tenants_api",
     "ticket_service",
     "usage_recorder",
+    "user_authenticator",
+    "user_pool",
+    "users_api",
+    "users_service",
     "webhooks_api",
 ]

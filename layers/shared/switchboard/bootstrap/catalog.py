@@ -9,7 +9,7 @@ from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
 
 if TYPE_CHECKING:
-    from switchboard.catalog.authentication import KeyAuthenticator
+    from switchboard.catalog.authentication import Authenticator, KeyAuthenticator
     from switchboard.catalog.domain import Instance
     from switchboard.catalog.dynamo import CatalogRepository
     from switchboard.catalog.ports import GrantChanges, KeyAttachment
@@ -29,6 +29,15 @@ def key_authenticator(c: Components) -> KeyAuthenticator:
     from switchboard.catalog.authentication import KeyAuthenticator
 
     return KeyAuthenticator(catalog_repository(c), ttl_seconds=c.settings.key_cache_seconds)
+
+
+@component
+def authenticator(c: Components) -> Authenticator:
+    """Every request's credential: API keys, and people's tokens when a user pool is configured."""
+    from switchboard.bootstrap.people import user_authenticator, user_pool_configured
+    from switchboard.catalog.authentication import Authenticator
+
+    return Authenticator(key_authenticator(c), user_authenticator(c) if user_pool_configured(c) else None)
 
 
 @component

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 from switchboard.bootstrap.catalog import catalog_repository
 from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import table
+from switchboard.bootstrap.people import people_directory
 
 if TYPE_CHECKING:
-    from switchboard.live.access import KeyGrants, LiveAccess
+    from switchboard.live.access import AllGrants, LiveAccess
     from switchboard.live.dynamo import LiveRepository
     from switchboard.live.notifier import Notifier
     from switchboard.live.service import ConnectionService, TicketService
@@ -30,10 +31,11 @@ def ticket_service(c: Components) -> TicketService:
 
 
 @component
-def live_grants(c: Components) -> KeyGrants:
-    from switchboard.live.access import KeyGrants
+def live_grants(c: Components) -> AllGrants:
+    """API keys' grants from the catalog, people's from the people directory."""
+    from switchboard.live.access import AllGrants, KeyGrants, UserGrants
 
-    return KeyGrants(catalog_repository(c))
+    return AllGrants(KeyGrants(catalog_repository(c)), UserGrants(people_directory(c)))
 
 
 @component

@@ -28,6 +28,7 @@ from switchboard.bootstrap import (
     lines,
     live,
     messages,
+    people,
     pool,
     providers,
     quotas,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
     from switchboard.calls.reconcile import Reconciler
-    from switchboard.catalog.authentication import KeyAuthenticator
+    from switchboard.catalog.authentication import Authenticator
     from switchboard.live.notifier import Notifier
     from switchboard.live.service import ConnectionService
     from switchboard.messages.client_webhooks import ClientWebhookWorker
@@ -73,6 +74,9 @@ REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
     "outgoing_api": (),
     "pool_api": (),
     "tenants_api": (),
+    # The user pool is read on the first request that needs it (USER_POOL_ID, template Globals):
+    # a stack run without one (tests of other capabilities) still loads every function.
+    "users_api": (),
     "webhooks_api": _QUEUES,
     "authorizer": (),
     "client_webhooks": ("CLIENT_WEBHOOK_QUEUE_URL",),
@@ -126,6 +130,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
     from switchboard.lines import deps as lines_deps
     from switchboard.live import deps as live_deps
     from switchboard.messages import deps as messages_deps
+    from switchboard.people import deps as people_deps
     from switchboard.pool import deps as pool_deps
     from switchboard.quotas import deps as quotas_deps
     from switchboard.routing import deps as routing_deps
@@ -147,6 +152,8 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         live_deps.ticket_service: live.ticket_service,
         messages_deps.client_webhook_deliverer: messages.client_webhook_deliverer,
         messages_deps.message_service: messages.message_service,
+        people_deps.users_service: people.users_service,
+        people_deps.pool_sign_in: people.pool_sign_in,
         pool_deps.pool_service: pool.pool_service,
         catalog_deps.webhook_setup: providers.webhook_setup,
         quotas_deps.quota_service: quotas.quota_service,
@@ -251,6 +258,14 @@ def tenants_api(
     return _api(_components("tenants_api", settings, aws, overrides), routing_routes.router, quotas_routes.router)
 
 
+def users_api(
+    settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
+) -> APIGatewayHttpResolver:
+    from switchboard.people import routes as people_routes
+
+    return _api(_components("users_api", settings, aws, overrides), people_routes.router)
+
+
 def webhooks_api(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> APIGatewayHttpResolver:
@@ -264,9 +279,9 @@ def webhooks_api(
 
 def authorizer(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
-) -> Callable[[], KeyAuthenticator]:
-    """The catalog's key lookups, which authenticate each request's key."""
-    return _built(catalog.key_authenticator, _components("authorizer", settings, aws, overrides))
+) -> Callable[[], Authenticator]:
+    """The catalog's key lookups and the user pool's token check, which authenticate each request."""
+    return _built(catalog.authenticator, _components("authorizer", settings, aws, overrides))
 
 
 def client_webhooks(

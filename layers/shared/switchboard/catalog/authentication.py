@@ -19,6 +19,7 @@ from typing import Protocol
 
 from switchboard.catalog.domain import hash_key, looks_like_key
 from switchboard.core.identity import Principal
+from switchboard.people.tokens import looks_like_token
 
 MAX_KEYS = 1024  # far above the keys one container serves at once; the oldest goes first
 
@@ -63,3 +64,25 @@ class KeyAuthenticator:
                 while len(self._cache) > self._max_keys:
                     self._cache.popitem(last=False)
         return principal
+
+
+class TokenAuthenticator(Protocol):
+    def authenticate(self, token: str) -> Principal | None: ...
+
+
+class Authenticator:
+    """Every request's credential: an API key (apps, the platform operator) or a person's access
+    token from the user pool (the console). HTTP API gives each route one authorizer, so this one
+    authorizer takes both rather than a JWT authorizer beside it: a route a scope allows then
+    takes a key and a token alike, and both pass the same revocation checks."""
+
+    def __init__(self, keys: KeyAuthenticator, users: TokenAuthenticator | None) -> None:
+        self._keys = keys
+        self._users = users
+
+    def authenticate(self, bearer: str) -> Principal | None:
+        if looks_like_key(bearer):
+            return self._keys.authenticate(bearer)
+        if self._users is not None and looks_like_token(bearer):
+            return self._users.authenticate(bearer)
+        return None

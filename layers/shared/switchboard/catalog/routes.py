@@ -61,8 +61,11 @@ ID = Annotated[str, Path(max_length=64)]
 
 @router.get("/api/me", tags=["api keys"], responses=documented(401, 404))
 def get_me(catalog: Catalog, principal: Anyone) -> MeView:
-    """The calling key itself: its tenant, id, name and scopes (any scope), so a client such as the
-    console can tell which screens this key may use without trying them."""
+    """The caller itself: its tenant, id, name and scopes (any scope), so a client such as the
+    console can tell which screens it may use without trying them. For a person signed in through
+    the user pool, `keyId` is `user:<sub>`, the name is their email and the attendant is their `sub`."""
+    if principal.user:
+        return MeView.of_person(principal)
     return MeView.of(catalog.get_api_key(principal, principal.key_id))
 
 

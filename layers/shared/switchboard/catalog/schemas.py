@@ -9,7 +9,7 @@ from pydantic import Field, StringConstraints
 
 from switchboard.catalog.domain import ApiKey, Instance, Number, PacingOverride, Provider, Tenant
 from switchboard.core import model as core_model
-from switchboard.core.identity import Scope
+from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import Body, HttpUrl, Name, OwnerTag, PatchBody, Phone, Secret, View
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
@@ -101,6 +101,16 @@ class MeView(View):
     @classmethod
     def of(cls, key: ApiKey) -> MeView:
         return cls(tenant=key.tenant, key_id=key.id, name=key.name, scopes=key.scopes, attendant_id=key.attendant_id)
+
+    @classmethod
+    def of_person(cls, principal: Principal) -> MeView:
+        return cls(
+            tenant=principal.tenant,
+            key_id=principal.key_id,
+            name=principal.email or principal.user or principal.key_id,
+            scopes=sorted(principal.scopes),
+            attendant_id=principal.attendant_id,
+        )
 
 
 class CreateAdminKey(Body):

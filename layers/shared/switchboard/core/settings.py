@@ -54,6 +54,13 @@ class Settings(Model):
     # each version's end).
     meta_graph_version: str = Field(default="v25.0", pattern=r"^v[0-9]{1,3}\.[0-9]$", alias="META_GRAPH_VERSION")
     secret_cache_seconds: int = Field(default=60, ge=0, alias="SECRET_CACHE_SECONDS")
+    # People: the Cognito user pool and the console's app client. The issuer is the pool's URL
+    # unless given (the local stack's pool has moto's); the JWKS URL is the issuer's unless given
+    # (the local stack serves it from its embedded endpoint).
+    user_pool_id: str | None = Field(default=None, alias="USER_POOL_ID")
+    user_pool_client_id: str | None = Field(default=None, alias="USER_POOL_CLIENT_ID")
+    user_pool_issuer: str | None = Field(default=None, alias="USER_POOL_ISSUER")
+    user_pool_jwks_url: str | None = Field(default=None, alias="USER_POOL_JWKS_URL")
     # How long the authorizer answers a key from memory: the bound on a revocation's delay.
     key_cache_seconds: float = Field(default=5.0, ge=0, le=30, alias="KEY_CACHE_SECONDS")
     # Number pool: how stale a key's pool and its numbers' connection state may be.

@@ -18,8 +18,9 @@ now. It is checked in three places:
 
 Nothing positive is cached: a cached grant is exactly the window in which a revoked key still
 sees its tenant. A negative answer needs no cache either: the connection is closed and forgotten
-on it, so it is not listed again. A principal of a kind nothing vouches for (a person, until the
-people directory is read here) holds no socket.
+on it, so it is not listed again. An API key's grant is read from the catalog, a person's from
+the people directory (a disabled person has none); a principal of a kind nothing vouches for
+holds no socket.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from botocore.exceptions import ClientError
 
 from switchboard.catalog.domain import ApiKey
 from switchboard.core.clock import utcnow
-from switchboard.core.identity import Principal, key_of_principal
+from switchboard.core.identity import Principal, key_of_principal, user_of_principal
 from switchboard.core.observability import logger
 from switchboard.live.domain import Connection, LiveGrant, live_grant
+from switchboard.people.domain import User
 
 
 class Grants(Protocol):
@@ -65,6 +67,42 @@ class KeyGrants:
             grant = live_grant(holder)
             if grant is not None:
                 grants[by_key[key.id]] = grant
+        return grants
+
+
+class People(Protocol):
+    def get_users(self, tenant: str, users: Collection[str]) -> dict[str, User]: ...
+
+
+class UserGrants:
+    """The live grants of people, read from the people directory (one consistent batch read)."""
+
+    def __init__(self, people: People) -> None:
+        self._people = people
+
+    def live_grants(self, tenant: str, principals: Collection[str]) -> dict[str, LiveGrant]:
+        by_user = {sub: principal for principal in principals if (sub := user_of_principal(principal))}
+        if not by_user:
+            return {}
+        grants: dict[str, LiveGrant] = {}
+        for person in self._people.get_users(tenant, sorted(by_user)).values():
+            holder = person.principal()
+            grant = live_grant(holder) if holder is not None and person.tenant == tenant else None
+            if grant is not None:
+                grants[by_user[person.id]] = grant
+        return grants
+
+
+class AllGrants:
+    """The live grants of principals of every kind, each read from what vouches for its kind."""
+
+    def __init__(self, *kinds: Grants) -> None:
+        self._kinds = kinds
+
+    def live_grants(self, tenant: str, principals: Collection[str]) -> dict[str, LiveGrant]:
+        grants: dict[str, LiveGrant] = {}
+        for kind in self._kinds:
+            grants.update(kind.live_grants(tenant, principals))
         return grants
 
 

@@ -41,7 +41,8 @@ class TicketService:
         self._clock = clock
 
     def issue(self, principal: Principal) -> IssuedTicket:
-        """A ticket for one connection within 30 s. Raises Forbidden for send and platform keys."""
+        """A ticket for one connection within 30 s, for an API key or a person (their principal
+        id names which). Raises Forbidden for send and platform keys."""
         grant = live_grant(principal)
         if grant is None:
             raise Forbidden("live updates need an admin or agent key")

@@ -1,7 +1,8 @@
 """The caller, as the Lambda authorizer described it, and scope checks for routes.
 
-The authorizer (functions/authorizer) puts `tenant`, `keyId`, `scopes` (comma-separated) and
-`attendantId` in the request context; API Gateway only lets a request through after it.
+The authorizer (functions/authorizer) puts `tenant`, `keyId`, `scopes` (comma-separated),
+`attendantId` and, for a person, `user` (their `sub`) and `email` in the request context; API
+Gateway only lets a request through after it.
 
 Every authenticated route takes its caller through `requires`, so that is where each request is
 admitted against its key's and its tenant's request rate. The quotas do that (their
@@ -43,6 +44,8 @@ def principal_from_context(context: dict[str, Any] | None) -> Principal:
         key_id=context["keyId"],
         scopes=scopes,
         attendant_id=context.get("attendantId") or None,
+        user=context.get("user") or None,
+        email=context.get("email") or None,
     )
 
 

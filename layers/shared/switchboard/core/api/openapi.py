@@ -31,6 +31,7 @@ ROUTE_MODULES = (
     "pool.routes",
     "live.routes",
     "messages.routes",
+    "people.routes",
 )
 DESCRIPTION = """\
 Every error switchboard answers has one body: `{"error": "<code>", "message": "..."}`

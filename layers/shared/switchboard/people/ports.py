@@ -1,0 +1,45 @@
+"""What the users service needs from elsewhere: the user pool, the directory, the audit log and
+whatever holds a grant open (live connections)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Protocol
+
+from switchboard.people.domain import Role, User
+
+
+class UserPool(Protocol):
+    """The identity provider (Cognito): passwords, groups, sign-in sessions."""
+
+    def create_user(self, email: str, temporary_password: str | None) -> str:
+        """Create the person (their email is their username) and return their `sub`. Without a
+        password the pool emails its invitation. Raises AlreadyExists for a known email."""
+        ...
+
+    def set_group(self, user: str, tenant: str, role: Role, previous: Role | None) -> None: ...
+    def set_enabled(self, user: str, enabled: bool) -> None:
+        """Disabling also ends their sessions (refresh tokens), so no new access token comes."""
+        ...
+
+    def delete_user(self, user: str) -> None: ...
+
+
+class Directory(Protocol):
+    def add_user(self, user: User) -> None:
+        """Raises AlreadyExists when the person is already in the directory."""
+        ...
+
+    def get_user(self, tenant: str, user: str, *, consistent: bool = False) -> User | None: ...
+    def get_users(self, tenant: str, users: Collection[str]) -> dict[str, User]: ...
+    def list_users(self, tenant: str) -> list[User]: ...
+    def save_user(self, user: User, expected: User) -> None:
+        """Replace `expected` with `user`; raises Conflict when it changed in between."""
+        ...
+
+
+class GrantChanges(Protocol):
+    def grant_changed(self, tenant: str, principal: str) -> None:
+        """A principal's grant was revoked or changed: what it holds on the old grant (live
+        connections) is checked again. Never raises."""
+        ...
