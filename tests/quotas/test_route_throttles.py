@@ -1,5 +1,5 @@
 """The gateway's own limits in template.yaml: routes without an API key (provider and downstream
-webhooks, the documentation) are throttled apart from the API routes, by route key."""
+webhooks, the documentation, a person's sign-in) are throttled apart from the API routes, by route key."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ UNAUTHENTICATED = {
     "GET /api/openapi.json",
     "GET /api/docs",
     "$default",
+    "POST /api/sign-in",
+    "POST /api/sign-in/new-password",
+    "POST /api/sign-in/refresh",
 }
 
 
