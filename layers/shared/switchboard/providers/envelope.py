@@ -12,6 +12,11 @@ another shape, and refuses a delivery whose signed bytes are not of its own shap
 wuzapi: a JSON object or a form; the Cloud API: a JSON object; Evolution: `<base64url>.<base64url>`):
 so no signature made here verifies under another scheme, nor one made there here, whatever the
 secrets.
+
+A `message` event's `data` holds one message of a `type` (text, a media kind, location,
+contacts, reaction, button, list) with that type's object (`message_data` below; the same table
+is in the simulator's README): mapped to `providers.content`, its inline bytes to
+`InboundEvent.media_bytes`.
 """
 
 from __future__ import annotations
