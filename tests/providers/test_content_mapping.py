@@ -474,3 +474,32 @@ def test_an_envelope_message_that_does_not_map_is_ignored_with_its_reason(data: 
     [event] = envelope.events(envelope_request({**BASE, **data}))
 
     assert (event.ignored, event.data) == (reason, {"id": "3EB0ENV0001"})
+
+
+@pytest.mark.parametrize(
+    ("event", "key", "expected"),
+    [
+        ("messages.edited", "event_messages_edited", Edit(target_id="3A7F2C9B1D4E8A6C0B5F", body="Pode ser às 16h")),
+        ("messages.delete", "event_messages_delete", Revoke(target_id="3A7F2C9B1D4E8A6C0B5F")),
+    ],
+)
+def test_an_evolution_edit_or_deletion_event_is_a_message_naming_the_one_it_changes(
+    event: str, key: str, expected: Content
+) -> None:
+    payload = json.loads((CONTRACTS / "evolution" / "webhook_messages_upsert_conversation.json").read_bytes())
+    payload.update(event=event, data=BAILEYS[key])
+    [mapped] = evolution.parse_events(json.dumps(payload).encode())
+
+    assert (mapped.name, content_of(mapped), mapped.data["from"]) == ("message", expected, "5511988887777")
+    [again] = evolution.parse_events(json.dumps(payload).encode())
+    assert again.event_id == mapped.event_id
+
+
+def test_an_evolution_edit_of_our_own_message_is_ignored() -> None:
+    payload = json.loads((CONTRACTS / "evolution" / "webhook_messages_upsert_conversation.json").read_bytes())
+    data = json.loads(json.dumps(BAILEYS["event_messages_edited"]))
+    data["key"]["fromMe"] = True
+    payload.update(event="messages.edited", data=data)
+    [mapped] = evolution.parse_events(json.dumps(payload).encode())
+
+    assert mapped.ignored == "a change of our own message"

@@ -36,7 +36,9 @@ Incoming webhooks, body `{event, instance, data, destination, date_time, sender,
   else `message.mediaUrl` when Evolution keeps media in S3/MinIO, else its
   `getBase64FromMediaMessage` route; `from` from the phone-number JID in `remoteJid`, else in
   `remoteJidAlt` or the older `senderPn`; `lid` from the `@lid` one; a chat WhatsApp addressed
-  only by a LID has `lid` alone; `name` from `pushName`), `messages.update` -> receipt,
+  only by a LID has `lid` alone; `name` from `pushName`), `messages.update` -> receipt, `messages.edited` (the
+  `protocolMessage` of a customer's edit) and `messages.delete` (the key of a message the
+  customer deleted for everyone) -> message with an edit or a revoke,
   `connection.update` -> connection;
   anything else is returned as ignored. `date_time` is the server's local time labelled UTC and is
   never used; times come from `data.messageTimestamp` (unix seconds).
@@ -82,7 +84,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import Content, MediaMessage, MediaSource, content_data
+from switchboard.providers.content import Content, MediaMessage, MediaSource, Revoke, content_data
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -544,6 +546,45 @@ def _inline(value: object) -> bytes | None:
         return None
 
 
+def _change_event(instance: str, name: str, data: object, body: bytes) -> InboundEvent:
+    """A customer's edit or "delete for everyone" of an earlier message. Evolution posts neither
+    as `messages.upsert`: an edit as `messages.edited` with the `protocolMessage` itself
+    (`{key, type, editedMessage}`), a deletion as `messages.delete` with the deleted message's
+    `key`. Either becomes a `message` event whose content names the message changed; its id is
+    the change's own (a redelivery of the same change is the same event)."""
+    if not isinstance(data, dict):
+        raise _invalid(f"{name} data")
+    key = data.get("key") if name == "messages.edited" else data
+    try:
+        target = _UpsertKey.model_validate(key)
+    except ValidationError as exc:
+        raise _invalid(f"{name} data") from exc
+    event_id = f"{'edit' if name == 'messages.edited' else 'revoke'}:{target.id}:{_body_digest(body)[:16]}"
+
+    def ignored(reason: str) -> InboundEvent:
+        return InboundEvent(name="message", binding=instance, event_id=event_id, data={"id": target.id}, ignored=reason)
+
+    jid = target.remote_jid or ""
+    if target.from_me:
+        return ignored("a change of our own message")
+    if not jid.endswith((_PHONE_JID, _LID_JID)):
+        return ignored("change in a group or broadcast")
+    if name == "messages.edited":
+        mapped = wa_message.map_message({"protocolMessage": data})
+    else:
+        mapped = wa_message.Mapped(Revoke(target_id=target.id))
+    if isinstance(mapped, str):
+        return ignored(mapped)
+    sender = _phone(jid) or _phone(target.remote_jid_alt) or _phone(target.sender_pn)
+    lid = _lid(jid) or _lid(target.remote_jid_alt)
+    data_out: dict[str, Any] = {"id": event_id, "content": content_data(mapped.content)}
+    if sender is not None:
+        data_out["from"] = sender
+    if lid is not None:
+        data_out["lid"] = lid
+    return InboundEvent(name="message", binding=instance, event_id=event_id, data=data_out)
+
+
 def _receipt_event(instance: str, data: object) -> InboundEvent:
     try:
         update = _Update.model_validate(data)
@@ -599,6 +640,8 @@ def parse_events(body: bytes) -> list[InboundEvent]:
         return [_message_event(delivery.instance, delivery.data)]
     if name == "messages.update":
         return [_receipt_event(delivery.instance, delivery.data)]
+    if name in ("messages.edited", "messages.delete"):
+        return [_change_event(delivery.instance, name, delivery.data, body)]
     if name == "connection.update":
         return [_connection_event(delivery.instance, delivery.data, body)]
     return [
