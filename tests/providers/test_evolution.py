@@ -295,7 +295,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "id": "AC5D2E9F7B31C0480E5A6F1D9B2C7E34",
             "from": "5511988887777",
             "lid": "104857600012345@lid",
-            "text": "Oi, tudo bem? Quero confirmar meu horário.",
+            "content": {"type": "text", "body": "Oi, tudo bem? Quero confirmar meu horário."},
             "timestamp": "2025-10-21T14:40:39+00:00",
             "name": "Maria Souza",
         },
@@ -309,7 +309,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "id": "3A7F2C9B1D4E8A6C0B5F",
             "from": "5511988887777",
             "lid": "104857600012345@lid",
-            "text": "Pode ser às 15h, veja https://example.com/agenda",
+            "content": {"type": "text", "body": "Pode ser às 15h, veja https://example.com/agenda"},
+            "replyTo": "3EB0C7A1F49E2D86B53A0F",
             "timestamp": "2025-10-21T14:42:14+00:00",
             "name": "Maria Souza",
         },
@@ -322,7 +323,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "data": {
             "id": "B7E3A1C9D5F2048E6A1B3C5D7E9F0A2B",
             "lid": "204857600054321@lid",
-            "text": "Boa tarde, vocês abrem no sábado?",
+            "content": {"type": "text", "body": "Boa tarde, vocês abrem no sábado?"},
             "timestamp": "2025-10-21T14:46:52+00:00",
             "name": "Carlos Pereira",
         },
@@ -346,8 +347,36 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "name": "message",
         "event_id": "9F1E2D3C4B5A69788796A5B4C3D2E1F0",
         "seq": 1_761_057_879_000,
-        "data": {"id": "9F1E2D3C4B5A69788796A5B4C3D2E1F0"},
-        "ignored": "imageMessage message",
+        "data": {
+            "id": "9F1E2D3C4B5A69788796A5B4C3D2E1F0",
+            "from": "5511988887777",
+            "lid": "104857600012345@lid",
+            "content": {
+                "type": "media",
+                "media": {
+                    "kind": "image",
+                    "mime_type": "image/jpeg",
+                    "file_name": None,
+                    "caption": None,
+                    "size": 184533,
+                    "sha256": "623585c336648e5ebffbd7639407fcda3c9d18b32dc0029849cdbbdc7e40ab92",
+                    "seconds": None,
+                    "animated": False,
+                    "inline": False,
+                    "stored": None,
+                    # neither webhookBase64 nor S3: Evolution's route finds the message by its key
+                    "source": {
+                        "via": "provider_download",
+                        "media_id": None,
+                        "url": None,
+                        "fields": {"message": {"key": {"id": "9F1E2D3C4B5A69788796A5B4C3D2E1F0"}}},
+                    },
+                },
+            },
+            "timestamp": "2025-10-21T14:44:39+00:00",
+            "name": "Maria Souza",
+        },
+        "ignored": None,
     },
     "webhook_messages_update_delivered.json": {
         "name": "receipt",
@@ -480,8 +509,16 @@ def ephemeral(payload: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        pytest.param(extended, {"text": "Oi, tudo bem? Quero confirmar meu horário."}, id="extendedTextMessage"),
-        pytest.param(ephemeral, {"text": "Oi, tudo bem? Quero confirmar meu horário."}, id="ephemeral wrapper"),
+        pytest.param(
+            extended,
+            {"content": {"type": "text", "body": "Oi, tudo bem? Quero confirmar meu horário."}},
+            id="extendedTextMessage",
+        ),
+        pytest.param(
+            ephemeral,
+            {"content": {"type": "text", "body": "Oi, tudo bem? Quero confirmar meu horário."}},
+            id="ephemeral wrapper",
+        ),
         pytest.param(
             lambda p: set_path(p, "data.messageTimestamp", "1761057639"),
             {"timestamp": "2025-10-21T14:40:39+00:00"},
@@ -563,12 +600,17 @@ def test_the_push_name_is_the_senders_name_when_there_is_one(push_name: Any, nam
     assert (event["ignored"], event["data"].get("name")) == (None, name)
 
 
-def test_a_non_text_message_is_ignored_with_its_type() -> None:
-    def reaction(payload: dict[str, Any]) -> None:
-        payload["data"]["message"] = {"reactionMessage": {"key": {"id": "X"}, "text": "👍"}}
-        payload["data"]["messageType"] = "reactionMessage"
+def test_a_message_of_a_kind_not_mapped_is_ignored_with_its_type() -> None:
+    def vote(payload: dict[str, Any]) -> None:
+        payload["data"]["message"] = {"pollUpdateMessage": {"vote": {}}}
+        payload["data"]["messageType"] = "pollUpdateMessage"
 
-    assert mapped(edited(UPSERT, reaction))["ignored"] == "reactionMessage message"
+    def unknown(payload: dict[str, Any]) -> None:
+        payload["data"]["message"] = {"messageContextInfo": {}, "callLogMesssage": {}}
+        payload["data"]["messageType"] = "callLogMesssage"
+
+    assert mapped(edited(UPSERT, vote))["ignored"] == "poll vote (encrypted)"
+    assert mapped(edited(UPSERT, unknown))["ignored"] == "unsupported message callLogMesssage"
 
 
 @pytest.mark.parametrize("event", ["MESSAGES_UPSERT", "messages-upsert", "Messages.Upsert"])

@@ -87,12 +87,37 @@ WAMID_SENT = "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQUFERjg0NDEzNDdFODU3MUMxMAA="
 WAMID_FAILED = "wamid.HBgLMTY1MDM4Nzk0MzkVAgARGBI0QUQ2MjA4NEYyRkExNjMyREUA"
 POOL_PHONE_ID = "1122334455667"
 HEALTHY_ECOSYSTEM = "This message was not delivered to maintain healthy ecosystem engagement."
+TEXT_BODY = "Does it come in another color?"
 TEXT_DATA = {
     "id": WAMID_TEXT,
     "from": "16505551234",
-    "text": "Does it come in another color?",
+    "content": {"type": "text", "body": TEXT_BODY},
     "timestamp": "2025-06-08T20:59:43+00:00",
     "name": "Sheena Nelson",
+}
+
+# pywa's image: a media id to fetch, and a `sha256` that is not 32 bytes of base64 (no claim).
+IMAGE_DATA = {
+    "id": "wamid.xyzxyz",
+    "from": "972987654321",
+    "content": {
+        "type": "media",
+        "media": {
+            "kind": "image",
+            "mime_type": "image/jpeg",
+            "file_name": None,
+            "caption": None,
+            "size": None,
+            "sha256": None,
+            "seconds": None,
+            "animated": False,
+            "inline": False,
+            "stored": None,
+            "source": {"via": "meta_media_id", "media_id": "65463453", "url": None, "fields": {}},
+        },
+    },
+    "timestamp": "2023-10-11T16:56:19+00:00",
+    "name": "Test Name",
 }
 
 EXPECTED: dict[str, list[tuple[Any, ...]]] = {
@@ -111,9 +136,9 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
     "webhook_text_message_numeric_timestamp.json": [
         ("message", PHONE_ID, "meta_phone_id", WAMID_TEXT, 1749416383000, TEXT_DATA, None)
     ],
-    # pywa's image beside Meta's text in one change: the image is ignored, the text mapped.
+    # pywa's image beside Meta's text in one change: both mapped.
     "webhook_text_and_image_messages.json": [
-        ("message", PHONE_ID, "meta_phone_id", "wamid.xyzxyz", 1697043379000, {"id": "wamid.xyzxyz"}, "image message"),
+        ("message", PHONE_ID, "meta_phone_id", "wamid.xyzxyz", 1697043379000, IMAGE_DATA, None),
         ("message", PHONE_ID, "meta_phone_id", WAMID_TEXT, 1749416383000, TEXT_DATA, None),
     ],
     "webhook_text_message_bsuid_only.json": [
@@ -134,8 +159,8 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
             "meta_phone_id",
             "wamid.xyzxyz",
             1697043379000,
-            {"id": "wamid.xyzxyz"},
-            "image message",
+            IMAGE_DATA,
+            None,
         )
     ],
     "webhook_unsupported_message.json": [
@@ -146,7 +171,7 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
             "wamid.xyzxyz",
             1697044706000,
             {"id": "wamid.xyzxyz"},
-            "unsupported message",
+            "unsupported message (131051)",
         )
     ],
     "webhook_status_sent.json": [
@@ -293,7 +318,7 @@ def test_the_signature_covers_the_raw_bytes_not_a_re_serialisation() -> None:
 
     [event] = receive(signed(body))
 
-    assert event.data["text"] == "olá 😀"
+    assert event.data["content"] == {"type": "text", "body": "olá 😀"}
     assert event.data["from"] == "5511988887777"
 
 
@@ -361,13 +386,13 @@ def test_every_entry_change_message_and_status_is_mapped() -> None:
 
     assert [(event.event_id, event.seq, event.ignored) for event in events] == [
         ("wamid.a", 1749416383000, None),
-        ("wamid.b", 1749416384000, "reaction message"),
+        ("wamid.b", 1749416384000, "reaction without its message"),
         ("wamid.x:delivered", 1750030073000, None),
         ("wamid.x:read", 1750030074000, None),
     ]
 
 
-def test_a_reply_is_still_a_text_message() -> None:
+def test_a_reply_is_a_text_message_naming_the_message_it_quotes() -> None:
     reply = {
         "context": {"from": "15550783881", "id": "wamid.orig"},
         "from": "16505551234",
@@ -379,7 +404,7 @@ def test_a_reply_is_still_a_text_message() -> None:
     [event] = KIND.events(signed(notification(messages_change(messages=[reply]))), SCHEME)
 
     assert event.ignored is None
-    assert event.data["text"] == "yes"
+    assert (event.data["content"], event.data["replyTo"]) == ({"type": "text", "body": "yes"}, "wamid.orig")
 
 
 def test_a_messages_change_with_only_errors_is_one_ignored_event() -> None:
@@ -467,7 +492,7 @@ def test_a_message_that_does_not_map_is_ignored_with_its_fields_and_the_others_a
         f"message item not in the Cloud API format ({reason})",
     )
     assert bad.event_id.startswith("malformed:") and again.event_id == bad.event_id  # a redelivery deduplicates
-    assert (good.event_id, good.ignored, good.data["text"]) == ("wamid.ok", None, "hi")
+    assert (good.event_id, good.ignored, good.data["content"]["body"]) == ("wamid.ok", None, "hi")
 
 
 def test_a_status_that_does_not_map_is_ignored_and_the_others_are_mapped() -> None:
@@ -561,7 +586,7 @@ def test_without_a_usable_contact_the_message_maps_without_a_name(contacts: Any)
 
     [event] = KIND.events(signed(body), SCHEME)
 
-    assert (event.ignored, "name" in event.data, event.data["text"]) == (None, False, "hi")
+    assert (event.ignored, "name" in event.data, event.data["content"]["body"]) == (None, False, "hi")
 
 
 # --- subscription check --------------------------------------------------------------------
@@ -840,7 +865,7 @@ def test_through_the_api_an_unmappable_item_beside_a_text_is_recorded_and_the_te
     assert (answer.status, answer.json()["outcome"]) == (200, "applied")
     assert (again.status, again.json()["outcome"]) == (200, "duplicate")
     [job] = forwarded_jobs(aws)
-    assert (job["sender_name"], job["sender"], job["text"]) == ("Sheena Nelson", "16505551234", TEXT_DATA["text"])
+    assert (job["sender_name"], job["sender"], job["text"]) == ("Sheena Nelson", "16505551234", TEXT_BODY)
     [record] = [item for item in stored_events(aws) if item.get("status") == "ignored"]
     assert record["reason"] == "message item not in the Cloud API format (text)"
 
@@ -855,7 +880,7 @@ def test_through_the_api_each_multi_shape_fixture_forwards_its_text_once(
 
     assert (answer.status, answer.json()["outcome"]) == (200, "applied")
     assert [(job["sender"], job["text"], job["sender_name"]) for job in forwarded_jobs(aws)] == [
-        ("16505551234", TEXT_DATA["text"], "Sheena Nelson")
+        ("16505551234", TEXT_BODY, "Sheena Nelson")
     ]
 
 

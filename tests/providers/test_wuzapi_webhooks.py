@@ -74,7 +74,7 @@ MESSAGE_TEXT = (
     {
         "id": "ACB5E3F1D2C4B6A8E0F2D4C6B8A0E2F4",
         "from": "5511987654321",
-        "text": "Olá! Gostaria de agendar um horário para amanhã.",
+        "content": {"type": "text", "body": "Olá! Gostaria de agendar um horário para amanhã."},
         "timestamp": "2026-05-20T10:15:30-03:00",
         "lid": "123456789012345@lid",
         "name": "Maria Souza",
@@ -108,7 +108,8 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
             {
                 "id": "3AB4F2C19D8E7A6B5C40",
                 "from": "5511987654321",
-                "text": "Pode ser às 14h? Obrigada & até logo",
+                "content": {"type": "text", "body": "Pode ser às 14h? Obrigada & até logo"},
+                "replyTo": "3EB0C431E2A6F07B9D18AF",
                 "timestamp": "2026-05-20T10:17:30-03:00",
                 "lid": "123456789012345@lid",
                 "name": "Maria Souza",
@@ -136,8 +137,30 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
             "provider_instance_id",
             "AC7F3D2E1B0A9C8D7E6F5A4B3C2D1E0F",
             1_779_283_230_000,
-            {"id": "AC7F3D2E1B0A9C8D7E6F5A4B3C2D1E0F"},
-            "media message",
+            {
+                "id": "AC7F3D2E1B0A9C8D7E6F5A4B3C2D1E0F",
+                "from": "5511987654321",
+                "content": {
+                    "type": "media",
+                    "media": {
+                        "kind": "image",
+                        "mime_type": "image/jpeg",
+                        "file_name": None,
+                        "caption": "Segue o comprovante",
+                        "size": 543,
+                        "sha256": "0171178ae901e108f56305aff7e36268a690bc49933a24b1aaa587fda00f4d3b",
+                        "seconds": None,
+                        "animated": False,
+                        "inline": True,
+                        "stored": None,
+                        "source": None,
+                    },
+                },
+                "timestamp": "2026-05-20T10:20:30-03:00",
+                "lid": "123456789012345@lid",
+                "name": "Maria Souza",
+            },
+            None,
         )
     ],
     "webhook_json_unmappable_message_group.json": [
@@ -335,18 +358,18 @@ def _info(payload: dict[str, Any]) -> dict[str, Any]:
         (lambda p: _info(p).update(IsFromMe=True), "sent from the phone"),
         (lambda p: _info(p).update(Sender="123456789012345@lid", SenderAlt=""), "sender has no phone number"),
         (lambda p: _info(p).update(Chat="status@broadcast", IsGroup=True), "broadcast message"),
-        (lambda p: p["event"].update(IsEdit=True), "edited message"),
-        (lambda p: p["event"].update(Message={"reactionMessage": {"text": "👍"}}), "reaction"),
-        (lambda p: p["event"].update(Message={"locationMessage": {}}), "location message"),
-        (lambda p: p["event"].update(Message={"conversation": ""}), "not a text message"),
-        (lambda p: p["event"].update(Message=None), "not a text message"),
+        (lambda p: p["event"].update(Message={"reactionMessage": {"text": "👍"}}), "reaction without its message"),
+        (lambda p: p["event"].update(Message={"locationMessage": {}}), "location without coordinates"),
+        (lambda p: p["event"].update(Message={"conversation": ""}), "unsupported message conversation"),
+        (lambda p: p["event"].update(Message={"pollUpdateMessage": {}}), "poll vote (encrypted)"),
+        (lambda p: p["event"].update(Message=None), "message without content"),
     ],
 )
-def test_a_message_that_is_not_an_incoming_text_is_ignored_with_its_reason(change: Any, reason: str) -> None:
+def test_a_message_that_does_not_map_is_ignored_with_its_reason(change: Any, reason: str) -> None:
     [event] = mapped(json_variant("webhook_json_message_text.json", change))
 
     assert (event.name, event.event_id, event.ignored) == ("message", "ACB5E3F1D2C4B6A8E0F2D4C6B8A0E2F4", reason)
-    assert "text" not in event.data
+    assert "content" not in event.data
 
 
 def test_a_sender_with_a_device_part_gives_the_digits_only() -> None:

@@ -31,9 +31,14 @@ Incoming webhooks, body `{event, instance, data, destination, date_time, sender,
   is returned to the ingest (`DeliveryToken`), which lets it bring new bodies only for
   `NEW_BODIES_SECONDS` after it first sees it, then only the bodies it already brought;
 - `instance` (the instance's name on that server) binds to our instance's `providerInstanceId`;
-- `messages.upsert` -> message (`from` from the phone-number JID in `remoteJid`, else in
+- `messages.upsert` -> message (its content by `providers.wa_message`, the quoted id from
+  `data.contextInfo`; a media's file from `message.base64` when the instance has `webhookBase64`,
+  else `message.mediaUrl` when Evolution keeps media in S3/MinIO, else its
+  `getBase64FromMediaMessage` route; `from` from the phone-number JID in `remoteJid`, else in
   `remoteJidAlt` or the older `senderPn`; `lid` from the `@lid` one; a chat WhatsApp addressed
-  only by a LID has `lid` alone; `name` from `pushName`), `messages.update` -> receipt,
+  only by a LID has `lid` alone; `name` from `pushName`), `messages.update` -> receipt, `messages.edited` (the
+  `protocolMessage` of a customer's edit) and `messages.delete` (the key of a message the
+  customer deleted for everyone) -> message with an edit or a revoke,
   `connection.update` -> connection;
   anything else is returned as ignored. `date_time` is the server's local time labelled UTC and is
   never used; times come from `data.messageTimestamp` (unix seconds).
@@ -64,7 +69,7 @@ from switchboard.core.errors import (
     SwitchboardError,
 )
 from switchboard.core.model import Model
-from switchboard.providers import envelope
+from switchboard.providers import envelope, wa_message
 from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
     Credentials,
@@ -79,6 +84,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
+from switchboard.providers.content import Content, MediaMessage, MediaSource, Revoke, content_data
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -384,6 +390,7 @@ class _Upsert(Model):
 
     key: _UpsertKey
     message: dict[str, Any] | None = None
+    context_info: Any = Field(default=None, alias="contextInfo")
     message_type: StrictStr | None = Field(default=None, alias="messageType")
     message_timestamp: Any = Field(default=None, alias="messageTimestamp")
     push_name: Any = Field(default=None, alias="pushName")
@@ -457,22 +464,6 @@ def _seconds(value: object) -> int | None:
     return value
 
 
-def _text(message: dict[str, Any] | None) -> str | None:
-    """The text of a text message: `conversation`, else `extendedTextMessage.text` (also inside
-    an `ephemeralMessage` wrapper)."""
-    if not isinstance(message, dict):
-        return None
-    wrapped = message.get("ephemeralMessage")
-    if isinstance(wrapped, dict) and isinstance(wrapped.get("message"), dict):
-        message = wrapped["message"]
-    conversation = message.get("conversation")
-    if isinstance(conversation, str) and conversation:
-        return conversation
-    extended = message.get("extendedTextMessage")
-    text = extended.get("text") if isinstance(extended, dict) else None
-    return text if isinstance(text, str) and text else None
-
-
 def _invalid(what: str) -> InvalidInput:
     return InvalidInput(f"the Evolution API {what} is not in the expected format", code="invalid_envelope")
 
@@ -500,16 +491,19 @@ def _message_event(instance: str, data: object) -> InboundEvent:
         return ignored("broadcast message")
     if jid.endswith("@newsletter"):
         return ignored("newsletter message")
-    text = _text(upsert.message)
-    if text is None:
-        return ignored(f"{_safe(upsert.message_type or 'unknown')} message")
+    mapped = wa_message.map_message(upsert.message, context_info=upsert.context_info)
+    if isinstance(mapped, str):
+        return ignored(mapped)
     # A chat is addressed by phone number or by LID, with the other address in `remoteJidAlt`
     # when WhatsApp sent it; without it, a LID is all there is to answer to.
     sender = _phone(jid) or _phone(key.remote_jid_alt) or _phone(key.sender_pn)
     lid = _lid(jid) or _lid(key.remote_jid_alt)
     if sender is None and lid is None:
         return ignored("sender phone number unknown")
-    data_out: dict[str, Any] = {"id": key.id, "text": text}
+    content, media_bytes = _with_media(mapped, upsert.message or {}, key.id)
+    data_out: dict[str, Any] = {"id": key.id, "content": content_data(content)}
+    if mapped.reply_to is not None:
+        data_out["replyTo"] = mapped.reply_to
     if sender is not None:
         data_out["from"] = sender
     if lid is not None:
@@ -518,7 +512,77 @@ def _message_event(instance: str, data: object) -> InboundEvent:
         data_out["timestamp"] = datetime.fromtimestamp(seconds, UTC).isoformat()
     if (name := display_name(upsert.push_name)) is not None:
         data_out["name"] = name
-    return InboundEvent(name="message", binding=instance, event_id=key.id, seq=seq, data=data_out)
+    return InboundEvent(
+        name="message", binding=instance, event_id=key.id, seq=seq, data=data_out, media_bytes=media_bytes
+    )
+
+
+def _with_media(mapped: wa_message.Mapped, message: dict[str, Any], message_id: str) -> tuple[Content, bytes | None]:
+    """The content with where its file is: `message.base64` (the instance's `webhookBase64`),
+    `message.mediaUrl` (media kept in S3/MinIO), else `getBase64FromMediaMessage`, which finds
+    the message by its key (`{"message": {"key": {"id"}}}`)."""
+    content = mapped.content
+    if not isinstance(content, MediaMessage):
+        return content, None
+    inline = _inline(message.get("base64"))
+    url = message.get("mediaUrl")
+    source: MediaSource | None
+    if isinstance(url, str) and url.startswith(("https://", "http://")) and len(url) <= 4096:
+        source = MediaSource(via="url", url=url)
+    elif inline is None:
+        source = MediaSource(via="provider_download", fields={"message": {"key": {"id": message_id}}})
+    else:
+        source = None
+    media = content.media.model_copy(update={"inline": inline is not None, "source": source})
+    return MediaMessage(media=media), inline
+
+
+def _inline(value: object) -> bytes | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _change_event(instance: str, name: str, data: object, body: bytes) -> InboundEvent:
+    """A customer's edit or "delete for everyone" of an earlier message. Evolution posts neither
+    as `messages.upsert`: an edit as `messages.edited` with the `protocolMessage` itself
+    (`{key, type, editedMessage}`), a deletion as `messages.delete` with the deleted message's
+    `key`. Either becomes a `message` event whose content names the message changed; its id is
+    the change's own (a redelivery of the same change is the same event)."""
+    if not isinstance(data, dict):
+        raise _invalid(f"{name} data")
+    key = data.get("key") if name == "messages.edited" else data
+    try:
+        target = _UpsertKey.model_validate(key)
+    except ValidationError as exc:
+        raise _invalid(f"{name} data") from exc
+    event_id = f"{'edit' if name == 'messages.edited' else 'revoke'}:{target.id}:{_body_digest(body)[:16]}"
+
+    def ignored(reason: str) -> InboundEvent:
+        return InboundEvent(name="message", binding=instance, event_id=event_id, data={"id": target.id}, ignored=reason)
+
+    jid = target.remote_jid or ""
+    if target.from_me:
+        return ignored("a change of our own message")
+    if not jid.endswith((_PHONE_JID, _LID_JID)):
+        return ignored("change in a group or broadcast")
+    if name == "messages.edited":
+        mapped = wa_message.map_message({"protocolMessage": data})
+    else:
+        mapped = wa_message.Mapped(Revoke(target_id=target.id))
+    if isinstance(mapped, str):
+        return ignored(mapped)
+    sender = _phone(jid) or _phone(target.remote_jid_alt) or _phone(target.sender_pn)
+    lid = _lid(jid) or _lid(target.remote_jid_alt)
+    data_out: dict[str, Any] = {"id": event_id, "content": content_data(mapped.content)}
+    if sender is not None:
+        data_out["from"] = sender
+    if lid is not None:
+        data_out["lid"] = lid
+    return InboundEvent(name="message", binding=instance, event_id=event_id, data=data_out)
 
 
 def _receipt_event(instance: str, data: object) -> InboundEvent:
@@ -576,6 +640,8 @@ def parse_events(body: bytes) -> list[InboundEvent]:
         return [_message_event(delivery.instance, delivery.data)]
     if name == "messages.update":
         return [_receipt_event(delivery.instance, delivery.data)]
+    if name in ("messages.edited", "messages.delete"):
+        return [_change_event(delivery.instance, name, delivery.data, body)]
     if name == "connection.update":
         return [_connection_event(delivery.instance, delivery.data, body)]
     return [

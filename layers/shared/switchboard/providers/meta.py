@@ -22,7 +22,8 @@ Webhooks: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256(app secret, raw body)>`,
 being the provider's webhook secret. Meta signs no timestamp: a replayed delivery is caught by the
 ingest's dedupe on event ids. Payloads are `{"object": "whatsapp_business_account", "entry":
 [{"id", "changes": [{"field", "value"}]}]}`; each change of field `messages` is bound to our
-instance by `value.metadata.phone_number_id` (`meta_phone_id` of the instance's number).
+instance by `value.metadata.phone_number_id` (`meta_phone_id` of the instance's number); each
+message's content is mapped by `providers.meta_content` (a media by its media id, fetched later).
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
+from switchboard.providers.content import content_data
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
+from switchboard.providers.meta_content import map_content
 
 # Graph API v25.0: released 18 February 2026, available until 29 July 2028 (Meta's changelog).
 DEFAULT_API_VERSION = "v25.0"
@@ -396,14 +399,16 @@ def _message_event(binding: str, raw: object, names: dict[str | None, str]) -> I
     ignored = None
     data: dict[str, Any] = {"id": message.id}
     sender = re.sub(r"[^0-9]", "", message.sender or "")
-    if message.type != "text":
-        ignored = f"{_label(message.type)} message"
-    elif message.text is None:
-        ignored = "text message without a body"
+    mapped = map_content(raw) if isinstance(raw, dict) else "message not in the Cloud API format"
+    if isinstance(mapped, str):
+        ignored = mapped
     elif not sender:
         ignored = "sender has no phone number"
     else:
-        data = {"id": message.id, "from": sender, "text": message.text.body}
+        content, quoted = mapped
+        data = {"id": message.id, "from": sender, "content": content_data(content)}
+        if quoted is not None:
+            data["replyTo"] = quoted
         if message.timestamp is not None:
             data["timestamp"] = _iso(message.timestamp)
         name = names.get(message.sender) or names.get(sender) or names.get(None)

@@ -11,14 +11,20 @@ Wire contract (what wuzapi posts to the user's webhook URL):
 - the instance is `instanceName` (the wuzapi user's name; empty when that user was not in the
   server's cache), else `userID`: set an instance's providerInstanceId to the wuzapi user name;
 - the event fields are Go field names (`Info`, `IsFromMe`, `MessageIDs`); message content is
-  protobuf JSON (`conversation`, `extendedTextMessage.text`); times are RFC 3339 strings.
+  protobuf JSON with the proto field names (`conversation`, `imageMessage.URL`, `fileSHA256`, bytes
+  in base64); times are RFC 3339 strings;
+- a media message's file comes as the user's `media_delivery` says (`media.go` `processMedia`):
+  `base64` puts `base64`, `mimeType` and `fileName` (`<message id><ext>`, not the sender's name)
+  at the top level; `s3` puts an `s3` object `{url, key, bucket, size, mimeType, fileName}`;
+  `both` puts both. The bytes inline go to `InboundEvent.media_bytes`; an S3 URL is the media's
+  source; without either the source is the `/chat/download*` route's body.
 
 Mapping:
 
 | wuzapi `type` | condition | our event |
 | --- | --- | --- |
-| `Message` | text in a 1:1 chat from a phone number | `message` `{id, from, text, timestamp, lid?, name?}` |
-| `Message` | from us, group/broadcast, edit, media, reaction, no phone, ... | ignored with the reason |
+| `Message` | a kind `wa_message` maps, 1:1, from a phone | `message` `{id, from, content, replyTo?, ...}` |
+| `Message` | from us, group/broadcast, a kind not mapped, no phone, ... | ignored with the reason |
 | `ReadReceipt` | `state` `Delivered` / `Read`, not from us | one `receipt` per id in `MessageIDs` |
 | `ReadReceipt` | `ReadSelf`, from us, in a group | ignored |
 | `Connected` / `Disconnected` | | `connection` `{connected}` |
@@ -36,6 +42,8 @@ delivery of one gets its own id (its effect is an idempotent state write).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import re
@@ -49,34 +57,13 @@ from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, Valida
 from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
 from switchboard.core.errors import InvalidInput
 from switchboard.core.model import Model
-from switchboard.providers import envelope
+from switchboard.providers import envelope, wa_message
 from switchboard.providers.base import Credentials, InboundEvent, WebhookRequest, display_name
+from switchboard.providers.content import Content, MediaMessage, MediaSource, content_data
 
 SIGNATURE_HEADER = "x-hmac-signature"
 _SIGNED_SHAPE = re.compile(rb"\{|[A-Za-z]+=")  # a JSON object, or a form's first field name
 PHONE_SERVER = "s.whatsapp.net"
-
-# Message content keys that are not plain text, and the reason they are ignored.
-_UNMAPPED_CONTENT = (
-    ("reactionMessage", "reaction"),
-    ("encReactionMessage", "reaction"),
-    ("imageMessage", "media message"),
-    ("videoMessage", "media message"),
-    ("ptvMessage", "media message"),
-    ("audioMessage", "media message"),
-    ("documentMessage", "media message"),
-    ("documentWithCaptionMessage", "media message"),
-    ("stickerMessage", "media message"),
-    ("protocolMessage", "edit or revoke"),
-    ("pollCreationMessage", "poll"),
-    ("pollCreationMessageV3", "poll"),
-    ("pollUpdateMessage", "poll vote"),
-    ("locationMessage", "location message"),
-    ("liveLocationMessage", "location message"),
-    ("contactMessage", "contact message"),
-    ("contactsArrayMessage", "contact message"),
-)
-
 
 # --- authentication --------------------------------------------------------------------------
 
@@ -119,6 +106,10 @@ class _Delivery(_Wire):
     state: Any = None
     instance_name: StrictStr = Field(default="", alias="instanceName")
     user_id: StrictStr = Field(default="", alias="userID")
+    # A message's file, by the user's `media_delivery`: inline (base64) and/or in its S3 bucket.
+    base64: Any = None
+    mime_type: StrictStr = Field(default="", alias="mimeType")
+    s3: Any = None
 
 
 class _MessageInfo(_Wire):
@@ -206,7 +197,7 @@ def _form_payload(body: bytes) -> dict[str, Any]:
 
 def _map(delivery: _Delivery, binding: str, body: bytes) -> list[InboundEvent]:
     if delivery.type == "Message":
-        return [_message(_MessageEvent.model_validate(delivery.event), binding)]
+        return [_message(_MessageEvent.model_validate(delivery.event), binding, delivery)]
     if delivery.type == "ReadReceipt":
         return _receipts(_ReceiptEvent.model_validate(delivery.event), delivery.state, binding, body)
     if delivery.type in ("Connected", "Disconnected"):
@@ -225,17 +216,23 @@ def _map(delivery: _Delivery, binding: str, body: bytes) -> list[InboundEvent]:
     ]
 
 
-def _message(event: _MessageEvent, binding: str) -> InboundEvent:
+def _message(event: _MessageEvent, binding: str, delivery: _Delivery) -> InboundEvent:
     info = event.info
     timestamp = _parse_time(info.timestamp)
-    text = _text(event.message)
-    ignored = _message_ignored(event, text)
+    ignored = _message_ignored(event)
+    mapped = wa_message.map_message(event.message) if ignored is None else None
+    if isinstance(mapped, str):
+        ignored = mapped
     phone = _phone(info.sender, info.sender_alt)
     if ignored is None and phone is None:
         ignored = "sender has no phone number"
     data: dict[str, Any] = {"id": info.id}
-    if ignored is None:
-        data.update({"from": phone, "text": text})
+    media_bytes = None
+    if ignored is None and isinstance(mapped, wa_message.Mapped):
+        content, media_bytes = _with_media(mapped, delivery)
+        data.update({"from": phone, "content": content_data(content)})
+        if mapped.reply_to is not None:
+            data["replyTo"] = mapped.reply_to
         if timestamp is not None:
             data["timestamp"] = timestamp.isoformat()
         if (lid := _lid(info.sender, info.sender_alt)) is not None:
@@ -249,10 +246,11 @@ def _message(event: _MessageEvent, binding: str) -> InboundEvent:
         seq=_millis(timestamp),
         data=data,
         ignored=ignored,
+        media_bytes=media_bytes,
     )
 
 
-def _message_ignored(event: _MessageEvent, text: str | None) -> str | None:
+def _message_ignored(event: _MessageEvent) -> str | None:
     info = event.info
     server = info.chat.rpartition("@")[2]
     if info.is_from_me:
@@ -265,23 +263,66 @@ def _message_ignored(event: _MessageEvent, text: str | None) -> str | None:
         return "broadcast message"
     if server not in (PHONE_SERVER, "lid"):
         return "not a direct chat"
-    if event.is_edit:
-        return "edited message"
-    if text is None:
-        content = event.message or {}
-        return next((reason for key, reason in _UNMAPPED_CONTENT if key in content), "not a text message")
     return None
 
 
-def _text(message: dict[str, Any] | None) -> str | None:
-    if not message:
+# The body of wuzapi's `/chat/download{image,video,audio,document}` (Go decodes its keys
+# case-insensitively, the `[]byte` ones from base64): what the message carries to fetch its file.
+DOWNLOAD_FIELDS = (
+    ("Url", ("URL", "url")),
+    ("DirectPath", ("directPath",)),
+    ("MediaKey", ("mediaKey",)),
+    ("Mimetype", ("mimetype",)),
+    ("FileEncSHA256", ("fileEncSHA256", "fileEncSha256")),
+    ("FileSHA256", ("fileSHA256", "fileSha256")),
+    ("FileLength", ("fileLength",)),
+)
+_BYTE_FIELDS = frozenset({"MediaKey", "FileEncSHA256", "FileSHA256"})
+
+
+def download_fields(media: dict[str, Any]) -> dict[str, Any]:
+    """The download route's body from the message's media object (bytes as base64)."""
+    fields: dict[str, Any] = {}
+    for name, keys in DOWNLOAD_FIELDS:
+        value = wa_message.field(media, *keys)
+        if name in _BYTE_FIELDS:
+            raw = wa_message.as_bytes(value)
+            value = base64.b64encode(raw).decode("ascii") if raw is not None else None
+        elif name == "FileLength":
+            value = wa_message.as_int(value)
+        if value is not None:
+            fields[name] = value
+    return fields
+
+
+def _with_media(mapped: wa_message.Mapped, delivery: _Delivery) -> tuple[Content, bytes | None]:
+    """The content with where its file is: wuzapi's inline base64 (`media_delivery` base64 or
+    both), its S3 object's URL (s3 or both), else the download route's fields."""
+    content = mapped.content
+    if not isinstance(content, MediaMessage):
+        return content, None
+    media = content.media
+    inline = _decoded(delivery.base64)
+    s3_url = delivery.s3.get("url") if isinstance(delivery.s3, dict) else None
+    source: MediaSource | None
+    if isinstance(s3_url, str) and s3_url.startswith(("https://", "http://")) and len(s3_url) <= 4096:
+        source = MediaSource(via="url", url=s3_url)
+    elif inline is None and mapped.media_fields is not None:
+        source = MediaSource(via="provider_download", fields=download_fields(mapped.media_fields))
+    else:
+        source = None
+    mime = media.mime_type or (delivery.mime_type if 0 < len(delivery.mime_type) <= 255 else None)
+    updated = media.model_copy(update={"inline": inline is not None, "source": source, "mime_type": mime})
+    return MediaMessage(media=updated), inline
+
+
+def _decoded(value: object) -> bytes | None:
+    if not isinstance(value, str) or not value:
         return None
-    conversation = message.get("conversation")
-    if isinstance(conversation, str) and conversation:
-        return conversation
-    extended = message.get("extendedTextMessage")
-    text = extended.get("text") if isinstance(extended, dict) else None
-    return text if isinstance(text, str) and text else None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _phone(*jids: str) -> str | None:
