@@ -55,7 +55,13 @@ IdempotencyKey = Annotated[
 def send_message(
     messages: Messages, body: SendMessage, principal: Sender, idempotency_key: IdempotencyKey = None
 ) -> AcceptedView:
-    """Queue a text message; it leaves through the key's default number or its pool.
+    """Queue a message; it leaves through the key's default number or its pool.
+
+    Exactly one of `text`, `media` (`mediaId` from `POST /api/media`, or an https `url`
+    fetched once; `type` image, video, audio, voice, document or sticker; `caption`,
+    `fileName`), `location`, `contacts` (each sent as a vCard) or `reaction` (`emoji` "" removes
+    it), plus `replyTo` on any but a reaction. A reaction or a quoted reply leaves only through
+    the number the conversation is on; when that number cannot send it, it ends FAILED.
 
     Send an `Idempotency-Key` header (kept 24 h per API key) to retry safely: the same key and
     body answer the same message; another body is 422 `idempotency_key_reused`; a request still
@@ -69,7 +75,17 @@ def send_message(
         raise InvalidInput(
             "Idempotency-Key must be 1 to 255 printable ASCII characters", code="invalid_idempotency_key"
         )
-    accepted = messages.submit(principal, body.to, body.text, idempotency_key, valid_for=body.valid_for)
+    content, media = body.content()
+    accepted = messages.submit(
+        principal,
+        body.to,
+        body.text,
+        idempotency_key,
+        valid_for=body.valid_for,
+        content=content,
+        reply_to=body.reply_to,
+        media=media,
+    )
     return AcceptedView(id=accepted.id, status=accepted.status)
 
 
