@@ -111,8 +111,10 @@ class MediaUploads:
         sniffer: Sniffer = sniff,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        """`fetch(url, max_bytes)`: the bytes and Content-Type of an https URL, fetched under the
-        outbound URL policy (raises `InvalidInput` for a refused URL)."""
+        """`s3`: a client signing with SigV4 (`signature_version="s3v4"`): only SigV4 signs the
+        Content-Type and Content-Length into a presigned PUT. `fetch(url, max_bytes)`: the bytes and
+        Content-Type of an https URL, fetched under the outbound URL policy (raises `InvalidInput`
+        for a refused URL)."""
         self._s3 = s3
         self._bucket = bucket
         self._fetch = fetch

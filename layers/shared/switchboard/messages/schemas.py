@@ -239,3 +239,17 @@ class MessageView(View):
 class ClientWebhookSecretView(View):
     api_key_id: str
     secret: str = Field(description="The Standard Webhooks signing secret. Shown only in this response.")
+
+
+class CreateUpload(Body):
+    mime_type: Annotated[str, StringConstraints(pattern=r"^[a-z]+/[a-z0-9.+-]+$", max_length=255)]
+    size: int = Field(ge=1, description="The file's exact length in bytes (signed into the upload).")
+    file_name: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_FILE_NAME_LENGTH)] | None = None
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
+
+
+class UploadView(View):
+    media_id: str
+    upload_url: str = Field(description="PUT the file's bytes here, with exactly the `uploadHeaders`.")
+    upload_headers: dict[str, str]
+    expires_at: datetime
