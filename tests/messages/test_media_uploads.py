@@ -14,7 +14,7 @@ from botocore.config import Config
 from moto import mock_aws
 
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
-from switchboard.media.uploads import LIMITS, MediaUploads, sniff
+from switchboard.media.uploads import LIMITS, MediaUploads, fetch_under_policy, sniff
 
 BUCKET = "media-bucket"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
@@ -121,3 +121,11 @@ def test_a_url_is_fetched_once_into_the_bucket(s3: Any) -> None:
 )
 def test_types_are_read_from_the_first_bytes(head: bytes, mime: str | None) -> None:
     assert sniff(head) == mime
+
+
+@pytest.mark.parametrize(
+    "url", ["https://127.0.0.1/a.pdf", "https://169.254.169.254/latest/meta-data", "https://10.0.0.5/a.pdf"]
+)
+def test_a_url_the_outbound_policy_refuses_is_never_fetched(url: str) -> None:
+    with pytest.raises(InvalidInput):
+        fetch_under_policy()(url, 1024)

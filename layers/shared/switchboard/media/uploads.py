@@ -23,8 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+import httpx
+
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
+from switchboard.core.outbound import PinnedTransport
+from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.providers.content import MediaKind, MediaRef
 
 UPLOAD_SECONDS = 300  # long enough for a phone on a slow link, short enough not to linger
@@ -181,6 +185,35 @@ class MediaUploads:
         if hashlib.sha256(data).hexdigest() != ref.sha256:
             raise UnknownReference("the stored file changed since it was checked", code="mismatch")
         return data
+
+
+FETCH_TIMEOUT_SECONDS = 10.0
+
+
+def fetch_under_policy(*, local_mode: bool = False) -> Callable[[str, int], tuple[bytes, str]]:
+    """`MediaUploads`' `fetch`: one GET under the outbound URL policy (the address checked as it is
+    dialled, no redirects, no proxy), read no further than `max_bytes`."""
+    policy = OutboundPolicy.configured(local_mode=local_mode)
+    client = httpx.Client(
+        timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False, transport=PinnedTransport(policy)
+    )
+
+    def fetch(url: str, max_bytes: int) -> tuple[bytes, str]:
+        checked = check_outbound_url(url, resolve=False, policy=policy)
+        try:
+            with client.stream("GET", checked) as response:
+                if response.status_code != 200:
+                    raise InvalidInput(f"the media URL answered {response.status_code}", code="media_url_failed")
+                data = bytearray()
+                for chunk in response.iter_bytes():
+                    data.extend(chunk)
+                    if len(data) > max_bytes:
+                        raise PayloadTooLarge(f"the file is over {max_bytes} bytes", code="too_large")
+                return bytes(data), response.headers.get("content-type", "")
+        except httpx.HTTPError as exc:
+            raise InvalidInput("the media URL could not be fetched", code="media_url_failed") from exc
+
+    return fetch
 
 
 def _animated_webp(data: bytes) -> bool:
