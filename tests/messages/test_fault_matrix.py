@@ -19,6 +19,7 @@ the middle of a batch after the provider accepted a send.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 import uuid
@@ -36,12 +37,22 @@ from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard.core import store
 from switchboard.core.errors import RetryLater
-from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, SendJob, SendOutcome, body_hash
+from switchboard.messages.domain import (
+    Claim,
+    Message,
+    MessageStatus,
+    PendingRoute,
+    SendJob,
+    SendOutcome,
+    body_hash,
+    content_signature,
+)
 from switchboard.messages.dynamo import MessageRepository
 from switchboard.messages.sending import SendingService, SendWorker
 from switchboard.messages.sending import service as sending
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from switchboard.providers.base import ProviderClient, ProviderTarget, SentMessage
+from switchboard.providers.content import Media, MediaMessage, MediaRef
 from switchboard.providers.kinds import spec_for
 from tests.support.sending import sending_service
 from tools.support.aws import REGION, AwsResources, create_template_resources, fake_aws_environment
@@ -64,6 +75,17 @@ FLAVOURS: dict[str, tuple[str, str, str]] = {
     "evolution": ("evolution", "/evolution", "/evolution/message/sendText/{instance}"),
     "meta": ("meta", "/meta", "/meta/{version}/{phone_number_id}/messages"),
 }
+# The same cells for a document: its kind's media send route (Meta's upload is not faulted).
+MEDIA_ROUTES: dict[str, str] = {
+    "calls": "/chat/send/document",
+    "wuzapi": "/wuzapi/chat/send/document",
+    "evolution": "/evolution/message/sendMedia/{instance}",
+    "meta": "/meta/{version}/{phone_number_id}/messages",
+}
+PDF = b"%PDF-1.7\n" + bytes(range(256)) + b"%%EOF"
+PDF_REF = MediaRef(
+    key="acme/outgoing/med_fault", sha256=hashlib.sha256(PDF).hexdigest(), mime_type="application/pdf", size=len(PDF)
+)
 FAULTS = ("timeout", "error500", "drop_response")
 REPEATS = ("once", "repeatedly")
 NOT_RETRY_SAFE = [flavour for flavour, (kind, _, _) in FLAVOURS.items() if not spec_for(kind).retry_safe]
@@ -188,6 +210,23 @@ class Impatient:
             client = self.impatient
         return client.send_text(target, phone, body, idempotency_key)
 
+    def send_content(
+        self, target: ProviderTarget, phone: str, content: Any, idempotency_key: str, **extra: Any
+    ) -> SentMessage:
+        client = self.patient
+        if self.stalls > 0:
+            self.stalls -= 1
+            client = self.impatient
+        return client.send_content(target, phone, content, idempotency_key, **extra)
+
+
+class Bucket:
+    """The media bucket as the worker reads it: the one document of the media cells."""
+
+    def read(self, ref: MediaRef) -> bytes:
+        assert ref == PDF_REF
+        return PDF
+
 
 def repository(table_name: str) -> MessageRepository:
     """A repository with its own boto3 resource (one per thread, as one per Lambda container)."""
@@ -237,13 +276,14 @@ class World:
     instance_ids: list[str]
     notifier: FakeNotifier = field(default_factory=FakeNotifier)
     tickets: FakeTickets = field(default_factory=FakeTickets)
+    media: bool = False  # the cell sends a document rather than a text
 
     @property
     def fault_route(self) -> str:
-        return FLAVOURS[self.flavour][2]
+        return MEDIA_ROUTES[self.flavour] if self.media else FLAVOURS[self.flavour][2]
 
     def service(self, messages: Any = None) -> SendingService:
-        return sending_service(
+        service = sending_service(
             messages or self.messages,
             configs=self,
             tickets=self.tickets,
@@ -252,6 +292,8 @@ class World:
             notifier=self.notifier,
             max_attempts=MAX_ATTEMPTS,
         )
+        service._attempts._media = Bucket()
+        return service
 
     def worker(self, messages: Any = None) -> SendWorker:
         return SendWorker(self.service(messages), FakeBackoff())
@@ -276,6 +318,9 @@ class World:
             text=f"hello {recipient}",
             body_hash=body_hash(recipient, f"hello {recipient}"),
         )
+        if self.media:
+            document = MediaMessage(media=Media(kind="document", file_name="receipt.pdf", stored=PDF_REF))
+            message = message.model_copy(update={"content": document, "text": content_signature(document, None)})
         self.messages.create(message)
         return message
 
@@ -316,7 +361,7 @@ def make_world(
     cell_table: Any,
     clients: Clients,
 ) -> WorldFactory:
-    def make(flavour: str, *, at_least_once: bool = False) -> World:
+    def make(flavour: str, *, at_least_once: bool = False, media: bool = False) -> World:
         kind, prefix, _ = FLAVOURS[flavour]
         numbers, ids, tokens = [], [], {}
         for position in (1, 2):
@@ -351,7 +396,7 @@ def make_world(
         secrets = FakeSecrets(tokens, read_only=True)
         client = Impatient(clients[(kind, READ_TIMEOUT_SECONDS)], clients[(kind, STALLED_READ_TIMEOUT_SECONDS)])
         messages = MessageRepository(cell_table)
-        return World(flavour, sim, records, messages, cell_table.name, config, client, secrets, ids)
+        return World(flavour, sim, records, messages, cell_table.name, config, client, secrets, ids, media=media)
 
     return make
 
@@ -387,6 +432,25 @@ def test_fault_matrix(make_world: WorldFactory, table: list[Row], flavour: str, 
     stored = settle_and_check(world, message, outcomes)
     copies = world.copies(message)
     table.append(Row(f"{flavour} {fault} {repeat}", outcome_text(stored), copies, stored.attempts))
+    retry_safe = spec_for(FLAVOURS[flavour][0]).retry_safe
+    assert (stored.status, stored.failure_reason, copies) == EXPECTED[(retry_safe, fault, repeat)]
+
+
+@pytest.mark.parametrize("repeat", REPEATS)
+@pytest.mark.parametrize("fault", FAULTS)
+@pytest.mark.parametrize("flavour", list(FLAVOURS))
+def test_fault_matrix_for_a_document(
+    make_world: WorldFactory, table: list[Row], flavour: str, fault: str, repeat: str
+) -> None:
+    world = make_world(flavour, media=True)
+    message = world.queue()
+    world.inject(fault, repeat)
+
+    outcomes = world.deliver_until_settled(message)
+
+    stored = settle_and_check(world, message, outcomes)
+    copies = world.copies(message)
+    table.append(Row(f"{flavour} document {fault} {repeat}", outcome_text(stored), copies, stored.attempts))
     retry_safe = spec_for(FLAVOURS[flavour][0]).retry_safe
     assert (stored.status, stored.failure_reason, copies) == EXPECTED[(retry_safe, fault, repeat)]
 

@@ -20,7 +20,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import incoming, schemas, wire
-from devstack.simulator.dialects import wuzapi
+from devstack.simulator.dialects import wuzapi, wuzapi_media_send
 from devstack.simulator.media import MediaSessions
 from devstack.simulator.model import Call, Delivery, Instance, SentMessage, SimError, Subscription, rfc3339_nano
 from devstack.simulator.responses import Route, error_answer, json_answer, parse_body
@@ -192,6 +192,7 @@ class CallsServer:
         real = [
             Rule("/chat/send/text", methods=["POST"], endpoint=partial(wuzapi.send_text, self._state, flavour="calls")),
             Rule("/session/status", methods=["GET"], endpoint=self.session_status),
+            *wuzapi_media_send.rules(self._state, "", "calls"),  # the same /chat/send/* as plain wuzapi
         ]
         return [Route(rule, fault_answer) for rule in ours] + [Route(rule, wuzapi.fault_answer) for rule in real]
 

@@ -120,11 +120,14 @@ class EvolutionServer:
         self._state = state
 
     def routes(self) -> list[Route]:
+        from devstack.simulator.dialects import evolution_media_send  # noqa: PLC0415 - it imports this module
+
         prefix = self.prefix
         rules = [
             Rule(f"{prefix}/message/sendText/<instance>", methods=["POST"], endpoint=self.send_text),
             Rule(f"{prefix}/instance/connectionState/<instance>", methods=["GET"], endpoint=self.connection_state),
             Rule(f"{prefix}/chat/whatsappNumbers/<instance>", methods=["POST"], endpoint=self.whatsapp_numbers),
+            *evolution_media_send.rules(self, prefix),
         ]
         return [Route(rule, fault_answer) for rule in rules]
 

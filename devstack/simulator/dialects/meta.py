@@ -98,10 +98,13 @@ class MetaServer:
         self._state = state
 
     def routes(self) -> list[Route]:
+        from devstack.simulator.dialects import meta_media_send  # noqa: PLC0415 - it imports this module
+
         prefix = self.prefix
         rules = [
             Rule(f"{prefix}/<version>/<phone_number_id>/messages", methods=["POST"], endpoint=self.send),
             Rule(f"{prefix}/<version>/<phone_number_id>", methods=["GET"], endpoint=self.phone_number),
+            *meta_media_send.rules(self, prefix),
         ]
         return [Route(rule, fault_answer) for rule in rules]
 
@@ -153,6 +156,10 @@ class MetaServer:
         return raw_answer(json.dumps(data, separators=(",", ":")).encode(), META_JSON)
 
     def send(self, request: Request, version: str, phone_number_id: str) -> Response:
+        from devstack.simulator.dialects import meta_media_send  # noqa: PLC0415 - it imports this module
+
+        if meta_media_send.is_content(request.get_data()):
+            return meta_media_send.send(self, request, version, phone_number_id)
         raw, idempotency_key = request.get_data(), request.headers.get("Idempotency-Key")
         with self._state.locked() as records:
             instance = self._owner(records, request, version, phone_number_id, "post")

@@ -166,6 +166,8 @@ class WuzapiServer:
         self._state = state
 
     def routes(self) -> list[Route]:
+        from devstack.simulator.dialects.wuzapi_media_send import rules as media_rules  # noqa: PLC0415 - it imports this module
+
         prefix = self.prefix
         rules = [
             Rule(
@@ -174,6 +176,7 @@ class WuzapiServer:
             Rule(f"{prefix}/session/status", methods=["GET"], endpoint=self.session_status),
             Rule(f"{prefix}/webhook", methods=["GET", "POST", "PUT", "DELETE"], endpoint=self.webhook),
             Rule(f"{prefix}/session/hmac/config", methods=["GET", "POST", "DELETE"], endpoint=self.hmac_config),
+            *media_rules(self._state, prefix, "wuzapi"),
         ]
         return [Route(rule, fault_answer) for rule in rules]
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from switchboard.core.api.provided import NotProvided
 
 if TYPE_CHECKING:
+    from switchboard.media.uploads import MediaUploads
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer
     from switchboard.messages.service import MessageService
 
@@ -19,3 +20,8 @@ def message_service() -> MessageService:
 def client_webhook_deliverer() -> ClientWebhookDeliverer:
     """Client webhook deliveries and their signing secrets."""
     raise NotProvided(client_webhook_deliverer)
+
+
+def media_uploads() -> MediaUploads:
+    """Presigned uploads into the media bucket (`switchboard.media.uploads`)."""
+    raise NotProvided(media_uploads)

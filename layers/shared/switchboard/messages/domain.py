@@ -14,6 +14,7 @@ normal selection, until it is sent or its `expires_at` passes (FAILED `expired`)
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from datetime import datetime
@@ -25,6 +26,7 @@ from pydantic import ConfigDict, Field
 from switchboard.catalog.domain import Record
 from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
+from switchboard.providers.content import Content, MediaMessage, Reaction, Text
 
 MAX_TEXT_LENGTH = 4096  # WhatsApp's limit for a text body
 # A recipient in E.164, with or without the leading +; stored (and keyed) as its digits only.
@@ -83,7 +85,15 @@ class Message(Record):
     id: str
     api_key_id: str
     to: str
+    # A text message's text; for any other content its canonical form (`content_signature`),
+    # which the spam guard compares as it compares texts.
     text: str
+    # What leaves, when it is not a plain text (None: `text` is the message). A media message's
+    # file is a reference to the media bucket (`Media.stored`), never its bytes.
+    content: Content | None = None
+    # The message this one quotes: switchboard's id of a message sent to this recipient, or
+    # the provider's id of a message in this conversation.
+    reply_to: str | None = None
     body_hash: str
     idempotency_key: str | None = None
     status: MessageStatus = MessageStatus.QUEUED
@@ -189,6 +199,34 @@ def next_check_seconds(checks_made: int, seconds_left: float) -> int:
     re-check lands on `expires_at` (rounded up to SQS's whole seconds), so it ends `expired` on time."""
     interval = min(MAX_CHECK_SECONDS, FIRST_CHECK_SECONDS << max(0, min(checks_made, 8)))
     return max(1, min(interval, math.ceil(seconds_left)))
+
+
+def content_signature(content: Content, reply_to: str | None) -> str:
+    """The canonical text of a content that is not a plain text (sorted JSON): what its
+    Idempotency-Key is bound to and what the spam guard compares."""
+    data = {"content": content.model_dump(mode="json", exclude_defaults=True), "replyTo": reply_to}
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def needs_conversation_number(message: Message) -> bool:
+    """A reaction or a quoted reply refers to a message of one conversation: it leaves only
+    through the number that conversation is on."""
+    return message.reply_to is not None or isinstance(message.content, Reaction)
+
+
+def quoted_id(message: Message) -> str | None:
+    """The id (switchboard's or the provider's) of the message `message` quotes or reacts to."""
+    if isinstance(message.content, Reaction):
+        return message.content.target_id
+    return message.reply_to
+
+
+def is_plain_text(message: Message) -> bool:
+    return message.reply_to is None and (message.content is None or isinstance(message.content, Text))
+
+
+def media_of(message: Message) -> MediaMessage | None:
+    return message.content if isinstance(message.content, MediaMessage) else None
 
 
 def body_hash(to: str, text: str, valid_for: int = 0) -> str:

@@ -129,6 +129,8 @@ class MessageItem(TableItem):
     api_key_id = UnicodeAttribute()
     to = UnicodeAttribute()
     text = UnicodeAttribute()
+    content = DocumentAttribute(null=True)  # `providers.content`: a media message holds its bucket reference
+    reply_to = UnicodeAttribute(null=True)
     body_hash = UnicodeAttribute()
     idempotency_key = UnicodeAttribute(null=True)
     status = UnicodeAttribute()
@@ -565,3 +567,37 @@ class SpamHistoryRepository:
         item.texts = [text.model_dump(mode="json") for text in kept.texts]
         item.expires_at = kept.expires_at
         uow.put(item)
+
+
+class UploadedMediaItem(TableItem):
+    PREFIX = "UPLOADEDMEDIA"  # pk: UPLOADEDMEDIA#<phone number id>#<sha256>
+
+    media_id = UnicodeAttribute(attr_name="mediaId")
+    expires_at = EpochAttribute(attr_name="expiresAt")
+
+
+# Meta keeps an uploaded media id usable 30 days; reused for 29, so none is named as it lapses.
+UPLOADED_MEDIA_SECONDS = 29 * 24 * 3600
+
+
+class UploadedMediaRepository:
+    """`providers.base.UploadedMedia`: the media id a cloud API number got for a file, by number
+    and sha256, until the table's TTL (`expiresAt`) drops it (checked on read: TTL deletes late)."""
+
+    def __init__(self, table: Any, clock: Callable[[], datetime] = utcnow) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
+        self._table = table
+        self._clock = clock
+
+    def media_id(self, number: str, sha256: str) -> str | None:
+        try:
+            item = UploadedMediaItem.get(UploadedMediaItem.pk_for(number, sha256), UploadedMediaItem.sk_for())
+        except UploadedMediaItem.DoesNotExist:
+            return None
+        return item.media_id if item.expires_at > self._clock() else None
+
+    def remember(self, number: str, sha256: str, media_id: str) -> None:
+        item = UploadedMediaItem(UploadedMediaItem.pk_for(number, sha256), UploadedMediaItem.sk_for())
+        item.media_id = media_id
+        item.expires_at = self._clock() + timedelta(seconds=UPLOADED_MEDIA_SECONDS)
+        store.put(item)

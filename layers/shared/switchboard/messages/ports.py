@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from switchboard.messages.domain import Claim, Message, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts
@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
     from switchboard.core.store import UnitOfWork
     from switchboard.pool.domain import NumberRoutes, SendingConfig, Ticket
-    from switchboard.providers.base import ProviderTarget, SentMessage
+    from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote, SentMessage, UploadedMedia
+    from switchboard.providers.content import Content, MediaRef
 
 
 class Messages(Protocol):
@@ -106,6 +107,29 @@ class TextSender(Protocol):
     """What a send needs of a provider client (`switchboard.providers.base.ProviderClient`)."""
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage: ...
+
+
+@runtime_checkable
+class ContentSender(TextSender, Protocol):
+    """A provider client that sends more than text (`ProviderClient.send_content`)."""
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: UploadedMedia | None = None,
+    ) -> SentMessage: ...
+
+
+class MediaFiles(Protocol):
+    """The media bucket, read by the send worker (`media.ports.MediaReader`)."""
+
+    def read(self, ref: MediaRef) -> bytes: ...
 
 
 class Usage(Protocol):

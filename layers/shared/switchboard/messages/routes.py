@@ -13,22 +13,26 @@ from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput
 from switchboard.core.identity import Principal, Scope
-from switchboard.messages.deps import client_webhook_deliverer, message_service
+from switchboard.messages.deps import client_webhook_deliverer, media_uploads, message_service
 from switchboard.messages.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AcceptedView,
     ClientWebhookSecretView,
+    CreateUpload,
     MessageView,
     SendMessage,
+    UploadView,
 )
 from switchboard.messages.service import MessageService
 
 if TYPE_CHECKING:
     # Only the webhook secret's route takes it: the other routes' containers do not import it.
+    from switchboard.media.uploads import MediaUploads
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
     ClientWebhookDeliverer = Any
+    MediaUploads = Any
 
 router = APIGatewayHttpRouter()
 Messages = Annotated[MessageService, Depends(message_service)]
@@ -36,6 +40,7 @@ ClientWebhooks = Annotated[ClientWebhookDeliverer, Depends(client_webhook_delive
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ID = Annotated[str, Path(max_length=64)]
 Sender = Annotated[Principal, Depends(requires(router, Scope.SEND))]
+Uploads = Annotated[MediaUploads, Depends(media_uploads)]
 Reader = Annotated[Principal, Depends(requires(router, Scope.SEND, Scope.ADMIN))]
 IdempotencyKey = Annotated[
     str | None,
@@ -55,7 +60,13 @@ IdempotencyKey = Annotated[
 def send_message(
     messages: Messages, body: SendMessage, principal: Sender, idempotency_key: IdempotencyKey = None
 ) -> AcceptedView:
-    """Queue a text message; it leaves through the key's default number or its pool.
+    """Queue a message; it leaves through the key's default number or its pool.
+
+    Exactly one of `text`, `media` (`mediaId` from `POST /api/media`, or an https `url`
+    fetched once; `type` image, video, audio, voice, document or sticker; `caption`,
+    `fileName`), `location`, `contacts` (each sent as a vCard) or `reaction` (`emoji` "" removes
+    it), plus `replyTo` on any but a reaction. A reaction or a quoted reply leaves only through
+    the number the conversation is on; when that number cannot send it, it ends FAILED.
 
     Send an `Idempotency-Key` header (kept 24 h per API key) to retry safely: the same key and
     body answer the same message; another body is 422 `idempotency_key_reused`; a request still
@@ -69,7 +80,17 @@ def send_message(
         raise InvalidInput(
             "Idempotency-Key must be 1 to 255 printable ASCII characters", code="invalid_idempotency_key"
         )
-    accepted = messages.submit(principal, body.to, body.text, idempotency_key, valid_for=body.valid_for)
+    content, media = body.content()
+    accepted = messages.submit(
+        principal,
+        body.to,
+        body.text,
+        idempotency_key,
+        valid_for=body.valid_for,
+        content=content,
+        reply_to=body.reply_to,
+        media=media,
+    )
     return AcceptedView(id=accepted.id, status=accepted.status)
 
 
@@ -92,3 +113,16 @@ def rotate_webhook_secret(client_webhooks: ClientWebhooks, key_id: ID, principal
     """
     secret = client_webhooks.rotate_secret(principal, key_id)
     return ClientWebhookSecretView(api_key_id=key_id, secret=secret)
+
+
+@router.post("/api/media", status_code=201, tags=["messages"], responses=documented(400, 401, 403, 413, 422))
+def create_upload(uploads: Uploads, body: CreateUpload, principal: Sender) -> UploadView:
+    """An upload for one file a message will send: PUT its bytes to `uploadUrl` with exactly
+    `uploadHeaders` (its type and length are signed in) within 5 minutes, then send it with
+    `media: {mediaId, type}`. The file is checked when a message first uses it: its size, its
+    sha256 when given here, its type by its bytes and its kind's limit (image 5 MB, audio and
+    video 16 MB, document 100 MB, sticker 100 KB, animated 500 KB)."""
+    ticket = uploads.presign(principal.tenant, body.mime_type, body.size, file_name=body.file_name, sha256=body.sha256)
+    return UploadView(
+        media_id=ticket.media_id, upload_url=ticket.url, upload_headers=ticket.headers, expires_at=ticket.expires_at
+    )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from switchboard.core.model import Text
 from switchboard.core.wire import Body, View
@@ -17,15 +18,117 @@ from switchboard.messages.domain import (
     MessageStatus,
     recipient_digits,
 )
+from switchboard.messages.service import MediaSource
+from switchboard.providers.content import (
+    ContactCard,
+    Contacts,
+    Content,
+    Location,
+    Media,
+    MediaMessage,
+    Reaction,
+    kind_of,
+)
+from switchboard.providers.vcard import vcard_of
 
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
+MAX_CAPTION_LENGTH = 1024  # WhatsApp's (and the Cloud API's) limit for a media caption
+MAX_FILE_NAME_LENGTH = 240
+MAX_CONTACTS = 10
+MEDIA_ID_PATTERN = r"^med_[0-9a-z]{8,64}$"
+MessageId = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[\x21-\x7e]+$")]
+_JOINERS = {"\u200d", "\ufe0e", "\ufe0f", "\u20e3"}
+
+
+def is_one_grapheme(value: str) -> bool:
+    """Whether `value` is one user-perceived character (an emoji with its modifiers, variation
+    selectors, zero-width-joined parts, a keycap, a flag's two regional indicators, a tag
+    sequence): what WhatsApp shows as one reaction."""
+    if not value or len(value) > 32:
+        return False
+    regional = [ch for ch in value if 0x1F1E6 <= ord(ch) <= 0x1F1FF]
+    if regional:
+        return len(regional) == 2 and len(value) == 2
+    joined = True  # the first character starts the cluster
+    for ch in value:
+        point = ord(ch)
+        extends = (
+            ch in _JOINERS
+            or unicodedata.category(ch) in {"Mn", "Me"}
+            or 0x1F3FB <= point <= 0x1F3FF  # skin tones
+            or 0xE0020 <= point <= 0xE007F  # tag sequences (subdivision flags)
+        )
+        if extends:
+            joined = ch == "\u200d"
+            continue
+        if not joined:
+            return False
+        joined = False
+    return True
+
+
+class MediaBody(Body):
+    media_id: Annotated[str, StringConstraints(pattern=MEDIA_ID_PATTERN)] | None = Field(
+        default=None, description="The id `POST /api/media` answered, once the file is uploaded."
+    )
+    url: Annotated[str, StringConstraints(pattern=r"^https://[^\s]+$", max_length=2048)] | None = Field(
+        default=None, description="An https URL switchboard fetches once (instead of `mediaId`)."
+    )
+    type: Literal["image", "video", "audio", "voice", "document", "sticker"]
+    caption: Annotated[Text, StringConstraints(max_length=MAX_CAPTION_LENGTH)] | None = None
+    file_name: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_FILE_NAME_LENGTH)] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.media_id is None) == (self.url is None):
+            raise ValueError("media takes exactly one of mediaId and url")
+        if self.caption is not None and self.type in ("audio", "voice", "sticker"):
+            raise ValueError(f"a {self.type} has no caption")
+        if self.file_name is not None and self.type != "document":
+            raise ValueError("only a document has a fileName")
+        return self
+
+
+class LocationBody(Body):
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+    name: Annotated[Text, StringConstraints(max_length=1000)] | None = None
+    address: Annotated[Text, StringConstraints(max_length=1000)] | None = None
+
+
+class ContactBody(Body):
+    name: Annotated[Text, StringConstraints(min_length=1, max_length=255)]
+    phones: list[Annotated[str, StringConstraints(pattern=RECIPIENT_PATTERN)]] = Field(min_length=1, max_length=5)
+
+
+class ReactionBody(Body):
+    message_id: MessageId = Field(description="switchboard's id, or the provider's id, of the message reacted to.")
+    emoji: str = Field(max_length=32, description='One emoji; "" removes the reaction.')
+
+    @field_validator("emoji")
+    @classmethod
+    def _one_emoji(cls, value: str) -> str:
+        if value and not is_one_grapheme(value):
+            raise ValueError("emoji must be a single emoji, or empty to remove the reaction")
+        return value
 
 
 class SendMessage(Body):
     to: Annotated[str, StringConstraints(pattern=RECIPIENT_PATTERN)] = Field(
         description="Recipient in E.164, with or without the leading +."
     )
-    text: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)]
+    text: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)] | None = None
+    media: MediaBody | None = None
+    location: LocationBody | None = None
+    contacts: list[ContactBody] | None = Field(default=None, min_length=1, max_length=MAX_CONTACTS)
+    reaction: ReactionBody | None = None
+    reply_to: MessageId | None = Field(
+        default=None,
+        description=(
+            "Quote this message: switchboard's id of a message sent to `to`, or the provider's id of "
+            "a message in that conversation. The reply leaves through the conversation's number."
+        ),
+    )
     valid_for: int = Field(
         default=0,
         ge=0,
@@ -48,10 +151,42 @@ class SendMessage(Body):
 
     @field_validator("text")
     @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
             raise ValueError("text must not be blank")
         return value
+
+    def content(self) -> tuple[Content | None, MediaSource | None]:
+        """The content the body sends (None: a plain `text`) and where a media message's file is."""
+        return _content_of(self)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        given = [name for name in CONTENT_FIELDS if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of {', '.join(CONTENT_FIELDS)} (got {', '.join(given) or 'none'})")
+        if self.reaction is not None and self.reply_to is not None:
+            raise ValueError("a reaction cannot quote a message (replyTo)")
+        return self
+
+
+CONTENT_FIELDS = ("text", "media", "location", "contacts", "reaction")
+
+
+def _content_of(body: SendMessage) -> tuple[Content | None, MediaSource | None]:
+    if body.media is not None:
+        m = body.media
+        media = Media(kind=m.type, caption=m.caption, file_name=m.file_name)
+        return MediaMessage(media=media), MediaSource(media_id=m.media_id, url=m.url)
+    if body.location is not None:
+        loc = body.location
+        return Location(latitude=loc.latitude, longitude=loc.longitude, name=loc.name, address=loc.address), None
+    if body.contacts is not None:
+        cards = [ContactCard(name=c.name, phones=[recipient_digits(p) or p for p in c.phones]) for c in body.contacts]
+        return Contacts(cards=[card.model_copy(update={"vcard": vcard_of(card)}) for card in cards]), None
+    if body.reaction is not None:
+        return Reaction(target_id=body.reaction.message_id, emoji=body.reaction.emoji), None
+    return None, None
 
 
 class AcceptedView(View):
@@ -68,6 +203,10 @@ class TraceEventView(View):
 class MessageView(View):
     id: str
     status: MessageStatus
+    type: str = Field(
+        description="text, image, video, audio, voice, document, sticker, location, contacts or reaction."
+    )
+    reply_to: str | None = None
     to: str
     source_number: str | None
     instance: str | None
@@ -89,8 +228,9 @@ class MessageView(View):
 
     @classmethod
     def of(cls, message: Message) -> MessageView:
-        hidden = {"tenant", "text", "body_hash", "pending", "lease_token", "wake_token", "wait_checks"}
+        hidden = {"tenant", "text", "content", "body_hash", "pending", "lease_token", "wake_token", "wait_checks"}
         view = message.model_dump(exclude=hidden)
+        view["type"] = "text" if message.content is None else kind_of(message.content)
         if message.status is not MessageStatus.WAITING:
             view["next_check_at"] = None
         return cls.model_validate(view)
@@ -99,3 +239,17 @@ class MessageView(View):
 class ClientWebhookSecretView(View):
     api_key_id: str
     secret: str = Field(description="The Standard Webhooks signing secret. Shown only in this response.")
+
+
+class CreateUpload(Body):
+    mime_type: Annotated[str, StringConstraints(pattern=r"^[a-z]+/[a-z0-9.+-]+$", max_length=255)]
+    size: int = Field(ge=1, description="The file's exact length in bytes (signed into the upload).")
+    file_name: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_FILE_NAME_LENGTH)] | None = None
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
+
+
+class UploadView(View):
+    media_id: str
+    upload_url: str = Field(description="PUT the file's bytes here, with exactly the `uploadHeaders`.")
+    upload_headers: dict[str, str]
+    expires_at: datetime

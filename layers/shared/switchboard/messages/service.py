@@ -15,7 +15,7 @@ derived from (API key, Idempotency-Key), so when queuing fails the client's retr
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -30,6 +30,7 @@ from switchboard.core.errors import (
     AlreadyExists,
     IdempotencyKeyInFlight,
     IdempotencyKeyReused,
+    InvalidInput,
     QueueUnavailable,
 )
 from switchboard.core.identity import Principal
@@ -42,9 +43,11 @@ from switchboard.messages.domain import (
     SendJob,
     TraceEvent,
     body_hash,
+    content_signature,
     keyed_message_id,
 )
 from switchboard.messages.ports import DailyQuota, Messages, StatusNotifier
+from switchboard.providers.content import Content, MediaKind, MediaMessage, MediaRef, Text, kind_of
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 
@@ -57,6 +60,39 @@ class Submission(Model):
     idempotency_key: str | None
     to: str
     body_hash: str  # of the text and the validity: another `validFor` is another body
+
+
+class MediaSource(Model):
+    """Where a media message's file is, as the client said: an upload's id, or a URL."""
+
+    media_id: str | None = None
+    url: str | None = None
+
+
+class MediaStore(Protocol):
+    """The media bucket, for the send API: an uploaded file checked on first use, a URL fetched once."""
+
+    def claim(self, tenant: str, media_id: str, kind: MediaKind) -> MediaRef: ...
+
+    def fetch_url(self, tenant: str, url: str, kind: MediaKind, file_name: str | None = None) -> MediaRef: ...
+
+
+class Outgoing(Model):
+    """What a submission sends (handed to the idempotent step; no bytes, only references)."""
+
+    text: str
+    content: Content | None = None
+    reply_to: str | None = None
+    media: MediaSource | None = None
+
+
+def _accepted_data(content: Content | None, reply_to: str | None, valid_for: int) -> dict[str, Any]:
+    data: dict[str, Any] = {"validFor": valid_for} if valid_for else {}
+    if content is not None and not isinstance(content, Text):
+        data["type"] = kind_of(content)
+    if reply_to is not None:
+        data["replyTo"] = reply_to
+    return data
 
 
 class Accepted(Model):
@@ -83,8 +119,10 @@ class MessageService:
         *,
         daily_quota: DailyQuota | None = None,
         status: StatusNotifier | None = None,
+        media: MediaStore | None = None,
     ) -> None:
         self._messages = messages
+        self._media = media
         self._status = status
         self._queue = queue
         self._daily_quota = daily_quota
@@ -103,44 +141,98 @@ class MessageService:
         self._idempotency.register_lambda_context(lambda_context)
 
     def submit(
-        self, principal: Principal, to: str, text: str, idempotency_key: str | None, *, valid_for: int = 0
+        self,
+        principal: Principal,
+        to: str,
+        text: str | None,
+        idempotency_key: str | None,
+        *,
+        valid_for: int = 0,
+        content: Content | None = None,
+        reply_to: str | None = None,
+        media: MediaSource | None = None,
     ) -> Accepted:
+        """Accept `text`, or `content` (a media message's file given by `media`), quoting `reply_to`."""
+        if content is None or isinstance(content, Text):
+            body = text if text is not None else content.body if isinstance(content, Text) else ""
+            content = None if reply_to is None else Text(body=body)
+        else:
+            body = ""
+        signed = body if content is None else content_signature(content, reply_to)
+        if isinstance(content, MediaMessage) and media is not None:
+            signed = f"{signed}\n{media.model_dump_json()}"
         submission = Submission(
             tenant=principal.tenant,
             api_key_id=principal.key_id,
             idempotency_key=idempotency_key,
             to=to,
-            body_hash=body_hash(to, text, valid_for),
+            body_hash=body_hash(to, signed, valid_for),
+        )
+        outgoing = Outgoing(
+            text=body if content is None else content_signature(content, reply_to),
+            content=content,
+            reply_to=reply_to,
+            media=media,
         )
         if idempotency_key is None:
-            return self._accept(submission=submission, text=text, valid_for=valid_for)
+            return self._accept(submission=submission, outgoing=outgoing, valid_for=valid_for)
         try:
-            accepted: Accepted = self._accept_once(submission=submission, text=text, valid_for=valid_for)
+            accepted: Accepted = self._accept_once(submission=submission, outgoing=outgoing, valid_for=valid_for)
         except IdempotencyAlreadyInProgressError as exc:
             raise IdempotencyKeyInFlight("a request with this Idempotency-Key is still in progress") from exc
         except IdempotencyValidationError as exc:
             raise IdempotencyKeyReused("this Idempotency-Key was used with a different body") from exc
         return accepted
 
+    def _stored_media(self, tenant: str, content: Content | None, media: MediaSource | None) -> Content | None:
+        """`content` with its file checked and referenced in the bucket (a URL fetched once)."""
+        if not isinstance(content, MediaMessage) or media is None:
+            return content
+        if self._media is None:
+            raise InvalidInput("this deployment sends no media", code="media_unsupported")
+        kind = content.media.kind
+        if media.media_id is not None:
+            ref = self._media.claim(tenant, media.media_id, kind)
+        elif media.url is not None:
+            ref = self._media.fetch_url(tenant, media.url, kind, content.media.file_name)
+        else:
+            raise InvalidInput("media takes exactly one of mediaId and url")
+        file_name = content.media.file_name or ref.file_name
+        stored = content.media.model_copy(
+            update={
+                "stored": ref,
+                "mime_type": ref.mime_type,
+                "size": ref.size,
+                "sha256": ref.sha256,
+                "file_name": file_name,
+            }
+        )
+        return MediaMessage(media=stored)
+
     def get(self, principal: Principal, message_id: str) -> Message:
         return self._messages.get(principal.tenant, message_id)
 
-    def _accept(self, *, submission: Submission, text: str, valid_for: int = 0) -> Accepted:
+    def _accept(self, *, submission: Submission, outgoing: Outgoing, valid_for: int = 0) -> Accepted:
         key = submission.idempotency_key
         now = utcnow()
+        content = self._stored_media(submission.tenant, outgoing.content, outgoing.media)
         message = Message(
             tenant=submission.tenant,
             id=keyed_message_id(submission.api_key_id, key) if key else new_id("msg"),
             api_key_id=submission.api_key_id,
             to=submission.to,
-            text=text,
+            text=outgoing.text,
+            content=content,
+            reply_to=outgoing.reply_to,
             body_hash=submission.body_hash,
             idempotency_key=key,
             created_at=now,
             valid_for=valid_for,
             # The validity counts from acceptance: time spent in the queue is time waited.
             expires_at=now + timedelta(seconds=valid_for) if valid_for else None,
-            trace=[TraceEvent(stage="message.accepted", at=now, data={"validFor": valid_for} if valid_for else {})],
+            trace=[
+                TraceEvent(stage="message.accepted", at=now, data=_accepted_data(content, outgoing.reply_to, valid_for))
+            ],
         )
         # Counted by the write that stores the message, so a message is charged once: a replay of an
         # Idempotency-Key is answered before this runs (by the idempotency layer, or below by the

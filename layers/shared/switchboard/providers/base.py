@@ -26,6 +26,8 @@ from switchboard.providers.kinds import ProviderKind, WebhookScheme
 if TYPE_CHECKING:
     import httpx
 
+    from switchboard.providers.content import Content
+
 CallState = Literal["ringing", "connecting", "active", "ended"]
 
 
@@ -127,8 +129,55 @@ class MediaAttachment(Model):
     detached_for_seconds: float | None = None
 
 
+class Quote(Model):
+    """The message a send quotes or reacts to, as its provider knows it: its WhatsApp id, whether
+    this number sent it (`from_me`) and the digits of who wrote it (the recipient, or our number)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(min_length=1, max_length=256)
+    from_me: bool = False
+    author: str | None = None
+
+
+class UploadedMedia(Protocol):
+    """The media ids a cloud API gave one number for a file (Meta's `POST /{phone-id}/media`):
+    an id belongs to the number that uploaded it, and stays valid for a while (30 days)."""
+
+    def media_id(self, number: str, sha256: str) -> str | None: ...
+
+    def remember(self, number: str, sha256: str, media_id: str) -> None: ...
+
+
+class OutgoingFile(Model):
+    """A file leaving with a message: its bytes (read from the media bucket) and what they are."""
+
+    model_config = ConfigDict(frozen=True)
+
+    data: bytes = Field(repr=False)
+    mime_type: str
+    sha256: str
+    file_name: str | None = None
+
+
 class ProviderClient(Protocol):
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage: ...
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: UploadedMedia | None = None,
+    ) -> SentMessage:
+        """Send a media message, a location, contacts or a reaction (or a text, as `send_text`),
+        quoting `quoted` when given (for a reaction: the message reacted to). `file`: the bytes
+        of a media message. Raises `UnsupportedByProvider` for a content the kind cannot send."""
+        ...
 
     def capabilities(self, target: ProviderTarget) -> Capabilities: ...
 

@@ -69,7 +69,7 @@ from switchboard.core.errors import (
     SwitchboardError,
 )
 from switchboard.core.model import Model
-from switchboard.providers import envelope, wa_message
+from switchboard.providers import envelope, evolution_send, wa_message
 from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
     Credentials,
@@ -77,10 +77,13 @@ from switchboard.providers.base import (
     InboundEvent,
     InstanceStatus,
     KindDefaults,
+    OutgoingFile,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
+    Quote,
     SentMessage,
+    UploadedMedia,
     WebhookRequest,
     display_name,
 )
@@ -156,16 +159,30 @@ class EvolutionClient(MessagingOnly):
         The answer's `key.id` is the WhatsApp message id that receipts (`messages.update`
         `data.keyId`) refer to.
         """
-        path = f"/message/sendText/{path_segment(target.provider_instance_id)}"
+        return self._send(target, "sendText", {"number": phone, "text": body})
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: UploadedMedia | None = None,
+    ) -> SentMessage:
+        """Send `content` through its `/message/{action}/{instance}` route (`evolution_send`)."""
+        request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
+        return self._send(target, request.action, request.body)
+
+    def _send(self, target: ProviderTarget, action: str, body: dict[str, Any]) -> SentMessage:
+        path = f"/message/{action}/{path_segment(target.provider_instance_id)}"
+        route = f"/message/{action}/{{instance}}"
         response = self._http.request(
-            "POST",
-            target.base_url,
-            path,
-            route=SEND_ROUTE,
-            headers=self._headers(target),
-            body={"number": phone, "text": body},
+            "POST", target.base_url, path, route=route, headers=self._headers(target), body=body
         )
-        label = self._http.label("POST", SEND_ROUTE)
+        label = self._http.label("POST", route)
         if not response.is_success:
             raise _error_for(response, label, sending=True)
         answer = self._http.answer(response, _SendAnswer, label)

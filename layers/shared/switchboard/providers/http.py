@@ -75,17 +75,21 @@ class ProviderHttp:
         headers: dict[str, str],
         body: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
+        files: dict[str, Any] | None = None,
     ) -> httpx.Response:
         """Send one request to `base_url + path` (with the query `params`); `route` is the path
         template used in errors, which never show the query.
 
         Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
-        above; the caller decides what a non-2xx answer means.
+        above; the caller decides what a non-2xx answer means. `files`: a multipart body
+        (httpx's `files`) instead of JSON.
         """
         # What the URL itself shows; the transport resolves the host and checks its addresses.
         url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
         label = self.label(method, route)
         try:
+            if files is not None:
+                return self._client.request(method, url, headers=headers, files=files, params=params)
             return self._client.request(method, url, headers=headers, json=body, params=params)
         except _NOT_SENT as exc:
             raise ProviderUnavailable(f"{label}: could not connect") from exc

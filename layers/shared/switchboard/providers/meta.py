@@ -49,7 +49,7 @@ from switchboard.core.errors import (
 )
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.providers import envelope
+from switchboard.providers import envelope, meta_send
 from switchboard.providers.base import (
     Credentials,
     DeliveryToken,
@@ -57,14 +57,17 @@ from switchboard.providers.base import (
     InstanceStatus,
     KindDefaults,
     NumberStanding,
+    OutgoingFile,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
+    Quote,
     SentMessage,
+    UploadedMedia,
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import content_data
+from switchboard.providers.content import Content, MediaMessage, Text, content_data
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -73,6 +76,7 @@ from switchboard.providers.meta_content import map_content
 # Graph API v25.0: released 18 February 2026, available until 29 July 2028 (Meta's changelog).
 DEFAULT_API_VERSION = "v25.0"
 SEND_ROUTE = "/{version}/{phone-number-id}/messages"
+MEDIA_ROUTE = "/{version}/{phone-number-id}/media"
 META_TEXT_CHARS = 4096
 NUMBER_ROUTE = "/{version}/{phone-number-id}"
 # The phone number node's fields that tell its standing. The messaging limit tier is
@@ -154,21 +158,59 @@ class MetaCloudClient(MessagingOnly):
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         if not target.instance_token:
             raise InvalidInput("the target has no Cloud API access token")
+        return self._send(target, meta_send.message_body(phone, Text(body=body)))
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: UploadedMedia | None = None,
+    ) -> SentMessage:
+        """Send `content` (`meta_send`); a media message's file is uploaded to the number first,
+        unless `uploaded` holds a media id this number got for the same bytes."""
+        media_id = None
+        if isinstance(content, MediaMessage):
+            if file is None:
+                raise InvalidInput("a media message needs its file")
+            meta_send.check_file(content.media, file)
+            media_id = self._media_id(target, file, uploaded)
+        return self._send(target, meta_send.message_body(phone, content, quoted=quoted, media_id=media_id))
+
+    def _media_id(self, target: ProviderTarget, file: OutgoingFile, uploaded: UploadedMedia | None) -> str:
         phone_id = target.meta_phone_id or target.provider_instance_id
-        path = f"/{path_segment(self._api_version)}/{path_segment(phone_id)}/messages"
+        known = uploaded.media_id(phone_id, file.sha256) if uploaded is not None else None
+        if known is not None:
+            return known
+        path = f"/{path_segment(self._api_version)}/{path_segment(phone_id)}/media"
         response = self._http.request(
             "POST",
             target.base_url,
             path,
-            route=SEND_ROUTE,
-            headers={"Authorization": f"Bearer {target.instance_token}"},
-            body={
-                "messaging_product": "whatsapp",
-                "recipient_type": "individual",
-                "to": phone,
-                "type": "text",
-                "text": {"body": body, "preview_url": False},
-            },
+            route=MEDIA_ROUTE,
+            headers=self._auth(target),
+            files=meta_send.upload_form(file),
+        )
+        media_id = self._http.answer(response, _MessageId, self._http.label("POST", MEDIA_ROUTE)).id
+        if uploaded is not None:
+            uploaded.remember(phone_id, file.sha256, media_id)
+        return media_id
+
+    @staticmethod
+    def _auth(target: ProviderTarget) -> dict[str, str]:
+        if not target.instance_token:
+            raise InvalidInput("the target has no Cloud API access token")
+        return {"Authorization": f"Bearer {target.instance_token}"}
+
+    def _send(self, target: ProviderTarget, body: dict[str, Any]) -> SentMessage:
+        phone_id = target.meta_phone_id or target.provider_instance_id
+        path = f"/{path_segment(self._api_version)}/{path_segment(phone_id)}/messages"
+        response = self._http.request(
+            "POST", target.base_url, path, route=SEND_ROUTE, headers=self._auth(target), body=body
         )
         label = self._http.label("POST", SEND_ROUTE)
         if not response.is_success:

@@ -44,7 +44,7 @@ from switchboard.core.errors import (
     UnsupportedByProvider,
 )
 from switchboard.core.model import Model
-from switchboard.providers import envelope, wuzapi_webhooks
+from switchboard.providers import envelope, wuzapi_send, wuzapi_webhooks
 from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
     CallState,
@@ -56,14 +56,18 @@ from switchboard.providers.base import (
     InstanceStatus,
     KindDefaults,
     MediaAttachment,
+    OutgoingFile,
     ProviderCall,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
+    Quote,
     SentMessage,
+    UploadedMedia,
     WebhookRequest,
     WebhookSubscription,
 )
+from switchboard.providers.content import Content
 from switchboard.providers.http import (
     DEFAULT_READ_TIMEOUT_SECONDS,
     ProviderHttp,
@@ -251,14 +255,28 @@ class WuzapiClient:
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         """Send under the message id `idempotency_key`; after a `ProviderTimeout` retry with the same key."""
-        label = self._http.label("POST", "/chat/send/text")
-        response = self._call(
-            target,
-            "POST",
-            "/chat/send/text",
-            body={"Phone": phone, "Body": body, "Id": idempotency_key},
-            idempotency_key=idempotency_key,
+        return self._send(
+            target, "/chat/send/text", {"Phone": phone, "Body": body, "Id": idempotency_key}, idempotency_key
         )
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: UploadedMedia | None = None,
+    ) -> SentMessage:
+        """Send `content` through its `/chat/send/*` route (`wuzapi_send`), as `send_text` sends a text."""
+        request = wuzapi_send.request_for(phone, content, idempotency_key, quoted=quoted, file=file)
+        return self._send(target, request.route, request.body, idempotency_key)
+
+    def _send(self, target: ProviderTarget, route: str, body: dict[str, Any], idempotency_key: str) -> SentMessage:
+        label = self._http.label("POST", route)
+        response = self._call(target, "POST", route, body=body, idempotency_key=idempotency_key)
         if (status := response.status_code) >= 500:
             text = _error_text(response)
             if any(fragment in text for fragment in _NO_SESSION):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from switchboard.core.errors import (
     AlreadyFinal,
     InvalidInput,
+    NotFound,
     ProviderDisconnected,
     ProviderError,
     ProviderRejected,
@@ -33,14 +34,18 @@ from switchboard.core.errors import (
 )
 from switchboard.core.observability import logger
 from switchboard.core.secrets import instance_token_name, provider_secret_name
+from switchboard.messages.domain import is_plain_text, media_of, quoted_id
+from switchboard.messages.ports import ContentSender
 from switchboard.messages.sending.trace import at, pending_route, skip
-from switchboard.providers.base import ProviderTarget
+from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
+from switchboard.providers.content import Content, Reaction
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Secrets
     from switchboard.messages.domain import Message, TraceEvent
-    from switchboard.messages.ports import Messages, TextSender, Watch
+    from switchboard.messages.ports import MediaFiles, Messages, TextSender, Watch
     from switchboard.pool.domain import NumberRoutes, Route
+    from switchboard.providers.base import UploadedMedia
 
 
 @dataclass(frozen=True)
@@ -86,8 +91,14 @@ class Attempts:
         secrets: Secrets,
         client_for: Callable[[str], TextSender],
         health: Watch | None = None,
+        media: MediaFiles | None = None,
+        uploaded: UploadedMedia | None = None,
     ) -> None:
+        """`media`: the bucket a media message's file is read from; `uploaded`: the media ids a
+        cloud API gave each number, reused while valid."""
         self._messages = messages
+        self._media = media
+        self._uploaded = uploaded
         self._secrets = secrets
         self._client_for = client_for
         self._health = health
@@ -142,7 +153,57 @@ class Attempts:
             meta_phone_id=route.meta_phone_id,
         )
         client = self._client_for(route.kind)
-        return client.send_text(target, message.to, message.text, idempotency_key=message.id).provider_message_id
+        if is_plain_text(message):
+            return client.send_text(target, message.to, message.text, idempotency_key=message.id).provider_message_id
+        if not isinstance(client, ContentSender) or message.content is None:
+            raise UnsupportedByProvider(f"a {route.kind} route sends text only")
+        sent = client.send_content(
+            target,
+            message.to,
+            self._resolved(message),
+            message.id,
+            quoted=self._quote(message),
+            file=self._file(message),
+            uploaded=self._uploaded,
+        )
+        return sent.provider_message_id
+
+    def _resolved(self, message: Message) -> Content:
+        """The content as it leaves: a reaction to one of our messages names its provider id."""
+        content = message.content
+        assert content is not None
+        if isinstance(content, Reaction):
+            quote = self._quote(message)
+            if quote is not None and quote.id != content.target_id:
+                return content.model_copy(update={"target_id": quote.id})
+        return content
+
+    def _quote(self, message: Message) -> Quote | None:
+        """The message quoted or reacted to, as the provider knows it: one of ours sent to this
+        recipient (its provider id, from our number), else the provider id the client gave."""
+        about = quoted_id(message)
+        if about is None:
+            return None
+        try:
+            ours = self._messages.get(message.tenant, about)
+        except NotFound:
+            ours = None
+        if ours is not None and ours.to == message.to and ours.provider_message_id:
+            return Quote(id=ours.provider_message_id, from_me=True, author=ours.source_number)
+        return Quote(id=about, from_me=False, author=message.to)
+
+    def _file(self, message: Message) -> OutgoingFile | None:
+        media = media_of(message)
+        if media is None:
+            return None
+        ref = media.media.stored
+        if ref is None or self._media is None:
+            raise InvalidInput("the message's file is not in the media bucket")
+        try:
+            data = self._media.read(ref)
+        except Exception as exc:  # the bucket is unreachable: retried, then FAILED
+            raise ProviderUnavailable("the message's file could not be read") from exc
+        return OutgoingFile(data=data, mime_type=ref.mime_type, sha256=ref.sha256, file_name=media.media.file_name)
 
     def _observe_refusal(self, route: Route, provider_code: object) -> None:
         if self._health is None or route.source is None:

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import NotFound
 from switchboard.core.observability import logger
-from switchboard.messages.domain import EXPIRED, Claim, Message, PendingRoute, SendJob, TraceEvent
+from switchboard.messages.domain import (
+    EXPIRED,
+    Claim,
+    Message,
+    PendingRoute,
+    SendJob,
+    TraceEvent,
+    needs_conversation_number,
+    quoted_id,
+)
 from switchboard.pool.domain import plan_numbers
 from switchboard.providers.kinds import spec_for
 
@@ -29,6 +38,10 @@ if TYPE_CHECKING:
     from switchboard.pool.domain import Affinity, NumberPlan, NumberRoutes, SendingConfig
 
 AMBIGUOUS_OUTCOME = "ambiguous_outcome"
+# A reaction or quoted reply whose conversation has no number of this key (never written to
+# through one), or whose number cannot send now: it never leaves through another number.
+NO_CONVERSATION_NUMBER = "no_conversation_number"
+CONVERSATION_NUMBER_UNAVAILABLE = "conversation_number_unavailable"
 API_KEY_REVOKED = "api_key_revoked"
 
 
@@ -96,7 +109,39 @@ class Planner:
         if isinstance(checked, Unsendable):
             return checked
         numbers = _pending_first(draft.selection.numbers, checked, draft.events)
+        if needs_conversation_number(checked):
+            pinned = self._conversation_numbers(checked, draft, numbers)
+            if isinstance(pinned, Unsendable):
+                return pinned
+            numbers = pinned
         return Plan(draft.config, checked, draft.affinity, draft.selection, numbers, draft.events)
+
+    def _conversation_numbers(
+        self, message: Message, draft: Draft, numbers: list[NumberRoutes]
+    ) -> list[NumberRoutes] | Unsendable:
+        """The one number a reaction or a quoted reply may leave through: the number that sent
+        the message it refers to (one of ours), else the number the conversation is on."""
+        about = quoted_id(message)
+        number_id = None
+        if about is not None:
+            try:
+                ours = self._messages.get(message.tenant, about)
+            except NotFound:
+                ours = None
+            if ours is not None and ours.to == message.to:
+                number_id = ours.number_id
+        if number_id is None and draft.affinity is not None:
+            number_id = draft.affinity.number_id
+        if number_id is None and draft.config.mode != "pool" and len(numbers) == 1:
+            number_id = numbers[0].number_id  # a key with one number: the conversation is on it
+        event = TraceEvent(stage="pool.number.conversation", data={"numberId": number_id})
+        if number_id is None:
+            return Unsendable(draft.config, NO_CONVERSATION_NUMBER, [*draft.events, event])
+        pinned = [number for number in numbers if number.number_id == number_id]
+        if not pinned or not pinned[0].connected:
+            return Unsendable(draft.config, CONVERSATION_NUMBER_UNAVAILABLE, [*draft.events, event])
+        draft.events.append(event)
+        return pinned
 
     def config_if_readable(self, job: SendJob) -> SendingConfig | None:
         """The key's configuration, so a failure after an unexpected error still reaches the

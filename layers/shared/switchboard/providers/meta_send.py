@@ -1,0 +1,93 @@
+"""A content as the WhatsApp Cloud API's `POST /{phone-number-id}/messages` takes it (Meta's
+messages and media references; david-lev/pywa `pywa/api.py` `send_message`, `upload_media`):
+
+- media: the file is uploaded first (`POST /{phone-number-id}/media`, multipart `file`,
+  `type`, `messaging_product`), and the message names the answer's id (`{"image": {"id",
+  "caption"}}`, a document's `filename`). A media id belongs to the number that uploaded it and
+  stays usable 30 days, so it is kept per number and file (`UploadedMedia`) and reused;
+- a voice note: Meta plays an audio as a voice message only when it is OGG with the Opus codec.
+  Nothing here transcodes (no codec in the function; a Lambda layer with ffmpeg would be the only
+  way): a voice note in another format is refused, with that reason, and the pool's next kind
+  (wuzapi or Evolution, which convert it themselves) may send it;
+- a sticker must be WebP (Meta refuses any other);
+- `location` (`latitude`, `longitude`, `name`, `address`); `contacts` (`name.formatted_name`,
+  `phones[{phone, type, wa_id}]`); `reaction` (`message_id`, `emoji`; an empty emoji removes it);
+- a quote: `context: {message_id}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard.core.errors import UnsupportedByProvider
+from switchboard.providers.base import OutgoingFile, Quote
+from switchboard.providers.content import ContactCard, Contacts, Content, Location, Media, MediaMessage, Reaction, Text
+
+VOICE_MIME = "audio/ogg"
+STICKER_MIME = "image/webp"
+
+
+def check_file(media: Media, file: OutgoingFile) -> None:
+    """Raise `UnsupportedByProvider` for a file the Cloud API would not send as `media.kind`."""
+    mime = file.mime_type.split(";")[0].strip().lower()
+    if media.kind == "voice" and mime != VOICE_MIME:
+        raise UnsupportedByProvider(
+            f"the Cloud API sends a voice note only as OGG/Opus, not {mime}", code="voice_format_unsupported"
+        )
+    if media.kind == "sticker" and mime != STICKER_MIME:
+        raise UnsupportedByProvider(f"the Cloud API sends a sticker only as WebP, not {mime}")
+
+
+def message_body(
+    phone: str, content: Content, *, quoted: Quote | None = None, media_id: str | None = None
+) -> dict[str, Any]:
+    """The `/messages` body that sends `content` to `phone` (a media message: its uploaded `media_id`)."""
+    body: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual", "to": phone}
+    match content:
+        case Reaction(target_id=target_id, emoji=emoji):
+            body.update({"type": "reaction", "reaction": {"message_id": target_id, "emoji": emoji}})
+            return body
+        case Text(body=text):
+            body.update({"type": "text", "text": {"body": text, "preview_url": False}})
+        case MediaMessage(media=media):
+            if media_id is None:
+                raise UnsupportedByProvider("a media message needs its uploaded media id")
+            kind = "audio" if media.kind == "voice" else media.kind
+            part: dict[str, Any] = {"id": media_id}
+            if media.caption and kind in ("image", "video", "document"):
+                part["caption"] = media.caption
+            if kind == "document" and media.file_name:
+                part["filename"] = media.file_name
+            body.update({"type": kind, kind: part})
+        case Location(latitude=latitude, longitude=longitude, name=name, address=address):
+            location: dict[str, Any] = {"latitude": latitude, "longitude": longitude}
+            if name:
+                location["name"] = name
+            if address:
+                location["address"] = address
+            body.update({"type": "location", "location": location})
+        case Contacts(cards=cards):
+            body.update({"type": "contacts", "contacts": [_contact(card) for card in cards]})
+        case _:
+            raise UnsupportedByProvider(f"the Cloud API cannot send a {content.type}")
+    if quoted is not None:
+        body["context"] = {"message_id": quoted.id}
+    return body
+
+
+def _contact(card: ContactCard) -> dict[str, Any]:
+    digits = ["".join(ch for ch in phone if ch.isdigit()) for phone in card.phones]
+    name = card.name or (f"+{digits[0]}" if digits else "contact")
+    return {
+        "name": {"formatted_name": name, "first_name": name},
+        "phones": [{"phone": f"+{d}", "type": "CELL", "wa_id": d} for d in digits],
+    }
+
+
+def upload_form(file: OutgoingFile) -> dict[str, tuple[str | None, bytes | str, str | None]]:
+    """The multipart fields of `POST /{phone-number-id}/media`, as pywa's `upload_media` sends them."""
+    return {
+        "file": (file.file_name or "file", file.data, file.mime_type),
+        "messaging_product": (None, "whatsapp", None),
+        "type": (None, file.mime_type, None),
+    }

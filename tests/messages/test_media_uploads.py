@@ -1,0 +1,131 @@
+"""Uploads of files a message sends: a presigned PUT with its type and length signed in, and the
+object checked on first use (size, sha256, type by its bytes, the kind's limit)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import boto3
+import pytest
+from botocore.config import Config
+from moto import mock_aws
+
+from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
+from switchboard.media.uploads import LIMITS, MediaUploads, fetch_under_policy, sniff
+
+BUCKET = "media-bucket"
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+PDF = b"%PDF-1.7\n" + b"x" * 32
+
+
+@pytest.fixture
+def s3() -> Iterator[Any]:
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1", config=Config(signature_version="s3v4"))
+        client.create_bucket(Bucket=BUCKET)
+        yield client
+
+
+def uploaded(s3: Any, uploads: MediaUploads, data: bytes, mime: str, **declared: Any) -> str:
+    ticket = uploads.presign("acme", mime, len(data), **declared)
+    key = f"acme/outgoing/{ticket.media_id}"
+    s3.put_object(Bucket=BUCKET, Key=key, Body=data, ContentType=mime)  # what the client's PUT stores
+    return ticket.media_id
+
+
+def test_the_presigned_put_signs_the_type_and_length_and_expires_in_minutes(s3: Any) -> None:
+    ticket = MediaUploads(s3, BUCKET).presign("acme", "image/png", len(PNG), file_name="a.png")
+
+    query = parse_qs(urlparse(ticket.url).query)
+    assert query["X-Amz-Expires"] == ["300"]
+    assert {"content-length", "content-type"} <= set(query["X-Amz-SignedHeaders"][0].split(";"))
+    assert ticket.headers == {"Content-Type": "image/png", "Content-Length": str(len(PNG))}
+    assert urlparse(ticket.url).path.endswith(f"/acme/outgoing/{ticket.media_id}")
+
+
+def test_a_checked_upload_becomes_a_reference_typed_by_its_bytes(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    media_id = uploaded(s3, uploads, PNG, "image/png", sha256=hashlib.sha256(PNG).hexdigest())
+
+    ref = uploads.claim("acme", media_id, "image")
+
+    assert (ref.mime_type, ref.size, ref.sha256) == ("image/png", len(PNG), hashlib.sha256(PNG).hexdigest())
+    assert uploads.read(ref) == PNG
+
+
+def test_an_unknown_or_another_tenants_media_id_is_not_found(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    media_id = uploaded(s3, uploads, PNG, "image/png")
+    with pytest.raises(UnknownReference) as other:
+        uploads.claim("globex", media_id, "image")
+    with pytest.raises(UnknownReference) as missing:
+        uploads.claim("acme", "med_00000000000000000000000000000000", "image")
+    assert other.value.code == missing.value.code == "media_not_found"
+
+
+def test_bytes_that_are_not_what_was_declared_are_refused(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    wrong_digest = uploaded(s3, uploads, PNG, "image/png", sha256="0" * 64)
+    with pytest.raises(UnknownReference) as mismatch:
+        uploads.claim("acme", wrong_digest, "image")
+    assert mismatch.value.code == "mismatch"
+    pdf_as_image = uploaded(s3, uploads, PDF, "image/png")
+    with pytest.raises(UnknownReference) as bad_type:
+        uploads.claim("acme", pdf_as_image, "image")
+    assert bad_type.value.code == "bad_type"
+    executable = uploaded(s3, uploads, b"MZ\x90\x00" + b"\x00" * 16, "application/pdf")
+    with pytest.raises(UnknownReference):
+        uploads.claim("acme", executable, "document")
+
+
+def test_a_file_over_its_kinds_limit_is_refused(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    big_image = PNG + b"\x00" * LIMITS["image"]
+    media_id = uploaded(s3, uploads, big_image, "image/png")
+    with pytest.raises(PayloadTooLarge):
+        uploads.claim("acme", media_id, "image")
+    with pytest.raises(PayloadTooLarge):
+        uploads.presign("acme", "application/pdf", LIMITS["document"] + 1)
+
+
+def test_a_url_is_fetched_once_into_the_bucket(s3: Any) -> None:
+    fetched: list[str] = []
+
+    def fetch(url: str, max_bytes: int) -> tuple[bytes, str]:
+        fetched.append(url)
+        return PDF, "application/pdf"
+
+    ref = MediaUploads(s3, BUCKET, fetch=fetch).fetch_url(
+        "acme", "https://files.example.test/r.pdf", "document", "r.pdf"
+    )
+
+    assert fetched == ["https://files.example.test/r.pdf"]
+    assert s3.get_object(Bucket=BUCKET, Key=ref.key)["Body"].read() == PDF
+    with pytest.raises(InvalidInput):
+        MediaUploads(s3, BUCKET).fetch_url("acme", "https://files.example.test/r.pdf", "document")
+
+
+@pytest.mark.parametrize(
+    ("head", "mime"),
+    [
+        (b"\xff\xd8\xff\xe0", "image/jpeg"),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image/webp"),
+        (b"OggS\x00", "audio/ogg"),
+        (b"\x00\x00\x00\x18ftypmp42", "video/mp4"),
+        (b"\x00\x00\x00\x18ftypM4A ", "audio/mp4"),
+        (b"hello", None),
+    ],
+)
+def test_types_are_read_from_the_first_bytes(head: bytes, mime: str | None) -> None:
+    assert sniff(head) == mime
+
+
+@pytest.mark.parametrize(
+    "url", ["https://127.0.0.1/a.pdf", "https://169.254.169.254/latest/meta-data", "https://10.0.0.5/a.pdf"]
+)
+def test_a_url_the_outbound_policy_refuses_is_never_fetched(url: str) -> None:
+    with pytest.raises(InvalidInput):
+        fetch_under_policy()(url, 1024)
