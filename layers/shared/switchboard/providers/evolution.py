@@ -69,6 +69,7 @@ from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
     Credentials,
     DeliveryToken,
+    DownloadedMedia,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -79,6 +80,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
+from switchboard.providers.content import MediaSource
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -143,6 +145,11 @@ class EvolutionClient(MessagingOnly):
 
     def close(self) -> None:
         self._http.close()
+
+    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+        from switchboard.providers import evolution_media  # noqa: PLC0415 - only the forwarder fetches media
+
+        return evolution_media.download(self._http, target, source, max_bytes)
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         """Send one text. `idempotency_key` cannot be passed on: Evolution has no such header.
