@@ -138,6 +138,7 @@ class LocalStack:
         self.queues: dict[str, template.Queue] = {}
         self.tables: dict[str, str] = {}
         self.buses: dict[str, str] = {}
+        self.buckets: dict[str, str] = {}
         self.environment: dict[str, str] = {}
         self.demo: SeededTenant | None = None
         self.notes: list[str] = []
@@ -308,7 +309,7 @@ class LocalStack:
         session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
         clients = {
             service: session.client(service, endpoint_url=self.aws_url, config=own_client_config("provisioning"))
-            for service in ("dynamodb", "sqs", "events")
+            for service in ("dynamodb", "sqs", "events", "s3")
         }
         exist_ok = bool(self._external_endpoint)
         self.tables = template.create_tables(clients["dynamodb"], self.names, self._template_path, exist_ok=exist_ok)
@@ -316,9 +317,11 @@ class LocalStack:
             clients["sqs"], self.names, self._template_path, visibility_timeout=self._visibility_timeout
         )
         self.buses = template.create_event_buses(clients["events"], self.names, self._template_path)
+        self.buckets = template.create_buckets(clients["s3"], self.names, self._template_path)
         for client in clients.values():
             client.close()
-        refs = {**self.tables, **{logical_id: queue.url for logical_id, queue in self.queues.items()}, **self.buses}
+        queue_urls = {logical_id: queue.url for logical_id, queue in self.queues.items()}
+        refs = {**self.tables, **queue_urls, **self.buses, **self.buckets}
         environment = template.function_environment(refs, self.names, self._template_path)
         # The provider simulator and local downstreams listen on loopback: the operator
         # allowlist lets outbound calls (and plain http) reach it, as it would a private network.
