@@ -239,9 +239,12 @@ class IngestService:
                 logger.info("inline media refused", extra={"instance": instance.key, "reason": refused.reason})
                 placed = media.model_copy(update={"unavailable": refused.reason})
             except Exception as exc:
-                logger.warning("inline media not stored", extra={"instance": instance.key, "error": type(exc).__name__})
+                logger.warning(
+                    "inline media not stored",
+                    extra={"instance": instance.key, "error": type(exc).__name__, "detail": str(exc)[:200]},
+                )
                 raise EventNotApplied("the event's media could not be stored; retry") from exc
-        return {**inbound.data, "content": content_data(MediaMessage(media=placed))}
+        return {**_without_inline(inbound.data), "content": content_data(MediaMessage(media=placed))}
 
     def reapply_pending(self, older_than: timedelta = timedelta(minutes=2), limit: int = 100) -> int:
         """Apply events left pending (a crash, or a provider that stopped retrying). Returns how many.
@@ -432,6 +435,16 @@ class _Credentials:
 
     def _provider_secret(self, which: Literal["webhook-secret", "verify-token"]) -> str | None:
         return self._views.secret(self._view, provider_secret_name(self._secrets, self._view.provider.id, which))
+
+
+def _without_inline(value: Any) -> Any:
+    """`value` without the provider's inline copies of the file (`base64` fields): once the
+    bytes are in the bucket, or refused, no copy of them is stored with the event."""
+    if isinstance(value, dict):
+        return {key: _without_inline(item) for key, item in value.items() if key != "base64"}
+    if isinstance(value, list):
+        return [_without_inline(item) for item in value]
+    return value
 
 
 def _provider_event(stored: StoredEvent, instance: Instance) -> ProviderEvent:
