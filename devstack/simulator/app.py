@@ -166,6 +166,7 @@ class SimulatorApp:
             Rule(f"{instance}/messages/<path:message_id>/status", methods=["POST"], endpoint=self.receipt),
             Rule(f"{CONTROL_PREFIX}/sent", methods=["GET"], endpoint=self.sent),
             Rule(f"{CONTROL_PREFIX}/events", methods=["GET"], endpoint=self.events),
+            Rule(f"{CONTROL_PREFIX}/media/<media_id>/fail", methods=["POST"], endpoint=self.fail_media),
             Rule(f"{CONTROL_PREFIX}/faults", methods=["POST"], endpoint=self.add_fault),
             Rule(f"{CONTROL_PREFIX}/faults", methods=["DELETE"], endpoint=self.clear_faults),
             Rule(f"{CONTROL_PREFIX}/webhooks/redeliver", methods=["POST"], endpoint=self.redeliver),
@@ -258,6 +259,12 @@ class SimulatorApp:
 
     def events(self, request: Request) -> Response:
         return json_answer({"events": self.state.events(request.args.get("instance"))})
+
+    def fail_media(self, request: Request, media_id: str) -> Response:
+        """From now on the media id answers as an id Meta no longer knows, and its URL 404."""
+        with self.state.locked() as records:
+            records.failing_media.add(media_id)
+        return json_answer({"ok": True})
 
     def add_fault(self, request: Request) -> Response:
         body = parse_body(request, schemas.FaultBody)

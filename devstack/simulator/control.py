@@ -78,6 +78,10 @@ class SimulatorControl:
         message_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-message", body)["id"]
         return message_id
 
+    def fail_media(self, media_id: str) -> None:
+        """From now on the Meta media id answers as expired (400, code 100) and its URL 404."""
+        self._post(f"/_sim/media/{media_id}/fail", {})
+
     def incoming(self, instance_id: str, sender: str, *, kind: str = "text", text: str | None = None) -> dict[str, Any]:
         """Any kind of incoming message (`text`, `image`, `audio`, `video`, `document`, `sticker`,
         `location`, `reaction`): `{id, eventId}`, the sender's message id and the simulator's event id."""
