@@ -261,7 +261,8 @@ class SimulatorApp:
         return json_answer({"events": self.state.events(request.args.get("instance"))})
 
     def fail_media(self, request: Request, media_id: str) -> Response:
-        """From now on the media id answers as an id Meta no longer knows, and its URL 404."""
+        """From now on the file fails to download: a Meta media id (or an Evolution message id)
+        answers as one its server no longer knows."""
         with self.state.locked() as records:
             records.failing_media.add(media_id)
         return json_answer({"ok": True})

@@ -79,7 +79,8 @@ class SimulatorControl:
         return message_id
 
     def fail_media(self, media_id: str) -> None:
-        """From now on the Meta media id answers as expired (400, code 100) and its URL 404."""
+        """From now on the file fails to download: a Meta media id answers as expired (400, code
+        100) and its URL 404; an Evolution message id's getBase64 answers "Message not found"."""
         self._post(f"/_sim/media/{media_id}/fail", {})
 
     def incoming(self, instance_id: str, sender: str, *, kind: str = "text", text: str | None = None) -> dict[str, Any]:

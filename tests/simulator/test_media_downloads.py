@@ -16,6 +16,7 @@ from devstack.simulator.incoming import media_file
 from switchboard.media.ports import MediaUnavailable
 from switchboard.media.service import S3Media
 from switchboard.providers.content import Media, MediaSource
+from switchboard.providers.evolution import EvolutionClient
 from switchboard.providers.meta import MetaCloudClient
 from tests.simulator.conftest import FlavourFactory, WebhookReceiver
 
@@ -108,3 +109,23 @@ def test_the_simulators_files_are_real() -> None:
         zeroed = page[:22] + b"\x00\x00\x00\x00" + page[26:]
         assert int.from_bytes(page[22:26], "little") == files._ogg_crc(zeroed)
         offset += size
+
+
+def test_an_evolution_message_key_is_fetched_through_get_base64(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver, s3: Any
+) -> None:
+    instance = make_flavoured("evolution")
+    sent = control.incoming(instance.id, PEER, kind="document")
+    receiver.wait_for(instance.id, 1)
+    client = EvolutionClient(local_mode=True)
+    media = S3Media(s3, BUCKET, lambda key: (client, instance.target()))
+    source = MediaSource(via="provider_download", fields={"key": {"id": sent["id"]}})
+
+    ref = media.resolve("acme", "acme:line", sent["id"], Media(kind="document", source=source))
+
+    assert (ref.mime_type, ref.file_name) == ("application/pdf", "comprovante.pdf")
+    assert media.read(ref) == media_file("document")
+    control.fail_media(sent["id"])
+    with pytest.raises(MediaUnavailable) as refused:
+        media.resolve("acme", "acme:line", "another", Media(kind="document", source=source))
+    assert refused.value.reason == "not_found"
