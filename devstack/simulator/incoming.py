@@ -109,6 +109,15 @@ def media_file(kind: str) -> bytes:
     return _FILES[kind]
 
 
+def file_by_sha256(digest: bytes) -> tuple[str, bytes] | None:
+    """The kind and bytes of the simulator's file whose SHA-256 is `digest` (what a server's
+    download route is handed as `FileSHA256`)."""
+    for kind, raw in _FILES.items():
+        if hashlib.sha256(raw).digest() == digest:
+            return kind, raw
+    return None
+
+
 def declared_type(kind: str) -> str:
     """The type the sender's client declares for a file of `kind`."""
     return _DECLARED[kind]

@@ -18,6 +18,7 @@ from switchboard.media.service import S3Media
 from switchboard.providers.content import Media, MediaSource
 from switchboard.providers.evolution import EvolutionClient
 from switchboard.providers.meta import MetaCloudClient
+from switchboard.providers.wuzapi import WuzapiClient
 from tests.simulator.conftest import FlavourFactory, WebhookReceiver
 
 PEER = "5511977776666"
@@ -129,3 +130,27 @@ def test_an_evolution_message_key_is_fetched_through_get_base64(
     with pytest.raises(MediaUnavailable) as refused:
         media.resolve("acme", "acme:line", "another", Media(kind="document", source=source))
     assert refused.value.reason == "not_found"
+
+
+def test_a_wuzapi_voice_note_is_fetched_through_its_download_route(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver, s3: Any
+) -> None:
+    instance = make_flavoured("wuzapi")
+    sent = control.incoming(instance.id, PEER, kind="audio")
+    [delivery] = receiver.wait_for(instance.id, 1)
+    audio = delivery.envelope["event"]["Message"]["audioMessage"]
+    fields = {"kind": "voice", "Url": audio["URL"], "DirectPath": audio["directPath"], "Mimetype": audio["mimetype"]}
+    fields |= {"MediaKey": audio["mediaKey"], "FileSHA256": audio["fileSHA256"], "FileLength": audio["fileLength"]}
+    fields |= {"FileEncSHA256": audio["fileEncSHA256"]}
+    client = WuzapiClient(local_mode=True)
+    media = S3Media(s3, BUCKET, lambda key: (client, instance.target()))
+    source = MediaSource(via="provider_download", fields=fields)
+
+    ref = media.resolve("acme", "acme:line", sent["id"], Media(kind="voice", source=source))
+
+    assert ref.mime_type == "audio/ogg"
+    assert media.read(ref) == media_file("audio") == files.ogg_opus(frames=10)
+    control.fail_media(audio["directPath"])
+    with pytest.raises(MediaUnavailable) as refused:
+        media.resolve("acme", "acme:line", "again", Media(kind="voice", source=source))
+    assert (refused.value.reason, refused.value.retryable) == ("provider_error", True)

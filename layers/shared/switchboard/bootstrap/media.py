@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @component
-def media_service(c: Components) -> S3Media:
+def message_media(c: Components) -> S3Media:
     """`MediaIntake`, `MediaResolver` and `MediaReader`; needs `MEDIA_BUCKET`."""
     from switchboard.core.errors import NotFound
     from switchboard.media.service import S3Media
