@@ -241,7 +241,7 @@ class IngestService:
             except Exception as exc:
                 logger.warning(
                     "inline media not stored",
-                    extra={"instance": instance.key, "error": type(exc).__name__, "detail": str(exc)[:200]},
+                    extra={"instance": instance.key, "error": _error_code(exc)},
                 )
                 raise EventNotApplied("the event's media could not be stored; retry") from exc
         return {**_without_inline(inbound.data), "content": content_data(MediaMessage(media=placed))}
@@ -435,6 +435,13 @@ class _Credentials:
 
     def _provider_secret(self, which: Literal["webhook-secret", "verify-token"]) -> str | None:
         return self._views.secret(self._view, provider_secret_name(self._secrets, self._view.provider.id, which))
+
+
+def _error_code(exc: Exception) -> str:
+    """A failure's name and, for an AWS error, its code: never its message."""
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return f"{type(exc).__name__}:{code}" if isinstance(code, str) else type(exc).__name__
 
 
 def _without_inline(value: Any) -> Any:
