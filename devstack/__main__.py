@@ -75,6 +75,24 @@ def _banner(stack: LocalStack, seconds: float) -> str:
             "Then see its status, source number and trace:",
             f"  curl -sS {stack.api_url}/api/messages/<id> -H {shlex.quote(f'Authorization: Bearer {demo.send_key}')}",
         ]
+        if demo.instances:
+            photo = shlex.join(
+                [
+                    "curl",
+                    "-sS",
+                    "-X",
+                    "POST",
+                    f"{stack.sim_url}/_sim/instances/{demo.instances[0].sim_id}/incoming-message",
+                    "-H",
+                    "Content-Type: application/json",
+                    "-d",
+                    '{"from": "5511988887777", "type": "image", "text": "olha a foto"}',
+                ]
+            )
+            lines += [
+                "A customer sends a photo (type also audio, video, document, sticker, location, reaction):",
+                f"  {photo}",
+            ]
     return "\n".join(lines)
 
 

@@ -10,7 +10,10 @@ What an HTTP API does before any function runs, as captured from a live one
   `rawPath`, `requestContext.http.path` and `pathParameters` alike. It is decoded twice: a
   decoded `?` ends the path, a `%` left after the first pass must start an escape again
   (`%25` alone is refused with 400), and `%252F` ends up a `/`;
-- the request line and the header values together hold at most 10,240 bytes;
+- the request line and the header values together hold at most 10,240 bytes; a body at most
+  10 MB (the gateway, devstack/gateway.py), and the event handed to a Lambda integration at most
+  Lambda's 6 MB invocation payload (the whole event: body, headers and context): over it the
+  function never runs and the client gets 413;
 - HEAD is a method like any other: it matches a HEAD or ANY route, else `$default`; the answer
   keeps its status and headers, and its body is not sent.
 """
@@ -28,7 +31,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from devstack import template
-from devstack.lambdas import Functions, FunctionsStopped
+from devstack.lambdas import Functions, FunctionsStopped, InvocationTooLarge
 from devstack.template import Intrinsic
 
 log = logging.getLogger("devstack.apigw")
@@ -201,6 +204,9 @@ class HttpApi:
                 return denied
         try:
             result = self.functions.invoke(route.function, event)
+        except InvocationTooLarge:
+            # The integration refused the event (over Lambda's 6 MB): the function never ran.
+            return _message(413, "Request Entity Too Large")
         except FunctionsStopped:
             return _message(503, "Service Unavailable")
         except Exception:

@@ -62,6 +62,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import itertools
+import json
 import os
 import socket
 import sys
@@ -86,6 +87,16 @@ DEFAULT_MAX_CONTAINERS = 4
 
 class FunctionsStopped(RuntimeError):
     """An invocation after `Functions.close()`: the local stack is stopping."""
+
+
+# Lambda's synchronous invocation payload quota: the whole event as JSON, not the body alone
+# ("Request must be smaller than 6291456 bytes for the InvokeFunction operation").
+MAX_INVOCATION_PAYLOAD = 6 * 1024 * 1024
+
+
+class InvocationTooLarge(RuntimeError):
+    """An event over Lambda's invocation payload quota: the function never runs
+    (Lambda's RequestEntityTooLargeException, 413)."""
 
 
 class FunctionCrashed(RuntimeError):
@@ -206,6 +217,10 @@ class Functions:
             return sum(container.thread is not None for container in self._pools[logical_id].containers)
 
     def invoke(self, logical_id: str, event: Any) -> Any:
+        """Raises `InvocationTooLarge` for an event over Lambda's payload quota, as Lambda does."""
+        size = len(json.dumps(event, separators=(",", ":"), default=str).encode())
+        if size > MAX_INVOCATION_PAYLOAD:
+            raise InvocationTooLarge(f"{logical_id}: a {size} byte event is over {MAX_INVOCATION_PAYLOAD} bytes")
         properties = self._definitions[logical_id]
         context = FakeLambdaContext(
             function_name=logical_id,

@@ -138,6 +138,7 @@ class LocalStack:
         self.queues: dict[str, template.Queue] = {}
         self.tables: dict[str, str] = {}
         self.buses: dict[str, str] = {}
+        self.buckets: dict[str, str] = {}
         self.environment: dict[str, str] = {}
         self.demo: SeededTenant | None = None
         self.notes: list[str] = []
@@ -325,7 +326,7 @@ class LocalStack:
         session = boto3.session.Session(**_credentials(self._external_endpoint), region_name=REGION)
         clients = {
             service: session.client(service, endpoint_url=self.aws_url, config=own_client_config("provisioning"))
-            for service in ("dynamodb", "sqs", "events", "cognito-idp")
+            for service in ("dynamodb", "sqs", "events", "cognito-idp", "s3")
         }
         exist_ok = bool(self._external_endpoint)
         self.tables = template.create_tables(clients["dynamodb"], self.names, self._template_path, exist_ok=exist_ok)
@@ -334,6 +335,7 @@ class LocalStack:
         )
         self.buses = template.create_event_buses(clients["events"], self.names, self._template_path)
         self.user_pools = template.create_user_pools(clients["cognito-idp"], self.names, self._template_path)
+        self.buckets = template.create_buckets(clients["s3"], self.names, self._template_path)
         for client in clients.values():
             client.close()
         refs = {
@@ -341,6 +343,7 @@ class LocalStack:
             **{logical_id: queue.url for logical_id, queue in self.queues.items()},
             **self.buses,
             **self.user_pools,
+            **self.buckets,
         }
         environment = template.function_environment(refs, self.names, self._template_path)
         # The provider simulator and local downstreams listen on loopback: the operator

@@ -48,6 +48,7 @@ TEMPLATE_ENVIRONMENT = {
     "FORWARD_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/forward",
     "CLIENT_WEBHOOK_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/client-webhooks",
     "RECONCILE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/reconcile",
+    "MEDIA_BUCKET": "switchboard-media",
     "LIVE_URL": "wss://live.example/live",
     "LIVE_MANAGEMENT_URL": "https://live.example/live",
 }

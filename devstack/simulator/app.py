@@ -166,6 +166,7 @@ class SimulatorApp:
             Rule(f"{instance}/messages/<path:message_id>/status", methods=["POST"], endpoint=self.receipt),
             Rule(f"{CONTROL_PREFIX}/sent", methods=["GET"], endpoint=self.sent),
             Rule(f"{CONTROL_PREFIX}/events", methods=["GET"], endpoint=self.events),
+            Rule(f"{CONTROL_PREFIX}/media/fail", methods=["POST"], endpoint=self.fail_media),
             Rule(f"{CONTROL_PREFIX}/faults", methods=["POST"], endpoint=self.add_fault),
             Rule(f"{CONTROL_PREFIX}/faults", methods=["DELETE"], endpoint=self.clear_faults),
             Rule(f"{CONTROL_PREFIX}/webhooks/redeliver", methods=["POST"], endpoint=self.redeliver),
@@ -258,6 +259,18 @@ class SimulatorApp:
 
     def events(self, request: Request) -> Response:
         return json_answer({"events": self.state.events(request.args.get("instance"))})
+
+    def fail_media(self, request: Request) -> Response:
+        """`{"id"}`: from now on that file fails to download: a Meta media id or an Evolution
+        message id answers as one its server no longer knows, a wuzapi `DirectPath` as a failed
+        download."""
+        body = request.get_json(silent=True)
+        media_id = body.get("id") if isinstance(body, dict) else None
+        if not isinstance(media_id, str) or not media_id:
+            raise SimError(400, "invalid_request", "id: the media id, message id or DirectPath")
+        with self.state.locked() as records:
+            records.failing_media.add(media_id)
+        return json_answer({"ok": True})
 
     def add_fault(self, request: Request) -> Response:
         body = parse_body(request, schemas.FaultBody)

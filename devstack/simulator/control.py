@@ -78,6 +78,12 @@ class SimulatorControl:
         message_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-message", body)["id"]
         return message_id
 
+    def fail_media(self, media_id: str) -> None:
+        """From now on the file fails to download: a Meta media id answers as expired (400, code
+        100) and its URL 404; an Evolution message id's getBase64 answers "Message not found"; a
+        wuzapi `DirectPath` answers 500 (a failed download)."""
+        self._post("/_sim/media/fail", {"id": media_id})
+
     def incoming(self, instance_id: str, sender: str, *, kind: str = "text", text: str | None = None) -> dict[str, Any]:
         """Any kind of incoming message (`text`, `image`, `audio`, `video`, `document`, `sticker`,
         `location`, `reaction`): `{id, eventId}`, the sender's message id and the simulator's event id."""

@@ -36,7 +36,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from devstack.simulator import payloads, wire
+from devstack.simulator import files, payloads, wire
 
 MediaKind = Literal["image", "audio", "video", "document", "sticker", "location", "reaction"]
 MEDIA_KINDS: tuple[MediaKind, ...] = ("image", "audio", "video", "document", "sticker", "location", "reaction")
@@ -54,9 +54,9 @@ _JPEG = base64.b64decode(
 # The first bytes each kind's file starts with, padded: enough for a sniffer to type it.
 _FILES: dict[str, bytes] = {
     "image": _JPEG,
-    "audio": b"OggS\x00\x02" + bytes(20) + b"\x01\x13OpusHead\x01\x01\x38\x01\x80\xbb\x00\x00\x00\x00\x00",
+    "audio": files.ogg_opus(frames=10),  # a real Ogg Opus voice note (200 ms of silence)
     "video": b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + bytes(16),
-    "document": b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< >>\n%%EOF\n",
+    "document": files.pdf("comprovante"),  # a real one-page PDF
     "sticker": b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00\x2f\x00\x00\x00\x10\x07\x10\x11\x11\x88\x88\xfe\x07\x00",
 }
 # The type the sender's client declares, and (wuzapi) what Go's `http.DetectContentType` says of the bytes.
@@ -107,6 +107,20 @@ class Arrival:
 
 def media_file(kind: str) -> bytes:
     return _FILES[kind]
+
+
+def file_by_sha256(digest: bytes) -> tuple[str, bytes] | None:
+    """The kind and bytes of the simulator's file whose SHA-256 is `digest` (what a server's
+    download route is handed as `FileSHA256`)."""
+    for kind, raw in _FILES.items():
+        if hashlib.sha256(raw).digest() == digest:
+            return kind, raw
+    return None
+
+
+def declared_type(kind: str) -> str:
+    """The type the sender's client declares for a file of `kind`."""
+    return _DECLARED[kind]
 
 
 def _url_and_path() -> tuple[str, str]:
@@ -274,8 +288,9 @@ def evolution_upsert(arrival: Arrival, instance_uuid: str) -> dict[str, Any]:
 # --- Meta Cloud API --------------------------------------------------------------------------
 
 
-def meta_message(arrival: Arrival) -> dict[str, Any]:
-    """`contacts` and `messages` of one incoming non-text message."""
+def meta_message(arrival: Arrival, media_id: str | None = None) -> dict[str, Any]:
+    """`contacts` and `messages` of one incoming non-text message; `media_id` the id the Graph
+    API then serves the file under (`MetaServer`)."""
     kind, caption, sender = arrival.kind, arrival.caption, arrival.sender
     message: dict[str, Any] = {
         "from": sender,
@@ -283,7 +298,7 @@ def meta_message(arrival: Arrival) -> dict[str, Any]:
         "timestamp": str(int(arrival.seconds)),
         "type": kind,
     }
-    media_id = str(secrets.randbelow(9 * 10**15) + 10**15)
+    media_id = media_id or new_media_id()
     sha = base64.b64encode(hashlib.sha256(_FILES.get(kind, b"")).digest()).decode()
     if kind == "location":
         message["location"] = {"latitude": LATITUDE, "longitude": LONGITUDE, "name": PLACE, "address": ADDRESS}
@@ -301,6 +316,10 @@ def meta_message(arrival: Arrival) -> dict[str, Any]:
         captioned = {"caption": caption} if caption else {}
         message[kind] = {**captioned, "mime_type": _DECLARED[kind], "sha256": sha, "id": media_id}
     return {"contacts": [{"profile": {"name": "Cliente"}, "wa_id": sender}], "messages": [message]}
+
+
+def new_media_id() -> str:
+    return str(secrets.randbelow(9 * 10**15) + 10**15)
 
 
 # --- the calls-capable server (ours) ---------------------------------------------------------

@@ -121,6 +121,11 @@ class Records:
         self.faults: list[Fault] = []
         # Evolution's IsOnWhatsapp cache (one for the whole server): LID JID -> phone JID.
         self.lid_numbers: dict[str, str] = {}
+        # Files the Graph API serves by media id (Meta's media endpoints): id -> (bytes, type).
+        self.meta_media: dict[str, tuple[bytes, str]] = {}
+        self.failing_media: set[str] = set()  # ids whose download answers 404 (an expired id)
+        # Files a server keeps by the message that brought them (Evolution's getBase64 route).
+        self.message_media: dict[str, tuple[bytes, str, str]] = {}  # message id -> (bytes, type, kind)
 
     # --- instances ---------------------------------------------------------------------------
 

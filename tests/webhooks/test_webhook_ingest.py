@@ -113,8 +113,8 @@ def test_given_an_unknown_provider_or_missing_headers_when_delivered_then_the_sa
     assert [(a.status, a.body) for a in answers] == [(401, reference.body)] * 3
 
 
-def test_given_a_body_over_one_megabyte_when_delivered_then_413(client: Client, catalog: Catalog) -> None:
-    body = envelope("message", catalog.provider_instance_id, message_data("x" * (1024 * 1024)), seq=1)
+def test_given_a_body_over_six_megabytes_when_delivered_then_413(client: Client, catalog: Catalog) -> None:
+    body = envelope("message", catalog.provider_instance_id, message_data("x" * (6 * 1024 * 1024)), seq=1)
 
     assert deliver(client, catalog.provider_id, body).status == 413
 

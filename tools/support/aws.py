@@ -62,6 +62,7 @@ def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
     queues = {}
     for logical_id in template.resources("AWS::SQS::Queue"):
         queues[logical_id] = sqs.create_queue(QueueName=names.queue(logical_id))["QueueUrl"]
+    buckets = template.create_buckets(boto3.client("s3", region_name=REGION), names)
     bus = f"{PREFIX}-events"
     boto3.client("events", region_name=REGION).create_event_bus(Name=bus)
     rules = bus_rules("EventBus", bus, names, queues, REGION)
@@ -78,6 +79,7 @@ def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
         "FORWARD_QUEUE_URL": queues.get("ForwardQueue", ""),
         "CLIENT_WEBHOOK_QUEUE_URL": queues.get("ClientWebhookQueue", ""),
         "RECONCILE_QUEUE_URL": queues.get("ReconcileQueue", ""),
+        "MEDIA_BUCKET": buckets.get("MediaBucket", ""),
     }
     for name, value in environment.items():
         monkeypatch.setenv(name, value)

@@ -6,6 +6,8 @@ server's global key); answers and errors are Node's `JSON.stringify` of Evolutio
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from typing import Any
 
@@ -104,6 +106,8 @@ class EvolutionDialect:
         message_id = wire.phone_message_id()
         reacted_id = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
         arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        if kind in incoming.DOWNLOADABLE:
+            records.message_media[message_id] = (incoming.media_file(kind), incoming.declared_type(kind), kind)
         return message_id, post(records, instance, "messages.upsert", incoming.evolution_upsert(arrival, instance.uuid))
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
@@ -128,6 +132,7 @@ class EvolutionServer:
             Rule(f"{prefix}/instance/connectionState/<instance>", methods=["GET"], endpoint=self.connection_state),
             Rule(f"{prefix}/chat/whatsappNumbers/<instance>", methods=["POST"], endpoint=self.whatsapp_numbers),
             *evolution_media_send.rules(self, prefix),
+            Rule(f"{prefix}/chat/getBase64FromMediaMessage/<instance>", methods=["POST"], endpoint=self.get_base64),
         ]
         return [Route(rule, fault_answer) for rule in rules]
 
@@ -163,6 +168,31 @@ class EvolutionServer:
             found = self._instance(records, instance, request.headers.get("apikey"))
             data = {"instance": {"instanceName": found.id, "state": "open" if found.connected else "close"}}
         return raw_answer(wire.node_json(data), EVOLUTION_JSON)
+
+    def get_base64(self, request: Request, instance: str) -> Response:
+        """`POST /chat/getBase64FromMediaMessage/{instance}` with `{"message": {"key": {"id"}}}`:
+        201 `{mediaType, fileName, caption, size, mimetype, base64}` as the Baileys channel answers
+        it, or 400 "Message not found" (an unknown id, or one made to fail)."""
+        try:
+            body = json.loads(request.get_data() or b"{}")
+            message_id = str(body["message"]["key"]["id"])
+        except (ValueError, KeyError, TypeError):
+            raise payloads.evolution_refused(400, ["message.key.id is required"]) from None
+        with self._state.locked() as records:
+            self._instance(records, instance, request.headers.get("apikey"))
+            found = records.message_media.get(message_id)
+            if found is None or message_id in records.failing_media:
+                raise payloads.evolution_refused(400, "Message not found")
+            data, mime, kind = found
+        answer = {
+            "mediaType": f"{kind}Message",
+            "fileName": incoming.DOCUMENT_NAME if kind == "document" else None,
+            "caption": None,
+            "size": {"fileLength": str(len(data)), "height": 0, "width": 0},
+            "mimetype": mime,
+            "base64": base64.b64encode(data).decode(),
+        }
+        return raw_answer(wire.node_json(answer), EVOLUTION_JSON, 201)
 
     def whatsapp_numbers(self, request: Request, instance: str) -> Response:
         """`POST /chat/whatsappNumbers/{instance}` as Evolution's `whatsappNumber` answers it."""

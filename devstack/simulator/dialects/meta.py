@@ -6,6 +6,7 @@ Routes carry the Graph API version and the phone number id in the path and authe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -83,7 +84,10 @@ class MetaDialect:
         message_id = wire.wamid(sender)
         reacted_id = records.last_sent_to(instance, sender) or wire.wamid(sender)
         arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
-        return message_id, post(records, instance, "messages", incoming.meta_message(arrival))
+        media_id = incoming.new_media_id()
+        if kind in incoming.DOWNLOADABLE:
+            records.meta_media[media_id] = (incoming.media_file(kind), incoming.declared_type(kind))
+        return message_id, post(records, instance, "messages", incoming.meta_message(arrival, media_id))
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
         post(records, instance, "statuses", payloads.meta_status(message.id, message.phone, status, time.time()))
@@ -105,6 +109,7 @@ class MetaServer:
             Rule(f"{prefix}/<version>/<phone_number_id>/messages", methods=["POST"], endpoint=self.send),
             Rule(f"{prefix}/<version>/<phone_number_id>", methods=["GET"], endpoint=self.phone_number),
             *meta_media_send.rules(self, prefix),
+            Rule(f"{prefix}/whatsapp_business/attachments/", methods=["GET"], endpoint=self.media_download),
         ]
         return [Route(rule, fault_answer) for rule in rules]
 
@@ -135,8 +140,10 @@ class MetaServer:
         return owner
 
     def phone_number(self, request: Request, version: str, phone_number_id: str) -> Response:
-        """The phone number node, with the fields asked for."""
+        """The phone number node, with the fields asked for; or a media id's node (same path)."""
         with self._state.locked() as records:
+            if phone_number_id in records.meta_media or phone_number_id in records.failing_media:
+                return self._media_node(records, request, version, phone_number_id)
             instance = self._owner(records, request, version, phone_number_id, "get")
             node = {
                 "id": instance.meta_phone_id,
@@ -154,6 +161,56 @@ class MetaServer:
             }
         data = payloads.meta_phone_number(node, request.args.get("fields"))
         return raw_answer(json.dumps(data, separators=(",", ":")).encode(), META_JSON)
+
+    @staticmethod
+    def _bearer_owner(records: Records, request: Request) -> Instance:
+        authorization = request.headers.get("Authorization", "")
+        bearer = authorization[7:] if authorization[:7].lower() == "bearer " else None
+        owner = next(
+            (i for i in records.instances.values() if i.flavour == "meta" and bearer and i.token == bearer), None
+        )
+        if owner is None:
+            raise payloads.meta_refused(401, 190, "Invalid OAuth access token - Cannot parse access token")
+        return owner
+
+    def _media_node(self, records: Records, request: Request, version: str, media_id: str) -> Response:
+        """`GET /{version}/{media-id}`: the file's short-lived URL (here on the simulator's own
+        host, where Meta's is `lookaside.fbsbx.com`), type, sha256 and size. A failing id answers
+        as an id Meta no longer knows: 400, code 100, subcode 33."""
+        if not _META_VERSION.fullmatch(version):
+            raise payloads.meta_refused(400, 2500, f"Unknown path components: /{version}")
+        self._bearer_owner(records, request)
+        if media_id in records.failing_media:
+            raise payloads.meta_refused(
+                400,
+                100,
+                f"Unsupported get request. Object with ID '{media_id}' does not exist, "
+                "cannot be loaded due to missing permissions, or does not support this operation.",
+                kind="GraphMethodException",
+                error_subcode=33,
+            )
+        data, mime = records.meta_media[media_id]
+        url = f"{request.host_url.rstrip('/')}{self.prefix}/whatsapp_business/attachments/?mid={media_id}"
+        node = {
+            "url": url,
+            "mime_type": mime,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "file_size": len(data),
+            "id": media_id,
+            "messaging_product": "whatsapp",
+        }
+        return raw_answer(json.dumps(node, separators=(",", ":")).encode(), META_JSON)
+
+    def media_download(self, request: Request) -> Response:
+        """The file behind a media URL: with the bearer only (Meta refuses it without)."""
+        media_id = request.args.get("mid", "")
+        with self._state.locked() as records:
+            self._bearer_owner(records, request)
+            found = records.meta_media.get(media_id)
+            if found is None or media_id in records.failing_media:
+                return Response(b"", status=404)
+            data, mime = found
+        return Response(data, status=200, content_type=mime.split(";")[0])
 
     def send(self, request: Request, version: str, phone_number_id: str) -> Response:
         from devstack.simulator.dialects import meta_media_send  # noqa: PLC0415 - it imports this module

@@ -6,6 +6,8 @@ The calls-capable server's messaging routes are these (`send_text`, `session_sta
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from functools import partial
 from typing import Any
@@ -177,8 +179,35 @@ class WuzapiServer:
             Rule(f"{prefix}/webhook", methods=["GET", "POST", "PUT", "DELETE"], endpoint=self.webhook),
             Rule(f"{prefix}/session/hmac/config", methods=["GET", "POST", "DELETE"], endpoint=self.hmac_config),
             *media_rules(self._state, prefix, "wuzapi"),
+            Rule(
+                f"{prefix}/chat/download<any(image, video, audio, document):kind>",
+                methods=["POST"],
+                endpoint=self.download,
+            ),
         ]
         return [Route(rule, fault_answer) for rule in rules]
+
+    def download(self, request: Request, kind: str) -> Response:
+        """`POST /chat/download{image,video,audio,document}` (handlers.go `DownloadImage`...): the
+        message's media fields (`Url`, `DirectPath`, `MediaKey`, `Mimetype`, `FileEncSHA256`,
+        `FileSHA256` base64, `FileLength`) in, `{"Mimetype", "Data": "data:<type>;base64,..."}` out
+        in wuzapi's envelope. The file is found by its `FileSHA256` (whatsmeow checks the
+        decrypted bytes against it); one the simulator never sent, or one made to fail
+        (`/_sim/media/<DirectPath>/fail`), answers 500 as a failed download."""
+        try:
+            body = json.loads(request.get_data() or b"{}")
+            digest = base64.b64decode(str(body.get("FileSHA256") or ""), validate=True)
+        except (ValueError, TypeError):
+            raise payloads.wuzapi_refused(400, "Could not decode Payload") from None
+        with self._state.locked() as records:
+            user(records, request, "wuzapi")
+            failed = str(body.get("DirectPath") or "") in records.failing_media
+        found = None if failed else incoming.file_by_sha256(digest)
+        if found is None:
+            raise payloads.wuzapi_refused(500, f"Failed to download {kind} failed to download media")
+        mime = str(body.get("Mimetype") or incoming.declared_type(found[0]))
+        data = {"Mimetype": mime, "Data": f"data:{mime};base64,{base64.b64encode(found[1]).decode()}"}
+        return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
 
     def not_found(self) -> Response:
         return raw_answer(b"404 page not found\n", "text/plain; charset=utf-8", 404)

@@ -27,6 +27,7 @@ from switchboard.bootstrap.core import event_publisher, secrets, table
 from switchboard.bootstrap.health import health_watch
 from switchboard.bootstrap.lines import calls_config_service, line_repository, subscription_service
 from switchboard.bootstrap.live import connection_service, live_access, live_grants, live_repository, ticket_service
+from switchboard.bootstrap.media import message_media
 from switchboard.bootstrap.messages import client_webhook_deliverer, client_webhook_worker, message_service, send_queue
 from switchboard.bootstrap.people import people_directory, user_authenticator, user_pool, users_service
 from switchboard.bootstrap.pool import pool_service, sending_config_source
@@ -102,6 +103,7 @@ __all__ = [
     "live_notifier",
     "live_repository",
     "live_tickets_api",
+    "message_media",
     "message_service",
     "messages_api",
     "ops_api",

@@ -77,10 +77,10 @@ REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
     # The user pool is read on the first request that needs it (USER_POOL_ID, template Globals):
     # a stack run without one (tests of other capabilities) still loads every function.
     "users_api": (),
-    "webhooks_api": _QUEUES,
+    "webhooks_api": (*_QUEUES, "MEDIA_BUCKET"),
     "authorizer": (),
     "client_webhooks": ("CLIENT_WEBHOOK_QUEUE_URL",),
-    "forwarder": (),
+    "forwarder": ("MEDIA_BUCKET",),
     "live_connections": (),
     "live_notifier": ("LIVE_MANAGEMENT_URL",),
     "reconcile_scheduler": ("RECONCILE_QUEUE_URL",),

@@ -17,6 +17,7 @@ from switchboard.bootstrap.catalog import catalog_repository
 from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
 from switchboard.bootstrap.lines import calls_config_service
+from switchboard.bootstrap.media import message_media
 from switchboard.bootstrap.messages import heard_from, receipt_effect
 from switchboard.bootstrap.usage import incoming_usage
 from switchboard.core.observability import logger
@@ -34,8 +35,11 @@ def ingest_service(c: Components) -> IngestService:
     from switchboard.webhooks.dynamo import EventStore
     from switchboard.webhooks.service import IngestService
 
+    # The claim check needs the media bucket; a function without it (reconciliation applies
+    # pending events, it never receives a delivery) gets none.
+    media = message_media(c) if c.settings.media_bucket else None
     return IngestService(
-        catalog_repository(c), secrets(c), EventStore(table(c)), event_handlers(c), writes=accept_writes(c)
+        catalog_repository(c), secrets(c), EventStore(table(c)), event_handlers(c), writes=accept_writes(c), media=media
     )
 
 

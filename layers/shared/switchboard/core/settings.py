@@ -34,6 +34,7 @@ class Settings(Model):
     forward_queue_url: str | None = Field(default=None, alias="FORWARD_QUEUE_URL")
     client_webhook_queue_url: str | None = Field(default=None, alias="CLIENT_WEBHOOK_QUEUE_URL")
     reconcile_queue_url: str | None = Field(default=None, alias="RECONCILE_QUEUE_URL")
+    media_bucket: str | None = Field(default=None, alias="MEDIA_BUCKET")  # customers' files (claim check)
     event_bus_name: str | None = Field(default=None, alias="EVENT_BUS_NAME")
     public_base_url: str | None = Field(default=None, alias="PUBLIC_BASE_URL")
     # Live updates: the WebSocket URL browsers open, and the @connections endpoint the notifier posts to.

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field
 
-from switchboard.core.errors import Forbidden
+from switchboard.core.errors import Forbidden, SwitchboardError
 from switchboard.core.model import Model
+from switchboard.providers.content import MediaSource
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
 if TYPE_CHECKING:
@@ -205,6 +206,37 @@ class ProviderClient(Protocol):
 
     def attach_media(self, target: ProviderTarget, call_id: str, *, resume: bool = True) -> MediaAttachment:
         """A short-lived media URL for one live call; `resume=False` starts a new media session."""
+        ...
+
+
+class DownloadedMedia(Model):
+    """A message's file as its provider handed it over: not yet typed or checked."""
+
+    model_config = ConfigDict(frozen=True)
+
+    data: bytes = Field(repr=False)
+    mime_type: str | None = None  # as the provider said
+    file_name: str | None = None
+
+
+class MediaNotFetched(SwitchboardError):
+    """A file its provider will not hand over, for a reason the media capability names
+    (`media.ports.UnavailableReason`: `expired`, `not_found`, `too_large`, `forbidden_url`,
+    `mismatch`, `no_source`); a request that failed raises the `ProviderError`s instead."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(detail or reason, code=reason)
+        self.reason = reason
+
+
+@runtime_checkable
+class MediaDownloads(Protocol):
+    """A client whose provider keeps the files of the messages it delivered (`media/`)."""
+
+    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+        """The bytes `source` names, from the instance's provider. Raises `MediaNotFetched`
+        (`too_large` past `max_bytes`, `forbidden_url`, `expired`, ...) and the `ProviderError`s
+        of a request."""
         ...
 
 

@@ -69,6 +69,9 @@ class Media(_Shape):
     inline: bool = False  # its bytes came with the webhook (`InboundEvent.media_bytes`)
     stored: MediaRef | None = None
     source: MediaSource | None = None
+    # Why the file cannot be had (a `media.ports.UnavailableReason`), when that was known at
+    # the ingest (bytes refused by type or size): the agent gets a placeholder with it.
+    unavailable: str | None = Field(default=None, max_length=64)
 
 
 class Text(_Shape):

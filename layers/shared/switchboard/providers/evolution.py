@@ -74,6 +74,7 @@ from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
     Credentials,
     DeliveryToken,
+    DownloadedMedia,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -152,6 +153,11 @@ class EvolutionClient(MessagingOnly):
 
     def close(self) -> None:
         self._http.close()
+
+    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+        from switchboard.providers import evolution_media  # noqa: PLC0415 - only the forwarder fetches media
+
+        return evolution_media.download(self._http, target, source, max_bytes)
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         """Send one text. `idempotency_key` cannot be passed on: Evolution has no such header.

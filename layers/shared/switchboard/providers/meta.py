@@ -53,6 +53,7 @@ from switchboard.providers import envelope, meta_send
 from switchboard.providers.base import (
     Credentials,
     DeliveryToken,
+    DownloadedMedia,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -67,7 +68,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import Content, MediaMessage, Text, content_data
+from switchboard.providers.content import Content, MediaMessage, MediaSource, Text, content_data
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -154,6 +155,11 @@ class MetaCloudClient(MessagingOnly):
 
     def close(self) -> None:
         self._http.close()
+
+    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+        from switchboard.providers import meta_media  # noqa: PLC0415 - only the forwarder fetches media
+
+        return meta_media.download(self._http, self._api_version, target, source, max_bytes)
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         if not target.instance_token:

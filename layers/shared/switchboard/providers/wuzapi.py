@@ -52,6 +52,7 @@ from switchboard.providers.base import (
     Credentials,
     DeliveryToken,
     DialResult,
+    DownloadedMedia,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -67,7 +68,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     WebhookSubscription,
 )
-from switchboard.providers.content import Content
+from switchboard.providers.content import Content, MediaSource
 from switchboard.providers.http import (
     DEFAULT_READ_TIMEOUT_SECONDS,
     ProviderHttp,
@@ -250,6 +251,11 @@ class WuzapiClient:
 
     def close(self) -> None:
         self._http.close()
+
+    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+        from switchboard.providers import wuzapi_media  # noqa: PLC0415 - only the forwarder fetches media
+
+        return wuzapi_media.download(self._http, target, source, max_bytes)
 
     # --- messages ----------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from switchboard.catalog.domain import Instance, ProviderChanged
 from switchboard.catalog.events import ProviderEvent
@@ -41,8 +41,11 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import Secrets
 from switchboard.core.secrets import instance_token_name, provider_secret_name
+from switchboard.media.metrics import count_unavailable
+from switchboard.media.ports import MediaIntake, MediaUnavailable
 from switchboard.providers import envelope
 from switchboard.providers.base import DeliveryToken, InboundEvent, WebhookRequest
+from switchboard.providers.content import MediaMessage, content_data, content_from
 from switchboard.providers.kinds import WebhookScheme, spec_for
 from switchboard.webhooks.catalog_view import ProviderCatalog, ProviderView, ProviderViews
 from switchboard.webhooks.events import (
@@ -116,7 +119,9 @@ class IngestService:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         *,
         writes: Mapping[str, list[AcceptWrite]] | None = None,
+        media: MediaIntake | None = None,
     ) -> None:
+        self._media = media
         self._views = ProviderViews(catalog, secrets)
         self._catalog = catalog
         self._secrets = secrets
@@ -164,6 +169,7 @@ class IngestService:
         self, verified: _Verified, inbound: InboundEvent, instance: Instance, now: datetime, digest: str
     ) -> IngestResult:
         view = verified.view
+        data = self._claim_checked(inbound, instance, view.provider.kind)
         stored = StoredEvent(
             provider_id=view.provider.id,
             provider_instance_id=instance.provider_instance_id,
@@ -171,7 +177,7 @@ class IngestService:
             name=inbound.name,
             event_id=inbound.event_id,
             seq=inbound.seq,
-            data=inbound.data,
+            data=data,
             envelope_instance=inbound.instance,
             received_at=now,
             body_sha256=digest,
@@ -201,6 +207,44 @@ class IngestService:
             self._apply(stored, instance)
             return IngestResult(outcome="applied", instance=instance.name, event=stored.name)
         return self._redelivered(stored, instance, now, acceptance)
+
+    def _claim_checked(self, inbound: InboundEvent, instance: Instance, kind: str) -> dict[str, Any]:
+        """The event's data with its inline file put in the media bucket: the stored event holds
+        the reference, never the bytes. Bytes refused (type, size) leave the event applied with
+        its media marked unavailable and the reason, for the agent's placeholder. A redelivery
+        puts the same bytes under the same key again. A bucket that fails fails the delivery
+        (5xx): the provider's retry brings the bytes again."""
+        if inbound.media_bytes is None or inbound.ignored:
+            return inbound.data
+        try:
+            content = content_from(inbound.data)
+        except ValueError:
+            return inbound.data
+        if not isinstance(content, MediaMessage):
+            return inbound.data
+        media = content.media
+        if self._media is None:
+            placed = media.model_copy(update={"unavailable": "no_source"})
+        else:
+            try:
+                placed = self._media.put_inline(
+                    instance.owner_tag,
+                    instance.key,
+                    str(inbound.data.get("id") or inbound.event_id),
+                    media,
+                    inbound.media_bytes,
+                )
+            except MediaUnavailable as refused:
+                count_unavailable(refused.reason, kind)
+                logger.info("inline media refused", extra={"instance": instance.key, "reason": refused.reason})
+                placed = media.model_copy(update={"unavailable": refused.reason})
+            except Exception as exc:
+                logger.warning(
+                    "inline media not stored",
+                    extra={"instance": instance.key, "error": _error_code(exc)},
+                )
+                raise EventNotApplied("the event's media could not be stored; retry") from exc
+        return {**_without_inline(inbound.data), "content": content_data(MediaMessage(media=placed))}
 
     def reapply_pending(self, older_than: timedelta = timedelta(minutes=2), limit: int = 100) -> int:
         """Apply events left pending (a crash, or a provider that stopped retrying). Returns how many.
@@ -391,6 +435,23 @@ class _Credentials:
 
     def _provider_secret(self, which: Literal["webhook-secret", "verify-token"]) -> str | None:
         return self._views.secret(self._view, provider_secret_name(self._secrets, self._view.provider.id, which))
+
+
+def _error_code(exc: Exception) -> str:
+    """A failure's name and, for an AWS error, its code: never its message."""
+    response = getattr(exc, "response", None)
+    code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return f"{type(exc).__name__}:{code}" if isinstance(code, str) else type(exc).__name__
+
+
+def _without_inline(value: Any) -> Any:
+    """`value` without the provider's inline copies of the file (`base64` fields): once the
+    bytes are in the bucket, or refused, no copy of them is stored with the event."""
+    if isinstance(value, dict):
+        return {key: _without_inline(item) for key, item in value.items() if key != "base64"}
+    if isinstance(value, list):
+        return [_without_inline(item) for item in value]
+    return value
 
 
 def _provider_event(stored: StoredEvent, instance: Instance) -> ProviderEvent:

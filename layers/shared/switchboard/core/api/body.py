@@ -20,8 +20,8 @@ from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnsupportedMe
 
 # API bodies are small objects (the longest field is a message text); 256 KB leaves room.
 MAX_API_BODY_BYTES = 256 * 1024
-# Provider webhook bodies carry media as base64; the ingest refuses a delivery over 1 MB first.
-MAX_WEBHOOK_BODY_BYTES = 1024 * 1024
+# Provider webhook bodies carry media as base64, up to what one Lambda invocation takes (6 MB).
+MAX_WEBHOOK_BODY_BYTES = 6 * 1024 * 1024
 # Our schemas nest a few levels; providers' payloads (Meta, Evolution) about ten.
 MAX_DEPTH = 32
 # A server's answer can list every instance of an Evolution server; still bounded, it is read whole.
