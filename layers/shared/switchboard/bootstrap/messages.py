@@ -16,6 +16,7 @@ from switchboard.bootstrap.usage import outgoing_usage
 from switchboard.core.queue import SqsQueue
 
 if TYPE_CHECKING:
+    from switchboard.media.uploads import MediaUploads
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
     from switchboard.messages.dynamo import MessageRepository
     from switchboard.messages.heard import HeardFrom
@@ -69,6 +70,21 @@ def send_provider_client(c: Components) -> Callable[[str], TextSender]:
 
 
 @component
+def media_uploads(c: Components) -> MediaUploads | None:
+    """The media bucket for sends (uploads, URL fetches, the worker's reads); None where the
+    function has no bucket, and a media send is then refused with a clear reason."""
+    if not c.settings.media_bucket:
+        return None
+    from botocore.config import Config
+
+    from switchboard.media.uploads import MediaUploads, fetch_under_policy
+
+    # Only SigV4 signs the Content-Type and Content-Length into a presigned PUT.
+    s3 = c.session.client("s3", config=Config(signature_version="s3v4"))
+    return MediaUploads(s3, c.settings.media_bucket, fetch=fetch_under_policy(local_mode=c.settings.local_mode))
+
+
+@component
 def message_service(c: Components) -> MessageService:
     """Its own idempotency persistence layer (Powertools keeps the first config a layer sees)."""
     # Imported here: only the messages function pays for Powertools idempotency at cold start.
@@ -86,13 +102,14 @@ def message_service(c: Components) -> MessageService:
         submission_idempotency_config(),
         daily_quota=daily_send_quota(c),
         status=status_changes(c),
+        media=media_uploads(c),
     )
 
 
 @component
 def send_worker(c: Components) -> SendWorker:
     from switchboard.bootstrap.health import health_watch, pacer
-    from switchboard.messages.dynamo import SpamHistoryRepository
+    from switchboard.messages.dynamo import SpamHistoryRepository, UploadedMediaRepository
     from switchboard.messages.sending import SendingService, SendWorker
     from switchboard.messages.sending.attempt import Attempts
     from switchboard.messages.sending.gates import Gates
@@ -105,7 +122,14 @@ def send_worker(c: Components) -> SendWorker:
         messages,
         planner=Planner(messages, configs=sending_config_source(c), tickets=pool_repository(c)),
         gates=Gates(spam_guard=SpamGuard(SpamHistoryRepository(table(c))), health=health_watch(c), pacer=pacer(c)),
-        attempts=Attempts(messages, secrets=secrets(c), client_for=send_provider_client(c), health=health_watch(c)),
+        attempts=Attempts(
+            messages,
+            secrets=secrets(c),
+            client_for=send_provider_client(c),
+            health=health_watch(c),
+            media=media_uploads(c),
+            uploaded=UploadedMediaRepository(table(c)),
+        ),
         outcomes=Outcomes(
             messages,
             notifier=status_changes(c),

@@ -152,6 +152,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         live_deps.ticket_service: live.ticket_service,
         messages_deps.client_webhook_deliverer: messages.client_webhook_deliverer,
         messages_deps.message_service: messages.message_service,
+        messages_deps.media_uploads: messages.media_uploads,
         people_deps.users_service: people.users_service,
         people_deps.pool_sign_in: people.pool_sign_in,
         pool_deps.pool_service: pool.pool_service,

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
-from switchboard.core.errors import InvalidInput
+from switchboard.core.errors import InvalidInput, UnsupportedByProvider
 from switchboard.core.identity import Principal, Scope
 from switchboard.messages.deps import client_webhook_deliverer, media_uploads, message_service
 from switchboard.messages.schemas import (
@@ -40,7 +40,7 @@ ClientWebhooks = Annotated[ClientWebhookDeliverer, Depends(client_webhook_delive
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 ID = Annotated[str, Path(max_length=64)]
 Sender = Annotated[Principal, Depends(requires(router, Scope.SEND))]
-Uploads = Annotated[MediaUploads, Depends(media_uploads)]
+Uploads = Annotated[MediaUploads | None, Depends(media_uploads)]
 Reader = Annotated[Principal, Depends(requires(router, Scope.SEND, Scope.ADMIN))]
 IdempotencyKey = Annotated[
     str | None,
@@ -122,6 +122,8 @@ def create_upload(uploads: Uploads, body: CreateUpload, principal: Sender) -> Up
     `media: {mediaId, type}`. The file is checked when a message first uses it: its size, its
     sha256 when given here, its type by its bytes and its kind's limit (image 5 MB, audio and
     video 16 MB, document 100 MB, sticker 100 KB, animated 500 KB)."""
+    if uploads is None:  # a deployment without the media bucket
+        raise UnsupportedByProvider("media uploads are not configured here", code="media_unsupported")
     ticket = uploads.presign(principal.tenant, body.mime_type, body.size, file_name=body.file_name, sha256=body.sha256)
     return UploadView(
         media_id=ticket.media_id, upload_url=ticket.url, upload_headers=ticket.headers, expires_at=ticket.expires_at
