@@ -37,6 +37,8 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import JobQueue
 from switchboard.messages.domain import (
+    LogFilter,
+    LogPage,
     Message,
     MessageStatus,
     SendJob,
@@ -44,7 +46,7 @@ from switchboard.messages.domain import (
     body_hash,
     keyed_message_id,
 )
-from switchboard.messages.ports import DailyQuota, Messages, StatusNotifier
+from switchboard.messages.ports import DailyQuota, MessageLog, Messages, StatusNotifier
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 
@@ -83,8 +85,10 @@ class MessageService:
         *,
         daily_quota: DailyQuota | None = None,
         status: StatusNotifier | None = None,
+        log: MessageLog | None = None,
     ) -> None:
         self._messages = messages
+        self._log = log
         self._status = status
         self._queue = queue
         self._daily_quota = daily_quota
@@ -124,6 +128,12 @@ class MessageService:
 
     def get(self, principal: Principal, message_id: str) -> Message:
         return self._messages.get(principal.tenant, message_id)
+
+    def log(self, principal: Principal, query: LogFilter) -> LogPage:
+        """One page of the caller's tenant's message log, newest first (a contact's: in order)."""
+        if self._log is None:
+            raise RuntimeError("the message log is not provided")
+        return self._log.page(principal.tenant, query)
 
     def _accept(self, *, submission: Submission, text: str, valid_for: int = 0) -> Accepted:
         key = submission.idempotency_key
