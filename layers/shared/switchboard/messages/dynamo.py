@@ -404,6 +404,8 @@ class MessageRepository:
                 "updated_at": now,
                 "pending": None,
                 "last_error": None,
+                "provider_code": None,
+                "provider_message": None,
             },
             events,
         )
@@ -437,10 +439,8 @@ class MessageRepository:
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
         """QUEUED or claimed -> FAILED with `reason`. Raises AlreadyFinal."""
-        change = _outcome(
-            {"status": MessageStatus.FAILED, "failure_reason": reason, "updated_at": utcnow(), "pending": None},
-            events,
-        )
+        fields = {"status": MessageStatus.FAILED, "failure_reason": reason, "updated_at": utcnow(), "pending": None}
+        change = _outcome({**fields, **_provider_words(events)}, events)
         return self._transition(message, change)
 
     def record_retry(
@@ -448,6 +448,7 @@ class MessageRepository:
     ) -> None:
         """Back to QUEUED (lease released): one more attempt, its trace, the route to retry first."""
         fields: dict[str, Any] = {"status": MessageStatus.QUEUED, "last_error": error_code, "updated_at": utcnow()}
+        fields.update(_provider_words(events))
         if pending is not None:
             fields["pending"] = pending
         self._transition(message, _outcome(fields, events))
@@ -498,6 +499,7 @@ class MessageRepository:
         fields: dict[str, Any] = {"status": status, "updated_at": at}
         if status is MessageStatus.FAILED:
             fields["failure_reason"] = RECEIPT_FAILED
+            fields.update(_provider_words([event]))
         else:
             fields["delivered_at" if status is MessageStatus.DELIVERED else "read_at"] = at
         allowed = (MessageItem.tenant == tenant) & MessageItem.status.is_in(
@@ -527,6 +529,19 @@ def _outcome(fields: dict[str, Any], events: list[TraceEvent], *, count_attempt:
     return _Change(
         {**fields, "lease_token": None, "lease_until": None, "in_flight": None}, events, count_attempt=count_attempt
     )
+
+
+def _provider_words(events: list[TraceEvent]) -> dict[str, Any]:
+    """The provider's code and message of the latest trace entry that has them (fields to set),
+    or nothing: a write whose attempt heard no provider's words leaves the earlier ones."""
+    for event in reversed(events):
+        code, message = event.data.get("providerCode"), event.data.get("providerMessage")
+        if code is not None or message is not None:
+            return {
+                "provider_code": None if code is None else str(code),
+                "provider_message": message if isinstance(message, str) else None,
+            }
+    return {}
 
 
 def _claimable(tenant: str, now: datetime, wake: str | None) -> Condition:
