@@ -11,7 +11,6 @@ an invocation is still running then, and a second Ctrl-C ends it at once.
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
 import signal
@@ -20,6 +19,7 @@ import threading
 import time
 from typing import Any
 
+from devstack.logs import configure as configure_logs
 from devstack.stack import LocalStack
 
 STOP_DEADLINE = 8.0
@@ -97,11 +97,7 @@ def _banner(stack: LocalStack, seconds: float) -> str:
 
 
 def main() -> int:
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.getLogger("devstack").addHandler(handler)
-    # One line per request from every embedded server would bury what matters.
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    configure_logs()
     schedule = os.environ.get("LOCAL_SCHEDULE_SECONDS")
     stack = LocalStack(
         port=_number("PORT", 3000),

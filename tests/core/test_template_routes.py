@@ -98,7 +98,7 @@ def test_a_request_no_route_matches_goes_to_the_docs_function_without_a_key_and_
     ] * 2
     assert (other_method.status, other_method.headers["allow"], other_method.json()["error"]) == (
         405,
-        "POST",
+        "GET, POST",
         "method_not_allowed",
     )
     assert (head.status, head.headers["allow"], head.body) == (405, "DELETE, GET, PATCH", b"")

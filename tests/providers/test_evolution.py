@@ -752,6 +752,17 @@ TYPE_ERROR_500 = (
 )
 
 
+def _messages(body: bytes) -> list[object]:
+    try:
+        inner = json.loads(body).get("response") or {}
+    except ValueError:
+        return []
+    message = inner.get("message")
+    if not isinstance(message, list):
+        return [message] if isinstance(message, str | dict) else []
+    return [part for item in message for part in (item if isinstance(item, list) else [item])]
+
+
 @pytest.mark.parametrize(
     ("status", "body", "error", "provider_code"),
     [
@@ -773,7 +784,11 @@ def test_send_text_errors(status: int, body: bytes, error: type[ProviderError], 
         send(Replay(status, body))
 
     assert type(caught.value) is error
-    assert caught.value.details == {"status": status, "provider_code": provider_code}
+    details = {name: value for name, value in caught.value.details.items() if name != "provider_message"}
+    assert details == {"status": status, "provider_code": provider_code}
+    # Evolution's `response.message`, as it wrote it, for the operator (never in our own message)
+    words = [m if isinstance(m, str) else json.dumps(m, separators=(",", ":")) for m in _messages(body)]
+    assert caught.value.provider_message == ("; ".join(words) or None)
     said = str(caught.value) + caught.value.message
     for secret_or_text in (API_KEY, "Text is required", "5511900001111", "no-such-instance", "Connection Closed"):
         assert secret_or_text not in said

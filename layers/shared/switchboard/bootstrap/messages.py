@@ -18,8 +18,9 @@ from switchboard.core.queue import SqsQueue
 if TYPE_CHECKING:
     from switchboard.media.uploads import MediaUploads
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
-    from switchboard.messages.dynamo import MessageRepository
+    from switchboard.messages.dynamo import MessageLogRepository, MessageRepository
     from switchboard.messages.heard import HeardFrom
+    from switchboard.messages.incoming_log import IncomingLog
     from switchboard.messages.ports import TextSender
     from switchboard.messages.receipts import ReceiptEffect
     from switchboard.messages.sending import SendWorker
@@ -101,6 +102,7 @@ def message_service(c: Components) -> MessageService:
         persistence,
         submission_idempotency_config(),
         daily_quota=daily_send_quota(c),
+        log=message_log(c),
         status=status_changes(c),
         media=media_uploads(c),
     )
@@ -173,3 +175,19 @@ def heard_from(c: Components) -> HeardFrom:
     from switchboard.messages.heard import HeardFrom
 
     return HeardFrom(message_repository(c))
+
+
+@component
+def message_log(c: Components) -> MessageLogRepository:
+    from switchboard.messages.dynamo import MessageLogRepository
+
+    return MessageLogRepository(table(c))
+
+
+@component
+def incoming_log(c: Components) -> IncomingLog:
+    """Incoming messages in the message log: written with their event's acceptance, their
+    outcome reported by the forwarder."""
+    from switchboard.messages.incoming_log import IncomingLog
+
+    return IncomingLog(message_log(c))

@@ -18,7 +18,7 @@ from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
 from switchboard.bootstrap.lines import calls_config_service
 from switchboard.bootstrap.media import message_media
-from switchboard.bootstrap.messages import heard_from, receipt_effect
+from switchboard.bootstrap.messages import heard_from, incoming_log, receipt_effect
 from switchboard.bootstrap.usage import incoming_usage
 from switchboard.core.observability import logger
 
@@ -53,9 +53,13 @@ def accept_writes(c: Components) -> dict[str, list[AcceptWrite]]:
     def mark_heard(uow: UnitOfWork, event: ProviderEvent) -> None:
         heard_from(c).record(uow, event)
 
+    def log_incoming(uow: UnitOfWork, event: ProviderEvent) -> None:
+        incoming_log(c).record(uow, event)
+
     # Usage: counted once with the event, no marker of its own. The sender, heard by the
-    # instance's number: no new contact of it for the next 24 h (pacing, the ban watch).
-    return {"message": [count_incoming, mark_heard]}
+    # instance's number: no new contact of it for the next 24 h (pacing, the ban watch). The
+    # message in the message log, with it.
+    return {"message": [count_incoming, mark_heard, log_incoming]}
 
 
 @component

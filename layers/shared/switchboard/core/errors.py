@@ -101,11 +101,38 @@ class InstanceDisconnected(Conflict):
 # --- provider failures -----------------------------------------------------------------------
 
 
+# The longest a provider's own error message is kept (on the message and in its trace): enough for
+# Meta's title and details, bounded so a provider echoing a whole request cannot grow the item.
+MAX_PROVIDER_MESSAGE_CHARS = 300
+
+
+def provider_text(value: object) -> str | None:
+    """A provider's own error text as it is kept: a string, control characters removed, bounded."""
+    if not isinstance(value, str):
+        return None
+    text = "".join(char if char.isprintable() else " " for char in value).strip()
+    return text[:MAX_PROVIDER_MESSAGE_CHARS] or None
+
+
 class ProviderError(SwitchboardError):
-    """A provider call failed. Subclasses say whether a retry may help."""
+    """A provider call failed. Subclasses say whether a retry may help.
+
+    `details["provider_code"]` and `details["provider_message"]`, when the answer had them, are
+    the provider's own words (Meta's `error.code` and `error.message`, Evolution's
+    `response.message`, wuzapi's `error`): kept on the message for the operator, never put in
+    our own error messages."""
 
     code = "provider_error"
     retryable = False
+
+    @property
+    def provider_code(self) -> str | None:
+        value = self.details.get("provider_code")
+        return None if value is None else str(value)
+
+    @property
+    def provider_message(self) -> str | None:
+        return provider_text(self.details.get("provider_message"))
 
 
 class ProviderTimeout(ProviderError):

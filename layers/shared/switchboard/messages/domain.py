@@ -105,6 +105,9 @@ class Message(Record):
     attempts: int = 0
     failure_reason: str | None = None
     last_error: str | None = None
+    # The provider's own words for the last refusal (Meta's `error.code` and message, ...).
+    provider_code: str | None = None
+    provider_message: str | None = None
     pending: PendingRoute | None = None
     # The route a send is going through right now, written before the provider is called and
     # removed by every recorded outcome: still set when the worker died mid-send, so the
@@ -249,3 +252,89 @@ def recipient_digits(phone: str) -> str | None:
     phone number: the send API and an incoming message's sender both go through it, so a
     person who wrote in and a message sent to them name one recipient."""
     return phone.removeprefix("+") if _RECIPIENT.fullmatch(phone) else None
+
+
+# --- the message log ---------------------------------------------------------------------------
+
+Direction = Literal["in", "out"]
+# An incoming message's status in the log: what became of it downstream.
+INCOMING_RECEIVED = "RECEIVED"  # accepted, its forward queued
+INCOMING_FORWARDED = "FORWARDED"
+INCOMING_NO_DOWNSTREAM = "NO_DOWNSTREAM"
+INCOMING_IGNORED = "IGNORED"
+INCOMING_FAILED = "FAILED"
+MAX_LOG_PAGE = 100
+
+
+class LogEntry(Model):
+    """One row of the message log: an outgoing message or an incoming one."""
+
+    id: str
+    direction: Direction
+    kind: str  # `text`, a media kind, ...
+    status: str  # a `MessageStatus` (out) or an incoming status (in)
+    outcome: str | None = None  # in: `forwarded`, `no_downstream`, `ignored: <reason>`, `failed: <reason>`
+    contact: str  # the customer: the recipient (out) or the sender (in)
+    number: str | None = None  # the tenant's number it left from or came in on
+    number_id: str | None = None
+    instance: str | None = None
+    api_key_id: str | None = None
+    preview: str | None = None
+    text: str | None = None  # the whole text, in a conversation (read from the item)
+    failure_reason: str | None = None
+    provider_code: str | None = None
+    provider_message: str | None = None
+    created_at: datetime
+
+
+class LogFilter(Model):
+    """What a listing of the message log asks for; every field narrows it."""
+
+    direction: Direction | None = None
+    status: tuple[str, ...] | None = None
+    number: str | None = None
+    instance: str | None = None
+    contact: str | None = None  # served by the contact's own index
+    api_key_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    kind: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+    oldest_first: bool = False  # a conversation reads in order
+
+    def matches(self, entry: LogEntry) -> bool:
+        """Whether `entry` passes every filter but the contact and the time (the index's keys)."""
+        return (
+            (self.direction is None or entry.direction == self.direction)
+            and (self.status is None or entry.status in self.status)
+            and (self.number is None or self.number in (entry.number, entry.number_id))
+            and (self.instance is None or entry.instance == self.instance)
+            and (self.api_key_id is None or entry.api_key_id == self.api_key_id)
+            and (self.kind is None or entry.kind == self.kind)
+        )
+
+
+class LogPage(Model):
+    items: list[LogEntry]
+    cursor: str | None = None  # the next page's; None: this was the last
+
+
+class IncomingRecord(Model):
+    """An incoming message as the log keeps it."""
+
+    event_key: str  # `<provider>#<instance id>#<event id>`: the forward's event id too
+    tenant: str
+    id: str  # the provider's message id
+    created_at: datetime
+    kind: str
+    status: str = INCOMING_RECEIVED
+    outcome: str = "received"
+    sender: str
+    to: str | None = None
+    instance: str
+    number_id: str | None = None
+    provider_message_id: str | None = None
+    text: str | None = None
+    failure_reason: str | None = None
+    expires_at: datetime | None = None

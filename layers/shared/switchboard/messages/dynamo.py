@@ -14,7 +14,12 @@ Items (main table), one PynamoDB model each:
 - receipt index (`ReceiptItem`): pk `PROVIDERMSG#<provider id>#<provider message id>`, sk
   `#META` -> `messageId`;
 - spam guard history (`SpamHistoryItem`): pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META`
-  (see `spam_guard.py`), owned by `SpamHistoryRepository`.
+  (see `spam_guard.py`), owned by `SpamHistoryRepository`;
+- incoming message (`IncomingItem`): pk `INCOMING#<provider>#<instance id>#<event id>`, sk
+  `#META`: a customer's message as the ingest accepted it and its downstream outcome.
+
+Both messages carry the message log's keys (`MessageLogRepository`): `logpk` `MSGLOG#<tenant>`
+and `contactpk` `MSGCONTACT#<tenant>#<contact>`, each with the sort key `<created at>#<id>`.
 
 Per message the worker makes: the affinity read (pool mode), the round-robin ticket (affinity
 miss), the claim with the first route in flight (one conditional `UpdateItem` that also returns
@@ -30,9 +35,11 @@ and the update it sends are both derived from it, so the two cannot drift apart.
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -43,10 +50,11 @@ from pynamodb.attributes import Attribute, UnicodeAttribute
 from pynamodb.constants import LIST
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
+from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection, KeysOnlyProjection
 
 from switchboard.core import store
 from switchboard.core.clock import utcnow
-from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound
+from switchboard.core.errors import AlreadyExists, AlreadyFinal, InvalidInput, NotFound
 from switchboard.core.store import (
     AttributeFamily,
     DocumentAttribute,
@@ -59,6 +67,10 @@ from switchboard.core.store import (
 from switchboard.messages.domain import (
     RECEIPT_TRANSITIONS,
     Claim,
+    IncomingRecord,
+    LogEntry,
+    LogFilter,
+    LogPage,
     Message,
     MessageStatus,
     PendingRoute,
@@ -66,6 +78,7 @@ from switchboard.messages.domain import (
 )
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity
+from switchboard.providers.content import MediaMessage, Text, kind_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -156,6 +169,16 @@ class MessageItem(TableItem):
     read_at = IsoDateTimeAttribute(null=True)
     updated_at = IsoDateTimeAttribute()
     trace = JsonListAttribute(null=True)
+    provider_code = UnicodeAttribute(null=True)
+    provider_message = UnicodeAttribute(null=True)
+    # The message log's copy: what a list shows and filters on (`MessageLogEntry`).
+    direction = UnicodeAttribute(null=True)
+    kind = UnicodeAttribute(null=True)
+    preview = UnicodeAttribute(null=True)
+    logpk = UnicodeAttribute(null=True)
+    logsk = UnicodeAttribute(null=True)
+    contactpk = UnicodeAttribute(null=True)
+    contactsk = UnicodeAttribute(null=True)
 
 
 # A number's "heard from" is one top-level attribute per number: SET on a nested map path fails
@@ -254,6 +277,8 @@ class MessageRepository:
             value = getattr(message, name)
             if value is not None:
                 setattr(item, name, _stored(value))
+        item.direction, item.kind, item.preview = "out", *_log_kind_and_preview(message)
+        log_keys(item, message.tenant, message.to, message.created_at, message.id)
         if joined is None:
             try:
                 store.put(item, MessageItem.pk.does_not_exist())
@@ -382,6 +407,8 @@ class MessageRepository:
                 "updated_at": now,
                 "pending": None,
                 "last_error": None,
+                "provider_code": None,
+                "provider_message": None,
             },
             events,
         )
@@ -415,10 +442,8 @@ class MessageRepository:
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message:
         """QUEUED or claimed -> FAILED with `reason`. Raises AlreadyFinal."""
-        change = _outcome(
-            {"status": MessageStatus.FAILED, "failure_reason": reason, "updated_at": utcnow(), "pending": None},
-            events,
-        )
+        fields = {"status": MessageStatus.FAILED, "failure_reason": reason, "updated_at": utcnow(), "pending": None}
+        change = _outcome({**fields, **_provider_words(events)}, events)
         return self._transition(message, change)
 
     def record_retry(
@@ -426,6 +451,7 @@ class MessageRepository:
     ) -> None:
         """Back to QUEUED (lease released): one more attempt, its trace, the route to retry first."""
         fields: dict[str, Any] = {"status": MessageStatus.QUEUED, "last_error": error_code, "updated_at": utcnow()}
+        fields.update(_provider_words(events))
         if pending is not None:
             fields["pending"] = pending
         self._transition(message, _outcome(fields, events))
@@ -476,6 +502,7 @@ class MessageRepository:
         fields: dict[str, Any] = {"status": status, "updated_at": at}
         if status is MessageStatus.FAILED:
             fields["failure_reason"] = RECEIPT_FAILED
+            fields.update(_provider_words([event]))
         else:
             fields["delivered_at" if status is MessageStatus.DELIVERED else "read_at"] = at
         allowed = (MessageItem.tenant == tenant) & MessageItem.status.is_in(
@@ -505,6 +532,19 @@ def _outcome(fields: dict[str, Any], events: list[TraceEvent], *, count_attempt:
     return _Change(
         {**fields, "lease_token": None, "lease_until": None, "in_flight": None}, events, count_attempt=count_attempt
     )
+
+
+def _provider_words(events: list[TraceEvent]) -> dict[str, Any]:
+    """The provider's code and message of the latest trace entry that has them (fields to set),
+    or nothing: a write whose attempt heard no provider's words leaves the earlier ones."""
+    for event in reversed(events):
+        code, message = event.data.get("providerCode"), event.data.get("providerMessage")
+        if code is not None or message is not None:
+            return {
+                "provider_code": None if code is None else str(code),
+                "provider_message": message if isinstance(message, str) else None,
+            }
+    return {}
 
 
 def _claimable(tenant: str, now: datetime, wake: str | None) -> Condition:
@@ -601,3 +641,322 @@ class UploadedMediaRepository:
         item.media_id = media_id
         item.expires_at = self._clock() + timedelta(seconds=UPLOADED_MEDIA_SECONDS)
         store.put(item)
+
+
+# --- the message log ---------------------------------------------------------------------------
+
+LOG_PROJECTION = [
+    "tenant",
+    "id",
+    "direction",
+    "kind",
+    "status",
+    "outcome",
+    "to",
+    "sender",
+    "api_key_id",
+    "instance",
+    "number_id",
+    "source_number",
+    "preview",
+    "failure_reason",
+    "provider_code",
+    "provider_message",
+    "created_at",
+]
+PREVIEW_CHARS = 120  # what a list row shows of a text; the whole text is on the message
+# The most query requests one page of the log may make: a selective filter reads past rows that do
+# not match, and a page stops there (with a cursor) rather than reading the whole partition.
+MAX_LOG_REQUESTS = 5
+
+
+def preview_of(text: str | None) -> str | None:
+    return None if text is None else text[:PREVIEW_CHARS]
+
+
+def _log_kind_and_preview(message: Message) -> tuple[str, str | None]:
+    """A sent message's row in the log: its kind (`text`, a media kind, `location`...) and what a
+    list shows of it (a text's start, a file's caption; nothing of the other contents' JSON)."""
+    content = message.content
+    if content is None or isinstance(content, Text):
+        return "text", preview_of(message.text)
+    caption = content.media.caption if isinstance(content, MediaMessage) else None
+    return kind_of(content), preview_of(caption)
+
+
+class MessageLogIndex(GlobalSecondaryIndex["LogRow"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index hook
+    """A tenant's messages, both directions, newest first: only `LOG_PROJECTION` is copied."""
+
+    class Meta:
+        index_name = "MessageLog"
+        projection = IncludeProjection(LOG_PROJECTION)
+
+    logpk = UnicodeAttribute(hash_key=True)
+    logsk = UnicodeAttribute(range_key=True)
+
+
+class ContactIndex(GlobalSecondaryIndex["LogRow"]):  # type: ignore[no-untyped-call]  # PynamoDB's Index hook
+    """One contact's messages, keys only: written once per message, never on a status change."""
+
+    class Meta:
+        index_name = "MessageContact"
+        projection = KeysOnlyProjection()
+
+    contactpk = UnicodeAttribute(hash_key=True)
+    contactsk = UnicodeAttribute(range_key=True)
+
+
+class LogRow(TableItem):
+    """A row of the message log as its index returns it: an outgoing message (`MESSAGE#`) or an
+    incoming one (`INCOMING#`), read through the attributes they share. Never written."""
+
+    PREFIX = "MSGLOGROW"
+
+    tenant = UnicodeAttribute(null=True)
+    id = UnicodeAttribute(null=True)
+    direction = UnicodeAttribute(null=True)
+    kind = UnicodeAttribute(null=True)
+    status = UnicodeAttribute(null=True)
+    outcome = UnicodeAttribute(null=True)
+    to = UnicodeAttribute(null=True)
+    sender = UnicodeAttribute(null=True)
+    api_key_id = UnicodeAttribute(null=True)
+    instance = UnicodeAttribute(null=True)
+    number_id = UnicodeAttribute(null=True)
+    source_number = UnicodeAttribute(null=True)
+    text = UnicodeAttribute(null=True)
+    preview = UnicodeAttribute(null=True)
+    failure_reason = UnicodeAttribute(null=True)
+    provider_code = UnicodeAttribute(null=True)
+    provider_message = UnicodeAttribute(null=True)
+    created_at = IsoDateTimeAttribute(null=True)
+    logpk = UnicodeAttribute(null=True)
+    logsk = UnicodeAttribute(null=True)
+    contactpk = UnicodeAttribute(null=True)
+    contactsk = UnicodeAttribute(null=True)
+    log = MessageLogIndex()
+    by_contact = ContactIndex()
+
+
+class IncomingItem(TableItem):
+    """A customer's message as the ingest accepted it, and what became of it downstream."""
+
+    PREFIX = "INCOMING"  # pk: INCOMING#<provider>#<instance id>#<event id>
+
+    tenant = UnicodeAttribute()
+    created_at = IsoDateTimeAttribute()
+    id = UnicodeAttribute()
+    direction = UnicodeAttribute()
+    kind = UnicodeAttribute()
+    status = UnicodeAttribute()
+    outcome = UnicodeAttribute()
+    sender = UnicodeAttribute()
+    to = UnicodeAttribute(null=True)
+    instance = UnicodeAttribute()
+    number_id = UnicodeAttribute(null=True)
+    provider_message_id = UnicodeAttribute(null=True)
+    text = UnicodeAttribute(null=True)
+    preview = UnicodeAttribute(null=True)
+    failure_reason = UnicodeAttribute(null=True)
+    updated_at = IsoDateTimeAttribute(null=True)
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
+    logpk = UnicodeAttribute(null=True)
+    logsk = UnicodeAttribute(null=True)
+    contactpk = UnicodeAttribute(null=True)
+    contactsk = UnicodeAttribute(null=True)
+
+
+def log_keys(item: MessageItem | IncomingItem, tenant: str, contact: str, created_at: datetime, entry_id: str) -> None:
+    """The message log's keys of a message: its tenant's log and its contact's conversation."""
+    order = f"{created_at.astimezone(UTC).isoformat()}#{entry_id}"
+    item.logpk, item.logsk = f"MSGLOG#{tenant}", order
+    item.contactpk, item.contactsk = f"MSGCONTACT#{tenant}#{contact}", order
+
+
+def _log_entry(row: LogRow | MessageItem | IncomingItem) -> LogEntry:
+    outgoing = row.direction != "in"
+    return LogEntry(
+        id=row.id or "",
+        direction="out" if outgoing else "in",
+        kind=row.kind or "text",
+        status=row.status or "",
+        outcome=getattr(row, "outcome", None),
+        contact=(row.to if outgoing else getattr(row, "sender", None)) or "",
+        number=row.source_number if outgoing and isinstance(row, (LogRow, MessageItem)) else row.to,
+        number_id=row.number_id,
+        instance=row.instance,
+        api_key_id=getattr(row, "api_key_id", None),
+        preview=row.preview,
+        text=getattr(row, "text", None),
+        failure_reason=row.failure_reason,
+        provider_code=getattr(row, "provider_code", None),
+        provider_message=getattr(row, "provider_message", None),
+        created_at=row.created_at or datetime.now(UTC),
+    )
+
+
+def _encode_cursor(key: dict[str, Any] | None) -> str | None:
+    if not key:
+        return None
+    plain = {name: value["S"] for name, value in key.items()}
+    return base64.urlsafe_b64encode(json.dumps(plain, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, partition_name: str, partition: str) -> dict[str, Any]:
+    """A cursor this partition's listing gave: anything else (edited, another tenant's, another
+    filter's) is bad input, never a request DynamoDB would refuse with a 500."""
+    try:
+        plain = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError):
+        raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor") from None
+    if (
+        not isinstance(plain, dict)
+        or plain.get(partition_name) != partition
+        or not all(isinstance(value, str) for value in plain.values())
+        or set(plain) != {"pk", "sk", partition_name, partition_name.replace("pk", "sk")}
+    ):
+        raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor")
+    return {name: {"S": value} for name, value in plain.items()}
+
+
+class MessageLogRepository:
+    """The message log: a tenant's messages by its `MessageLog` index (newest first, every filter
+    but a contact's is a filter on the index's copy), a contact's by `MessageContact` (keys only,
+    then one batch read of the page's items), and the incoming messages with their outcome."""
+
+    def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
+        self._table = table
+
+    def page(self, tenant: str, query: LogFilter) -> LogPage:
+        if query.contact is not None:
+            return self._contact_page(tenant, query)
+        partition = f"MSGLOG#{tenant}"
+        start = _decode_cursor(query.cursor, "logpk", partition) if query.cursor else None
+        pages = LogRow.log.query(
+            partition,
+            _sort_range(LogRow.logsk, query),
+            filter_condition=_filters(query),
+            scan_index_forward=False,
+            page_size=query.limit,
+            last_evaluated_key=start,
+        ).page_iter
+        entries: list[LogEntry] = []
+        key: dict[str, Any] | None = start
+        for _ in range(MAX_LOG_REQUESTS):
+            try:
+                page = next(pages)
+            except StopIteration:
+                key = None
+                break
+            items, key = page.get("Items", []), page.get("LastEvaluatedKey")
+            for n, raw in enumerate(items):
+                entries.append(_log_entry(LogRow.from_raw_data(raw)))
+                if len(entries) == query.limit:
+                    if n < len(items) - 1:  # the page's rest comes on the next page of the log
+                        key = {name: raw[name] for name in ("pk", "sk", "logpk", "logsk")}
+                    break
+            if not key or len(entries) == query.limit:
+                break
+        return LogPage(items=entries, cursor=_encode_cursor(key))
+
+    def _contact_page(self, tenant: str, query: LogFilter) -> LogPage:
+        partition = f"MSGCONTACT#{tenant}#{query.contact}"
+        start = _decode_cursor(query.cursor, "contactpk", partition) if query.cursor else None
+        rows = LogRow.by_contact.query(
+            partition,
+            _sort_range(LogRow.contactsk, query),
+            scan_index_forward=query.oldest_first,
+            limit=query.limit,
+            page_size=query.limit,
+            last_evaluated_key=start,
+        )
+        keys = [(row.pk, row.sk) for row in rows]
+        cursor = _encode_cursor(rows.last_evaluated_key)
+        found: dict[str, MessageItem | IncomingItem] = {}
+        outgoing = [key for key in keys if key[0].startswith(MessageItem.PREFIX + "#")]
+        incoming = [key for key in keys if key[0].startswith(IncomingItem.PREFIX + "#")]
+        for item in MessageItem.batch_get(outgoing):
+            found[item.pk] = item
+        for other in IncomingItem.batch_get(incoming):
+            found[other.pk] = other
+        entries = [_log_entry(found[pk]) for pk, _ in keys if pk in found]
+        return LogPage(items=[entry for entry in entries if query.matches(entry)], cursor=cursor)
+
+    # --- incoming messages -------------------------------------------------------------------
+
+    def record_incoming(self, uow: UnitOfWork, record: IncomingRecord) -> None:
+        """An incoming message in the log, joining the transaction that accepts its event: a put
+        never refused (a redelivery writes nothing: its event is not accepted twice)."""
+        item = IncomingItem(IncomingItem.pk_for(record.event_key), IncomingItem.sk_for())
+        item.tenant, item.created_at, item.id = record.tenant, record.created_at, record.id
+        item.direction, item.kind, item.status, item.outcome = "in", record.kind, record.status, record.outcome
+        item.sender, item.to, item.instance, item.number_id = (
+            record.sender,
+            record.to,
+            record.instance,
+            record.number_id,
+        )
+        item.provider_message_id, item.text, item.preview = (
+            record.provider_message_id,
+            record.text,
+            preview_of(record.text),
+        )
+        item.failure_reason, item.expires_at = record.failure_reason, record.expires_at
+        log_keys(item, record.tenant, record.sender, record.created_at, record.id)
+        uow.put(item)
+
+    def record_outcome(self, event_key: str, status: str, outcome: str, reason: str | None) -> bool:
+        """What became of an incoming message downstream; False when it is not in the log (an event
+        accepted before the log existed, or expired). A forward that succeeded stays forwarded:
+        a late failure report of an earlier attempt does not overwrite it."""
+        item = IncomingItem(IncomingItem.pk_for(event_key), IncomingItem.sk_for())
+        actions: list[Action] = [
+            IncomingItem.status.set(status),
+            IncomingItem.outcome.set(outcome),
+            IncomingItem.updated_at.set(utcnow()),
+            IncomingItem.failure_reason.set(reason) if reason else IncomingItem.failure_reason.remove(),
+        ]
+        condition = IncomingItem.pk.exists()
+        if status != "FORWARDED":
+            condition &= IncomingItem.status != "FORWARDED"
+        try:
+            store.update(item, actions, condition)
+        except store.ConditionFailed:
+            return False
+        return True
+
+
+def _sort_range(attribute: UnicodeAttribute, query: LogFilter) -> Condition | None:
+    # The sort key is `<ISO time>#<id>`: "~" sorts after every id character, so `until` includes
+    # its own second's messages.
+    low = query.since.astimezone(UTC).isoformat() if query.since else None
+    high = f"{query.until.astimezone(UTC).isoformat()}~" if query.until else None
+    if low and high:
+        between: Condition = attribute.between(low, high)
+        return between
+    if low:
+        return attribute >= low
+    if high:
+        return attribute <= high
+    return None
+
+
+def _filters(query: LogFilter) -> Condition | None:
+    conditions: list[Condition] = []
+    if query.direction is not None:
+        conditions.append(LogRow.direction == query.direction)
+    if query.status is not None:
+        conditions.append(LogRow.status.is_in(*query.status))
+    if query.number is not None:
+        conditions.append((LogRow.number_id == query.number) | (LogRow.source_number == query.number))
+    if query.instance is not None:
+        conditions.append(LogRow.instance == query.instance)
+    if query.api_key_id is not None:
+        conditions.append(LogRow.api_key_id == query.api_key_id)
+    if query.kind is not None:
+        conditions.append(LogRow.kind == query.kind)
+    combined: Condition | None = None
+    for condition in conditions:
+        combined = condition if combined is None else combined & condition
+    return combined

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from switchboard.messages.domain import Claim, Message, PendingRoute, TraceEvent
+from switchboard.messages.domain import Claim, LogFilter, LogPage, Message, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts
 from switchboard.pool.domain import Affinity
 
@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from switchboard.pool.domain import NumberRoutes, SendingConfig, Ticket
     from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote, SentMessage, UploadedMedia
     from switchboard.providers.content import Content, MediaRef
+
+
+class MessageLog(Protocol):
+    def page(self, tenant: str, query: LogFilter) -> LogPage:
+        """One page of the tenant's message log; InvalidInput for a cursor it did not give."""
+        ...
 
 
 class Messages(Protocol):

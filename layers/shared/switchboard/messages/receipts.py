@@ -9,12 +9,12 @@ or late receipt changes nothing and queues no second webhook. Unknown ids are ig
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import ConfigDict, StrictStr, ValidationError
 
 from switchboard.catalog.events import ProviderEvent
-from switchboard.core.errors import AlreadyFinal, NotFound
+from switchboard.core.errors import AlreadyFinal, NotFound, provider_text
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.messages.domain import Message, MessageStatus, ReceiptStatus, TraceEvent
@@ -34,6 +34,16 @@ class ReceiptData(Model):
 
     id: StrictStr
     status: ReceiptStatus
+    errors: list[dict[str, Any]] = []  # a failed receipt's: the provider's `{code, title}` (Meta)
+
+    def provider_words(self) -> dict[str, Any]:
+        """The first error's code and title, as the trace carries a provider's words."""
+        first = next((error for error in self.errors if isinstance(error, dict)), None)
+        if first is None:
+            return {}
+        code, title = first.get("code"), provider_text(first.get("title"))
+        words: dict[str, Any] = {} if code is None else {"providerCode": str(code)}
+        return words | ({"providerMessage": title} if title else {})
 
 
 STATUS_FOR_RECEIPT: dict[str, MessageStatus] = {
@@ -66,7 +76,7 @@ class ReceiptEffect:
         trace = TraceEvent(
             stage=f"receipt.{data.status}",
             at=event.received_at,
-            data={"instance": event.instance.name, "eventId": event.event_id},
+            data={"instance": event.instance.name, "eventId": event.event_id, **data.provider_words()},
         )
         try:
             message = self._receipts.advance(tenant, message_id, status, event.received_at, trace)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
-from aws_lambda_powertools.event_handler.openapi.params import Header, Path
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.core.api.auth import requires
@@ -14,6 +15,15 @@ from switchboard.core.api.errors import documented
 from switchboard.core.errors import InvalidInput, UnsupportedByProvider
 from switchboard.core.identity import Principal, Scope
 from switchboard.messages.deps import client_webhook_deliverer, media_uploads, message_service
+from switchboard.messages.domain import (
+    MAX_LOG_PAGE,
+    RECIPIENT_PATTERN,
+    Direction,
+    LogFilter,
+    MessageStatus,
+    recipient_digits,
+)
+from switchboard.messages.log_schemas import LogPageView
 from switchboard.messages.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AcceptedView,
@@ -92,6 +102,90 @@ def send_message(
         media=media,
     )
     return AcceptedView(id=accepted.id, status=accepted.status)
+
+
+INCOMING_STATUSES = ("RECEIVED", "FORWARDED", "NO_DOWNSTREAM", "IGNORED", "FAILED")
+Phone = Annotated[str | None, Query(pattern=RECIPIENT_PATTERN)]
+Cursor = Annotated[str | None, Query(max_length=2048)]
+Limit = Annotated[int, Query(ge=1, le=MAX_LOG_PAGE)]
+
+
+def _statuses(status: str | None) -> tuple[str, ...] | None:
+    if status is None:
+        return None
+    known = {*MessageStatus, *INCOMING_STATUSES}
+    wanted = tuple(dict.fromkeys(part.strip().upper() for part in status.split(",") if part.strip()))
+    unknown = [part for part in wanted if part not in known]
+    if unknown or not wanted:
+        raise InvalidInput(f"unknown status: {', '.join(unknown) or status!r}", code="invalid_status")
+    return wanted
+
+
+def _digits(phone: str | None) -> str | None:
+    return None if phone is None else recipient_digits(phone)
+
+
+@router.get("/api/messages", tags=["messages"], responses=documented(400, 401, 403, 422))
+def list_messages(  # every filter is a query parameter, passed by name
+    *,
+    messages: Messages,
+    principal: Admin,
+    direction: Annotated[Direction | None, Query()] = None,
+    status: Annotated[str | None, Query(max_length=200, description="One status or several, comma separated.")] = None,
+    number: Annotated[str | None, Query(max_length=64, description="The tenant's number (id or digits).")] = None,
+    instance: Annotated[str | None, Query(max_length=64)] = None,
+    to: Phone = None,
+    from_: Annotated[str | None, Query(alias="from", pattern=RECIPIENT_PATTERN)] = None,
+    api_key: Annotated[str | None, Query(alias="apiKey", max_length=64)] = None,
+    since: Annotated[datetime | None, Query()] = None,
+    until: Annotated[datetime | None, Query()] = None,
+    type_: Annotated[str | None, Query(alias="type", max_length=32)] = None,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> LogPageView:
+    """The tenant's messages, both directions, newest first, one page at a time.
+
+    `to` (outgoing to) and `from` (incoming from) name a customer; every filter narrows the list.
+    A page may hold fewer than `limit` rows and still have a `cursor`: a narrow filter stops
+    reading after a few index pages rather than reading the whole log at once.
+    """
+    if to is not None and from_ is not None and _digits(to) != _digits(from_):
+        raise InvalidInput("to and from name different customers", code="invalid_filter")
+    if to is not None and from_ is not None:
+        direction_filter = direction
+    elif to is not None:
+        direction_filter = direction or "out"
+    elif from_ is not None:
+        direction_filter = direction or "in"
+    else:
+        direction_filter = direction
+    query = LogFilter(
+        direction=direction_filter,
+        status=_statuses(status),
+        number=number,
+        instance=instance,
+        contact=_digits(to or from_),
+        api_key_id=api_key,
+        since=since,
+        until=until,
+        kind=type_,
+        limit=limit,
+        cursor=cursor,
+    )
+    return LogPageView.of(messages.log(principal, query))
+
+
+@router.get("/api/contacts/<number>/messages", tags=["messages"], responses=documented(400, 401, 403, 422))
+def contact_messages(
+    messages: Messages,
+    number: Annotated[str, Path(pattern=RECIPIENT_PATTERN)],
+    principal: Admin,
+    limit: Limit = 50,
+    cursor: Cursor = None,
+) -> LogPageView:
+    """One customer's whole conversation across the pool, both directions, oldest first."""
+    query = LogFilter(contact=_digits(number), limit=limit, cursor=cursor, oldest_first=True)
+    return LogPageView.of(messages.log(principal, query))
 
 
 @router.get("/api/messages/<message_id>", tags=["messages"], responses=documented(401, 403, 404))

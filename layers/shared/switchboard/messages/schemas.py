@@ -213,6 +213,8 @@ class MessageView(View):
     attempts: int
     failure_reason: str | None
     last_error: str | None
+    provider_code: str | None = Field(default=None, description="The provider's own code of its last refusal.")
+    provider_message: str | None = Field(default=None, description="The provider's own message of its last refusal.")
     valid_for: int = Field(description="Seconds it may wait for a number (0: it fails at once).")
     expires_at: datetime | None = Field(
         description="When a message still unsent stops waiting and ends FAILED `expired`; null without a validity."

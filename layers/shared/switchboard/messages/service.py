@@ -38,6 +38,8 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.ports import JobQueue
 from switchboard.messages.domain import (
+    LogFilter,
+    LogPage,
     Message,
     MessageStatus,
     SendJob,
@@ -46,7 +48,7 @@ from switchboard.messages.domain import (
     content_signature,
     keyed_message_id,
 )
-from switchboard.messages.ports import DailyQuota, Messages, StatusNotifier
+from switchboard.messages.ports import DailyQuota, MessageLog, Messages, StatusNotifier
 from switchboard.providers.content import Content, MediaKind, MediaMessage, MediaRef, Text, kind_of
 
 IDEMPOTENCY_SECONDS = 24 * 3600
@@ -120,9 +122,11 @@ class MessageService:
         daily_quota: DailyQuota | None = None,
         status: StatusNotifier | None = None,
         media: MediaStore | None = None,
+        log: MessageLog | None = None,
     ) -> None:
         self._messages = messages
         self._media = media
+        self._log = log
         self._status = status
         self._queue = queue
         self._daily_quota = daily_quota
@@ -211,6 +215,12 @@ class MessageService:
 
     def get(self, principal: Principal, message_id: str) -> Message:
         return self._messages.get(principal.tenant, message_id)
+
+    def log(self, principal: Principal, query: LogFilter) -> LogPage:
+        """One page of the caller's tenant's message log, newest first (a contact's: in order)."""
+        if self._log is None:
+            raise RuntimeError("the message log is not provided")
+        return self._log.page(principal.tenant, query)
 
     def _accept(self, *, submission: Submission, outgoing: Outgoing, valid_for: int = 0) -> Accepted:
         key = submission.idempotency_key

@@ -67,6 +67,7 @@ from switchboard.core.errors import (
     ProviderRejected,
     ProviderUnavailable,
     SwitchboardError,
+    provider_text,
 )
 from switchboard.core.model import Model
 from switchboard.providers import envelope, evolution_send, wa_message
@@ -233,7 +234,16 @@ class EvolutionClient(MessagingOnly):
 
 
 def _error_for(response: httpx.Response, label: str, *, sending: bool = False) -> ProviderError:
-    """The error of a non-2xx answer. The provider's text is only matched, never copied."""
+    """The error of a non-2xx answer, with Evolution's `response.message` as its provider message
+    (kept for the operator, never copied into our own messages)."""
+    error = _classified(response, label, sending=sending)
+    words = [m if isinstance(m, str) else json.dumps(m, separators=(",", ":")) for m in _error_messages(response)]
+    if (text := provider_text("; ".join(words))) is not None:
+        error.details["provider_message"] = text
+    return error
+
+
+def _classified(response: httpx.Response, label: str, *, sending: bool) -> ProviderError:
     status = response.status_code
     messages = _error_messages(response)
     if (

@@ -46,6 +46,7 @@ from switchboard.core.errors import (
     ProviderRejected,
     ProviderThrottled,
     ProviderUnavailable,
+    provider_text,
 )
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
@@ -245,12 +246,26 @@ class MetaCloudClient(MessagingOnly):
         return InstanceStatus(connected=True, kind="meta", number=answer.standing())
 
 
+def _error_words(response: httpx.Response) -> str | None:
+    """Meta's `error.message` and, when it adds one, `error.error_data.details` (kept for the operator)."""
+    try:
+        payload = json.loads(response.content)
+    except ValueError:
+        return None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return None
+    data = error.get("error_data")
+    parts = [error.get("message"), data.get("details") if isinstance(data, dict) else None]
+    return provider_text(" — ".join(part for part in parts if isinstance(part, str) and part))
+
+
 def error_for(response: httpx.Response, label: str) -> ProviderError:
     """The error for a non-2xx answer, decided on Meta's `error.code` first (see the module doc)."""
     status = response.status_code
     code = error_code(response)
     suffix = f" ({status} {code})" if code else f" ({status})"
-    details: dict[str, Any] = {"status": status, "provider_code": code}
+    details: dict[str, Any] = {"status": status, "provider_code": code, "provider_message": _error_words(response)}
     if code in NUMBER_LIMIT_CODES:
         return ProviderThrottled(f"{label}: the number's rate limit{suffix}", rate_limited=True, **details)
     if code in RATE_LIMIT_CODES:

@@ -42,6 +42,7 @@ from switchboard.core.errors import (
     ProviderThrottled,
     ProviderTimeout,
     UnsupportedByProvider,
+    provider_text,
 )
 from switchboard.core.model import Model
 from switchboard.providers import envelope, wuzapi_send, wuzapi_webhooks
@@ -292,6 +293,11 @@ class WuzapiClient:
             if (code := _server_error_code(text)) in _NUMBER_LIMIT_CODES:
                 message = f"{label}: WhatsApp refused the send ({code}, reach-out timelock)"
                 raise ProviderThrottled(message, status=status, provider_code=code)
+        if not response.is_success:
+            error = self._http.error_for(response, label)
+            if (words := provider_text(_error_words(response))) is not None:
+                error.details["provider_message"] = words
+            raise error
         answer = self._http.answer(response, _SentAnswer, label)
         message_id = answer.data.id if answer.data is not None else answer.id
         if message_id is None:
@@ -528,6 +534,16 @@ class WuzapiClient:
 def _server_error_code(text: str) -> str | None:
     match = _SERVER_ERROR.search(text)
     return match.group(1) if match else None
+
+
+def _error_words(response: httpx.Response) -> str | None:
+    """wuzapi's `error` text as it wrote it, kept for the operator."""
+    try:
+        payload = read_answer(response.content)
+    except ValueError:
+        return None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    return error if isinstance(error, str) else None
 
 
 def _error_text(response: httpx.Response) -> str:

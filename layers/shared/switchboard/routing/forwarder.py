@@ -29,6 +29,7 @@ from switchboard.usage.service import count_metric
 if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
     from switchboard.catalog.ports import Targets
+    from switchboard.messages.incoming_log import IncomingOutcomes
 
 
 class ForwardQueue(Protocol):
@@ -96,7 +97,9 @@ class DownstreamForwarder:
         phones: PhoneLookup | None = None,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        outcomes: IncomingOutcomes | None = None,
     ) -> None:
+        self._outcomes = outcomes
         self._resolver = resolver
         self._client = client
         self._attempts = attempts
@@ -115,6 +118,8 @@ class DownstreamForwarder:
         if target is None:
             logger.warning("no downstream configured; message dropped", extra={"instance": message.instance})
             count_metric("ForwardsDropped", message.instance)
+            if self._outcomes is not None:
+                self._outcomes.no_downstream(message.event_id)
             return None
         if message.sender is None and message.sender_lid is not None and self._phones is not None:
             phone = self._phones.phone_for_lid(message.instance, message.sender_lid)
@@ -130,14 +135,18 @@ class DownstreamForwarder:
             logger.info("forward retried: the helpdesk is searched first", extra={"instance": message.instance})
         try:
             conversation = self._client.post_incoming(target, message, earlier_attempt=earlier)
-        except Exception:
+        except Exception as exc:
             count_metric("ForwardFailures", message.instance)
+            if self._outcomes is not None:
+                self._outcomes.failed(message.event_id, getattr(exc, "code", None) or type(exc).__name__)
             raise
         logger.info(
             "message forwarded",
             extra={"instance": message.instance, "downstream": target.source, "conversation": conversation},
         )
         count_metric("MessagesForwarded", message.instance)
+        if self._outcomes is not None:
+            self._outcomes.forwarded(message.event_id)
         return conversation
 
 

@@ -36,7 +36,7 @@ from switchboard.core.observability import logger
 from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.messages.domain import is_plain_text, media_of, quoted_id
 from switchboard.messages.ports import ContentSender
-from switchboard.messages.sending.trace import at, pending_route, skip
+from switchboard.messages.sending.trace import at, pending_route, provider_words, skip
 from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
 from switchboard.providers.content import Content, Reaction
 
@@ -114,16 +114,19 @@ class Attempts:
             # WhatsApp refused the number, not the message (nothing was sent): the ban watch
             # hears it, and the next number may send it now.
             code = exc.details.get("provider_code")
-            events.append(skip("pool.instance.skipped", number, route, exc.code, providerCode=code))
+            events.append(
+                skip("pool.instance.skipped", number, route, exc.code, **provider_words(exc, code_always=True))
+            )
             self._observe_refusal(route, code)
             return Throttled(message, exc)
         except (ProviderDisconnected, ProviderRejected, InvalidInput, UnsupportedByProvider) as exc:
-            events.append(skip("pool.instance.skipped", number, route, exc.code))
+            words = provider_words(exc) if isinstance(exc, ProviderError) else {}
+            events.append(skip("pool.instance.skipped", number, route, exc.code, **words))
             if isinstance(exc, ProviderRejected):
                 self._observe_refusal(route, exc.details.get("provider_code"))
             return Refused(message, None if isinstance(exc, ProviderDisconnected) else exc.code)
         except ProviderError as exc:  # timeout or unavailable: transient
-            events.append(skip("send.attempt.failed", number, route, exc.code))
+            events.append(skip("send.attempt.failed", number, route, exc.code, **provider_words(exc)))
             return Transient(message, exc)
         events.append(at("message.sent", number, route, providerMessageId=provider_message_id))
         return Sent(message, provider_message_id)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from switchboard.messages.domain import PendingRoute, TraceEvent
 
 if TYPE_CHECKING:
+    from switchboard.core.errors import ProviderError
     from switchboard.pool.domain import NumberRoutes, Route
 
 
@@ -32,3 +33,14 @@ def pending_route(number: NumberRoutes, route: Route) -> PendingRoute:
     return PendingRoute(
         number_id=number.number_id, instance=route.instance, provider_id=route.provider_id, kind=route.kind
     )
+
+
+def provider_words(error: ProviderError, *, code_always: bool = False) -> dict[str, object]:
+    """The provider's own code and message of a failed call, as a trace entry carries them: each
+    when the provider said one (`code_always`: the code even when None)."""
+    words: dict[str, object] = {}
+    if code_always or error.provider_code is not None:
+        words["providerCode"] = error.provider_code
+    if (message := error.provider_message) is not None:
+        words["providerMessage"] = message
+    return words
