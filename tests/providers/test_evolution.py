@@ -364,6 +364,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
                     "animated": False,
                     "inline": False,
                     "stored": None,
+                    "unavailable": None,
                     # neither webhookBase64 nor S3: Evolution's route finds the message by its key
                     "source": {
                         "via": "provider_download",

@@ -113,6 +113,7 @@ IMAGE_DATA = {
             "animated": False,
             "inline": False,
             "stored": None,
+            "unavailable": None,
             "source": {"via": "meta_media_id", "media_id": "65463453", "url": None, "fields": {}},
         },
     },

@@ -153,6 +153,7 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
                         "animated": False,
                         "inline": True,
                         "stored": None,
+                        "unavailable": None,
                         "source": None,
                     },
                 },
