@@ -31,6 +31,7 @@ from switchboard.providers.content import (
 )
 from switchboard.providers.vcard import vcard_of
 
+MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # a document's limit, the largest kind's: checked per kind on use
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
 MAX_CAPTION_LENGTH = 1024  # WhatsApp's (and the Cloud API's) limit for a media caption
 MAX_FILE_NAME_LENGTH = 240
@@ -245,7 +246,9 @@ class ClientWebhookSecretView(View):
 
 class CreateUpload(Body):
     mime_type: Annotated[str, StringConstraints(pattern=r"^[a-z]+/[a-z0-9.+-]+$", max_length=255)]
-    size: int = Field(ge=1, description="The file's exact length in bytes (signed into the upload).")
+    size: int = Field(
+        ge=1, le=MAX_UPLOAD_BYTES, description="The file's exact length in bytes (signed into the upload)."
+    )
     file_name: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_FILE_NAME_LENGTH)] | None = None
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
 

@@ -23,6 +23,7 @@ from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import logger
 from switchboard.providers.base import ContactDirectory
+from switchboard.providers.content import Text, content_from
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget, IncomingMessage
 from switchboard.usage.service import count_metric
 
@@ -63,7 +64,14 @@ class IncomingForwardHandler:
 
     def __call__(self, event: ProviderEvent) -> None:
         data = event.data
-        text, message_id = data.get("text"), data.get("id")
+        message_id = data.get("id")
+        try:
+            content = content_from(data)
+        except ValueError:
+            content = None
+        # Only texts are forwarded yet: every other content is mapped and kept on its event record
+        # (files in the media bucket), not posted to the helpdesk.
+        text = content.body if isinstance(content, Text) else None
         sender, lid, name = (_text(data.get(field)) for field in ("from", "lid", "name"))
         if not (isinstance(text, str) and isinstance(message_id, str) and (sender or lid)):
             logger.info("message event without text not forwarded", extra={"instance": event.instance.key})
