@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from devstack.logs import configure as configure_logs
+from devstack.lambdas import mount_layers
 from devstack.stack import LocalStack
 
 STOP_DEADLINE = 8.0
@@ -97,6 +97,9 @@ def _banner(stack: LocalStack, seconds: float) -> str:
 
 
 def main() -> int:
+    mount_layers()  # the log format comes from the shared layer, as every function's does
+    from devstack.logs import configure as configure_logs  # noqa: PLC0415 - on the layers' path only now
+
     configure_logs()
     schedule = os.environ.get("LOCAL_SCHEDULE_SECONDS")
     stack = LocalStack(

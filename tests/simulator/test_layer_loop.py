@@ -95,11 +95,11 @@ def test_incoming_messages_and_receipts_map_to_our_events(
 
     message, receipt = receiver.wait_for(instance.id, 2)
     [got] = _events(instance, message)
-    assert (got.name, got.data["id"], got.data["from"], got.data["text"], got.ignored) == (
+    assert (got.name, got.data["id"], got.data["from"], got.data["content"], got.ignored) == (
         "message",
         incoming,
         PEER,
-        "hi there",
+        {"type": "text", "body": "hi there"},
         None,
     )
     expected_binding = instance.meta_phone_id if flavour == "meta" else instance.id
@@ -131,7 +131,7 @@ def test_wuzapi_form_mode_maps_too(
 
     [delivery] = receiver.wait_for(instance.id, 1)
     [event] = _events(instance, delivery)
-    assert (event.name, event.data["text"]) == ("message", "via form")
+    assert (event.name, event.data["content"]) == ("message", {"type": "text", "body": "via form"})
 
 
 @pytest.mark.parametrize("flavour", REAL_FLAVOURS)
