@@ -23,7 +23,8 @@ from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import SwitchboardError
 from switchboard.core.observability import logger
 from switchboard.providers.base import ContactDirectory
-from switchboard.providers.content import Text, content_from
+from switchboard.providers.content import content_from
+from switchboard.routing.as_text import as_text
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget, IncomingMessage
 from switchboard.usage.service import count_metric
 
@@ -69,9 +70,9 @@ class IncomingForwardHandler:
             content = content_from(data)
         except ValueError:
             content = None
-        # Only texts are forwarded yet: every other content is mapped and kept on its event record
-        # (files in the media bucket), not posted to the helpdesk.
-        text = content.body if isinstance(content, Text) else None
+        # Every content reaches the agent as text (files are not attached yet: the agent is told
+        # what arrived; the file stays in the media bucket or with its provider).
+        text = as_text(content) if content is not None else None
         sender, lid, name = (_text(data.get(field)) for field in ("from", "lid", "name"))
         if not (isinstance(text, str) and isinstance(message_id, str) and (sender or lid)):
             logger.info("message event without text not forwarded", extra={"instance": event.instance.key})
