@@ -26,6 +26,7 @@ STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
     (errors.PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (errors.UnsupportedMediaType, HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     (errors.UnknownReference, HTTPStatus.UNPROCESSABLE_ENTITY),
+    (errors.InvalidTemplate, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.RateLimited, HTTPStatus.TOO_MANY_REQUESTS),
     (errors.UnsupportedByProvider, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.ProviderLineBusy, HTTPStatus.CONFLICT),
