@@ -97,6 +97,10 @@ class World:
     def __init__(self) -> None:
         self.config = SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", pool=NUMBERS)
         self.messages = FakeMessages()
+        # The recipient wrote to the Cloud API number an hour ago: its customer-service window is open.
+        self.messages.affinities[("acme", RECIPIENT)] = Affinity(
+            heard={"num_5511900000003": utcnow() - timedelta(hours=1)}
+        )
         self.recorder = Recorder()
         self.uploads = Uploads()
         transport = httpx.MockTransport(self.recorder)

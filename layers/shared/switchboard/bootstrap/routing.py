@@ -69,9 +69,12 @@ def downstream_client(c: Components) -> DownstreamClient:
 @component
 def outbox_service(c: Components) -> OutboxService:
     """Also used by reconciliation: `drain(instance_key)`, `drain_all()`."""
+    from switchboard.bootstrap.messages import message_repository
     from switchboard.routing.outbox import OutboxService
     from switchboard.routing.outbox_dynamo import OutboxRepository
+    from switchboard.routing.reply_window import ReplyWindow
 
+    window = ReplyWindow(message_repository(c), downstream_resolver(c), downstream_client(c))
     return OutboxService(
         OutboxRepository(table(c)),
         catalog_repository(c),
@@ -81,6 +84,7 @@ def outbox_service(c: Components) -> OutboxService:
         downstream_client=downstream_client(c),
         audit=audit_log(c),
         validity=timedelta(seconds=c.settings.outbox_validity_seconds),
+        window=window,
     )
 
 

@@ -7,7 +7,8 @@ where the send may have gone. The provider's answer is sorted into what the pipe
 - `Sent`: the provider took it;
 - `Lost`: this worker's lease ran out and another worker claimed the message (that one sends);
 - `Refused`: `ProviderDisconnected`, `ProviderRejected` or a misconfigured route: the next
-  instance, then the next number, may send it;
+  instance, then the next number, may send it (a Cloud API number's refusal for the
+  customer-service window, Meta's 131047, is `outside_service_window`: never retried);
 - `Throttled`: WhatsApp refused the number (463, Meta 130429 / 131056), not the message;
 - `Transient`: `ProviderTimeout` or `ProviderUnavailable`: the job is retried (or the message
   ends, see `outcome.Outcomes.transient`).
@@ -38,7 +39,7 @@ from switchboard.messages.domain import is_plain_text, media_of, quoted_id
 from switchboard.messages.ports import ContentSender
 from switchboard.messages.sending.trace import at, pending_route, provider_words, skip
 from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
-from switchboard.providers.content import Content, Reaction
+from switchboard.providers.content import Content, Reaction, Template
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Secrets
@@ -196,17 +197,21 @@ class Attempts:
         return Quote(id=about, from_me=False, author=message.to)
 
     def _file(self, message: Message) -> OutgoingFile | None:
-        media = media_of(message)
+        """The file leaving with the message: a media message's, or its template's header's."""
+        found = media_of(message)
+        media = found.media if found is not None else None
+        if media is None and isinstance(message.content, Template):
+            media = message.content.header_media()
         if media is None:
             return None
-        ref = media.media.stored
+        ref = media.stored
         if ref is None or self._media is None:
             raise InvalidInput("the message's file is not in the media bucket")
         try:
             data = self._media.read(ref)
         except Exception as exc:  # the bucket is unreachable: retried, then FAILED
             raise ProviderUnavailable("the message's file could not be read") from exc
-        return OutgoingFile(data=data, mime_type=ref.mime_type, sha256=ref.sha256, file_name=media.media.file_name)
+        return OutgoingFile(data=data, mime_type=ref.mime_type, sha256=ref.sha256, file_name=media.file_name)
 
     def _observe_refusal(self, route: Route, provider_code: object) -> None:
         if self._health is None or route.source is None:
