@@ -36,6 +36,7 @@ from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTim
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW
 from switchboard.providers.kinds import spec_for
 from switchboard.routing.domain import DownstreamClient, DownstreamTarget
 from switchboard.routing.parts import split_text
@@ -45,6 +46,7 @@ from switchboard.usage.service import UsageRecorder, count_metric
 if TYPE_CHECKING:
     from switchboard.catalog.ports import Targets
     from switchboard.providers.base import ProviderClient, ProviderTarget
+    from switchboard.routing.reply_window import ReplyWindow
 
 LEASE_SECONDS = 60
 DRAIN_BATCH = 50
@@ -129,7 +131,11 @@ class OutboxService:
         validity: timedelta = DEFAULT_VALIDITY,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         monotonic: Callable[[], float] = time.monotonic,
+        window: ReplyWindow | None = None,
     ) -> None:
+        """`window`: a Cloud API instance's reply outside the contact's customer-service window
+        (`routing/reply_window.py`); None: every reply is sent as text."""
+        self._window = window
         self._store = store
         self._instances = instances
         self._targets = targets
@@ -247,6 +253,8 @@ class OutboxService:
             return "failed" if self._fail(instance, entry, "nothing to send: the reply is blank") else "gone"
         key = instance.key
         first = entry.parts_sent
+        if first == 0 and self._window is not None and self._window.closed(instance, entry.phone, target.kind):
+            return self._outside_window(instance, entry, client, target)
         if entry.in_flight is not None and not spec.retry_safe:
             # The drain that sent this part died before recording what became of it.
             return self._fail_in_doubt(instance, entry, target.kind, entry.in_flight, len(parts))
@@ -260,11 +268,7 @@ class OutboxService:
             try:
                 sent = client.send_text(target, entry.phone, parts[index], f"outbox-{key}-{part}")
             except ProviderRejected as exc:
-                self._store.release(entry)
-                reason = f"refused by the provider ({exc.code})"
-                if index:
-                    reason = f"part {index + 1} of {len(parts)} {reason}; the {index} before it were sent"
-                return "failed" if self._fail(instance, entry, reason) else "gone"
+                return self._refused(instance, entry, exc, (index, len(parts)), (client, target))
             except ProviderTimeout:
                 if not spec.retry_safe:
                     return self._fail_in_doubt(instance, entry, target.kind, index, len(parts))
@@ -286,6 +290,37 @@ class OutboxService:
             entry = entry.model_copy(update={"parts_sent": index + 1, "part_chars": limit})
         self._store.release(entry)
         return "gone"
+
+    def _refused(
+        self,
+        instance: Instance,
+        entry: OutboxEntry,
+        error: ProviderRejected,
+        part: tuple[int, int],
+        sender: tuple[ProviderClient, ProviderTarget],
+    ) -> Step:
+        """The provider refused part `part[0]` of `part[1]`: the reply fails and the agent is told;
+        a first part refused for the customer-service window goes the window's way."""
+        index, parts = part
+        if error.code == OUTSIDE_SERVICE_WINDOW and index == 0 and self._window is not None:
+            return self._outside_window(instance, entry, *sender)
+        self._store.release(entry)
+        reason = f"refused by the provider ({error.code})"
+        if index:
+            reason = f"part {index + 1} of {parts} {reason}; the {index} before it were sent"
+        return "failed" if self._fail(instance, entry, reason) else "gone"
+
+    def _outside_window(
+        self, instance: Instance, entry: OutboxEntry, client: ProviderClient, target: ProviderTarget
+    ) -> Step:
+        """Outside the contact's window: the instance's re-engagement template instead, or
+        nothing; the agent's note says which (`ReplyWindow.reengage`)."""
+        assert self._window is not None
+        reason, sent_id = self._window.reengage(instance, entry, client, target)
+        if not self._store.finish(entry, "SENT" if sent_id else "FAILED", reason, sent_id):
+            return "gone"
+        logger.info("reply outside the service window", extra={"instance": instance.key, "reason": reason})
+        return "sent" if sent_id else "failed"
 
     def drain_all(self) -> dict[str, DrainResult]:
         """The scheduled pass: every instance with waiting replies (sends the connected, expires the old)."""
