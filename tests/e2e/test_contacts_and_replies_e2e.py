@@ -18,9 +18,9 @@ from devstack.seed import SeededTenant
 from switchboard.routing.chatwoot import LID_NOTE
 from switchboard.routing.parts import split_text
 from tests.e2e.conftest import Stack
-from tests.e2e.test_templates_e2e import contact_wrote
 from tests.e2e.test_provider_kinds_e2e import instance_of
 from tests.e2e.test_routing_e2e import map_downstream, messages_with
+from tests.e2e.test_templates_e2e import contact_wrote
 from tools.support.downstream import FakeDownstream
 
 PARAGRAPH = (

@@ -142,7 +142,7 @@ def send(stack: Stack, key: str, body: dict[str, Any]) -> dict[str, Any]:
     return stack.wait_for(finished, timeout=20)
 
 
-def contact_wrote(stack: Stack, admin_key: str, sim_id: str, contact: str, number: str, text: str = "oi") -> None:
+def contact_wrote(stack: Stack, admin_key: str, sim_id: str, contact: str, number: str, *, text: str = "oi") -> None:
     """The contact writes to the number; returns once switchboard holds the window open."""
     stack.sim.incoming_message(sim_id, contact, text)
 
@@ -177,8 +177,9 @@ def test_outside_the_window_the_cloud_number_sends_nothing_a_fallback_template_o
     key = pool_key(stack, tenant, ("wuzapi", "meta"))
     stack.sim.set_connection(wuzapi.sim_id, False)
     stack.wait_for(
-        lambda: stack.api("GET", f"/api/instances/{wuzapi.name}", key=tenant.admin_key).json()["state"]
-        == "DISCONNECTED"
+        lambda: (
+            stack.api("GET", f"/api/instances/{wuzapi.name}", key=tenant.admin_key).json()["state"] == "DISCONNECTED"
+        )
     )
 
     refused = send(stack, key, {"to": contact, "text": "sua fatura venceu"})

@@ -32,6 +32,9 @@ APPROVED = "APPROVED"
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 # Header formats a send fills with a file, as the parameter type that carries it.
 _MEDIA_HEADERS = {"IMAGE": "image", "VIDEO": "video", "DOCUMENT": "document"}
+# Buttons whose send takes an action switchboard does not build (a catalog's thumbnail, a flow's
+# token, products): a template with one is refused rather than refused by Meta.
+_UNSUPPORTED_BUTTONS = frozenset({"CATALOG", "MPM", "SPM", "FLOW"})
 # Buttons and the sub type and parameter a send gives them (None: the button takes nothing).
 _BUTTON_PARAMETERS: dict[str, tuple[str, str] | None] = {
     "QUICK_REPLY": ("quick_reply", "payload"),
@@ -167,6 +170,9 @@ def _button_problems(definition: TemplateDefinition, given: list[TemplateCompone
         takes = button_takes(button)
         kind = str(button.get("type", "")).upper()
         component = by_index.get(index)
+        if kind in _UNSUPPORTED_BUTTONS:
+            found.append(f"button {index} ({kind}) is not supported by switchboard")
+            continue
         if takes is None:
             if component is not None:
                 found.append(f"button {index} ({kind}) takes no parameters")

@@ -147,6 +147,12 @@ class TemplateService:
         if cached is not None and self._fresh(cached[1]):
             _count(hit=True)
             return cached[0]
+        if cached is None:
+            # Not among the cached templates: unknown, if the account's list is fresh.
+            listed = self._cache.listing(tenant, waba_id)
+            if listed is not None and self._fresh(listed.fetched_at):
+                _count(hit=True)
+                return listed.find(name, language) or listed.languages_of(name)
         try:
             listing = self._read(tenant, waba_id, route)
         except ProviderError:

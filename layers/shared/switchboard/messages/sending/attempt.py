@@ -104,13 +104,22 @@ class Attempts:
         self._client_for = client_for
         self._health = health
 
-    def make(self, message: Message, number: NumberRoutes, route: Route, events: list[TraceEvent]) -> Tried:
+    def make(
+        self,
+        message: Message,
+        number: NumberRoutes,
+        route: Route,
+        events: list[TraceEvent],
+        *,
+        instead: Template | None = None,
+    ) -> Tried:
+        """Send `message` through `route` (`instead`: its fallback template in its place)."""
         try:
             message = self._mark_in_flight(message, number, route)
         except AlreadyFinal:
             return Lost(message)
         try:
-            provider_message_id = self._send(route, message)
+            provider_message_id = self._send(route, message, instead)
         except ProviderThrottled as exc:
             # WhatsApp refused the number, not the message (nothing was sent): the ban watch
             # hears it, and the next number may send it now.
@@ -139,7 +148,7 @@ class Attempts:
             return message
         return self._messages.record_in_flight(message, marked)
 
-    def _send(self, route: Route, message: Message) -> str:
+    def _send(self, route: Route, message: Message, instead: Template | None = None) -> str:
         name = (
             instance_token_name(self._secrets, message.tenant, route.instance)
             if route.instance is not None
@@ -157,17 +166,17 @@ class Attempts:
             meta_phone_id=route.meta_phone_id,
         )
         client = self._client_for(route.kind)
-        if is_plain_text(message):
+        if instead is None and is_plain_text(message):
             return client.send_text(target, message.to, message.text, idempotency_key=message.id).provider_message_id
-        if not isinstance(client, ContentSender) or message.content is None:
+        if not isinstance(client, ContentSender) or (instead is None and message.content is None):
             raise UnsupportedByProvider(f"a {route.kind} route sends text only")
         sent = client.send_content(
             target,
             message.to,
-            self._resolved(message),
+            instead or self._resolved(message),
             message.id,
             quoted=self._quote(message),
-            file=self._file(message),
+            file=self._file(message, instead),
             uploaded=self._uploaded,
         )
         return sent.provider_message_id
@@ -196,12 +205,15 @@ class Attempts:
             return Quote(id=ours.provider_message_id, from_me=True, author=ours.source_number)
         return Quote(id=about, from_me=False, author=message.to)
 
-    def _file(self, message: Message) -> OutgoingFile | None:
+    def _file(self, message: Message, instead: Template | None = None) -> OutgoingFile | None:
         """The file leaving with the message: a media message's, or its template's header's."""
-        found = media_of(message)
-        media = found.media if found is not None else None
-        if media is None and isinstance(message.content, Template):
-            media = message.content.header_media()
+        if instead is not None:
+            media = instead.header_media()
+        else:
+            found = media_of(message)
+            media = found.media if found is not None else None
+            if media is None and isinstance(message.content, Template):
+                media = message.content.header_media()
         if media is None:
             return None
         ref = media.stored

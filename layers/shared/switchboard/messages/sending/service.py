@@ -22,7 +22,7 @@ Per job:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from switchboard.core.clock import new_id
 from switchboard.core.errors import NotFound, ProviderThrottled, RetryLater
 from switchboard.core.observability import logger, metrics
-from switchboard.messages.domain import Claim, MessageStatus, SendJob, SendOutcome, content_signature
+from switchboard.messages.domain import Claim, MessageStatus, SendJob, SendOutcome
 from switchboard.messages.sending.attempt import Lost, Refused, Sent, Throttled, Transient
 from switchboard.messages.sending.plan import Unsendable
 from switchboard.messages.sending.trace import at, pending_route, skip
@@ -187,11 +187,9 @@ class SendingService:
                 language=template.language,
             )
         )
-        instead = message.model_copy(update={"content": template, "text": content_signature(template, None)})
-        tried = self._attempts.make(instead, number, route, plan.events)
-        sent_as = tried.message.model_copy(update={"content": message.content, "text": message.text})
+        tried = self._attempts.make(message, number, route, plan.events, instead=template)
         return self._after(
-            replace(tried, message=sent_as),
+            tried,
             plan=plan,
             gates=gates,
             number=number,
