@@ -14,10 +14,12 @@ import * as messages from "./screens/messages.js";
 import * as usage from "./screens/usage.js";
 import * as audit from "./screens/audit.js";
 import * as users from "./screens/users.js";
+import * as templates from "./screens/templates.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ADMIN_ROUTES = [
   { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
+  { pattern: /^#\/numbers\/([^/]+)\/templates$/, screen: templates, nav: "numbers" },
   CALLS_ROUTE,
   { pattern: /^#\/keys$/, screen: keys, nav: "keys" },
   { pattern: /^#\/keys\/([^/]+)$/, screen: keyEdit, nav: "keys" },

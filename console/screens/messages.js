@@ -30,7 +30,9 @@ export function mount(main, { params, notify, navigate }) {
     if (!messageId) return;
     result.setAttribute("aria-busy", "true");
     try {
-      render(await api.message(messageId));
+      const message = await api.message(messageId);
+      // The contact's window is context: a lookup that fails leaves the message shown without it.
+      render(message, await api.contactWindow(message.to).catch(() => null));
     } catch (error) {
       clear(result);
       notify.error(error, t("messages.loadFailed", { id: messageId }));
@@ -39,7 +41,7 @@ export function mount(main, { params, notify, navigate }) {
     }
   }
 
-  function render(message) {
+  function render(message, windows) {
     const rows = [
       ["messages.status", h("span", { class: `status-${message.status.toLowerCase()}` }, tMaybe(`status.${message.status}`) || message.status)],
       ["messages.to", formatPhone(message.to)],
@@ -64,6 +66,7 @@ export function mount(main, { params, notify, navigate }) {
         h("h2", { id: "message-title" }, t("messages.detailTitle", { id: message.id })),
         h("dl", { class: "pairs" }, rows.map(([label, value]) => [h("dt", {}, t(label)), h("dd", {}, value)])),
       ),
+      windowSection(windows),
       h(
         "section",
         { class: "card", "aria-labelledby": "trace-title" },
@@ -71,6 +74,37 @@ export function mount(main, { params, notify, navigate }) {
         message.trace.length
           ? h("ol", { class: "timeline" }, message.trace.map(traceItem))
           : h("p", {}, t("messages.noTrace")),
+      ),
+    );
+  }
+
+  // The customer-service window of each Cloud API number with this message's recipient.
+  function windowSection(windows) {
+    const cloud = windows ? windows.numbers.filter((item) => item.serviceWindow) : [];
+    if (!cloud.length) return null;
+    return h(
+      "section",
+      { class: "card", "aria-labelledby": "window-title" },
+      h("h2", { id: "window-title" }, t("messages.window")),
+      h("p", { class: "hint" }, t("messages.windowHint")),
+      h(
+        "ul",
+        { "aria-label": t("messages.window") },
+        cloud.map((item) =>
+          h(
+            "li",
+            { dataset: { window: item.open ? "open" : "closed" } },
+            h("span", { class: `badge ${item.open ? "ok" : "off"}` }, h("span", { class: "dot", "aria-hidden": "true" }), t(item.open ? "messages.windowOpen" : "messages.windowClosed")),
+            " ",
+            formatPhone(item.number),
+            " — ",
+            item.open
+              ? t("messages.windowUntil", { date: formatDate(item.windowOpenUntil) })
+              : item.lastHeardAt
+                ? t("messages.windowLastHeard", { date: formatDate(item.lastHeardAt) })
+                : t("messages.windowNeverWrote"),
+          ),
+        ),
       ),
     );
   }

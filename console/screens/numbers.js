@@ -234,6 +234,9 @@ export function mount(main, { notify }) {
             "section",
             { class: "card", "aria-label": title },
             h("h2", {}, title, " ", badge(number.connected)),
+            number.wabaId
+              ? h("p", {}, h("a", { href: `#/numbers/${encodeURIComponent(number.id)}/templates` }, t("numbers.templates")))
+              : null,
             own.length
               ? [
                   table(

@@ -62,3 +62,59 @@ def test_an_unknown_message_is_refused_in_words(console: Console, stack: Stack) 
 
     expect(page.get_by_role("alert")).to_contain_text("Não foi possível ler a mensagem msg_does_not_exist: ")
     expect(page.get_by_role("region", name="Como o número foi escolhido")).to_have_count(0)
+
+
+def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contacts_window(
+    console: Console, stack: Stack
+) -> None:
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    created = stack.api(
+        "POST",
+        "/api/api-keys",
+        key=demo.admin_key,
+        json={"name": "cloud sender", "scopes": ["send"], "defaultNumber": cloud.number},
+    )
+    assert created.status_code == 201, created.text
+    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json={"to": "5511944440077", "text": "oi"})
+    assert answer.status_code == 202, answer.text
+    path = f"/api/messages/{answer.json()['id']}"
+
+    def ended() -> dict[str, Any] | None:
+        message: dict[str, Any] = stack.api("GET", path, key=demo.admin_key).json()
+        return message if message["status"] == "FAILED" else None
+
+    failed = stack.wait_for(ended)
+    assert failed["failureReason"] == "outside_service_window"
+    page = console.sign_in_as_admin(demo)
+
+    page.evaluate("route => { location.hash = route; }", f"#/messages/{failed['id']}")
+
+    details = page.get_by_role("region", name=f"Mensagem {failed['id']}")
+    expect(details).to_contain_text("fora da janela de atendimento de 24 h")
+    window = page.get_by_role("region", name="Janela de atendimento").get_by_role("listitem")
+    expect(window.filter(has_text=phone(cloud.number))).to_contain_text("fechada")
+    expect(window.filter(has_text=phone(cloud.number))).to_contain_text("o contato nunca escreveu a este número")
+
+
+def test_a_cloud_numbers_templates_are_listed_with_their_status(
+    console: Console, stack: Stack, screenshot: Callable[[Page, str], Path]
+) -> None:
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    page = console.sign_in_as_admin(demo)
+    page.get_by_role("navigation").get_by_role("link", name="Números").click()
+
+    page.get_by_role("region", name=f"{phone(cloud.number)} (demo meta)").get_by_role(
+        "link", name="Modelos de mensagem (Meta)"
+    ).click()
+
+    expect(page).to_have_url(f"{stack.api_url}/console/#/numbers/{cloud.number_id}/templates")
+    rows = page.get_by_role("table").get_by_role("row")
+    hello = rows.filter(has=page.get_by_role("rowheader", name="hello_world"))
+    expect(hello).to_contain_text("en_US")
+    expect(hello).to_contain_text("aprovado")
+    expect(hello).to_contain_text("marketing")
+    screenshot(page, "templates")
+    page.get_by_role("button", name="Ler de novo na Meta").click()
+    expect(page.get_by_text("lida na Meta agora")).to_be_visible()

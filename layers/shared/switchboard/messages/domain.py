@@ -142,6 +142,9 @@ class SendJob(Model):
     # Set on the delayed job that wakes a WAITING message: the lease token of the worker that
     # made it wait, which it writes as the message's `wake_token`. Any other job skips it.
     wake: str | None = None
+    # True on a template's job: its first route may be one whose customer-service window is
+    # closed (the claim, which reads no content, marks it in flight at once).
+    template: bool | None = None
 
 
 class Claim(Model):

@@ -335,7 +335,13 @@ class MessageService:
                 raise IdempotencyKeyReused("this Idempotency-Key was used with a different body") from None
             if message.status is not MessageStatus.QUEUED:
                 return Accepted(id=message.id, status=message.status)
-        job = SendJob(message_id=message.id, tenant=message.tenant, api_key_id=message.api_key_id, to=message.to)
+        job = SendJob(
+            message_id=message.id,
+            tenant=message.tenant,
+            api_key_id=message.api_key_id,
+            to=message.to,
+            template=True if isinstance(message.content, Template) else None,
+        )
         try:
             self._queue.send(job.model_dump_json(exclude_none=True))
         except Exception as exc:

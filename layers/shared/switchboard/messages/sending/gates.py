@@ -110,7 +110,7 @@ class MessageGates:
         """The pacing hold that frees up soonest among the numbers pacing passed over."""
         return self._pace.held
 
-    def first_open(self, numbers: list[NumberRoutes]) -> tuple[NumberRoutes, Route] | None:
+    def first_open(self, numbers: list[NumberRoutes], *, free_form: bool = True) -> tuple[NumberRoutes, Route] | None:
         """The route a message with no route pending tries first, as far as the ban watch decides
         (nothing traced, nothing spent): the one its claim records in flight. None when no route
         is open (nothing is marked)."""
@@ -118,9 +118,9 @@ class MessageGates:
             if not number.connected:
                 continue
             for route in number.routes:
-                # The claim has not read the content yet: a route with a window closed on this
-                # recipient is not marked (a template through it marks it when it is tried).
-                if self._window is not None and self._window.closed(number.number_id, route.kind, None):
+                # The claim reads the content: only the job says whether it is a template. A route
+                # whose window is closed on the recipient is not marked for free-form content.
+                if free_form and self._window is not None and self._window.closed(number.number_id, route.kind, None):
                     continue
                 if self._health is None or self._health.holds(number, route) is None:
                     return number, route

@@ -245,7 +245,9 @@ class Outcomes:
             self._messages.record_retry(message, held.reason, events if first else [], None)
         except AlreadyFinal:
             return self.skipped(message.id)
-        retry = SendJob(message_id=message.id, tenant=job.tenant, api_key_id=job.api_key_id, to=job.to)
+        retry = SendJob(
+            message_id=message.id, tenant=job.tenant, api_key_id=job.api_key_id, to=job.to, template=job.template
+        )
         self._jobs.send_later(retry.model_dump_json(exclude_none=True), delay)
         metrics.add_metric(name="SendsPaced", unit="Count", value=1)
         logger.info("send paced", extra={"message_id": message.id, "reason": held.reason, "delay": delay})
@@ -282,7 +284,12 @@ class Outcomes:
                 )
             )
         wake = SendJob(
-            message_id=message.id, tenant=job.tenant, api_key_id=job.api_key_id, to=job.to, wake=message.lease_token
+            message_id=message.id,
+            tenant=job.tenant,
+            api_key_id=job.api_key_id,
+            to=job.to,
+            wake=message.lease_token,
+            template=job.template,
         )
         self._jobs.send_later(wake.model_dump_json(exclude_none=True), delay)
         try:

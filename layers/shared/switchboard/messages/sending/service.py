@@ -69,7 +69,11 @@ class SendingService:
         """
         draft, gates = self._prepare(job, attempt)
         planned = None if isinstance(draft, Unsendable) else draft
-        first = gates.first_open(planned.selection.numbers) if planned is not None and gates is not None else None
+        first = (
+            gates.first_open(planned.selection.numbers, free_form=not job.template)
+            if planned is not None and gates is not None
+            else None
+        )
         claim = self._claim(job, first)
         if claim is None:
             if job.wake is not None and self._woken_early(job):
