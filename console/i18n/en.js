@@ -503,7 +503,10 @@ export default {
   "templates.header.IMAGE": "image",
   "templates.header.VIDEO": "video",
   "templates.header.DOCUMENT": "document",
-  "templates.headerTakes": "header ({format}): {count} parameter(s) or its file",
   "templates.bodyTakes": "body: {count} parameter(s)",
   "templates.buttonTakes": "button {index} ({type}): one {parameter}",
+  "templates.headerText": "header: {count} parameter(s)",
+  "templates.headerFile": "header: a file ({format}, by mediaId or url)",
+  "templates.buttonOptional": "button {index} ({type}): a {parameter}, optional",
+  "templates.nothing": "nothing to fill in",
 };

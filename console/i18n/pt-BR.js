@@ -503,7 +503,10 @@ export default {
   "templates.header.IMAGE": "imagem",
   "templates.header.VIDEO": "vídeo",
   "templates.header.DOCUMENT": "documento",
-  "templates.headerTakes": "cabeçalho ({format}): {count} parâmetro(s) ou o arquivo",
   "templates.bodyTakes": "corpo: {count} parâmetro(s)",
   "templates.buttonTakes": "botão {index} ({type}): um {parameter}",
+  "templates.headerText": "cabeçalho: {count} parâmetro(s)",
+  "templates.headerFile": "cabeçalho: um arquivo ({format}, por mediaId ou url)",
+  "templates.buttonOptional": "botão {index} ({type}): um {parameter}, opcional",
+  "templates.nothing": "nada a preencher",
 };

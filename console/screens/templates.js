@@ -73,14 +73,18 @@ export function mount(main, { params, notify }) {
 
   function takes(summary) {
     const parts = [];
-    if (summary.header) {
-      const format = tMaybe(`templates.header.${summary.header.format}`) || summary.header.format;
-      parts.push(t("templates.headerTakes", { format, count: summary.header.parameters.length }));
+    if (summary.header && summary.header.format === "TEXT" && summary.header.parameters.length) {
+      parts.push(t("templates.headerText", { count: summary.header.parameters.length }));
+    } else if (summary.header && summary.header.format !== "TEXT") {
+      parts.push(t("templates.headerFile", { format: tMaybe(`templates.header.${summary.header.format}`) || summary.header.format }));
     }
-    parts.push(t("templates.bodyTakes", { count: summary.body.length }));
+    if (summary.body.length) parts.push(t("templates.bodyTakes", { count: summary.body.length }));
     for (const button of summary.buttons) {
-      if (button.parameter) parts.push(t("templates.buttonTakes", { index: button.index, type: button.type, parameter: button.parameter }));
+      if (!button.parameter) continue;
+      const key = button.type === "QUICK_REPLY" ? "templates.buttonOptional" : "templates.buttonTakes";
+      parts.push(t(key, { index: button.index, type: button.type, parameter: button.parameter }));
     }
+    if (!parts.length) return t("templates.nothing");
     return h("ul", { class: "changes" }, parts.map((part) => h("li", {}, part)));
   }
 
