@@ -92,7 +92,7 @@ def promo(*values: str) -> dict[str, Any]:
     return {"name": "2023_april_promo", "language": "en_US", "components": [{"type": "body", "parameters": parameters}]}
 
 
-def test_the_graph_api_is_read_once_then_the_cache_answers_until_a_refresh(
+def test_the_graph_api_is_read_once_then_the_cache_answers_until_a_refresh_and_the_items_keep_their_names(
     client: Client, cloud: dict[str, str], graph: Graph
 ) -> None:
     first = listing(client, cloud)
@@ -104,9 +104,26 @@ def test_the_graph_api_is_read_once_then_the_cache_answers_until_a_refresh(
     assert [t["name"] for t in second["templates"]] == ["2023_april_promo", "hello_world"]
     assert second["templates"][0]["takes"]["body"] == ["1", "2"]
     assert second["templates"] == first["templates"]
+    table = bootstrap.table()
+    meta = table.get_item(Key={"pk": f"TEMPLATES#acme#{WABA}", "sk": "#META"})["Item"]
+    item = table.get_item(Key={"pk": f"TEMPLATES#acme#{WABA}", "sk": "T#hello_world#en_US"})["Item"]
+    assert set(meta) == {"pk", "sk", "tenant", "waba_id", "fetched_at", "expiresAt"}
+    assert set(item) == {
+        "pk",
+        "sk",
+        "tenant",
+        "name",
+        "language",
+        "status",
+        "category",
+        "definition",
+        "fetched_at",
+        "expiresAt",
+    }
+    assert item["definition"]["components"][0] == {"format": "TEXT", "text": "Hello World", "type": "HEADER"}
 
 
-def test_a_send_that_does_not_fit_its_template_is_refused_before_anything_is_stored(
+def test_a_send_that_does_not_fit_its_template_is_refused_before_anything_is_stored_and_only_cloud_numbers_have_some(
     client: Client, cloud: dict[str, str], graph: Graph
 ) -> None:
     short = client.post("/api/messages", key=cloud["send"], json_body={"to": TO, "template": promo("Mark")})
@@ -142,6 +159,13 @@ def test_a_send_that_does_not_fit_its_template_is_refused_before_anything_is_sto
     assert view["type"] == "template"
     assert view["trace"][0]["data"]["template"] == {"name": "2023_april_promo", "language": "en_US"}
     assert len(graph.reads) == 1  # every check after the first read the cache
+    plain = client.post("/api/numbers", key=cloud["admin"], json_body={"number": "5511900000009", "displayName": "p"})
+    orphan = client.post(
+        "/api/numbers", key=cloud["admin"], json_body={"number": "5511900000008", "displayName": "o", "wabaId": "1"}
+    )
+    none = client.get(f"/api/numbers/{plain.json()['id']}/templates", key=cloud["admin"])
+    assert (none.status, none.json()["error"]) == (422, "no_business_account")
+    assert orphan.status == 422 and b"metaPhoneId" in orphan.body
 
 
 def test_a_status_change_reaches_the_cache_at_once_and_a_paused_template_is_refused(
@@ -156,41 +180,6 @@ def test_a_status_change_reaches_the_cache_at_once_and_a_paused_template_is_refu
     assert statuses == {"2023_april_promo": "PAUSED", "hello_world": "APPROVED"}
     paused = client.post("/api/messages", key=cloud["send"], json_body={"to": TO, "template": promo("Mark", "FALL25")})
     assert paused.status == 422 and "is PAUSED, not APPROVED" in paused.json()["message"]
-
-
-def test_the_cache_items_under_their_stored_names(client: Client, cloud: dict[str, str], graph: Graph) -> None:
-    listing(client, cloud)
-    table = bootstrap.table()
-
-    meta = table.get_item(Key={"pk": f"TEMPLATES#acme#{WABA}", "sk": "#META"})["Item"]
-    item = table.get_item(Key={"pk": f"TEMPLATES#acme#{WABA}", "sk": "T#hello_world#en_US"})["Item"]
-
-    assert set(meta) == {"pk", "sk", "tenant", "waba_id", "fetched_at", "expiresAt"}
-    assert set(item) == {
-        "pk",
-        "sk",
-        "tenant",
-        "name",
-        "language",
-        "status",
-        "category",
-        "definition",
-        "fetched_at",
-        "expiresAt",
-    }
-    assert item["definition"]["components"][0] == {"format": "TEXT", "text": "Hello World", "type": "HEADER"}
-
-
-def test_a_number_without_a_business_account_has_no_templates(client: Client, cloud: dict[str, str]) -> None:
-    plain = client.post("/api/numbers", key=cloud["admin"], json_body={"number": "5511900000009", "displayName": "p"})
-    orphan = client.post(
-        "/api/numbers", key=cloud["admin"], json_body={"number": "5511900000008", "displayName": "o", "wabaId": "1"}
-    )
-
-    answer = client.get(f"/api/numbers/{plain.json()['id']}/templates", key=cloud["admin"])
-
-    assert (answer.status, answer.json()["error"]) == (422, "no_business_account")
-    assert orphan.status == 422 and b"metaPhoneId" in orphan.body
 
 
 def test_the_accounts_status_webhook_through_the_handler_updates_the_cache_and_an_unknown_account_is_acknowledged(
