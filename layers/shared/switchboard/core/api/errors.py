@@ -118,7 +118,10 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
 
 
 def _describe(problem: dict[str, Any]) -> str:
-    location = ".".join(str(part) for part in problem.get("loc", ()) if part not in ("body",))
+    # The validator puts the request body first ("body"); a field of the body may itself be named
+    # `body` (an interactive message's), so only that first part is dropped.
+    parts = list(problem.get("loc", ()))
+    location = ".".join(str(part) for part in (parts[1:] if parts[:1] == ["body"] else parts))
     message = problem.get("msg") or problem.get("type", "invalid")
     return f"{location}: {message}" if location else str(message)
 
