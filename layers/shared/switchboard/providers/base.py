@@ -209,6 +209,17 @@ class ProviderClient(Protocol):
         ...
 
 
+@runtime_checkable
+class MessageRevoker(Protocol):
+    """A client whose server deletes a sent message for everyone (WhatsApp's revoke); the Cloud
+    API has no such call, so its client is not one."""
+
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """Delete for everyone the message `provider_message_id` this instance sent to `phone`.
+        Raises the `ProviderError`s of a request."""
+        ...
+
+
 class DownloadedMedia(Model):
     """A message's file as its provider handed it over: not yet typed or checked."""
 
