@@ -32,6 +32,7 @@ from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.providers.content import MediaKind, MediaRef
 
 UPLOAD_SECONDS = 300  # long enough for a phone on a slow link, short enough not to linger
+PREVIEW_SECONDS = 300  # an image's thumbnail in the console: the page shows it at once
 MB = 1024 * 1024
 # WhatsApp's limits per kind (what every provider kind accepts).
 LIMITS: dict[MediaKind, int] = {
@@ -188,6 +189,22 @@ class MediaUploads:
         key = self._key(tenant, f"url_{digest}")
         self._s3.put_object(Bucket=self._bucket, Key=key, Body=data, ContentType=mime)
         return MediaRef(key=key, sha256=digest, mime_type=mime, size=len(data), file_name=file_name)
+
+    def preview_url(self, ref: MediaRef) -> str:
+        """A presigned GET of a stored file, valid `PREVIEW_SECONDS`, answered with its checked
+        type (never the client's claim) and inline: the console's thumbnail of an image. Signing
+        costs no request; the console's CSP allows the bucket's origin for images only."""
+        url: str = self._s3.generate_presigned_url(
+            "get_object",
+            Params={
+                "Bucket": self._bucket,
+                "Key": ref.key,
+                "ResponseContentType": ref.mime_type,
+                "ResponseContentDisposition": "inline",
+            },
+            ExpiresIn=PREVIEW_SECONDS,
+        )
+        return url
 
     def read(self, ref: MediaRef) -> bytes:
         """The stored bytes of `ref`, checked against its sha256 (the `MediaReader` port). Raises

@@ -110,12 +110,16 @@ def _kinds(kind: MediaKind, data: bytes) -> list[MediaKind]:
     return [kind] if kind == "document" else [kind, "document"]
 
 
-def fetch_from_helpdesk(*, local_mode: bool = False) -> Fetch:
+def fetch_from_helpdesk(*, local_mode: bool = False, transport: httpx.BaseTransport | None = None) -> Fetch:
     """A `Fetch` under the outbound URL policy: the first URL on the downstream's origin, each
-    redirect checked again, no proxy, read no further than `max_bytes`. Raises `FetchRefused`."""
+    redirect checked again, no proxy, read no further than `max_bytes`. Raises `FetchRefused`.
+    `transport`: the pinned transport unless a test gives its own."""
     policy = OutboundPolicy.configured(local_mode=local_mode)
     client = httpx.Client(
-        timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False, transport=PinnedTransport(policy)
+        timeout=FETCH_TIMEOUT_SECONDS,
+        follow_redirects=False,
+        trust_env=False,
+        transport=transport or PinnedTransport(policy),
     )
 
     def fetch(url: str, allowed_origin: str, max_bytes: int) -> tuple[bytes, str]:
