@@ -16,7 +16,12 @@ Billing units:
 - Parameter Store: no charge at standard throughput (what the template uses); priced here at the
   higher-throughput rate to show what turning it on would add;
 - CloudWatch Logs: every byte the functions print (log lines and EMF metrics), plus Lambda's own
-  START/END/REPORT lines, ingested at the standard class.
+  START/END/REPORT lines, ingested at the standard class;
+- S3 (Standard): one request per PUT (a client's upload, a fetched file put) and per GET (a file
+  read to check or send it); a presigned URL is signed locally and costs nothing; each byte put is
+  stored for the media bucket's retention (its lifecycle: 15 days, half a month);
+- data transfer out: the bytes a function sends to a provider on the internet (a file's upload;
+  base64 for wuzapi and Evolution), at the first tier; what the provider then sends WhatsApp is its own.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from devstack import template
 
 KB = 1024
 READ_DATE = "2026-12-01"
+MEDIA_RETENTION_MONTHS = 15 / 30.4  # the media bucket's lifecycle expiry (template.yaml), in months
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,15 @@ PRICES: dict[str, Price] = {
     ),
     "log_byte": Price(
         0.50, 2**30, "CloudWatch Logs ingestion (standard class)", "https://aws.amazon.com/cloudwatch/pricing/"
+    ),
+    "s3_write": Price(0.005, 1e3, "S3 Standard PUT, COPY, POST, LIST requests", "https://aws.amazon.com/s3/pricing/"),
+    "s3_read": Price(0.0004, 1e3, "S3 Standard GET and other requests", "https://aws.amazon.com/s3/pricing/"),
+    "s3_storage": Price(0.023, 1, "S3 Standard storage, GB-month (first 50 TB)", "https://aws.amazon.com/s3/pricing/"),
+    "transfer_out": Price(
+        0.09,
+        2**30,
+        "Data transfer out to the internet (first 10 TB a month)",
+        "https://aws.amazon.com/ec2/pricing/on-demand/",
     ),
 }
 
@@ -172,6 +187,10 @@ class Usage:
     eventbridge_events: float = 0.0
     ssm_interactions: float = 0.0
     log_bytes: float = 0.0  # what the functions print; Lambda's own lines are added per invocation
+    s3_writes: float = 0.0
+    s3_reads: float = 0.0
+    stored_gb_months: float = 0.0
+    transfer_out_bytes: float = 0.0
 
     @property
     def invocations(self) -> float:
@@ -190,6 +209,9 @@ def cost_per_million(usage: Usage, prices: Mapping[str, Price] = PRICES) -> dict
         "API Gateway": prices["api_request"].of(usage.api_requests),
         "EventBridge": prices["eventbridge_event"].of(usage.eventbridge_events),
         "CloudWatch Logs": prices["log_byte"].of(logs),
+        "S3 requests": prices["s3_write"].of(usage.s3_writes) + prices["s3_read"].of(usage.s3_reads),
+        "S3 storage": prices["s3_storage"].of(usage.stored_gb_months),
+        "Data transfer out": prices["transfer_out"].of(usage.transfer_out_bytes),
     }
     return {line: usd * 1e6 for line, usd in lines.items() if usd}
 

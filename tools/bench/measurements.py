@@ -252,6 +252,9 @@ LINES = (
     "API Gateway",
     "EventBridge",
     "CloudWatch Logs",
+    "S3 requests",
+    "S3 storage",
+    "Data transfer out",
 )
 
 
@@ -291,7 +294,10 @@ def _workloads(figures: Figures, recorded: Mapping[str, Figures]) -> list[str]:
         "[costs.md](costs.md#cost-per-million)). Lambda duration is each invocation's own compute time "
         "in this run plus the stated round trips of `tools/bench/meter.py`. The sends are API sends in "
         "pool mode with a `delivered` receipt and two client webhooks (`message.sent`, "
-        "`message.delivered`), to new recipients and again to known ones (affinity hit); the incoming "
+        "`message.delivered`), to new recipients and again to known ones (affinity hit); the media sends "
+        "are the same path with a 150 KB photo uploaded first (`POST /api/media`, the client's presigned "
+        "PUT to S3), checked on first use (its declaration and its bytes read back), read by the worker "
+        "and uploaded to the provider (base64: the data transfer out); the incoming "
         "messages are forwarded to Chatwoot (4 contacts, 5 messages each); the call reservations are "
         "`POST /api/connections/{instance}/calls` with the provider's dial.",
         "\n".join(rows),

@@ -36,6 +36,7 @@ LATENCY_MS = {
     "sqs": 8.0,
     "ssm": 10.0,
     "events": 15.0,
+    "s3": 20.0,  # a small object's GET or PUT in-region
     "http": 150.0,  # a client webhook or a Chatwoot request
     "provider": 250.0,  # a provider's send, dial or read
 }
@@ -60,6 +61,10 @@ class Tally:
     sqs_requests: float = 0.0
     eventbridge_events: float = 0.0
     ssm_interactions: float = 0.0
+    s3_writes: float = 0.0  # PUT, COPY, POST, LIST requests (S3's first price tier)
+    s3_reads: float = 0.0  # GET, HEAD and the other requests
+    stored_bytes: int = 0  # bytes put in S3 (kept for the bucket's retention)
+    transfer_out_bytes: int = 0  # bytes sent out of AWS to a provider (a file's upload)
     http: Counter[str] = field(default_factory=Counter)  # "provider" / "http" -> count
     log_bytes: int = 0
     invocations: list[Invocation] = field(default_factory=list)
@@ -122,12 +127,14 @@ class Meter:
             if id(client) in meter._unmetered:
                 return original_call(client, operation, params)
             meter._attach(client)
+            body = params.get("Body")  # read before the call: botocore wraps it in a stream
+            stored = len(body) if isinstance(body, (bytes, bytearray)) else 0
             started = time.perf_counter()
             try:
                 return original_call(client, operation, params)
             finally:
                 meter._aws_seconds += time.perf_counter() - started
-                meter._count(client.meta.service_model.service_name, operation, params)
+                meter._count(client.meta.service_model.service_name, operation, params, stored=stored)
 
         def send(client: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
             started = time.perf_counter()
@@ -184,7 +191,7 @@ class Meter:
 
     # --- AWS requests ------------------------------------------------------------------------
 
-    def _count(self, service: str, operation: str, params: dict[str, Any]) -> None:
+    def _count(self, service: str, operation: str, params: dict[str, Any], *, stored: int = 0) -> None:
         tally = self.tally()
         tally.requests[f"{service}.{operation}"] += 1
         self._latency_ms += LATENCY_MS.get(f"{service}.{operation}", LATENCY_MS.get(service, 0.0))
@@ -196,6 +203,16 @@ class Meter:
             )
         elif service == "ssm":
             tally.ssm_interactions += 1
+        elif service == "s3":
+            if operation in _S3_WRITES:
+                tally.s3_writes += 1
+                tally.stored_bytes += stored
+            else:
+                tally.s3_reads += 1
+
+    def transfer_out(self, size: int) -> None:
+        """Bytes the current label sends out of AWS (a file uploaded to a provider)."""
+        self.tally().transfer_out_bytes += size
 
     def _attach(self, client: Any) -> None:
         if id(client) in self._attached or client.meta.service_model.service_name != "dynamodb":
@@ -311,6 +328,10 @@ class Meter:
         return self._schemas[table]
 
 
+# S3's requests billed at the PUT rate; every other request (GET, HEAD, ...) at the GET rate.
+_S3_WRITES = frozenset({"PutObject", "CopyObject", "PostObject", "ListObjects", "ListObjectsV2", "ListBuckets"})
+
+
 def _sqs_requests(operation: str, params: dict[str, Any]) -> int:
     if operation == "SendMessage":
         return cost.sqs_requests(len(params.get("MessageBody", "").encode()) + _attributes_bytes(params))
@@ -351,5 +372,9 @@ def usage_of(tallies: dict[str, Tally], units: int, memory: dict[str, int], *, a
         usage.sqs_requests += tally.sqs_requests / units
         usage.eventbridge_events += tally.eventbridge_events / units
         usage.ssm_interactions += tally.ssm_interactions / units
+        usage.s3_writes += tally.s3_writes / units
+        usage.s3_reads += tally.s3_reads / units
+        usage.stored_gb_months += tally.stored_bytes / units / 2**30 * cost.MEDIA_RETENTION_MONTHS
+        usage.transfer_out_bytes += tally.transfer_out_bytes / units
         usage.log_bytes += tally.log_bytes / units
     return usage

@@ -158,7 +158,8 @@ class FakeProvider:
             if isinstance(content, Text):
                 token = target.instance_token or ""
                 self.sent.append(Sent(target.provider_instance_id, token, phone, content.body, idempotency_key))
-            return SentMessage(provider_message_id=f"wamid-{len(self.parts) + len(self.sent)}")
+                return SentMessage(provider_message_id=f"wamid-{len(self.sent)}")
+            return SentMessage(provider_message_id=f"wamid-{content.type}-{len(self.parts)}")
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         with self._lock:
@@ -170,7 +171,7 @@ class FakeProvider:
             token = target.instance_token or ""
             self.sent.append(Sent(target.provider_instance_id, token, phone, body, idempotency_key))
             self.parts.append((phone, body, None, None))
-            return SentMessage(provider_message_id=f"wamid-{len(self.parts) + len(self.sent)}")
+            return SentMessage(provider_message_id=f"wamid-{len(self.sent)}")
 
     def capabilities(self, target: ProviderTarget) -> Capabilities:
         self.calls.append("capabilities")
