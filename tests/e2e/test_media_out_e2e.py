@@ -199,7 +199,7 @@ def test_given_a_clients_mistakes_then_each_is_a_clear_4xx(stack: Stack, fresh_t
     big_image = upload(stack, key, files.png() + bytes(5 * 1024 * 1024), "image/png")
     pdf_as_image = upload(stack, key, PDF, "image/png")
 
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "over the kind's limit": {"media": {"mediaId": big_image, "type": "image"}},
         "a wrong type": {"media": {"mediaId": pdf_as_image, "type": "image"}},
         "an expired mediaId": {"media": {"mediaId": "med_0123456789abcdef0123", "type": "image"}},
