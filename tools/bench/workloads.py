@@ -12,7 +12,7 @@ Three workloads, each run warm (one round first, not counted):
   counted as the line `EventBridge rule`). Once to new recipients (affinity miss), once more to
   the same ones (affinity hit). The provider is a recording fake; its send counts as one
   provider request;
-- API media sends in pool mode, the same way: a photo (`PHOTO_BYTES`) with a caption, uploaded by
+- API media sends in pool mode, the same way: a 100 KB photo with a caption, uploaded by
   the client with `POST /api/media` and its presigned PUT (signed in the function, no request; the
   PUT is the client's request to S3), sent with `POST /api/messages` (the first use checks the file:
   its declaration and its bytes read back), read again by the send worker and uploaded to the
@@ -71,7 +71,8 @@ from tools.support.provider_webhooks import envelope, message_data, signed_heade
 from tools.support.sqs import received_record
 
 MESSAGES = 20
-PHOTO_BYTES = 150 * 1024  # a phone's photo as WhatsApp sends it (re-encoded, about 100-300 KB)
+# A WhatsApp photo as phones send it (compressed, about 100 KB).
+PHOTO_BYTES = 100 * 1024
 SENDERS, PER_SENDER = 4, 5
 LINES, PER_LINE = 3, 8
 POOL_WEBHOOK_SECRET = "whsec-very-secret-value-1"  # noqa: S105 - build_world's provider secret
@@ -284,7 +285,7 @@ def media_sends(run: Stage) -> Measured:
     receiver = Receiver()
     bucket = os.environ["MEDIA_BUCKET"]
     client_s3 = boto3.client("s3", region_name=REGION)  # the client's own PUT, metered as S3's
-    photo = files.png() + bytes(PHOTO_BYTES - len(files.png()))
+    photo = files.sized(files.png(), PHOTO_BYTES)
     try:
         world = build_world(run.client, run.tenant, *NUMBERS)
         world.create_send_key(webhook_url=receiver.url)
@@ -316,7 +317,9 @@ def media_sends(run: Stage) -> Measured:
         with run.meter.on():
             one_round(["5531900000001"])
             return run.measure(
-                "API media send (150 KB photo), pool, new recipient", MESSAGES, lambda: one_round(recipients)
+                f"API media send ({PHOTO_BYTES // 1024} KB photo), pool, new recipient",
+                MESSAGES,
+                lambda: one_round(recipients),
             )
     finally:
         receiver.stop()
@@ -430,7 +433,10 @@ def report(measured: list[Measured]) -> list[Figures]:
         print(_by_function(each))
         print(
             f"    billing units: {usage.write_units:.2f} WRU, {usage.read_units:.2f} RRU, "
-            f"{usage.sqs_requests:.2f} SQS, {usage.api_requests:.2f} API, {usage.eventbridge_events:.2f} events, "
+            f"{usage.sqs_requests:.2f} SQS, {usage.sqs_fifo_requests:.2f} SQS FIFO, "
+            f"{usage.s3_write_requests:.2f} S3 PUT/LIST, {usage.s3_read_requests:.2f} S3 GET/HEAD, "
+            f"{usage.s3_stored_bytes / 1024:.0f} KB stored, {usage.api_requests:.2f} API, "
+            f"{usage.eventbridge_events:.2f} events, "
             f"{usage.ssm_interactions:.3f} SSM, {usage.log_bytes:.0f} log bytes, {usage.invocations:.2f} invocations"
         )
         detail = ", ".join(f"{line} {usd:.2f}" for line, usd in lines.items())
@@ -446,6 +452,11 @@ def report(measured: list[Measured]) -> list[Figures]:
                 "read_units": round(usage.read_units, 2),
                 "invocations": round(usage.invocations, 2),
                 "ssm_interactions": round(usage.ssm_interactions, 3),
+                "s3": {
+                    "writes": round(usage.s3_write_requests, 2),
+                    "reads": round(usage.s3_read_requests, 2),
+                    "stored_kb": round(usage.s3_stored_bytes / 1024),
+                },
                 "usd_by_line": {line: round(usd, 2) for line, usd in lines.items()},
                 "usd": round(sum(lines.values()), 2),
                 "ssm_usd": round(ssm, 2),
