@@ -132,6 +132,7 @@ class Numbers:
 
 @dataclass
 class World:
+    catalog: FakeCatalog
     outbox: OutboxService
     provider: FakeProvider
     store: FakeOutboxStore
@@ -155,9 +156,10 @@ def world(
     for data, mime in ((PNG, "image/png"), (OGG, "audio/ogg"), (PDF, "application/pdf")):
         bucket.data[ref(data, mime).key] = data
     state = INSTANCE.model_copy(update={"state": "CONNECTED" if connected else "DISCONNECTED"})
+    catalog = FakeCatalog([state])
     outbox = OutboxService(
         store,
-        FakeCatalog([state]),
+        catalog,
         FakeTargets(provider, kind=kind),
         usage=UsageRecorder(FakeUsageStore()),
         downstreams=FakeDownstreams(TARGET),
@@ -170,7 +172,7 @@ def world(
         numbers=Numbers(),
         statuses=statuses,
     )
-    return World(outbox, provider, store, notes, attachments, bucket, links, statuses)
+    return World(catalog, outbox, provider, store, notes, attachments, bucket, links, statuses)
 
 
 def image_attachment(url: str, name: str = "photo.png") -> Attachment:
@@ -294,7 +296,7 @@ def test_given_a_redelivered_webhook_then_its_attachments_are_fetched_once_and_s
     assert (again.status, w.attachments.fetched, sent_kinds(w.provider)) == ("SENT", ["u1"], ["image"])
 
 
-def test_given_a_disconnected_instance_then_the_reply_waits_as_references_and_leaves_on_the_drain() -> None:
+def test_given_a_disconnected_instance_then_the_reply_waits_as_references_and_leaves_on_reconnect() -> None:
     w = world(connected=False)
     w.attachments.contents = {"u1": media("document", PDF, "application/pdf", "pedido.pdf")}
     reply = Reply(
@@ -312,6 +314,14 @@ def test_given_a_disconnected_instance_then_the_reply_waits_as_references_and_le
     assert (
         isinstance(stored, MediaMessage) and stored.media.stored is not None and "data" not in entry.model_dump_json()
     )
+    assert w.provider.parts == []
+
+    w.catalog.instances[INSTANCE.key] = INSTANCE  # the instance reconnected
+    drained = w.outbox.drain(INSTANCE.key)
+
+    [(_, document, _, file)] = w.provider.parts
+    assert drained.sent == 1 and isinstance(document, MediaMessage) and document.media.file_name == "pedido.pdf"
+    assert file is not None and file.data == PDF and w.store.outcomes["9023"].status == "SENT"
 
 
 def test_given_a_waiting_attachment_whose_file_expired_then_the_reply_fails_and_the_agent_is_told() -> None:
