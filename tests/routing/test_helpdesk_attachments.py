@@ -91,6 +91,7 @@ def test_given_a_location_then_it_is_one_with_its_title() -> None:
     ("attachment", "reason"),
     [
         (Attachment(file_type="contact"), "a contact attachment has no WhatsApp form"),
+        (Attachment(file_type="unknown"), "an attachment of no type has no WhatsApp form"),
         (Attachment(file_type="image"), "the image attachment has no file URL"),
         (Attachment(file_type="file", data_url="https://elsewhere.example/x.pdf"), "its URL is not on the helpdesk"),
         (Attachment(file_type="file", data_url=f"{HELPDESK}/rails/active_storage/blobs/redirect/nope/x.pdf"), "404"),

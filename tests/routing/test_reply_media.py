@@ -73,6 +73,8 @@ class FakeAttachments:
     fetched: list[str] = field(default_factory=list)
 
     def content_of(self, tenant: str, downstream: DownstreamTarget, attachment: Attachment) -> Any:
+        if attachment.file_type == "unknown":
+            raise AttachmentUnavailable("an attachment of no type has no WhatsApp form")
         if attachment.file_type == "location":
             return Location(latitude=attachment.latitude or 0, longitude=attachment.longitude or 0)
         url = attachment.data_url or ""
@@ -605,3 +607,22 @@ def test_given_a_data_url_then_the_file_name_is_its_last_segment(
     url: str | None, extension: str | None, expected: str | None
 ) -> None:
     assert attachment_file_name(url, extension) == expected
+
+
+def test_given_an_attachment_chatwoot_sends_as_null_then_the_agent_is_told_it_was_not_sent() -> None:
+    raw = json.loads((CHATWOOT / "webhook_message_created_attachments.json").read_text())
+    raw["attachments"] = [None, raw["attachments"][0]]
+    reply = OutgoingWebhook.model_validate(raw).reply()
+    assert reply is not None and reply.attachments[0].file_type == "unknown"
+    w = world()
+    w.attachments.contents = {str(reply.attachments[1].data_url): media("image", PNG, "image/png")}
+
+    assert w.outbox.submit(INSTANCE, reply.model_copy(update={"conversation_id": 55})).status == "SENT"
+    assert sent_kinds(w.provider) == ["image"]
+    assert w.notes.notes == [
+        (
+            55,
+            "Attachment 1 of 2 of message 9010 was not sent through acme-main:"
+            " an attachment of no type has no WhatsApp form.",
+        )
+    ]

@@ -78,7 +78,12 @@ class HelpdeskAttachments:
             return Location(latitude=attachment.latitude, longitude=attachment.longitude, name=title)
         kind = _FILE_TYPES.get(attachment.file_type)
         if kind is None:
-            raise AttachmentUnavailable(f"a {attachment.file_type} attachment has no WhatsApp form")
+            what = (
+                "an attachment of no type"
+                if attachment.file_type == "unknown"
+                else f"a {attachment.file_type} attachment"
+            )
+            raise AttachmentUnavailable(f"{what} has no WhatsApp form")
         if not attachment.data_url:
             raise AttachmentUnavailable(f"the {attachment.file_type} attachment has no file URL")
         try:

@@ -71,7 +71,7 @@ class _Attachment(_Lenient):
     def attachment(self) -> Attachment:
         located = self.file_type == "location"
         return Attachment(
-            file_type=self.file_type or "file",
+            file_type=self.file_type or "unknown",
             data_url=self.data_url or None,
             file_name=None if located else attachment_file_name(self.data_url, self.extension),
             latitude=self.coordinates_lat if located else None,
@@ -113,7 +113,11 @@ class OutgoingWebhook(_Lenient):
     @field_validator("attachments", mode="before")
     @classmethod
     def _listed(cls, value: Any) -> Any:
-        return [] if value is None else value
+        # `Attachment#push_event_data` is nil for an attachment without a file type: kept, so the
+        # agent is told it was not sent.
+        if value is None:
+            return []
+        return [{} if item is None else item for item in value] if isinstance(value, list) else value
 
     @field_validator("content_attributes", mode="before")
     @classmethod
@@ -131,7 +135,7 @@ class OutgoingWebhook(_Lenient):
             return None
         address = self._address()
         text = self.content if self.content and self.content.strip() else ""
-        attachments = [attachment.attachment() for attachment in self.attachments if attachment.file_type]
+        attachments = [attachment.attachment() for attachment in self.attachments]
         if not ((text or attachments) and self.id is not None and address):
             return None
         attributes = self.content_attributes or _ContentAttributes()
