@@ -50,7 +50,7 @@ def helpdesk() -> tuple[FakeDownstream, HelpdeskAttachments, FakeS3]:
         ("image", files.png(), "image/png", "green.png", "image", "image/png"),
         ("image", b"GIF89a" + bytes(64), "image/gif", "anim.gif", "document", "image/gif"),
         ("audio", files.ogg_opus(frames=3), "audio/ogg", "recording.ogg", "voice", "audio/ogg"),
-        ("audio", b"ID3\x04" + bytes(64), "audio/mpeg", "recording.mp3", "audio", "audio/mpeg"),
+        ("audio", b"ID3\x04" + bytes(64), "audio/mpeg", "recording.mp3", "voice", "audio/mpeg"),
         ("file", files.pdf("pedido"), "application/pdf", "Pedido 1.pdf", "document", "application/pdf"),
         ("video", b"\x00\x00\x00\x18ftypmp42" + bytes(64), "video/mp4", "clip.mp4", "video", "video/mp4"),
     ],

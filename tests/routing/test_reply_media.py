@@ -391,6 +391,37 @@ def test_given_an_unavailable_provider_mid_reply_then_it_resumes_from_the_part_t
     assert w.store.outcomes["9026"].status == "SENT" and len(w.store.outcomes["9026"].provider_message_ids) == 2
 
 
+MP3 = b"ID3\x04" + bytes(64)
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "mime", "leaves_as"),
+    [
+        ("wuzapi", OGG, "audio/ogg", "voice"),
+        ("meta", OGG, "audio/ogg", "voice"),
+        ("evolution", MP3, "audio/mpeg", "voice"),  # Evolution converts it to Opus itself
+        ("wuzapi", MP3, "audio/mpeg", "audio"),  # WhatsApp plays only OGG/Opus as a voice note
+        ("meta", MP3, "audio/mpeg", "audio"),
+    ],
+)
+def test_given_an_agents_recording_then_it_is_a_voice_note_where_the_kind_can_send_it_as_one(
+    kind: ProviderKind, data: bytes, mime: str, leaves_as: str
+) -> None:
+    w = world(kind=kind)
+    w.files.data[ref(data, mime).key] = data
+    w.attachments.contents = {"rec": media("voice", data, mime)}
+    reply = Reply(
+        message_id="9027",
+        phone=PHONE,
+        text="",
+        conversation_id=55,
+        attachments=[Attachment(file_type="audio", data_url="rec")],
+    )
+
+    assert w.outbox.submit(INSTANCE, reply).status == "SENT"
+    assert sent_kinds(w.provider) == [leaves_as] and w.notes.notes == []
+
+
 # --- quotes -------------------------------------------------------------------------------------
 
 

@@ -706,6 +706,8 @@ class EvolutionKind(KindDefaults):
     always_connected = False
     # `sendText` sets no length (its schema has no maxLength, Baileys none): WhatsApp's own applies.
     text_limit = WHATSAPP_TEXT_CHARS
+    # `sendWhatsAppAudio` converts any audio to Opus with ffmpeg and sends it as PTT.
+    converts_voice_notes = True
     schemes: tuple[WebhookScheme, ...] = ("evolution-jwt", "evolution-apikey")
 
     def client(

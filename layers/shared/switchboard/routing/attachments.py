@@ -14,11 +14,11 @@ the webhook is handled, never later:
   under the tenant's prefix; the reply carries the reference, never the bytes.
 
 Which WhatsApp kind a file leaves as is decided by its bytes: an image WhatsApp shows (JPEG or
-PNG within 5 MB) as an image, a video it plays (MP4 or 3GPP within 16 MB) as a video, an OGG
-recording as a voice note (what the Cloud API and the WhatsApp apps play as one; Chatwoot
-records OGG/Opus for WhatsApp inboxes), any other audio as an audio file (Chatwoot records MP3
-for an API inbox, and nothing here transcodes it), and everything else, or what is too large for
-its kind, as a document with its file name.
+PNG within 5 MB) as an image, a video it plays (MP4 or 3GPP within 16 MB) as a video, an audio (an
+agent's recording: Chatwoot records OGG/Opus for a WhatsApp inbox, MP3 for an API inbox) as a
+voice note, and everything else, or what is too large for its kind, as a document with its file
+name. A voice note that is not OGG/Opus leaves as one only through a kind whose server converts
+it (Evolution); elsewhere as an audio file (`routing.outbox`): nothing here transcodes.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class HelpdeskAttachments:
         except FetchRefused as exc:
             raise AttachmentUnavailable(exc.message) from exc
         name = attachment.file_name
-        for candidate in _kinds(kind, data):
+        for candidate in _kinds(kind):
             try:
                 ref = self._files.store_bytes(tenant, data, candidate, declared, name)
             except (UnknownReference, PayloadTooLarge):
@@ -108,10 +108,11 @@ class HelpdeskAttachments:
         raise AttachmentUnavailable(f"the file ({len(data)} bytes) is not one WhatsApp sends")
 
 
-def _kinds(kind: MediaKind, data: bytes) -> list[MediaKind]:
-    """The kinds to try the file as, in order: what its attachment type says, then a document."""
+def _kinds(kind: MediaKind) -> list[MediaKind]:
+    """The kinds to try the file as, in order: what its attachment type says (an audio, a
+    recording: a voice note), then a document."""
     if kind == "audio":
-        return ["voice" if data.startswith(b"OggS") else "audio", "document"]
+        return ["voice", "document"]
     return [kind] if kind == "document" else [kind, "document"]
 
 

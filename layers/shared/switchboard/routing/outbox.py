@@ -84,6 +84,7 @@ MEDIA_VALIDITY = timedelta(days=14)
 # WhatsApp's (and the Cloud API's) limit on a media caption, in UTF-16 code units.
 CAPTION_LIMIT = 1024
 CAPTIONED_KINDS = frozenset({"image", "video", "document"})
+VOICE_MIME = "audio/ogg"  # the one format WhatsApp plays as a voice note (with the Opus codec)
 # What became of one claimed entry: all of it sent, failed (and told), paused (the provider cannot
 # take it now: the drain stops, keeping the order), or gone (finished or taken by another drain).
 Step = Literal["sent", "failed", "paused", "gone"]
@@ -552,7 +553,10 @@ class OutboxService:
         quoted = entry.quote if index == 0 else None
         if isinstance(part, Text) and quoted is None:
             return client.send_text(target, entry.phone, part.body, idempotency_key)
-        file = self._file(entry, part) if isinstance(part, MediaMessage) else None
+        file = None
+        if isinstance(part, MediaMessage):
+            file = self._file(entry, part)
+            part = _playable(part, file, target.kind)
         return client.send_content(
             target, entry.phone, part, idempotency_key, quoted=quoted, file=file, uploaded=self._uploaded
         )
@@ -716,6 +720,15 @@ class OutboxService:
             if entry.message_id == message_id:
                 self._store.finish(entry, "FAILED", "deleted by the agent before it was sent", None)
                 return
+
+
+def _playable(part: MediaMessage, file: OutgoingFile, kind: str) -> MediaMessage:
+    """A voice note as the instance's kind can send one: OGG/Opus (what WhatsApp plays as a voice
+    note) always, any other audio only through a kind whose server converts it; elsewhere the
+    recording leaves as an audio file the customer can play, rather than not at all."""
+    if part.media.kind != "voice" or file.mime_type == VOICE_MIME or spec_for(kind).converts_voice_notes:
+        return part
+    return MediaMessage(media=part.media.model_copy(update={"kind": "audio"}))
 
 
 def _refusal(exc: SwitchboardError, kind: str) -> str:

@@ -53,9 +53,10 @@ def outgoing_webhook(
 
     Attachments (`attachments[]`) are fetched at once from the helpdesk into the media bucket and
     leave after the text, the first with the text as its caption where it takes one: an image, a
-    video, a document with its file name, an OGG recording as a voice note, other audio as an
-    audio file, a location as a location. One that cannot leave is told to the agent as a private
-    note, and the rest goes on. A reply to a message (`content_attributes.in_reply_to`) quotes it.
+    video, a document with its file name, a recording as a voice note (other than OGG/Opus only
+    where the kind converts it, else as an audio file), a location as a location. One that cannot
+    leave is told to the agent as a private note, and the rest goes on. A reply to a message
+    (`content_attributes.in_reply_to`) quotes it.
     A `message_updated` whose `content_attributes.deleted` is set deletes the reply for everyone
     where the instance's kind can (wuzapi, Evolution; the Cloud API cannot: the agent is told)."""
     event = router.current_event
