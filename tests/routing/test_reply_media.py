@@ -16,7 +16,13 @@ import pytest
 
 from devstack.simulator import files
 from switchboard.catalog.domain import Number
-from switchboard.core.errors import ProviderRejected, ProviderUnavailable, UnknownReference, UnsupportedByProvider
+from switchboard.core.errors import (
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+    UnknownReference,
+    UnsupportedByProvider,
+)
 from switchboard.providers.base import Quote
 from switchboard.providers.content import Content, Location, Media, MediaKind, MediaMessage, MediaRef, Text
 from switchboard.providers.kinds import ProviderKind
@@ -420,6 +426,41 @@ def test_given_an_agents_recording_then_it_is_a_voice_note_where_the_kind_can_se
 
     assert w.outbox.submit(INSTANCE, reply).status == "SENT"
     assert sent_kinds(w.provider) == [leaves_as] and w.notes.notes == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "sends"),
+    [
+        ("wuzapi", "SENT", 2),  # resent with the same id: WhatsApp shows one message
+        ("evolution", "FAILED", 1),  # a resend would be a second copy: never repeated, the agent told
+        ("meta", "FAILED", 1),
+    ],
+)
+def test_given_a_lost_answer_to_an_attachment_then_it_is_never_sent_twice_as_two_messages(
+    kind: ProviderKind, status: str, sends: int
+) -> None:
+    provider = FakeProvider()
+    provider.failures["image"] = [ProviderTimeout("lost")]
+    w = world(provider, kind=kind)
+    w.attachments.contents = {"u1": media("image", PNG, "image/png")}
+    reply = Reply(message_id="9028", phone=PHONE, text="", conversation_id=55, attachments=[image_attachment("u1")])
+    keys: list[str] = []
+    original = provider.send_content
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        keys.append(args[3])
+        return original(*args, **kwargs)
+
+    provider.send_content = recording  # type: ignore[method-assign]
+
+    w.outbox.submit(INSTANCE, reply)
+    w.outbox.drain(INSTANCE.key)
+
+    assert w.store.outcomes["9028"].status == status and len(keys) == sends and len(set(keys)) == 1
+    assert len(w.provider.parts) == (1 if status == "SENT" else 0)
+    assert [("may not have been delivered" in note) for _, note in w.notes.notes] == (
+        [] if status == "SENT" else [True]
+    )
 
 
 # --- quotes -------------------------------------------------------------------------------------
