@@ -70,7 +70,8 @@ REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
     "catalog_api": ("CLIENT_WEBHOOK_QUEUE_URL",),
     "live_tickets_api": ("LIVE_URL",),
     "messages_api": ("SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
-    "ops_api": (),
+    # Replays go back onto ClientWebhookQueue.
+    "ops_api": ("CLIENT_WEBHOOK_QUEUE_URL",),
     "outgoing_api": (),
     "pool_api": (),
     "tenants_api": (),
@@ -151,6 +152,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         catalog_deps.pacing_defaults: health.pacing_defaults,
         live_deps.ticket_service: live.ticket_service,
         messages_deps.client_webhook_deliverer: messages.client_webhook_deliverer,
+        messages_deps.delivery_log: messages.delivery_log,
         messages_deps.message_service: messages.message_service,
         messages_deps.media_uploads: messages.media_uploads,
         people_deps.users_service: people.users_service,
@@ -229,9 +231,15 @@ def ops_api(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> APIGatewayHttpResolver:
     from switchboard.audit import routes as audit_routes
+    from switchboard.messages import delivery_routes
     from switchboard.usage import routes as usage_routes
 
-    return _api(_components("ops_api", settings, aws, overrides), usage_routes.router, audit_routes.router)
+    return _api(
+        _components("ops_api", settings, aws, overrides),
+        usage_routes.router,
+        audit_routes.router,
+        delivery_routes.router,
+    )
 
 
 def outgoing_api(

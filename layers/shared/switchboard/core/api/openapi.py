@@ -31,6 +31,7 @@ ROUTE_MODULES = (
     "pool.routes",
     "live.routes",
     "messages.routes",
+    "messages.delivery_routes",
     "people.routes",
 )
 DESCRIPTION = """\
