@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from moto.dynamodb.models import DynamoDBBackend
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
@@ -34,18 +33,3 @@ def drain(aws: AwsResources, http_api: HttpApi) -> Callable[[str, str], list[Any
 def run_worker(drain: Callable[[str, str], list[Any]]) -> Callable[[], list[Any]]:
     """The send worker run on what SendQueue holds."""
     return lambda: drain("SendQueue", "SendWorkerFunction")
-
-
-@pytest.fixture
-def dynamo_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The DynamoDB operations moto serves while the test runs, by name (query, scan, ...)."""
-    calls: list[str] = []
-    for name in ("scan", "query", "get_item", "batch_get_item"):
-        original = getattr(DynamoDBBackend, name)
-
-        def recording(self: Any, *args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            calls.append(_name)
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, recording)
-    yield calls

@@ -165,6 +165,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         routing_deps.routing_service: routing.routing_service,
         usage_deps.usage_recorder: usage.usage_recorder,
         webhooks_deps.ingest_service: webhooks.ingest_service,
+        webhooks_deps.ignored_events: webhooks.ignored_events,
     }
 
 
@@ -233,12 +234,14 @@ def ops_api(
     from switchboard.audit import routes as audit_routes
     from switchboard.messages import delivery_routes
     from switchboard.usage import routes as usage_routes
+    from switchboard.webhooks import ignored_routes
 
     return _api(
         _components("ops_api", settings, aws, overrides),
         usage_routes.router,
         audit_routes.router,
         delivery_routes.router,
+        ignored_routes.router,
     )
 
 

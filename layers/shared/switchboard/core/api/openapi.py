@@ -25,6 +25,7 @@ ROUTE_MODULES = (
     "lines.routes",
     "calls.routes",
     "webhooks.routes",
+    "webhooks.ignored_routes",
     "routing.replies",
     "usage.routes",
     "audit.routes",
