@@ -13,11 +13,12 @@ export function reasonWords(code) {
   return words ? `${words} (${code})` : code;
 }
 
-/** An incoming message's outcome (`ignored: no_sender`, `failed: downstream_error`): the reason's words. */
+/** An incoming message's outcome (`no_downstream`, `ignored: no_sender`, `failed: downstream_error`):
+ * the reason's words; nothing for one that went well (`received`, `forwarded`). */
 export function outcomeWords(outcome) {
-  if (!outcome) return null;
-  const [, reason] = outcome.split(": ");
-  return reason ? reasonWords(reason.trim()) : null;
+  if (!outcome || outcome === "received" || outcome === "forwarded") return null;
+  const [head, reason] = outcome.split(": ");
+  return reasonWords((reason || head).trim());
 }
 
 /** A provider's own code (Meta's 131049, WhatsApp's 463) in words; the code alone when unknown. */

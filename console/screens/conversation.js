@@ -98,7 +98,7 @@ function bubble(item) {
     h(
       "p",
       { class: "meta" },
-      h("span", { class: `status status-${item.status.toLowerCase()}` }, statusWords(item.status)),
+      h("span", { class: `state state-${item.status.toLowerCase()}` }, statusWords(item.status)),
       reason ? ` — ${reason}` : "",
       providerCodeWords(item.providerCode) ? ` — ${providerCodeWords(item.providerCode)}` : "",
       outgoing ? [" · ", h("a", { href: `#/messages/${encodeURIComponent(item.id)}`, "aria-label": t("messages.traceLinkLabel", { id: item.id }) }, t("messages.traceLink"))] : null,

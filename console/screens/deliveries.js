@@ -138,18 +138,9 @@ export function mount(main, { notify }) {
       h("th", { scope: "row" }, h("time", { datetime: delivery.createdAt }, formatDate(delivery.createdAt)), h("p", { class: "code" }, delivery.id)),
       h("td", { class: "mono" }, delivery.event),
       h("td", {}, destination(delivery.destination)),
-      h(
-        "td",
-        {},
-        h(
-          "span",
-          { class: `badge ${STATUS_CLASS[delivery.status] || "off"}` },
-          h("span", { class: "dot", "aria-hidden": "true" }),
-          t(`deliveries.status.${delivery.status}`),
-        ),
-      ),
+      h("td", {}, h("span", { class: `state state-${STATUS_CLASS[delivery.status] || "off"}` }, t(`deliveries.status.${delivery.status}`))),
       h("td", {}, String(delivery.attempts), history(delivery)),
-      h("td", {}, answer(delivery.statusCode, delivery.latencyMs), delivery.error ? h("p", { class: "hint" }, delivery.error) : null),
+      h("td", {}, answer(delivery.statusCode, delivery.latencyMs), errorWords(delivery.error, delivery.statusCode)),
       h("td", {}, delivery.nextRetryAt ? h("time", { datetime: delivery.nextRetryAt }, formatDate(delivery.nextRetryAt)) : t("common.none")),
       h("td", {}, replayButton(delivery)),
     );
@@ -165,7 +156,7 @@ export function mount(main, { notify }) {
     return h(
       "details",
       {},
-      h("summary", {}, t("deliveries.history", { id: delivery.id })),
+      h("summary", { "aria-label": t("deliveries.historyLabel", { id: delivery.id }) }, t("deliveries.history")),
       h(
         "ol",
         { class: "attempts" },
@@ -270,6 +261,12 @@ export function mount(main, { notify }) {
 
   reload();
   return { reload };
+}
+
+/** An attempt's error, unless its status code says it all already ("answered 503"). */
+function errorWords(error, statusCode) {
+  if (!error || error === `answered ${statusCode}`) return null;
+  return h("p", { class: "hint" }, error);
 }
 
 function answer(statusCode, latencyMs) {

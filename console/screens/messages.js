@@ -145,6 +145,7 @@ function mountList(main, { notify, navigate }) {
   let cursor = null;
   let pages = 0; // live updates re-read the first page only while no other page was loaded
   let keyNames = new Map();
+  let numberOf = new Map(); // number id -> digits: an incoming row names its number by id
 
   function read() {
     filters = {
@@ -175,8 +176,13 @@ function mountList(main, { notify, navigate }) {
     result.setAttribute("aria-busy", "true");
     clear(result, h("p", { class: "loading" }, t("messages.loading")));
     try {
-      const [page, keys] = await Promise.all([api.messages(query(filters)), api.keys().catch(() => [])]);
+      const [page, keys, numbers] = await Promise.all([
+        api.messages(query(filters)),
+        api.keys().catch(() => []),
+        api.numbers().catch(() => []),
+      ]);
       keyNames = new Map(keys.map((key) => [key.id, key.name]));
+      numberOf = new Map(numbers.map((each) => [each.id, each.number]));
       items = page.items;
       cursor = page.cursor;
       pages = 1;
@@ -250,10 +256,10 @@ function mountList(main, { notify, navigate }) {
           contactText,
         ),
       ),
-      h("td", {}, item.number ? formatPhone(item.number) : t("common.none")),
+      h("td", {}, numberCell(item)),
       h("td", {}, keyName(item.apiKeyId)),
       h("td", { class: "preview" }, content(item)),
-      h("td", {}, h("span", { class: `status status-${item.status.toLowerCase()}` }, statusWords(item.status))),
+      h("td", {}, h("span", { class: `state state-${item.status.toLowerCase()}` }, statusWords(item.status))),
       h("td", {}, why(item)),
       h(
         "td",
@@ -263,6 +269,11 @@ function mountList(main, { notify, navigate }) {
           : null,
       ),
     );
+  }
+
+  function numberCell(item) {
+    const digits = item.number || numberOf.get(item.numberId);
+    return digits ? formatPhone(digits) : item.numberId || t("common.none");
   }
 
   function keyName(keyId) {
@@ -324,7 +335,7 @@ function mountMessage(main, { params, notify, navigate }, messageId) {
   function render(message) {
     const failed = message.status === "FAILED";
     const rows = [
-      ["messages.status", h("span", { class: `status status-${message.status.toLowerCase()}` }, statusWords(message.status))],
+      ["messages.status", h("span", { class: `state state-${message.status.toLowerCase()}` }, statusWords(message.status))],
       ["messages.to", h("a", { href: `#/contacts/${encodeURIComponent(message.to)}` }, formatPhone(message.to))],
       ["messages.sourceNumber", message.sourceNumber ? formatPhone(message.sourceNumber) : t("common.none")],
       ["messages.instance", message.instance || t("common.none")],

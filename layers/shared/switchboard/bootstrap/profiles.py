@@ -37,6 +37,7 @@ from switchboard.bootstrap import (
     webhooks,
 )
 from switchboard.bootstrap.components import Component, Components, current
+from switchboard.core.observability import logger
 from switchboard.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -334,14 +335,22 @@ def live_notifier(
 def reconcile_scheduler(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Callable[[], int]:
-    """One reconcile message per instance; the count sent."""
+    """One reconcile message per instance; the count sent. The same pass counts the fleet's gauges
+    (instances disconnected, paused, down too long; call slots in use)."""
     components = _components("reconcile_scheduler", settings, aws, overrides)
 
     def schedule() -> int:
         from switchboard.calls.reconcile import every_instance, fan_out
 
         chosen = components or current()
-        return fan_out(every_instance(calls.scheduled_instances(chosen)), calls.reconcile_queue(chosen))
+        gauges = calls.fleet_gauges(chosen)
+        listed = gauges.counting(every_instance(calls.scheduled_instances(chosen)))
+        sent = fan_out(listed, calls.reconcile_queue(chosen))
+        try:
+            gauges.publish()
+        except Exception:  # the gauges never stop the reconciliation they ride along with
+            logger.exception("fleet gauges not published")
+        return sent
 
     return schedule
 

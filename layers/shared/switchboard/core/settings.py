@@ -76,6 +76,8 @@ class Settings(Model):
     client_webhook_max_attempts: int = Field(default=8, ge=1, le=20, alias="CLIENT_WEBHOOK_MAX_ATTEMPTS")
     # The first retry's delay; each later one doubles it, up to SQS's 15 minutes.
     client_webhook_retry_seconds: int = Field(default=30, ge=0, le=900, alias="CLIENT_WEBHOOK_RETRY_SECONDS")
+    # An instance disconnected or paused longer than this counts in the `InstancesDown` gauge (its alarm).
+    instance_down_minutes: int = Field(default=15, ge=1, le=1440, alias="INSTANCE_DOWN_MINUTES")
     outbox_validity_seconds: int = Field(default=4 * 3600, ge=60, alias="OUTBOX_VALIDITY_SECONDS")
     # Quotas every tenant gets unless the platform overrides them (PUT /api/tenants/{tag}/quotas).
     # Request rates are token buckets: `*_rps` tokens a second, at most `*_burst` held.

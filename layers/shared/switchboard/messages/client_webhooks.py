@@ -39,7 +39,7 @@ from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
-from switchboard.core.observability import logger, metrics
+from switchboard.core.observability import emit_metric, logger
 from switchboard.core.ports import Backoff, JobQueue, Secrets
 from switchboard.core.urls import check_outbound_url
 from switchboard.messages.delivery_log import DeliveryAttempt, DeliveryRecorder, short_error
@@ -81,22 +81,6 @@ def retry_delay_seconds(attempt: int, first: int = 30) -> int:
     """`first` (30 s), then twice as long each time (60 s, 120 s, ...), capped at 15 minutes (SQS's
     maximum delay): eight attempts span about 1 h 45 min."""
     return int(min(900, first * 2 ** max(0, attempt - 1)))
-
-
-def count_delivery(outcome: str, destination: str) -> None:
-    """One `ClientWebhookDeliveries`: two bounded dimensions, the outcome (delivered, retrying,
-    failed, dropped) and the destination's kind (api_key, instance), never a tenant or a URL."""
-    from aws_lambda_powertools.metrics import MetricUnit, single_metric  # noqa: PLC0415 - cold start
-
-    with single_metric(
-        name="ClientWebhookDeliveries",
-        unit=MetricUnit.Count,
-        value=1,
-        namespace=metrics.namespace,
-        default_dimensions={},
-    ) as metric:
-        metric.add_dimension(name="outcome", value=outcome)
-        metric.add_dimension(name="destination", value=destination)
 
 
 class ClientWebhookPublisher:
@@ -291,7 +275,8 @@ class ClientWebhookDeliverer:
         fails a delivery that went through or will be retried anyway; a final one (failed,
         dropped) raises, so the queue keeps the job (and finally parks it in the DLQ) rather than
         forgetting it without a trace."""
-        count_delivery(attempt.outcome, "instance" if job.instance is not None else "api_key")
+        # Bounded: four outcomes (the destination, a tenant's key or instance, is in the log).
+        emit_metric("ClientWebhookDeliveries", outcome=attempt.outcome)
         if self._log is None:
             return
         try:

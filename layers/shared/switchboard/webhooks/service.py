@@ -38,7 +38,7 @@ from switchboard.catalog.domain import Instance, ProviderChanged
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import EventNotApplied, NotFound, SwitchboardError, Unauthenticated
 from switchboard.core.model import Model
-from switchboard.core.observability import logger, metrics
+from switchboard.core.observability import emit_metric, logger
 from switchboard.core.ports import Secrets
 from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.media.metrics import count_unavailable
@@ -371,7 +371,10 @@ class IngestService:
             "webhook event ignored",
             extra={"instance": instance.key, "event": stored.name, "reason": stored.reason},
         )
-        count_ignored(stored.reason_code or "unsupported", verified.view.provider.kind)
+        # By the reason's code and the provider's kind, both bounded (never an instance or a tenant:
+        # an instance's own list is `GET /api/instances/{name}/ignored-events`).
+        reason, kind = stored.reason_code or "unsupported", verified.view.provider.kind
+        emit_metric("ProviderEventsIgnored", reason=reason, provider_kind=kind)
         return IngestResult(outcome="ignored", instance=instance.name, event=stored.name, reason=stored.reason)
 
     def _redelivered(
@@ -438,18 +441,6 @@ class _Credentials:
 
     def _provider_secret(self, which: Literal["webhook-secret", "verify-token"]) -> str | None:
         return self._views.secret(self._view, provider_secret_name(self._secrets, self._view.provider.id, which))
-
-
-def count_ignored(reason: str, provider_kind: str) -> None:
-    """One `ProviderEventsIgnored`: by the reason's code and the provider's kind, both bounded
-    (never an instance or a tenant: the instance's own list is `GET /api/instances/{name}/ignored-events`)."""
-    from aws_lambda_powertools.metrics import MetricUnit, single_metric  # noqa: PLC0415 - cold start
-
-    with single_metric(
-        name="ProviderEventsIgnored", unit=MetricUnit.Count, value=1, namespace=metrics.namespace, default_dimensions={}
-    ) as metric:
-        metric.add_dimension(name="reason", value=reason)
-        metric.add_dimension(name="provider_kind", value=provider_kind)
 
 
 def _error_code(exc: Exception) -> str:
