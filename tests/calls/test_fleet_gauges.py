@@ -24,7 +24,7 @@ def instance(name: str, *, connected: bool = True, changed_minutes_ago: int = 60
         provider_instance_id=name,
         number_id=f"num_{name}",
         token_hint="abcd",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         state="CONNECTED" if connected else "DISCONNECTED",
         state_changed_at=NOW - timedelta(minutes=changed_minutes_ago),
     )

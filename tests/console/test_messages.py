@@ -10,6 +10,7 @@ import base64
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -100,9 +101,9 @@ def world(stack: Stack, tenant: SeededTenant) -> Iterator[World]:
     for text in ("primeira oferta", "segunda oferta", "terceira oferta"):
         answer = stack.api("POST", "/api/messages", key=key.json()["key"], json={"to": CUSTOMER, "text": text})
         assert answer.status_code == 202, answer.text
-        message_id = answer.json()["id"]
+        message_id: str = answer.json()["id"]
         ids.append(message_id)
-        stack.wait_for(lambda message_id=message_id: final(stack, tenant, message_id), timeout=15)
+        stack.wait_for(partial(final, stack, tenant, message_id), timeout=15)
     stack.sim.incoming_message(meta.sim_id, CUSTOMER, "não quero mais ofertas")
 
     def missed() -> list[str] | None:

@@ -117,8 +117,8 @@ def test_an_admin_sees_failures_conversations_and_unforwarded_messages_and_repla
 
     # 50 sends to five customers while the client's endpoint is down.
     for n in range(SENDS):
-        body = {"to": CUSTOMERS[n % len(CUSTOMERS)], "text": f"oferta {n}"}
-        ok(stack.api("POST", "/api/messages", key=sender, json=body), 202)
+        message = {"to": CUSTOMERS[n % len(CUSTOMERS)], "text": f"oferta {n}"}
+        ok(stack.api("POST", "/api/messages", key=sender, json=message), 202)
 
     def settled() -> list[dict[str, Any]] | None:
         rows = every_page(stack, f"/api/messages?apiKey={key_id}", admin, limit=100)

@@ -107,11 +107,11 @@ class IndexWatch:
                 watch._count(before[index], watch._get(key), transactional=transactional)
             return answer
 
-        BaseClient._make_api_call = call  # type: ignore[method-assign]  # watched for the run only
+        BaseClient._make_api_call = call  # watched for the run only
         try:
             yield
         finally:
-            BaseClient._make_api_call = original  # type: ignore[method-assign]
+            BaseClient._make_api_call = original
 
     def clear(self) -> None:
         self.kinds.clear()
