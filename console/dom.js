@@ -57,15 +57,17 @@ export function field(labelText, control, hint) {
   return h("div", { class: "field" }, parts);
 }
 
-/** A table with a caption, wrapped so it scrolls sideways on a narrow screen instead of the page. */
+/** A table with a caption, wrapped so it scrolls sideways on a narrow screen instead of the page.
+ * The wrapper is a region named by the caption that takes focus, so a keyboard can scroll it. */
 export function table(caption, headers, rows) {
+  const captionId = uid("caption");
   return h(
     "div",
-    { class: "table-wrap" },
+    { class: "table-wrap", role: "region", tabindex: "0", "aria-labelledby": captionId },
     h(
       "table",
       {},
-      h("caption", {}, caption),
+      h("caption", { id: captionId }, caption),
       h("thead", {}, h("tr", {}, headers.map((header) => h("th", { scope: "col" }, header)))),
       h("tbody", {}, rows),
     ),
