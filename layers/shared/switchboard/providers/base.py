@@ -107,6 +107,8 @@ class ProviderCall(Model):
     state: CallState
     direction: Literal["incoming", "outgoing"] | None = None
     peer: str | None = None
+    from_number: str | None = None
+    to_number: str | None = None
     video: bool = False
     end_reason: str | None = None
     ended_by: str | None = None

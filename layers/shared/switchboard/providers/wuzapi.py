@@ -175,6 +175,8 @@ class _Call(_Answer):
             state=self.state,
             direction=self.direction,
             peer=self.from_ if self.direction == "incoming" else self.to,
+            from_number=self.from_,
+            to_number=self.to,
             video=self.video,
             end_reason=self.end_reason,
             ended_by=self.ended_by,
