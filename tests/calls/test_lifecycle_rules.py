@@ -170,8 +170,9 @@ def test_reservation_ids_are_stable_per_attendant_and_key() -> None:
 def test_the_call_view_names_who_calls_whom_from_the_first_event_that_says_it() -> None:
     from switchboard.lines.schemas import OccupantView  # noqa: PLC0415 - the view the panel reads
 
-    record = apply_event(fresh(), event("offer", "ringing", **{"from": f"+{PEER}"}), 1)
-    record = apply_event(record, event("answered", "connecting", **{"from": "5511000000000"}), 2)
+    offer = event("offer", "ringing").model_copy(update={"from_": f"+{PEER}"})
+    record = apply_event(fresh(), offer, 1)
+    record = apply_event(record, event("answered", "connecting").model_copy(update={"from_": "5511000000000"}), 2)
     occupant = record.occupant()
 
     assert occupant is not None and (occupant.from_number, occupant.to_number) == (PEER, "5511900000000")
