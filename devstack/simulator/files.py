@@ -37,10 +37,22 @@ def code_png(text: str, modules: int = 29, scale: int = 6) -> bytes:
     bits = hashlib.sha256(text.encode()).digest()
     size = (modules + 8) * scale  # a quiet zone of 4 cells around it
 
+    def finder(cx: int, cy: int) -> bool | None:
+        """The three corner squares a QR code has (dark ring, light ring, dark centre), else None."""
+        for ox, oy in ((0, 0), (modules - 7, 0), (0, modules - 7)):
+            dx, dy = cx - ox, cy - oy
+            if -1 <= dx <= 7 and -1 <= dy <= 7:
+                ring = max(abs(dx - 3), abs(dy - 3))
+                return ring != 2 and ring <= 3
+        return None
+
     def dark(x: int, y: int) -> bool:
         cx, cy = x // scale - 4, y // scale - 4
         if not (0 <= cx < modules and 0 <= cy < modules):
             return False
+        corner = finder(cx, cy)
+        if corner is not None:
+            return corner
         index = (cy * modules + cx) * 7
         return bool(bits[index // 8 % len(bits)] >> (index % 8) & 1)
 
