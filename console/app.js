@@ -55,6 +55,8 @@ const live = new Live({
     if (current && current.view.onFrame) current.view.onFrame(frame);
   },
   onReconnect: () => current && current.view.onReconnect && current.view.onReconnect(),
+  // The socket was closed and no new ticket is given: the key was revoked or the person disabled.
+  onRefused: () => me && signOut(t("signin.expired")),
   onState: (state) => {
     liveState = state;
     renderLiveIndicator();

@@ -35,7 +35,7 @@ export default {
   "signin.refused": "Key refused: it does not exist or was revoked.",
   "signin.failed": "Could not sign in",
   "signin.wrongScope": "This key has the scope {scope} and cannot open the console. Use an admin or agent key.",
-  "signin.expired": "The key stopped working (revoked?). Sign in again.",
+  "signin.expired": "Your session is no longer valid (key revoked, person disabled, or signed out in another tab). Sign in again.",
   "signin.signedOut": "You signed out. The key was erased from this browser.",
 
 

@@ -35,7 +35,7 @@ export default {
   "signin.refused": "Chave recusada: ela não existe ou foi revogada.",
   "signin.failed": "Não foi possível entrar",
   "signin.wrongScope": "Esta chave tem o escopo {scope} e não abre o console. Use uma chave admin ou agent.",
-  "signin.expired": "A chave deixou de valer (revogada?). Entre de novo.",
+  "signin.expired": "Sua sessão deixou de valer (chave revogada, pessoa desativada ou saída em outra aba). Entre de novo.",
   "signin.signedOut": "Você saiu. A chave foi apagada deste navegador.",
 
 
