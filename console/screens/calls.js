@@ -645,8 +645,8 @@ export function mount(main, { me, notify }) {
         return h(
           "tr",
           { dataset: { call: call.callId } },
-          h("th", { scope: "row", dataset: { field: "from" } }, phone(call.from)),
-          h("td", { dataset: { field: "to" } }, phone(call.to)),
+          h("th", { scope: "row", class: "phone", dataset: { field: "from" } }, phone(call.from)),
+          h("td", { class: "phone", dataset: { field: "to" } }, phone(call.to)),
           h("td", {}, t(`calls.direction.${call.direction}`)),
           h("td", {}, t(`calls.state.${call.state}`)),
           h("td", {}, call.video ? t("calls.video") : t("calls.voice")),
@@ -806,6 +806,7 @@ export function mount(main, { me, notify }) {
   reload({ reconcile: true });
   return {
     reload: () => reload(),
+    leave: () => ring.stop(), // the panel is what knows whether a call still rings
     onReconnect: () => reload({ reconcile: true }),
     // Frames are hints: any of these makes the panel read the API again.
     onFrame: (frame) => FRAMES.has(frame.type),

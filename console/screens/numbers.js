@@ -87,7 +87,7 @@ export function mount(main, { notify }) {
           h(
             "tr",
             { dataset: { number: row.number.id } },
-            h("th", { scope: "row" }, formatPhone(row.number.number)),
+            h("th", { scope: "row", class: "phone" }, formatPhone(row.number.number)),
             h("td", {}, row.number.displayName),
             h(
               "td",
