@@ -18,6 +18,9 @@ import * as instance from "./screens/instance.js";
 import * as connect from "./screens/connect.js";
 import { Banner } from "./banner.js";
 import { refusal } from "./dom.js";
+// The operators' view: a customer's conversation and the webhook deliveries.
+import * as conversation from "./screens/conversation.js";
+import * as deliveries from "./screens/deliveries.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ADMIN_ROUTES = [
@@ -31,12 +34,15 @@ const ADMIN_ROUTES = [
   { pattern: /^#\/usage$/, screen: usage, nav: "usage" },
   { pattern: /^#\/audit$/, screen: audit, nav: "audit" },
   { pattern: /^#\/users$/, screen: users, nav: "users" },
+  { pattern: /^#\/contacts\/([^/]+)$/, screen: conversation, nav: "messages" },
+  { pattern: /^#\/deliveries$/, screen: deliveries, nav: "deliveries" },
 ];
 const NAV = [
   ["numbers", "#/numbers"],
   ["calls", "#/calls"],
   ["keys", "#/keys"],
   ["messages", "#/messages"],
+  ["deliveries", "#/deliveries"],
   ["usage", "#/usage"],
   ["audit", "#/audit"],
   ["users", "#/users"],

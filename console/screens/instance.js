@@ -1,5 +1,5 @@
 // One instance (#/instances/<name>): its number, provider, connection and health (why, since
-// when, until when), pairing its number (the provider's code, reconnect, log out, a test
+// when, until when), the provider events it ignored and why, pairing its number (the provider's code, reconnect, log out, a test
 // message), its own settings (spam guard, downstream inbox, events webhook), its number's sending
 // pace (an override of the deployment's pacing; an empty field follows the default), and the
 // Chatwoot reply webhook URL to paste in the inbox.
@@ -52,6 +52,37 @@ export function healthDetails(health, instanceName) {
     health.state !== "healthy" && health.since ? h("p", { class: "hint" }, t("health.since", { date: formatDate(health.since) })) : null,
     health.pausedUntil ? h("p", { class: "hint" }, t("health.pausedUntil", { date: formatDate(health.pausedUntil) })) : null,
     reasons.length ? h("ul", { "aria-label": t("health.reasons", { instance: instanceName }) }, reasons) : null,
+  ];
+}
+
+/** The provider events of the instance that were not applied (the newest 20), with why: a count,
+ * and the list behind a disclosure. */
+function ignoredDetails(page, instanceName) {
+  if (!page) return [t("ignored.unavailable")];
+  if (!page.items.length) return [t("ignored.none")];
+  const count = page.items.length;
+  return [
+    h(
+      "details",
+      {},
+      h("summary", {}, page.cursor ? t("ignored.more", { count }) : t("ignored.count", { count })),
+      h(
+        "ul",
+        { "aria-label": t("ignored.list", { instance: instanceName }) },
+        page.items.map((event) =>
+          h(
+            "li",
+            {},
+            h("time", { datetime: event.receivedAt }, formatDate(event.receivedAt)),
+            " — ",
+            h("span", { class: "mono" }, event.event),
+            ": ",
+            tMaybe(`ignored.${event.reasonCode}`) || event.reasonCode,
+            h("span", { class: "hint" }, ` (${event.reason})`),
+          ),
+        ),
+      ),
+    ),
   ];
 }
 
@@ -241,7 +272,10 @@ export function mount(main, { params, notify }) {
     body.setAttribute("aria-busy", "true");
     try {
       const [instance, numbers, providers] = await Promise.all([api.instance(name), api.numbers(), api.providers()]);
-      const health = await api.health(name).catch(() => null);
+      const [health, ignored] = await Promise.all([
+        api.health(name).catch(() => null),
+        api.ignoredEvents(name).catch(() => null),
+      ]);
       const number = numbers.find((each) => each.id === instance.numberId);
       const provider = providers.find((each) => each.id === instance.providerId);
       // Focus stays where it was across a live re-read (a field being edited, found by its name).
@@ -251,6 +285,7 @@ export function mount(main, { params, notify }) {
       if (!panel) panel = pairingPanel(instance, { provider, onChange: () => reload() });
       else panel.setConnection(instance.state);
       const fact = (label, key, ...value) => h("div", {}, h("dt", {}, label), h("dd", { dataset: { field: key } }, ...value));
+      const ignoredField = ignored ? { field: "ignored", count: String(ignored.items.length) } : { field: "ignored" };
       clear(
         body,
         h(
@@ -261,6 +296,12 @@ export function mount(main, { params, notify }) {
           fact(t("numbers.col.kind"), "kind", t(`kind.${instance.kind}`)),
           fact(t("numbers.col.state"), "state", badge(instance.state === "CONNECTED"), " ", h("span", { class: "hint" }, formatDate(instance.stateChangedAt))),
           fact(t("numbers.col.health"), "health", ...healthDetails(health, instance.name)),
+          h(
+            "div",
+            {},
+            h("dt", {}, t("numbers.col.ignored")),
+            h("dd", { dataset: ignoredField }, ...ignoredDetails(ignored, instance.name)),
+          ),
         ),
         panel.element,
         settingsForm(instance, { notify, reload }),
