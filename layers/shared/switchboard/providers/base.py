@@ -114,6 +114,8 @@ class ProviderCall(Model):
     state: CallState
     direction: Literal["incoming", "outgoing"] | None = None
     peer: str | None = None
+    from_number: str | None = None
+    to_number: str | None = None
     video: bool = False
     end_reason: str | None = None
     ended_by: str | None = None
@@ -224,6 +226,53 @@ class MessageRevoker(Protocol):
     def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
         """Delete for everyone the message `provider_message_id` this instance sent to `phone`.
         Raises the `ProviderError`s of a request."""
+        ...
+
+
+PairingState = Literal["paired", "code", "starting", "not_started"]
+
+
+class Pairing(Model):
+    """Where linking a phone to an instance's session stands, as its provider says.
+
+    - `paired`: the session is logged in (nothing to scan);
+    - `code`: a code to scan now: `qr_code` (a `data:image/png;base64,...` image as the provider
+      drew it) and, where the provider made one, `pairing_code` (typed on the phone instead);
+      the provider replaces it after a while, so read it again until `paired`;
+    - `starting`: the session is connecting and has no code yet (read again shortly);
+    - `not_started`: no session is running: start one (`start_session`) to get a code.
+
+    A code links whoever scans it to the provider's session: it is shown to the admin who asked
+    and never logged.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    state: PairingState
+    qr_code: str | None = Field(default=None, repr=False)
+    pairing_code: str | None = Field(default=None, repr=False)
+    # How many codes the provider has drawn in this attempt, where it counts them (Evolution).
+    count: int | None = None
+
+
+@runtime_checkable
+class PairingSessions(Protocol):
+    """A client whose server pairs a number by a code the phone scans (wuzapi, Evolution), and
+    starts, shows and ends that session on request."""
+
+    def start_session(self, target: ProviderTarget) -> Pairing:
+        """Start the instance's session (a no-op when one runs); its pairing as it then stands.
+        Raises the `ProviderError`s of a request, `UnsupportedByProvider` where the server has
+        no such route."""
+        ...
+
+    def pairing(self, target: ProviderTarget) -> Pairing:
+        """The session's pairing now (the current code, while one is shown)."""
+        ...
+
+    def log_out(self, target: ProviderTarget) -> None:
+        """Unlink the phone: the session ends and the next one needs a new code. Raises
+        `ProviderDisconnected` when no session is logged in."""
         ...
 
 

@@ -81,6 +81,7 @@ from switchboard.providers.base import (
     InstanceStatus,
     KindDefaults,
     OutgoingFile,
+    Pairing,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
@@ -238,6 +239,26 @@ class EvolutionClient(MessagingOnly):
         except (ValueError, ValidationError) as exc:
             raise ProviderUnavailable(f"{label}: unreadable answer") from exc
         return next((phone for answer in answers if answer.exists and (phone := _phone(answer.jid))), None)
+
+    # --- pairing a phone (`evolution_pairing`) ---------------------------------------------
+
+    def start_session(self, target: ProviderTarget) -> Pairing:
+        """The connect route: it starts a closed instance and answers its first code."""
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return evolution_pairing.connect(self._http, target, self._headers(target))
+
+    def pairing(self, target: ProviderTarget) -> Pairing:
+        """The connect route again: a connecting instance answers its current code (a closed one
+        starts again: Evolution has no read-only route for the code)."""
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return evolution_pairing.connect(self._http, target, self._headers(target))
+
+    def log_out(self, target: ProviderTarget) -> None:
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        evolution_pairing.log_out(self._http, target, self._headers(target))
 
     @staticmethod
     def _headers(target: ProviderTarget) -> dict[str, str]:
