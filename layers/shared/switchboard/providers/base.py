@@ -218,6 +218,17 @@ class ProviderClient(Protocol):
         ...
 
 
+@runtime_checkable
+class MessageRevoker(Protocol):
+    """A client whose server deletes a sent message for everyone (WhatsApp's revoke); the Cloud
+    API has no such call, so its client is not one."""
+
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """Delete for everyone the message `provider_message_id` this instance sent to `phone`.
+        Raises the `ProviderError`s of a request."""
+        ...
+
+
 PairingState = Literal["paired", "code", "starting", "not_started"]
 
 
@@ -414,6 +425,9 @@ class ProviderKindSpec(Protocol):
     # The longest text one message of this kind may carry, in UTF-16 code units (what the
     # WhatsApp clients and the Cloud API count); a longer reply leaves in parts.
     text_limit: int
+    # The kind's server makes a voice note of any audio itself (it converts it to OGG/Opus); the
+    # others send a voice note only as the OGG/Opus WhatsApp plays as one.
+    converts_voice_notes: bool
     # The kind's signature schemes, pairwise impossible to confuse: no delivery authentic under
     # one verifies under another, whatever their secrets. The first is what a provider saved
     # without choosing gets, and the order in which a provider saved before schemes were stored
@@ -458,8 +472,10 @@ class ProviderKindSpec(Protocol):
 
 
 class KindDefaults:
-    """What a kind answers where it has nothing of its own: no subscription check, and webhooks
-    that the operator configures on the provider's side."""
+    """What a kind answers where it has nothing of its own: no subscription check, webhooks that
+    the operator configures on the provider's side, and voice notes sent only as OGG/Opus."""
+
+    converts_voice_notes = False
 
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         raise Forbidden("this provider kind has no subscription check", code="not_supported")

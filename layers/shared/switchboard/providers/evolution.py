@@ -185,6 +185,19 @@ class EvolutionClient(MessagingOnly):
         request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
         return self._send(target, request.action, request.body)
 
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """`DELETE /chat/deleteMessageForEveryone/{instance}` `{id, fromMe, remoteJid}`
+        (`chat.router.ts`, `deleteMessageSchema`; Baileys sends `{delete: key}`): 201 with the
+        revoke it sent."""
+        path = f"/chat/deleteMessageForEveryone/{path_segment(target.provider_instance_id)}"
+        route = "/chat/deleteMessageForEveryone/{instance}"
+        body = {"id": provider_message_id, "fromMe": True, "remoteJid": evolution_send.jid(phone)}
+        response = self._http.request(
+            "DELETE", target.base_url, path, route=route, headers=self._headers(target), body=body
+        )
+        if not response.is_success:
+            raise _error_for(response, self._http.label("DELETE", route), sending=True)
+
     def _send(self, target: ProviderTarget, action: str, body: dict[str, Any]) -> SentMessage:
         path = f"/message/{action}/{path_segment(target.provider_instance_id)}"
         route = f"/message/{action}/{{instance}}"
@@ -728,6 +741,8 @@ class EvolutionKind(KindDefaults):
     always_connected = False
     # `sendText` sets no length (its schema has no maxLength, Baileys none): WhatsApp's own applies.
     text_limit = WHATSAPP_TEXT_CHARS
+    # `sendWhatsAppAudio` converts any audio to Opus with ffmpeg and sends it as PTT.
+    converts_voice_notes = True
     schemes: tuple[WebhookScheme, ...] = ("evolution-jwt", "evolution-apikey")
 
     def client(

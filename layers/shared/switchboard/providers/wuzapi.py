@@ -284,6 +284,11 @@ class WuzapiClient:
         request = wuzapi_send.request_for(phone, content, idempotency_key, quoted=quoted, file=file)
         return self._send(target, request.route, request.body, idempotency_key)
 
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """`POST /chat/delete` `{Phone, Id}` (handlers.go `DeleteMessage`: whatsmeow's `BuildRevoke`
+        of our own message in the chat with `Phone`)."""
+        self._send(target, "/chat/delete", {"Phone": phone, "Id": provider_message_id}, f"revoke-{provider_message_id}")
+
     def _send(self, target: ProviderTarget, route: str, body: dict[str, Any], idempotency_key: str) -> SentMessage:
         label = self._http.label("POST", route)
         response = self._call(target, "POST", route, body=body, idempotency_key=idempotency_key)
