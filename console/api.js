@@ -122,11 +122,23 @@ export const api = {
   signIn: (email, password) => send("POST", "/api/sign-in", { email, password }, {}, null),
   setNewPassword: (email, session, newPassword) =>
     send("POST", "/api/sign-in/new-password", { email, session, newPassword }, {}, null),
+  answerMfa: (email, session, code) => send("POST", "/api/sign-in/mfa", { email, session, code }, {}, null),
+  // Ends every token of the person (this tab's, and their other tabs' and devices'); a key is just forgotten.
+  signOut: () => (session.isPerson() ? request("POST", "/api/sign-out") : Promise.resolve(null)),
   users: () => request("GET", "/api/users"),
   inviteUser: (body) => request("POST", "/api/users", body),
   updateUser: (id, changes) => request("PATCH", `/api/users/${enc(id)}`, changes),
 
   numbers: () => request("GET", "/api/numbers"),
+  createNumber: (body) => request("POST", "/api/numbers", body),
+  createProvider: (body) => request("POST", "/api/providers", body),
+  pairing: (name) => request("GET", `/api/instances/${enc(name)}/qr`),
+  connectInstance: (name) => request("POST", `/api/instances/${enc(name)}/connect`),
+  logoutInstance: (name) => request("POST", `/api/instances/${enc(name)}/logout`),
+  testMessage: (name, to, text) => request("POST", `/api/instances/${enc(name)}/test-message`, { to, text }),
+  replyWebhook: (name) => request("POST", `/api/instances/${enc(name)}/webhook-secret`),
+  tenant: (ownerTag) => request("GET", `/api/tenants/${enc(ownerTag)}`),
+  putDownstream: (ownerTag, body) => request("PUT", `/api/tenants/${enc(ownerTag)}`, body),
   updateNumber: (id, changes) => request("PATCH", `/api/numbers/${enc(id)}`, changes),
   instances: () => request("GET", "/api/instances"),
   providers: () => request("GET", "/api/providers"),
@@ -169,4 +181,25 @@ export const api = {
   attachMedia: (instance, callId) => request("POST", `/api/calls/${enc(instance)}/${enc(callId)}/attach`),
 
   liveTicket: () => request("POST", "/api/live/tickets"),
+
+  // The operators' view: the message log, a customer's conversation, webhook deliveries and an
+  // instance's ignored provider events. `query` is an object of the route's filters (empty ones left out).
+  messages: (query = {}) => request("GET", `/api/messages${queryString(query)}`),
+  conversation: (number, cursor) => request("GET", `/api/contacts/${enc(number)}/messages${queryString({ cursor })}`),
+  deliveries: (query = {}) => request("GET", `/api/webhook-deliveries${queryString(query)}`),
+  replayDelivery: (id) => request("POST", `/api/webhook-deliveries/${enc(id)}/replay`),
+  replayFailedDeliveries: (since, until, cursor) =>
+    request("POST", "/api/webhook-deliveries/replay", cursor ? { since, until, cursor } : { since, until }),
+  ignoredEvents: (instance, limit = 20) =>
+    request("GET", `/api/instances/${enc(instance)}/ignored-events${queryString({ limit })}`),
 };
+
+/** `?a=1&b=2` of the entries with a value; "" when none has one. */
+function queryString(query) {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== "") params.set(name, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}

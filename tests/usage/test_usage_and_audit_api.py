@@ -58,8 +58,15 @@ def test_given_messages_on_several_tenants_when_summarised_then_grouped_by_owner
         ("globex", month, 2, 0),
         (None, month, 1, 0),
     ]
+    today = datetime.now(UTC).date().isoformat()
     assert everything[0]["instances"] == [
-        {"tenant": "acme", "instance": "acme-main", "messagesIn": 3, "messagesOut": 1}
+        {
+            "tenant": "acme",
+            "instance": "acme-main",
+            "messagesIn": 3,
+            "messagesOut": 1,
+            "days": [{"day": today, "messagesIn": 3, "messagesOut": 1}],
+        }
     ]
     assert [(u["ownerTag"], u["messagesIn"]) for u in own] == [("globex", 2)]
     assert other_month == []

@@ -12,6 +12,11 @@ Three workloads, each run warm (one round first, not counted):
   counted as the line `EventBridge rule`). Once to new recipients (affinity miss), once more to
   the same ones (affinity hit). The provider is a recording fake; its send counts as one
   provider request;
+- API media sends in pool mode, the same way: a 100 KB photo with a caption, uploaded by
+  the client with `POST /api/media` and its presigned PUT (signed in the function, no request; the
+  PUT is the client's request to S3), sent with `POST /api/messages` (the first use checks the file:
+  its declaration and its bytes read back), read again by the send worker and uploaded to the
+  provider (its bytes leave AWS: data transfer out, base64 as wuzapi and Evolution take them);
 - incoming messages forwarded to Chatwoot: a provider `message` event through the webhook route,
   then the forwarder to a Chatwoot-style fake (4 senders, 5 messages each: a contact's first
   message creates its contact and conversation, the next ones only post);
@@ -27,6 +32,7 @@ trips of `meter.LATENCY_MS`, and returns those figures for docs/measurements.md.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import uuid
@@ -43,11 +49,12 @@ import pytest
 from moto import mock_aws
 
 from devstack.apigw import HttpApi
-from devstack.simulator import Simulator, SimulatorControl
+from devstack.simulator import Simulator, SimulatorControl, files
 from switchboard import bootstrap
 from switchboard.core.identity import Scope
 from switchboard.core.observability import logger
-from switchboard.providers.base import ProviderTarget, SentMessage
+from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote, SentMessage
+from switchboard.providers.content import Content
 from switchboard.routing.chatwoot import ChatwootClient
 from tools.bench import cost
 from tools.bench.measurements import Figures
@@ -64,6 +71,8 @@ from tools.support.provider_webhooks import envelope, message_data, signed_heade
 from tools.support.sqs import received_record
 
 MESSAGES = 20
+# A WhatsApp photo as phones send it (compressed, about 100 KB).
+PHOTO_BYTES = 100 * 1024
 SENDERS, PER_SENDER = 4, 5
 LINES, PER_LINE = 3, 8
 POOL_WEBHOOK_SECRET = "whsec-very-secret-value-1"  # noqa: S105 - build_world's provider secret
@@ -124,10 +133,32 @@ class CountingProvider(FakeProvider):
     def __init__(self, meter: Meter) -> None:
         super().__init__()
         self._meter = meter
+        self.delivered: list[tuple[str, str]] = []  # (provider instance, provider message id) of each content sent
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         self._meter.outbound("provider")
         return super().send_text(target, phone, body, idempotency_key)
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: Any = None,
+    ) -> SentMessage:
+        """One provider request carrying the file as base64 (wuzapi's data URL, Evolution's `media`)."""
+        self._meter.outbound("provider")
+        if file is not None:
+            self._meter.transfer_out(4 * math.ceil(len(file.data) / 3))
+        sent = super().send_content(
+            target, phone, content, idempotency_key, quoted=quoted, file=file, uploaded=uploaded
+        )
+        self.delivered.append((target.provider_instance_id, sent.provider_message_id))
+        return sent
 
 
 class Stage:
@@ -247,6 +278,53 @@ def sends(run: Stage) -> list[Measured]:
         receiver.stop()
 
 
+def media_sends(run: Stage) -> Measured:
+    """A photo per message to new recipients, the text sends' path with the file's added."""
+    provider = CountingProvider(run.meter)
+    run.override(send_provider_client=lambda kind: provider)
+    receiver = Receiver()
+    bucket = os.environ["MEDIA_BUCKET"]
+    client_s3 = boto3.client("s3", region_name=REGION)  # the client's own PUT, metered as S3's
+    photo = files.sized(files.png(), PHOTO_BYTES)
+    try:
+        world = build_world(run.client, run.tenant, *NUMBERS)
+        world.create_send_key(webhook_url=receiver.url)
+        world.use_pool(*NUMBERS)
+        recipients = [f"55229{index:08d}" for index in range(MESSAGES)]
+
+        def one_round(targets: list[str]) -> None:
+            already = len(provider.delivered)
+            for to in targets:
+                body = {"mimeType": "image/png", "size": len(photo)}
+                ticket = run.request("POST", "/api/media", key=world.send_key, json_body=body)
+                assert ticket.status == 201, ticket.body
+                media_id = ticket.json()["mediaId"]
+                with run.meter.labelled("client upload"):  # what the presigned PUT stores
+                    key = f"{run.tenant.owner_tag}/outgoing/{media_id}"
+                    client_s3.put_object(Bucket=bucket, Key=key, Body=photo, ContentType="image/png")
+                media = {"mediaId": media_id, "type": "image", "caption": "o produto"}
+                answer = run.request("POST", "/api/messages", key=world.send_key, json_body={"to": to, "media": media})
+                assert answer.status == 202, answer.body
+            run.drain("SendQueue", "SendWorkerFunction")
+            for instance, provider_message_id in provider.delivered[already:]:
+                data = {"id": provider_message_id, "status": "delivered", "timestamp": "2026-11-30T08:00:00Z"}
+                receipt = envelope("receipt", instance, data)
+                headers = signed_headers(receipt, POOL_WEBHOOK_SECRET)
+                answer = run.request("POST", f"/webhooks/{world.provider_id}", body=receipt, headers=headers)
+                assert answer.status == 200, answer.body
+            run.drain("ClientWebhookQueue", "ClientWebhooksFunction")
+
+        with run.meter.on():
+            one_round(["5531900000001"])
+            return run.measure(
+                f"API media send ({PHOTO_BYTES // 1024} KB photo), pool, new recipient",
+                MESSAGES,
+                lambda: one_round(recipients),
+            )
+    finally:
+        receiver.stop()
+
+
 def incoming(run: Stage) -> Measured:
     downstream = FakeDownstream()
     chatwoot = ChatwootClient(local_mode=True, transport=downstream.transport())
@@ -355,7 +433,10 @@ def report(measured: list[Measured]) -> list[Figures]:
         print(_by_function(each))
         print(
             f"    billing units: {usage.write_units:.2f} WRU, {usage.read_units:.2f} RRU, "
-            f"{usage.sqs_requests:.2f} SQS, {usage.api_requests:.2f} API, {usage.eventbridge_events:.2f} events, "
+            f"{usage.sqs_requests:.2f} SQS, {usage.sqs_fifo_requests:.2f} SQS FIFO, "
+            f"{usage.s3_write_requests:.2f} S3 PUT/LIST, {usage.s3_read_requests:.2f} S3 GET/HEAD, "
+            f"{usage.s3_stored_bytes / 1024:.0f} KB stored, {usage.api_requests:.2f} API, "
+            f"{usage.eventbridge_events:.2f} events, "
             f"{usage.ssm_interactions:.3f} SSM, {usage.log_bytes:.0f} log bytes, {usage.invocations:.2f} invocations"
         )
         detail = ", ".join(f"{line} {usd:.2f}" for line, usd in lines.items())
@@ -371,6 +452,11 @@ def report(measured: list[Measured]) -> list[Figures]:
                 "read_units": round(usage.read_units, 2),
                 "invocations": round(usage.invocations, 2),
                 "ssm_interactions": round(usage.ssm_interactions, 3),
+                "s3": {
+                    "writes": round(usage.s3_write_requests, 2),
+                    "reads": round(usage.s3_read_requests, 2),
+                    "stored_kb": round(usage.s3_stored_bytes / 1024),
+                },
                 "usd_by_line": {line: round(usd, 2) for line, usd in lines.items()},
                 "usd": round(sum(lines.values()), 2),
                 "ssm_usd": round(ssm, 2),
@@ -425,13 +511,15 @@ def measure() -> Figures:
     with stage() as run:
         miss, hit = sends(run)
     with stage() as run:
+        media = media_sends(run)
+    with stage() as run:
         forwarded = incoming(run)
     with stage() as run:
         reserved = reservations(run)
     print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in docs/costs.md)")
     return {
         "prices_read": cost.READ_DATE,
-        "workloads": report([miss, hit, forwarded, reserved]),
+        "workloads": report([miss, hit, media, forwarded, reserved]),
         "sends": report_sends(miss, hit),
     }
 

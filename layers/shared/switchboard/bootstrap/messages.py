@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from switchboard.media.uploads import MediaUploads
     from switchboard.messages.choices import Answers
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
+    from switchboard.messages.delivery_log import DeliveryLog
     from switchboard.messages.dynamo import MenuRepository, MessageLogRepository, MessageRepository
     from switchboard.messages.heard import HeardFrom
     from switchboard.messages.incoming_log import IncomingLog
@@ -81,8 +82,14 @@ def media_uploads(c: Components) -> MediaUploads | None:
 
     from switchboard.media.uploads import MediaUploads, fetch_under_policy
 
-    # Only SigV4 signs the Content-Type and Content-Length into a presigned PUT.
-    s3 = c.session.client("s3", config=Config(signature_version="s3v4"))
+    # Only SigV4 signs the Content-Type and Content-Length into a presigned PUT. Presigned URLs
+    # name the bucket's regional host (`<bucket>.s3.<region>.amazonaws.com`, its
+    # RegionalDomainName): the one origin the console's CSP allows images from. The local stack's
+    # endpoint takes the bucket in the path.
+    s3_options = {"us_east_1_regional_endpoint": "regional"}
+    if not c.settings.local_mode:
+        s3_options["addressing_style"] = "virtual"
+    s3 = c.session.client("s3", config=Config(signature_version="s3v4", s3=s3_options))
     return MediaUploads(s3, c.settings.media_bucket, fetch=fetch_under_policy(local_mode=c.settings.local_mode))
 
 
@@ -153,12 +160,33 @@ def send_worker(c: Components) -> SendWorker:
 
 @component
 def client_webhook_deliverer(c: Components) -> ClientWebhookDeliverer:
+    """Every attempt recorded in the delivery log; the last one ends `failed` there (replayable)
+    rather than in the queue's DLQ."""
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer
     from switchboard.messages.webhook_http import HttpxPoster
 
     local_mode = c.settings.local_mode
     poster = HttpxPoster(local_mode=local_mode)
-    return ClientWebhookDeliverer(catalog_repository(c), secrets(c), poster, audit_log(c), local_mode=local_mode)
+    return ClientWebhookDeliverer(
+        catalog_repository(c),
+        secrets(c),
+        poster,
+        audit_log(c),
+        local_mode=local_mode,
+        log=delivery_log(c),
+        max_attempts=c.settings.client_webhook_max_attempts,
+        retry_seconds=c.settings.client_webhook_retry_seconds,
+    )
+
+
+@component
+def delivery_log(c: Components) -> DeliveryLog:
+    """The webhook delivery log: attempts recorded by the deliverer; listed, read and replayed
+    (onto ClientWebhookQueue, audited) through the API."""
+    from switchboard.messages.delivery_dynamo import DeliveryRepository
+    from switchboard.messages.delivery_log import DeliveryLog
+
+    return DeliveryLog(DeliveryRepository(table(c)), client_webhook_queue(c), audit_log(c))
 
 
 @component

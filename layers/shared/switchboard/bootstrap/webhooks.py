@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from switchboard.catalog.events import ProviderEvent
     from switchboard.core.store import UnitOfWork
     from switchboard.webhooks.events import AcceptWrite, EffectHandler
+    from switchboard.webhooks.ignored import IgnoredEvents
     from switchboard.webhooks.service import IngestService
 
 
@@ -47,6 +48,14 @@ def ingest_service(c: Components) -> IngestService:
         media=media,
         answers=answers(c),
     )
+
+
+@component
+def ignored_events(c: Components) -> IgnoredEvents:
+    from switchboard.webhooks.dynamo import EventStore
+    from switchboard.webhooks.ignored import IgnoredEvents
+
+    return IgnoredEvents(catalog_repository(c), EventStore(table(c)))
 
 
 @component
@@ -102,6 +111,14 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
     def apply_receipt(event: ProviderEvent) -> None:
         receipt_effect(c)(event)
 
+    def reply_status(event: ProviderEvent) -> None:
+        """A receipt of an agent's reply, shown on it in the helpdesk (best effort, never raises)."""
+        from switchboard.bootstrap.routing import reply_statuses
+
+        statuses = reply_statuses(c)
+        if statuses is not None:
+            statuses(event)
+
     def health_on_receipt(event: ProviderEvent) -> None:
         """A delivery receipt counts toward the instance's delivery ratio (ban watch)."""
         from switchboard.bootstrap.health import health_watch
@@ -144,7 +161,8 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
     return {
         # The downstream, the metric, then the answer to a menu to the key that sent it.
         "message": [forward_incoming, received_metric, choice_webhook],
-        "receipt": [apply_receipt, health_on_receipt],  # status, then the client webhook; the ban watch
+        # status, then the client webhook; the ban watch; an agent's reply's status in the helpdesk
+        "receipt": [apply_receipt, health_on_receipt, reply_status],
         "connection": [
             lines_on_connection,
             connection_state,  # state (by seq or a status read), ban watch, outbox

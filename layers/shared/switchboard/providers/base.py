@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from switchboard.providers.content import Content
 
 CallState = Literal["ringing", "connecting", "active", "ended"]
+# Why an event is ignored, as one of a few codes (its `ignored` text says it in full): a metric
+# counts ignored events by it, so it never takes a value from a payload. `from_us`: our own message
+# or receipt echoed back; `group`: a group, broadcast, newsletter or other non-direct chat;
+# `unsupported`: an event, message type or status switchboard does not apply; `no_sender`: no
+# phone number or LID to answer to; `malformed`: not in the provider's format; `no_effect`: mapped,
+# but nothing in this deployment applies it.
+IgnoredKind = Literal["from_us", "group", "unsupported", "no_sender", "malformed", "no_effect"]
 
 
 class ProviderTarget(Model):
@@ -107,6 +114,8 @@ class ProviderCall(Model):
     state: CallState
     direction: Literal["incoming", "outgoing"] | None = None
     peer: str | None = None
+    from_number: str | None = None
+    to_number: str | None = None
     video: bool = False
     end_reason: str | None = None
     ended_by: str | None = None
@@ -209,6 +218,64 @@ class ProviderClient(Protocol):
         ...
 
 
+@runtime_checkable
+class MessageRevoker(Protocol):
+    """A client whose server deletes a sent message for everyone (WhatsApp's revoke); the Cloud
+    API has no such call, so its client is not one."""
+
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """Delete for everyone the message `provider_message_id` this instance sent to `phone`.
+        Raises the `ProviderError`s of a request."""
+        ...
+
+
+PairingState = Literal["paired", "code", "starting", "not_started"]
+
+
+class Pairing(Model):
+    """Where linking a phone to an instance's session stands, as its provider says.
+
+    - `paired`: the session is logged in (nothing to scan);
+    - `code`: a code to scan now: `qr_code` (a `data:image/png;base64,...` image as the provider
+      drew it) and, where the provider made one, `pairing_code` (typed on the phone instead);
+      the provider replaces it after a while, so read it again until `paired`;
+    - `starting`: the session is connecting and has no code yet (read again shortly);
+    - `not_started`: no session is running: start one (`start_session`) to get a code.
+
+    A code links whoever scans it to the provider's session: it is shown to the admin who asked
+    and never logged.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    state: PairingState
+    qr_code: str | None = Field(default=None, repr=False)
+    pairing_code: str | None = Field(default=None, repr=False)
+    # How many codes the provider has drawn in this attempt, where it counts them (Evolution).
+    count: int | None = None
+
+
+@runtime_checkable
+class PairingSessions(Protocol):
+    """A client whose server pairs a number by a code the phone scans (wuzapi, Evolution), and
+    starts, shows and ends that session on request."""
+
+    def start_session(self, target: ProviderTarget) -> Pairing:
+        """Start the instance's session (a no-op when one runs); its pairing as it then stands.
+        Raises the `ProviderError`s of a request, `UnsupportedByProvider` where the server has
+        no such route."""
+        ...
+
+    def pairing(self, target: ProviderTarget) -> Pairing:
+        """The session's pairing now (the current code, while one is shown)."""
+        ...
+
+    def log_out(self, target: ProviderTarget) -> None:
+        """Unlink the phone: the session ends and the next one needs a new code. Raises
+        `ProviderDisconnected` when no session is logged in."""
+        ...
+
+
 class DownloadedMedia(Model):
     """A message's file as its provider handed it over: not yet typed or checked."""
 
@@ -289,7 +356,7 @@ class InboundEvent(Model):
       (a cloud API's template approved, rejected, paused, ...);
     - call, call_settings: the calls-capable server's own `data`.
     An event that cannot be mapped (groups, unknown message types, unknown events) has `ignored`
-    set to the reason: it is acknowledged and recorded, never applied.
+    set to the reason and `ignored_kind` to its code: it is acknowledged and recorded, never applied.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -304,6 +371,7 @@ class InboundEvent(Model):
     data: dict[str, Any] = Field(default_factory=dict)
     instance: dict[str, Any] | None = None  # the calls-capable server's top-level `instance` summary
     ignored: str | None = None
+    ignored_kind: IgnoredKind | None = None  # None with `ignored` set: `unsupported`
     # A message's file when its provider sent the bytes inline (base64 decoded): the ingest puts
     # them in the media bucket and keeps only the reference (`Media.stored`); never stored here.
     media_bytes: bytes | None = Field(default=None, exclude=True, repr=False)
@@ -380,6 +448,9 @@ class ProviderKindSpec(Protocol):
     # The interactive messages (`buttons`, `list`) the kind's WhatsApp server delivers as such;
     # any other is sent as a numbered text menu, the customer answering with the option's number.
     interactive_native: frozenset[str]
+    # The kind's server makes a voice note of any audio itself (it converts it to OGG/Opus); the
+    # others send a voice note only as the OGG/Opus WhatsApp plays as one.
+    converts_voice_notes: bool
     # The kind's signature schemes, pairwise impossible to confuse: no delivery authentic under
     # one verifies under another, whatever their secrets. The first is what a provider saved
     # without choosing gets, and the order in which a provider saved before schemes were stored
@@ -425,9 +496,10 @@ class ProviderKindSpec(Protocol):
 
 class KindDefaults:
     """What a kind answers where it has nothing of its own: no subscription check, webhooks that
-    the operator configures on the provider's side, no customer-service window (nor templates),
-    and every interactive message as a numbered text menu."""
+    the operator configures on the provider's side, voice notes sent only as OGG/Opus, no
+    customer-service window (nor templates), and every interactive message as a numbered text menu."""
 
+    converts_voice_notes = False
     service_window = False
     interactive_native: frozenset[str] = frozenset()
 

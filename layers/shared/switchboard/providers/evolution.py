@@ -76,10 +76,12 @@ from switchboard.providers.base import (
     Credentials,
     DeliveryToken,
     DownloadedMedia,
+    IgnoredKind,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
     OutgoingFile,
+    Pairing,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
@@ -183,6 +185,19 @@ class EvolutionClient(MessagingOnly):
         request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
         return self._send(target, request.action, request.body)
 
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """`DELETE /chat/deleteMessageForEveryone/{instance}` `{id, fromMe, remoteJid}`
+        (`chat.router.ts`, `deleteMessageSchema`; Baileys sends `{delete: key}`): 201 with the
+        revoke it sent."""
+        path = f"/chat/deleteMessageForEveryone/{path_segment(target.provider_instance_id)}"
+        route = "/chat/deleteMessageForEveryone/{instance}"
+        body = {"id": provider_message_id, "fromMe": True, "remoteJid": evolution_send.jid(phone)}
+        response = self._http.request(
+            "DELETE", target.base_url, path, route=route, headers=self._headers(target), body=body
+        )
+        if not response.is_success:
+            raise _error_for(response, self._http.label("DELETE", route), sending=True)
+
     def _send(self, target: ProviderTarget, action: str, body: dict[str, Any]) -> SentMessage:
         path = f"/message/{action}/{path_segment(target.provider_instance_id)}"
         route = f"/message/{action}/{{instance}}"
@@ -224,6 +239,26 @@ class EvolutionClient(MessagingOnly):
         except (ValueError, ValidationError) as exc:
             raise ProviderUnavailable(f"{label}: unreadable answer") from exc
         return next((phone for answer in answers if answer.exists and (phone := _phone(answer.jid))), None)
+
+    # --- pairing a phone (`evolution_pairing`) ---------------------------------------------
+
+    def start_session(self, target: ProviderTarget) -> Pairing:
+        """The connect route: it starts a closed instance and answers its first code."""
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return evolution_pairing.connect(self._http, target, self._headers(target))
+
+    def pairing(self, target: ProviderTarget) -> Pairing:
+        """The connect route again: a connecting instance answers its current code (a closed one
+        starts again: Evolution has no read-only route for the code)."""
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return evolution_pairing.connect(self._http, target, self._headers(target))
+
+    def log_out(self, target: ProviderTarget) -> None:
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        evolution_pairing.log_out(self._http, target, self._headers(target))
 
     @staticmethod
     def _headers(target: ProviderTarget) -> dict[str, str]:
@@ -510,20 +545,26 @@ def _message_event(instance: str, data: object) -> InboundEvent:
     seconds = _seconds(upsert.message_timestamp)
     seq = seconds * 1000 if seconds is not None else None
 
-    def ignored(reason: str) -> InboundEvent:
+    def ignored(reason: str, kind: IgnoredKind = "unsupported") -> InboundEvent:
         return InboundEvent(
-            name="message", binding=instance, event_id=key.id, seq=seq, data={"id": key.id}, ignored=reason
+            name="message",
+            binding=instance,
+            event_id=key.id,
+            seq=seq,
+            data={"id": key.id},
+            ignored=reason,
+            ignored_kind=kind,
         )
 
     jid = key.remote_jid or ""
     if key.from_me:
-        return ignored("sent from the phone or the API")
+        return ignored("sent from the phone or the API", "from_us")
     if jid.endswith("@g.us"):
-        return ignored("group message")
+        return ignored("group message", "group")
     if jid.endswith("@broadcast"):
-        return ignored("broadcast message")
+        return ignored("broadcast message", "group")
     if jid.endswith("@newsletter"):
-        return ignored("newsletter message")
+        return ignored("newsletter message", "group")
     mapped = wa_message.map_message(upsert.message, context_info=upsert.context_info)
     if isinstance(mapped, str):
         return ignored(mapped)
@@ -532,7 +573,7 @@ def _message_event(instance: str, data: object) -> InboundEvent:
     sender = _phone(jid) or _phone(key.remote_jid_alt) or _phone(key.sender_pn)
     lid = _lid(jid) or _lid(key.remote_jid_alt)
     if sender is None and lid is None:
-        return ignored("sender phone number unknown")
+        return ignored("sender phone number unknown", "no_sender")
     content, media_bytes = _with_media(mapped, upsert.message or {}, key.id)
     data_out: dict[str, Any] = {"id": key.id, "content": content_data(content)}
     if mapped.reply_to is not None:
@@ -594,14 +635,21 @@ def _change_event(instance: str, name: str, data: object, body: bytes) -> Inboun
         raise _invalid(f"{name} data") from exc
     event_id = f"{'edit' if name == 'messages.edited' else 'revoke'}:{target.id}:{_body_digest(body)[:16]}"
 
-    def ignored(reason: str) -> InboundEvent:
-        return InboundEvent(name="message", binding=instance, event_id=event_id, data={"id": target.id}, ignored=reason)
+    def ignored(reason: str, kind: IgnoredKind = "unsupported") -> InboundEvent:
+        return InboundEvent(
+            name="message",
+            binding=instance,
+            event_id=event_id,
+            data={"id": target.id},
+            ignored=reason,
+            ignored_kind=kind,
+        )
 
     jid = target.remote_jid or ""
     if target.from_me:
-        return ignored("a change of our own message")
+        return ignored("a change of our own message", "from_us")
     if not jid.endswith((_PHONE_JID, _LID_JID)):
-        return ignored("change in a group or broadcast")
+        return ignored("change in a group or broadcast", "group")
     if name == "messages.edited":
         mapped = wa_message.map_message({"protocolMessage": data})
     else:
@@ -696,6 +744,8 @@ class EvolutionKind(KindDefaults):
     always_connected = False
     # `sendText` sets no length (its schema has no maxLength, Baileys none): WhatsApp's own applies.
     text_limit = WHATSAPP_TEXT_CHARS
+    # `sendWhatsAppAudio` converts any audio to Opus with ffmpeg and sends it as PTT.
+    converts_voice_notes = True
     schemes: tuple[WebhookScheme, ...] = ("evolution-jwt", "evolution-apikey")
 
     def client(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated
 
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 
 from switchboard.core.wire import View
 from switchboard.usage.service import TenantMonthUsage
@@ -12,11 +13,18 @@ from switchboard.usage.service import TenantMonthUsage
 Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
 
 
+class DayUsageView(View):
+    day: date = Field(description="A UTC day.")
+    messages_in: int
+    messages_out: int
+
+
 class InstanceUsageView(View):
     tenant: str
     instance: str
     messages_in: int
     messages_out: int
+    days: list[DayUsageView] = Field(description="The month's days that had messages, in order.")
 
 
 class UsageView(View):
