@@ -17,7 +17,7 @@ from switchboard.bootstrap.usage import usage_recorder
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
-    from switchboard.routing.domain import DownstreamClient
+    from switchboard.routing.domain import DownstreamClient, MessageLinks
     from switchboard.routing.dynamo import RoutingRepository
     from switchboard.routing.outbox import OutboxService
     from switchboard.routing.service import DownstreamResolver, RoutingService
@@ -115,3 +115,11 @@ def forward_once(c: Components) -> Callable[..., int | None]:
         config=forward_idempotency_config(c),
     )
     return forward
+
+
+@component
+def message_links(c: Components) -> MessageLinks:
+    """The map of WhatsApp message ids to downstream message ids, both ways, per instance."""
+    from switchboard.routing.links_dynamo import MessageLinkRepository
+
+    return MessageLinkRepository(table(c))

@@ -65,6 +65,37 @@ class IncomingMessage(Model):
         return self
 
 
+class MessageLink(Model):
+    """One WhatsApp message and its message in the downstream: what threads a quote, a reaction,
+    an edit or a deletion to the message it refers to, either way.
+
+    `provider_message_id` is the WhatsApp id as the instance's provider gave it (the id a later
+    quote or reaction names); `message_id` is switchboard's own id of an outgoing message."""
+
+    instance: str  # the instance key (`<tenant>:<name>`)
+    provider_message_id: str
+    conversation_id: int  # the downstream's
+    downstream_message_id: int  # the downstream's message id
+    direction: Literal["in", "out"]
+    message_id: str | None = None
+
+
+class MessageLinks(Protocol):
+    """The map of WhatsApp ids to downstream ids, per instance, both ways.
+
+    A link is kept for `routing.links_dynamo.LINK_DAYS`: a message older than that is no longer
+    found, and what refers to it is posted unthreaded (saying so)."""
+
+    def link(self, link: MessageLink) -> None:
+        """Record both keys of `link` in one transaction; recording it again changes nothing (the
+        first link of a WhatsApp id or a downstream id stands)."""
+        ...
+
+    def by_provider_id(self, instance: str, provider_message_id: str) -> MessageLink | None: ...
+
+    def by_downstream_id(self, instance: str, downstream_message_id: int) -> MessageLink | None: ...
+
+
 class DownstreamClient(Protocol):
     def post_incoming(
         self, target: DownstreamTarget, message: IncomingMessage, *, earlier_attempt: datetime | None = None
