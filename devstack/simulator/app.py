@@ -236,6 +236,7 @@ class SimulatorApp:
             file_size=body.file_size,
             announced_size=body.announced_size,
             quote=body.quote,
+            media_fails=body.media_fails,
             base_url=request.host_url.rstrip("/"),
         )
         message = self.state.incoming_message(

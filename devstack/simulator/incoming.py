@@ -45,7 +45,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from devstack.simulator import files, payloads, wire
@@ -128,12 +128,15 @@ FILES_PATH = "/files"  # the calls-capable server's own media URLs
 @dataclass(frozen=True)
 class ArrivalOptions:
     """How a message's file travels and what the message claims (see the module's docstring);
-    `base_url` is the simulator's own URL, where a URL-mode file is served."""
+    `media_fails`: its file cannot be downloaded from the start (Meta: the media URL answers 404;
+    elsewhere the server's download route or URL fails); `base_url` is the simulator's own URL,
+    where a URL-mode file is served."""
 
     mode: str | None = None
     file_size: int | None = None
     announced_size: int | None = None
     quote: str | None = None
+    media_fails: bool = False
     base_url: str = ""
 
 
@@ -168,8 +171,11 @@ DELIVERY_MODES = {
 def arrival(
     kind: str, message_id: str, sender: str, caption: str, *, reacted_id: str, options: ArrivalOptions
 ) -> Arrival:
-    """One message of `kind`, with its file when it has one."""
+    """One message of `kind`, with its file when it has one; a reaction to the quoted message
+    when one is named (else to `reacted_id`)."""
     data = media_file(kind, options.file_size) if kind in DOWNLOADABLE else b""
+    if kind == "reaction" and options.quote:
+        reacted_id, options = options.quote, replace(options, quote=None)
     return Arrival(kind, message_id, sender, caption, reacted_id, time.time(), data, options)
 
 
@@ -418,7 +424,7 @@ def evolution_upsert(arrival: Arrival, instance_uuid: str) -> dict[str, Any]:
     # is the quoting context.
     ordered = {name: data[name] for name in ("key", "pushName", "status", "message")}
     quote = arrival.options.quote or (LIST_MESSAGE_ID if kind == "list" else None)
-    if quote is not None:
+    if quote is not None and kind != "reaction":
         ordered["contextInfo"] = {"stanzaId": quote, "participant": wire.jid(arrival.sender)}
     elif kind not in ("reaction", "text"):
         ordered["contextInfo"] = None

@@ -200,8 +200,10 @@ class IncomingMessageBody(ControlBody):
     # is not the file's (a file over the kind's limit, never to be fetched).
     file_size: StrictInt | None = Field(default=None, alias="fileSize", ge=1, le=20 * 1024 * 1024)
     announced_size: StrictInt | None = Field(default=None, alias="announcedSize", ge=0)
-    # The id of the message the customer quoted.
+    # The id of the message the customer quoted (a reaction's: the message it reacts to).
     quote: StrictStr | None = Field(default=None, min_length=1, max_length=256)
+    # The file cannot be downloaded from the start (the Cloud API: its media URL answers 404).
+    media_fails: StrictBool = Field(default=False, alias="mediaFails")
 
 
 class IncomingCallBody(ControlBody):

@@ -128,6 +128,7 @@ class Records:
         # Files the Graph API serves by media id (Meta's media endpoints): id -> (bytes, type).
         self.meta_media: dict[str, tuple[bytes, str]] = {}
         self.failing_media: set[str] = set()  # ids whose download answers 404 (an expired id)
+        self.failing_downloads: set[str] = set()  # Meta media ids whose node answers, their URL 404
         # Files a server keeps by the message that brought them (Evolution's getBase64 route).
         self.message_media: dict[str, tuple[bytes, str, str]] = {}  # message id -> (bytes, type, kind)
         # Every file a customer sent, by message id (a download route finds it by its digest).
@@ -190,6 +191,8 @@ class Records:
         if arrival.kind not in incoming.DOWNLOADABLE:
             return
         self.message_files[arrival.message_id] = arrival.data
+        if arrival.options.media_fails and flavour != "meta":
+            self.failing_media.add(arrival.message_id)
         mode = arrival.options.mode
         if (flavour == "wuzapi" and mode in ("s3", "both")) or (flavour == "calls" and mode == "url"):
             key = incoming.file_url(arrival, flavour)[1]

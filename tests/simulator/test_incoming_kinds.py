@@ -180,7 +180,7 @@ def test_pending_faults_can_be_cleared(control: SimulatorControl) -> None:
 
 
 @pytest.mark.parametrize(
-    ("flavour", "mode", "inline", "by_url"),
+    "case",
     [
         ("wuzapi", None, True, False),
         ("wuzapi", "s3", False, True),
@@ -196,11 +196,9 @@ def test_each_server_carries_a_file_as_its_setting_says_and_serves_its_url_byte_
     make_flavoured: FlavourFactory,
     control: SimulatorControl,
     receiver: WebhookReceiver,
-    flavour: str,
-    mode: str | None,
-    inline: bool,
-    by_url: bool,
+    case: tuple[str, str | None, bool, bool],
 ) -> None:
+    flavour, mode, inline, by_url = case  # the server, its setting, the bytes inline, a URL given
     instance = make_flavoured(flavour, **({"kind": "messages"} if flavour == "calls" else {}))
 
     sent = control.incoming(instance.id, PEER, kind="document", text="o boleto", media_delivery=mode)

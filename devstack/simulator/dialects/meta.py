@@ -95,6 +95,8 @@ class MetaDialect:
         media_id = incoming.new_media_id()
         if kind in incoming.DOWNLOADABLE:
             records.meta_media[media_id] = (arrival.data, incoming.declared_type(kind))
+            if options.media_fails:
+                records.failing_downloads.add(media_id)
         return message_id, post(records, instance, "messages", incoming.meta_message(arrival, media_id))
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
@@ -215,7 +217,7 @@ class MetaServer:
         with self._state.locked() as records:
             self._bearer_owner(records, request)
             found = records.meta_media.get(media_id)
-            if found is None or media_id in records.failing_media:
+            if found is None or media_id in records.failing_media or media_id in records.failing_downloads:
                 return Response(b"", status=404)
             data, mime = found
         return Response(data, status=200, content_type=mime.split(";")[0])

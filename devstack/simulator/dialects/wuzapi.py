@@ -7,6 +7,7 @@ The calls-capable server's messaging routes are these (`send_text`, `session_sta
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import time
 from functools import partial
@@ -212,6 +213,11 @@ class WuzapiServer:
             user(records, request, "wuzapi")
             failed = str(body.get("DirectPath") or "") in records.failing_media
             sent = list(records.message_files.values())
+            failed |= any(
+                hashlib.sha256(data).digest() == digest
+                for message_id, data in records.message_files.items()
+                if message_id in records.failing_media
+            )
         found = None if failed else incoming.file_by_sha256(digest, sent)
         if found is None:
             raise payloads.wuzapi_refused(500, f"Failed to download {kind} failed to download media")

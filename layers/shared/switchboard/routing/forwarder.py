@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import NotFound, SwitchboardError
 from switchboard.core.observability import logger
+from switchboard.media import limits
 from switchboard.media.ports import MediaReader, MediaResolver, MediaUnavailable
 from switchboard.providers.base import ContactDirectory
 from switchboard.providers.content import Content, Edit, MediaMessage, Reaction, Revoke, Text, content_from
@@ -249,8 +250,13 @@ class DownstreamForwarder:
         media = content.media
         if media.unavailable:
             return None, media.unavailable  # refused at the ingest, and counted there
-        if media.stored is None and media.size is not None and media.size > HELPDESK_MAX_BYTES:
-            return None, "helpdesk_limit"  # not fetched: the helpdesk would refuse it
+        if media.stored is None and media.size is not None:
+            # Not fetched: over WhatsApp's limit for its kind (the claim is refused as the bytes
+            # would be), or over what the helpdesk takes.
+            if media.size > limits.max_bytes(media):
+                return None, "too_large"
+            if media.size > HELPDESK_MAX_BYTES:
+                return None, "helpdesk_limit"
         if self._media is None:
             return None, "no_source"
         final = receive_count >= MEDIA_ATTEMPTS
