@@ -19,7 +19,7 @@ from devstack.simulator import SimulatorControl
 from devstack.simulator.incoming import MEDIA_KINDS, media_file
 from switchboard.providers import envelope, evolution, meta, wuzapi_webhooks
 from switchboard.providers.base import InboundEvent, WebhookRequest
-from switchboard.providers.content import MediaMessage, content_from
+from switchboard.providers.content import Choice, Contacts, MediaMessage, content_from
 from tests.simulator.conftest import FlavourFactory, Received, WebhookReceiver
 
 PEER = "5511977776666"
@@ -81,9 +81,9 @@ def test_every_kind_of_message_is_posted_by_each_server_and_mapped_to_its_conten
     assert content.type == EXPECTED_CONTENT[kind]
     if isinstance(content, MediaMessage):
         assert content.media.kind in MEDIA_CONTENT[kind]
-    if kind == "contacts":
+    if isinstance(content, Contacts):
         assert [(card.name, card.phones) for card in content.cards] == [("Ana Souza", [CONTACT_DIGITS])]
-    if kind == "list":
+    if isinstance(content, Choice):
         assert (content.id, content.title) == ("boleto-2", "Segunda via do boleto")
     assert event.event_id == (sent["eventId"] if flavour == "calls" else sent["id"])
     assert sent["eventId"] in {e["eventId"] for e in control.events(instance.id)}

@@ -100,7 +100,8 @@ class World:
             return [m for ms in self.helpdesk.posted.values() for m in ms if m["source_id"] == source_id]
 
     def one(self, source_id: str, timeout: float = 30) -> dict[str, Any]:
-        [message] = wait_for(lambda: self.posted(source_id), timeout)
+        found: list[dict[str, Any]] = wait_for(lambda: self.posted(source_id), timeout)
+        [message] = found
         return message
 
     def uploads(self, message: dict[str, Any]) -> list[Upload]:
