@@ -17,6 +17,10 @@ class InstanceUsageView(View):
     instance: str
     messages_in: int
     messages_out: int
+    # The incoming messages by type: `text`, `image`, `video`, `audio`, `voice`, `document`,
+    # `sticker`, `location`, `contacts`, `choice` (a button, list or flow answer), `poll`,
+    # `reaction`, `edit`, `revoke`, `other`; only the types that came.
+    messages_in_by_type: dict[str, int]
 
 
 class UsageView(View):
@@ -24,6 +28,7 @@ class UsageView(View):
     month: str
     messages_in: int
     messages_out: int
+    messages_in_by_type: dict[str, int]
     instances: list[InstanceUsageView]
 
     @classmethod
