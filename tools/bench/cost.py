@@ -11,7 +11,10 @@ Billing units:
   strongly consistent read one read request unit per 4 KB returned, an eventually consistent one
   half that; items written or read in a transaction cost twice;
 - SQS: one request per API call and per 64 KB of its payload (batch sends, receives and deletes
-  are one request each);
+  are one request each), at the FIFO rate on a FIFO queue;
+- S3 Standard: a PUT or LIST one write-class request, a GET or HEAD one read-class request; a
+  stored byte for as long as the bucket's lifecycle keeps it (the media bucket's expiry, read
+  from template.yaml);
 - API Gateway HTTP API: one request per 512 KB; EventBridge: one event per 64 KB entry;
 - Parameter Store: no charge at standard throughput (what the template uses); priced here at the
   higher-throughput rate to show what turning it on would add;
@@ -56,6 +59,16 @@ PRICES: dict[str, Price] = {
         0.125, 1e6, "DynamoDB on-demand read request units", "https://aws.amazon.com/dynamodb/pricing/on-demand/"
     ),
     "sqs_request": Price(0.40, 1e6, "SQS standard requests (per 64 KB)", "https://aws.amazon.com/sqs/pricing/"),
+    "sqs_fifo_request": Price(0.50, 1e6, "SQS FIFO requests (per 64 KB)", "https://aws.amazon.com/sqs/pricing/"),
+    "s3_write_request": Price(
+        0.005, 1e3, "S3 Standard PUT, COPY, POST, LIST requests", "https://aws.amazon.com/s3/pricing/"
+    ),
+    "s3_read_request": Price(
+        0.0004, 1e3, "S3 Standard GET, SELECT and all other requests", "https://aws.amazon.com/s3/pricing/"
+    ),
+    "s3_gb_month": Price(
+        0.023, 2**30, "S3 Standard storage, first 50 TB (per GB-month)", "https://aws.amazon.com/s3/pricing/"
+    ),
     "api_request": Price(
         1.00,
         1e6,
@@ -168,6 +181,10 @@ class Usage:
     write_units: float = 0.0
     read_units: float = 0.0
     sqs_requests: float = 0.0
+    sqs_fifo_requests: float = 0.0
+    s3_write_requests: float = 0.0
+    s3_read_requests: float = 0.0
+    s3_stored_bytes: float = 0.0  # kept for the media bucket's retention
     api_requests: float = 0.0
     eventbridge_events: float = 0.0
     ssm_interactions: float = 0.0
@@ -186,12 +203,22 @@ def cost_per_million(usage: Usage, prices: Mapping[str, Price] = PRICES) -> dict
         "Lambda duration": prices["lambda_gb_second"].of(sum(use.gb_seconds for use in usage.functions.values())),
         "DynamoDB writes": prices["dynamodb_write"].of(usage.write_units),
         "DynamoDB reads": prices["dynamodb_read"].of(usage.read_units),
-        "SQS": prices["sqs_request"].of(usage.sqs_requests),
+        "SQS": prices["sqs_request"].of(usage.sqs_requests) + prices["sqs_fifo_request"].of(usage.sqs_fifo_requests),
+        "S3": prices["s3_write_request"].of(usage.s3_write_requests)
+        + prices["s3_read_request"].of(usage.s3_read_requests)
+        + prices["s3_gb_month"].of(usage.s3_stored_bytes * media_retention_days() / 30),
         "API Gateway": prices["api_request"].of(usage.api_requests),
         "EventBridge": prices["eventbridge_event"].of(usage.eventbridge_events),
         "CloudWatch Logs": prices["log_byte"].of(logs),
     }
     return {line: usd * 1e6 for line, usd in lines.items() if usd}
+
+
+def media_retention_days(path: Path = template.TEMPLATE) -> int:
+    """How long the media bucket keeps a file (its lifecycle rule's expiry)."""
+    bucket = template.resources("AWS::S3::Bucket", path)["MediaBucket"]
+    rules = bucket["LifecycleConfiguration"]["Rules"]
+    return min(int(rule["ExpirationInDays"]) for rule in rules if "ExpirationInDays" in rule)
 
 
 def ssm_per_million(usage: Usage, prices: Mapping[str, Price] = PRICES) -> float:

@@ -249,6 +249,7 @@ LINES = (
     "DynamoDB writes",
     "DynamoDB reads",
     "SQS",
+    "S3",
     "API Gateway",
     "EventBridge",
     "CloudWatch Logs",
@@ -274,11 +275,16 @@ def _workloads(figures: Figures, recorded: Mapping[str, Figures]) -> list[str]:
                 reconciled["usd"],
             )
         )
-    units = ["| workload | WRU | RRU | invocations | SSM reads |", "|---|---|---|---|---|"]
+    units = [
+        "| workload | WRU | RRU | invocations | SSM reads | S3 PUT / LIST | S3 GET / HEAD | KB kept |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in figures["workloads"]:
+        s3 = row.get("s3", {})
         units.append(
             f"| {row['workload']} | {_n(row['write_units'])} | {_n(row['read_units'])} | "
-            f"{_n(row['invocations'])} | {_n(row['ssm_interactions'], 3)} |"
+            f"{_n(row['invocations'])} | {_n(row['ssm_interactions'], 3)} | {_n(s3.get('writes', 0))} | "
+            f"{_n(s3.get('reads', 0))} | {_n(s3.get('stored_kb', 0), 0)} |"
         )
     ssm = max(row["ssm_usd"] for row in figures["workloads"])
     sends = figures["sends"]
@@ -292,7 +298,11 @@ def _workloads(figures: Figures, recorded: Mapping[str, Figures]) -> list[str]:
         "in this run plus the stated round trips of `tools/bench/meter.py`. The sends are API sends in "
         "pool mode with a `delivered` receipt and two client webhooks (`message.sent`, "
         "`message.delivered`), to new recipients and again to known ones (affinity hit); the incoming "
-        "messages are forwarded to Chatwoot (4 contacts, 5 messages each); the call reservations are "
+        "messages are forwarded to Chatwoot (4 contacts, 5 messages each) through the FIFO forward "
+        "queue: texts, then photos sent inline in base64 (put in the media bucket at the ingest, read "
+        "back and posted as an attachment), then voice notes given by their URL (looked for in the "
+        "bucket, fetched from the provider, put, read back and posted); S3 adds the kept bytes for "
+        "the media bucket's retention. The call reservations are "
         "`POST /api/connections/{instance}/calls` with the provider's dial.",
         "\n".join(rows),
         "Billing units per unit of work:",

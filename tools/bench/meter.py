@@ -36,9 +36,14 @@ LATENCY_MS = {
     "sqs": 8.0,
     "ssm": 10.0,
     "events": 15.0,
+    "s3": 20.0,
     "http": 150.0,  # a client webhook or a Chatwoot request
     "provider": 250.0,  # a provider's send, dial or read
 }
+
+
+# S3's write-class requests (the rest, GET and HEAD among them, are read-class).
+S3_WRITE_CLASS = frozenset({"PutObject", "CopyObject", "PostObject", "ListObjectsV2", "ListObjects"})
 
 
 @dataclass
@@ -58,6 +63,10 @@ class Tally:
     write_units: Counter[str] = field(default_factory=Counter)  # "UpdateItem MESSAGE" -> units
     read_units: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))  # eventual reads are halves
     sqs_requests: float = 0.0
+    sqs_fifo_requests: float = 0.0
+    s3_write_requests: float = 0.0
+    s3_read_requests: float = 0.0
+    s3_stored_bytes: float = 0.0
     eventbridge_events: float = 0.0
     ssm_interactions: float = 0.0
     http: Counter[str] = field(default_factory=Counter)  # "provider" / "http" -> count
@@ -122,12 +131,15 @@ class Meter:
             if id(client) in meter._unmetered:
                 return original_call(client, operation, params)
             meter._attach(client)
+            # What a put stores, read before botocore turns the body into a stream.
+            body = params.get("Body")
+            stored = len(body) if isinstance(body, bytes | bytearray) else 0
             started = time.perf_counter()
             try:
                 return original_call(client, operation, params)
             finally:
                 meter._aws_seconds += time.perf_counter() - started
-                meter._count(client.meta.service_model.service_name, operation, params)
+                meter._count(client.meta.service_model.service_name, operation, params, stored)
 
         def send(client: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
             started = time.perf_counter()
@@ -184,12 +196,19 @@ class Meter:
 
     # --- AWS requests ------------------------------------------------------------------------
 
-    def _count(self, service: str, operation: str, params: dict[str, Any]) -> None:
+    def _count(self, service: str, operation: str, params: dict[str, Any], stored: int = 0) -> None:
         tally = self.tally()
         tally.requests[f"{service}.{operation}"] += 1
         self._latency_ms += LATENCY_MS.get(f"{service}.{operation}", LATENCY_MS.get(service, 0.0))
-        if service == "sqs":
+        if service == "sqs" and str(params.get("QueueUrl", "")).endswith(".fifo"):
+            tally.sqs_fifo_requests += _sqs_requests(operation, params)
+        elif service == "sqs":
             tally.sqs_requests += _sqs_requests(operation, params)
+        elif service == "s3" and operation in S3_WRITE_CLASS:
+            tally.s3_write_requests += 1
+            tally.s3_stored_bytes += stored
+        elif service == "s3":
+            tally.s3_read_requests += 1
         elif service == "events" and operation == "PutEvents":
             tally.eventbridge_events += sum(
                 cost.eventbridge_events(len(json.dumps(entry).encode())) for entry in params.get("Entries", [])
@@ -349,6 +368,10 @@ def usage_of(tallies: dict[str, Tally], units: int, memory: dict[str, int], *, a
         usage.write_units += sum(tally.write_units.values()) / units
         usage.read_units += sum(tally.read_units.values()) / units
         usage.sqs_requests += tally.sqs_requests / units
+        usage.sqs_fifo_requests += tally.sqs_fifo_requests / units
+        usage.s3_write_requests += tally.s3_write_requests / units
+        usage.s3_read_requests += tally.s3_read_requests / units
+        usage.s3_stored_bytes += tally.s3_stored_bytes / units
         usage.eventbridge_events += tally.eventbridge_events / units
         usage.ssm_interactions += tally.ssm_interactions / units
         usage.log_bytes += tally.log_bytes / units
