@@ -52,7 +52,11 @@ class Chatwoot:
     def transport(self) -> httpx.MockTransport:
         def handle(request: httpx.Request) -> httpx.Response:
             route = re.sub(r"/[0-9]+", "/{id}", request.url.path.removeprefix("/api/v1/accounts/1"))
-            self.requests.append((request.method, route, json.loads(request.content) if request.content else None))
+            try:
+                body = json.loads(request.content) if request.content else None
+            except ValueError:
+                body = request.content  # a multipart body
+            self.requests.append((request.method, route, body))
             name = self.answers[(request.method, route)]
             return httpx.Response(200, content=(CONTRACT / name).read_bytes())
 

@@ -31,6 +31,7 @@ from switchboard.providers.content import (
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.domain import DownstreamPost, DownstreamTarget, FileToPost, IncomingMessage, MessageLink
 from switchboard.routing.incoming_post import downstream_post, file_name_for, vcard_file
+from tests.routing.test_downstream_answers import ACCOUNT_1, CONTRACT, Chatwoot
 from tools.support.downstream import FakeDownstream, parse_multipart
 
 TARGET = DownstreamTarget(base_url="https://cw.example", account_id=1, inbox_id=2, api_token="t", source="tenant")
@@ -195,7 +196,7 @@ def test_a_voice_note_is_posted_as_one_and_a_caption_less_file_has_no_content() 
 
     [request] = fake.messages()
     assert request.body == {"message_type": "incoming", "source_id": "3EB0V1", "is_voice_message": "true"}
-    assert message["content"] is None and message["attachments"][0]["meta"] == {"is_voice_message": True}
+    assert message["content"] is None and message["attachments"][0]["id"] in fake.voice
     assert fake.message_uploads(message)[0].data == voice.data
 
 
@@ -275,3 +276,40 @@ def test_a_text_is_posted_as_json_as_before() -> None:
 
     [request] = fake.messages()
     assert request.uploads == [] and message["content"] == "bom dia" and "attachments" not in message
+
+
+def test_the_fakes_answer_to_a_multipart_post_has_chatwoots_shape() -> None:
+    real = json.loads((CONTRACT / "api_messages_create_incoming_attachment.json").read_text())
+    fake = FakeDownstream()
+    first = post(fake, incoming("3EB0S1"), DownstreamPost(content="oi"))
+    voice = FileToPost(file_name="voice.ogg", mime_type="audio/ogg", data=files.ogg_opus(3))
+
+    message = post(
+        fake,
+        incoming("3EB0S2"),
+        DownstreamPost(content=None, files=[voice], voice=True, refers_to=link(first, "3EB0S1")),
+    )
+
+    assert set(message) == set(real)
+    assert set(message["attachments"][0]) == set(real["attachments"][0])
+    assert message["attachments"][0]["file_type"] == real["attachments"][0]["file_type"] == "audio"
+    assert set(message["content_attributes"]) == set(real["content_attributes"])
+
+
+def test_against_chatwoots_answer_a_multipart_post_is_known_by_the_message_id_it_answers() -> None:
+    chatwoot = Chatwoot(
+        {
+            ("GET", "/contacts/search"): "api_contacts_search.json",
+            ("GET", "/contacts/{id}/conversations"): "api_contact_conversations.json",
+            ("POST", "/conversations/{id}/messages"): "api_messages_create_incoming_attachment.json",
+        }
+    )
+    client = ChatwootClient(local_mode=True, transport=chatwoot.transport())
+    voice = FileToPost(file_name="voice.ogg", mime_type="audio/ogg", data=files.ogg_opus(3))
+    sheena = incoming("wamid.S3").model_copy(update={"sender": "16505551234"})
+
+    posted = client.post_incoming(ACCOUNT_1, sheena, DownstreamPost(content=None, files=[voice], voice=True))
+
+    assert (posted.conversation_id, posted.message_id) == (12, 9002)
+    [(_, _, body)] = [request for request in chatwoot.requests if request[0] == "POST"]
+    assert isinstance(body, bytes) and files.ogg_opus(3) in body and b'name="is_voice_message"' in body

@@ -16,10 +16,14 @@ URL). It is as strict as Chatwoot where a lenient fake would hide a bug:
 - a message with files is a `multipart/form-data` body parsed byte for byte as Rack does (every
   part between the boundaries, its own headers, its bytes kept exactly: `uploads` holds each
   file as received); `attachments[]` parts without a file name are refused as `MessageBuilder`
-  fails on them (a signed blob id it cannot find), a file over 40 MB is refused as Chatwoot's
-  `MAXIMUM_FILE_UPLOAD_SIZE` refuses it (422), the part's Content-Type gives the attachment's
-  `file_type` (`FileTypeHelper#file_type`), `content_attributes` may be a JSON string
-  (`MessageBuilder#content_attributes`), and `is_voice_message` tags an audio file;
+  fails on them (a signed blob id it cannot find), a file over 40 MB is refused (422) as
+  Chatwoot's `MAXIMUM_FILE_UPLOAD_SIZE` refuses it (Chatwoot checks it on web-widget inboxes; the
+  fake on every inbox, so that a post over it fails loudly), the part's Content-Type gives the
+  attachment's `file_type` (`FileTypeHelper#file_type`), `content_attributes` may be a JSON string
+  (`MessageBuilder#content_attributes`), and `is_voice_message` tags an audio attachment's `meta`
+  (kept in `voice`: the answer does not show it);
+- a message's answer is the `_message` partial: an incoming one's `sender` is its contact, its
+  `attachments` each `Attachment#push_event_data`;
 - `content_attributes.in_reply_to` keeps its id only when it is a message of the same
   conversation, with that message's `source_id` as `in_reply_to_external_id`; otherwise both
   are null (`Messages::InReplyToMessageBuilder`).
@@ -141,6 +145,7 @@ class FakeDownstream:
     conversations: dict[int, dict[str, Any]] = field(default_factory=dict)
     posted: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # conversation id -> messages
     uploads: dict[int, Upload] = field(default_factory=dict)  # attachment id -> the file as received
+    voice: set[int] = field(default_factory=set)  # attachment ids tagged as voice messages
     clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: int = 0
@@ -336,6 +341,8 @@ class FakeDownstream:
             "private": _true(body.get("private")),
             "source_id": body.get("source_id"),
         }
+        if message_type == "incoming":
+            message["sender"] = {**self._view(conversation["contact_id"]), "type": "contact"}
         voice = _true(body.get("is_voice_message"))
         attachments = [self._attachment(conversation, message_id, upload, voice) for upload in uploads]
         if attachments:
@@ -389,9 +396,10 @@ class FakeDownstream:
             "height": None,
         }
         if kind == "audio":
+            data["data_url"] = f"{url}?disposition=inline"
             data["transcribed_text"] = ""
             if voice:
-                data["meta"] = {"is_voice_message": True}
+                self.voice.add(attachment_id)
         return data
 
     def _listing(self, conversation: dict[str, Any], params: dict[str, list[str]]) -> dict[str, Any]:
