@@ -77,7 +77,7 @@ def test_incoming_messages_are_counted_by_type_under_their_stored_names(
     client: Client, aws: AwsResources, make_tenant: Any, platform_key: str
 ) -> None:
     acme = build_catalog(client, make_tenant("acme"))
-    kinds = [
+    kinds: list[dict[str, Any]] = [
         {"type": "voice", "media": {"mimeType": "audio/ogg", "base64": base64.b64encode(files.ogg_opus(2)).decode()}},
         {
             "type": "image",
@@ -89,7 +89,8 @@ def test_incoming_messages_are_counted_by_type_under_their_stored_names(
         {"type": "text", "text": "oi"},
     ]
     for fields in kinds:
-        data = {key: value for key, value in message_data().items() if key != "text"} | fields
+        data: dict[str, Any] = {key: value for key, value in message_data().items() if key != "text"}
+        data |= fields
         assert deliver(client, acme.provider_id, envelope("message", "inst-1", data)).status == 200
 
     [usage] = client.get(f"/api/usage/summary?month={this_month()}", key=platform_key).json()
