@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from devstack.simulator import files
 from switchboard.providers.content import (
@@ -28,6 +30,7 @@ from switchboard.providers.content import (
     Revoke,
     Text,
 )
+from switchboard.routing.as_text import KIND_WORDS
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.domain import DownstreamPost, DownstreamTarget, FileToPost, IncomingMessage, MessageLink
 from switchboard.routing.incoming_post import downstream_post, file_name_for, vcard_file
@@ -313,3 +316,58 @@ def test_against_chatwoots_answer_a_multipart_post_is_known_by_the_message_id_it
     assert (posted.conversation_id, posted.message_id) == (12, 9002)
     [(_, _, body)] = [request for request in chatwoot.requests if request[0] == "POST"]
     assert isinstance(body, bytes) and files.ogg_opus(3) in body and b'name="is_voice_message"' in body
+
+
+# --- whatever the content -----------------------------------------------------------------------
+
+TEXT = st.text(min_size=1, max_size=40)
+OPTIONAL = st.none() | TEXT
+MEDIA = st.builds(
+    Media,
+    kind=st.sampled_from(["image", "video", "audio", "voice", "document", "sticker"]),
+    file_name=st.none() | st.text(min_size=1, max_size=30),
+    caption=OPTIONAL,
+)
+CONTENTS = st.one_of(
+    st.builds(Text, body=TEXT),
+    st.builds(MediaMessage, media=MEDIA),
+    st.builds(
+        Location,
+        latitude=st.floats(-90, 90),
+        longitude=st.floats(-180, 180),
+        name=OPTIONAL,
+        address=OPTIONAL,
+        live=st.booleans(),
+    ),
+    st.builds(
+        Contacts,
+        cards=st.lists(
+            st.builds(ContactCard, name=OPTIONAL, phones=st.lists(TEXT, max_size=3)), min_size=1, max_size=3
+        ),
+    ),
+    st.builds(
+        Choice, source=st.sampled_from(["button", "list", "flow", "template_button"]), id=OPTIONAL, title=OPTIONAL
+    ),
+    st.builds(Poll, question=TEXT, options=st.lists(TEXT, max_size=4)),
+    st.builds(Reaction, target_id=TEXT, emoji=st.sampled_from(["", "👍", "❤️"])),
+    st.builds(Edit, target_id=TEXT, body=TEXT),
+    st.builds(Revoke, target_id=TEXT),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(content=CONTENTS, reason=st.sampled_from([None, "expired", "too_large", "helpdesk_limit", "something new"]))
+def test_every_content_becomes_words_or_a_file_and_a_change_always_names_its_message(content: Any, reason: Any) -> None:
+    post = downstream_post(content, unavailable=reason)
+
+    if isinstance(content, Reaction | Edit | Revoke):
+        assert post.change_note is not None and content.target_id in post.change_note and post.content
+    elif isinstance(content, MediaMessage):
+        media = content.media
+        assert post.content is not None and post.content.startswith(f"[{KIND_WORDS[media.kind]} indisponível: ")
+        assert post.files == [] and (media.caption is None or post.content.endswith(media.caption))
+    else:
+        assert post.content and post.change_note is None
+    if isinstance(content, Contacts):
+        [card] = post.files
+        assert card.data.count(b"BEGIN:VCARD") >= len(content.cards) and card.file_name.endswith(".vcf")
