@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from devstack import template
 from devstack.simulator import files
 from switchboard.core.errors import DownstreamError, NotFound
 from switchboard.media.ports import MediaUnavailable
@@ -216,3 +217,11 @@ def test_a_job_queued_before_contents_existed_is_posted_as_its_text() -> None:
     world.forwarder().forward(old)
 
     assert world.posted()[0]["content"] == "oi, tudo bem?"
+
+
+def test_a_file_becomes_a_placeholder_before_its_job_could_reach_the_dead_letter_queue() -> None:
+    queues = template.resources("AWS::SQS::Queue")
+    forward = queues["ForwardQueue"]
+
+    assert int(forward["RedrivePolicy"]["maxReceiveCount"]) > MEDIA_ATTEMPTS
+    assert forward["FifoQueue"] is True and queues["ForwardDLQ"]["FifoQueue"] is True  # a FIFO's DLQ is FIFO
