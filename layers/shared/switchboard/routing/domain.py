@@ -8,13 +8,12 @@ The API token is write-only: stored in the secret store, only a hint is kept her
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
-from switchboard.providers.content import Content
 
 
 class DownstreamMapping(Model):
@@ -48,9 +47,11 @@ class IncomingMessage(Model):
     address for a user whose number it hides) or both; `sender_name` is their WhatsApp profile
     name, when the provider sent it.
 
-    `content` is what the customer sent (a file by its claim check, never its bytes) and
-    `reply_to` the WhatsApp id of the message they quoted; `text` is the content as the agent
-    reads it in words (`routing.as_text`), what a job queued before contents existed carries alone."""
+    `content` is what the customer sent, as the JSON of a `providers.content.Content` (a file by
+    its claim check, never its bytes; JSON here, so that the functions that name this record
+    without forwarding never load the contents' schema), and `reply_to` the WhatsApp id of the
+    message they quoted; `text` is the content as the agent reads it in words
+    (`routing.as_text`), what a job queued before contents existed carries alone."""
 
     event_id: str  # provider event id: the idempotency key of the forward
     instance: str
@@ -62,8 +63,13 @@ class IncomingMessage(Model):
     sender_name: str | None = None
     text: str
     sent_at: str | None = None
-    content: Content | None = None
+    content: dict[str, Any] | None = None
     reply_to: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content_json(cls, value: Any) -> Any:
+        return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
     @model_validator(mode="after")
     def _someone(self) -> IncomingMessage:

@@ -38,7 +38,16 @@ from switchboard.core.observability import logger
 from switchboard.media import limits
 from switchboard.media.ports import MediaReader, MediaResolver, MediaUnavailable
 from switchboard.providers.base import ContactDirectory
-from switchboard.providers.content import Content, Edit, MediaMessage, Reaction, Revoke, Text, content_from
+from switchboard.providers.content import (
+    Content,
+    Edit,
+    MediaMessage,
+    Reaction,
+    Revoke,
+    Text,
+    content_data,
+    content_from,
+)
 from switchboard.routing.as_text import as_text
 from switchboard.routing.domain import (
     DownstreamClient,
@@ -120,7 +129,7 @@ class IncomingForwardHandler:
                 sender_name=name,
                 text=as_text(content),
                 sent_at=_text(data.get("timestamp")),
-                content=content,
+                content=content_data(content),
                 reply_to=_text(data.get("replyTo")),
             )
         )
@@ -233,7 +242,7 @@ class DownstreamForwarder:
 
     def _post_of(self, message: IncomingMessage, receive_count: int) -> tuple[DownstreamPost, str | None]:
         """The message as the helpdesk takes it, and why its file is a placeholder (None: it is not)."""
-        content = message.content if message.content is not None else Text(body=message.text)
+        content = content_from({"content": message.content}) if message.content else Text(body=message.text)
         refers = content.target_id if isinstance(content, Reaction | Edit | Revoke) else message.reply_to
         refers_to = self._links.by_provider_id(message.instance, refers) if refers and self._links else None
         if not isinstance(content, MediaMessage):

@@ -14,7 +14,6 @@ from switchboard.catalog.domain import Instance
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.model import Model
 from switchboard.core.observability import metrics
-from switchboard.providers.content import content_from, kind_of
 from switchboard.usage.domain import DailyUsage, Direction
 
 if TYPE_CHECKING:
@@ -131,6 +130,9 @@ def message_type(event: ProviderEvent) -> str:
     """What an incoming message was, for its count by type: `text`, a media kind, `location`,
     `contacts`, `choice`, `poll`, `reaction`, `edit`, `revoke`; `other` for a message without a
     content (an event stored before contents existed, or not mapped)."""
+    # Imported here: the usage API's function never reads a content, and never pays for its schema.
+    from switchboard.providers.content import content_from, kind_of  # noqa: PLC0415 - cold start
+
     try:
         return kind_of(content_from(event.data))
     except ValueError:
