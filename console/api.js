@@ -166,4 +166,25 @@ export const api = {
   attachMedia: (instance, callId) => request("POST", `/api/calls/${enc(instance)}/${enc(callId)}/attach`),
 
   liveTicket: () => request("POST", "/api/live/tickets"),
+
+  // The operators' view: the message log, a customer's conversation, webhook deliveries and an
+  // instance's ignored provider events. `query` is an object of the route's filters (empty ones left out).
+  messages: (query = {}) => request("GET", `/api/messages${queryString(query)}`),
+  conversation: (number, cursor) => request("GET", `/api/contacts/${enc(number)}/messages${queryString({ cursor })}`),
+  deliveries: (query = {}) => request("GET", `/api/webhook-deliveries${queryString(query)}`),
+  replayDelivery: (id) => request("POST", `/api/webhook-deliveries/${enc(id)}/replay`),
+  replayFailedDeliveries: (since, until, cursor) =>
+    request("POST", "/api/webhook-deliveries/replay", cursor ? { since, until, cursor } : { since, until }),
+  ignoredEvents: (instance, limit = 20) =>
+    request("GET", `/api/instances/${enc(instance)}/ignored-events${queryString({ limit })}`),
 };
+
+/** `?a=1&b=2` of the entries with a value; "" when none has one. */
+function queryString(query) {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null && value !== "") params.set(name, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}

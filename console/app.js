@@ -14,6 +14,9 @@ import * as messages from "./screens/messages.js";
 import * as usage from "./screens/usage.js";
 import * as audit from "./screens/audit.js";
 import * as users from "./screens/users.js";
+// The operators' view: a customer's conversation and the webhook deliveries.
+import * as conversation from "./screens/conversation.js";
+import * as deliveries from "./screens/deliveries.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ADMIN_ROUTES = [
@@ -25,12 +28,15 @@ const ADMIN_ROUTES = [
   { pattern: /^#\/usage$/, screen: usage, nav: "usage" },
   { pattern: /^#\/audit$/, screen: audit, nav: "audit" },
   { pattern: /^#\/users$/, screen: users, nav: "users" },
+  { pattern: /^#\/contacts\/([^/]+)$/, screen: conversation, nav: "messages" },
+  { pattern: /^#\/deliveries$/, screen: deliveries, nav: "deliveries" },
 ];
 const NAV = [
   ["numbers", "#/numbers"],
   ["calls", "#/calls"],
   ["keys", "#/keys"],
   ["messages", "#/messages"],
+  ["deliveries", "#/deliveries"],
   ["usage", "#/usage"],
   ["audit", "#/audit"],
   ["users", "#/users"],

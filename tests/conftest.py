@@ -52,6 +52,24 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, dict[str, Any]
 
 
 @pytest.fixture
+def dynamo_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The DynamoDB operations moto serves while the test runs, by name (query, scan, ...): a
+    listing's test checks it is served from an index, never a Scan."""
+    from moto.dynamodb.models import DynamoDBBackend  # noqa: PLC0415 - only the aws tier pays for it
+
+    calls: list[str] = []
+    for name in ("scan", "query", "get_item", "batch_get_item"):
+        original = getattr(DynamoDBBackend, name)
+
+        def recording(self: Any, *args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, recording)
+    yield calls
+
+
+@pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsResources]:
     fake_aws_environment(monkeypatch)
     with mock_aws():

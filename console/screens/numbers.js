@@ -1,6 +1,7 @@
 // Numbers and their instances: provider kind, priority, kind, connection state, last change, the
 // instance's health (what the pool does with it: healthy, warning, paused for new contacts,
-// paused; why, since when, until when), for each instance, its own settings (spam guard,
+// paused; why, since when, until when), the provider events it ignored and why, for each
+// instance, its own settings (spam guard,
 // downstream inbox, events webhook) edited in place, and for each number its own sending pace
 // (an override of the deployment's pacing; an empty field follows the default).
 import { api } from "../api.js";
@@ -55,6 +56,39 @@ function healthCell(health) {
     health.state !== "healthy" && health.since ? h("p", { class: "hint" }, t("health.since", { date: formatDate(health.since) })) : null,
     health.pausedUntil ? h("p", { class: "hint" }, t("health.pausedUntil", { date: formatDate(health.pausedUntil) })) : null,
     reasons.length ? h("ul", { "aria-label": t("health.reasons", { instance: health.instance }) }, reasons) : null,
+  );
+}
+
+/** The provider events of the instance that were not applied (the newest 20), with why: a count,
+ * and the list behind a disclosure. */
+function ignoredCell(page, instance) {
+  if (!page) return h("td", { dataset: { field: "ignored" } }, t("ignored.unavailable"));
+  if (!page.items.length) return h("td", { dataset: { field: "ignored", count: "0" } }, t("ignored.none"));
+  const count = page.items.length;
+  return h(
+    "td",
+    { dataset: { field: "ignored", count: String(count) } },
+    h(
+      "details",
+      {},
+      h("summary", {}, page.cursor ? t("ignored.more", { count }) : t("ignored.count", { count })),
+      h(
+        "ul",
+        { "aria-label": t("ignored.list", { instance }) },
+        page.items.map((event) =>
+          h(
+            "li",
+            {},
+            h("time", { datetime: event.receivedAt }, formatDate(event.receivedAt)),
+            " — ",
+            h("span", { class: "mono" }, event.event),
+            ": ",
+            tMaybe(`ignored.${event.reasonCode}`) || event.reasonCode,
+            h("span", { class: "hint" }, ` (${event.reason})`),
+          ),
+        ),
+      ),
+    ),
   );
 }
 
@@ -214,6 +248,8 @@ export function mount(main, { notify }) {
       // One instance's health failing to load must not hide the others (nor the numbers).
       const healths = await Promise.all(instances.map((instance) => api.health(instance.name).catch(() => null)));
       const healthOf = new Map(instances.map((instance, index) => [instance.name, healths[index]]));
+      const ignored = await Promise.all(instances.map((instance) => api.ignoredEvents(instance.name).catch(() => null)));
+      const ignoredOf = new Map(instances.map((instance, index) => [instance.name, ignored[index]]));
       const kindOf = new Map(providers.map((provider) => [provider.id, provider.kind]));
       if (!numbers.length) {
         clear(body, h("p", {}, t("numbers.empty")));
@@ -246,6 +282,7 @@ export function mount(main, { notify }) {
                       t("numbers.col.state"),
                       t("numbers.col.health"),
                       t("numbers.col.changed"),
+                      t("numbers.col.ignored"),
                     ],
                     own.map((instance) =>
                       h(
@@ -258,6 +295,7 @@ export function mount(main, { notify }) {
                         h("td", {}, badge(instance.state === "CONNECTED")),
                         healthCell(healthOf.get(instance.name)),
                         h("td", {}, formatDate(instance.stateChangedAt)),
+                        ignoredCell(ignoredOf.get(instance.name), instance.name),
                       ),
                     ),
                   ),

@@ -27,6 +27,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     drained = sweep.outbox().drain_all()
     metrics.add_metric(name="WebhookEventsReapplied", unit=MetricUnit.Count, value=reapplied)
     metrics.add_metric(name="OutboxesSwept", unit=MetricUnit.Count, value=len(drained))
+    metrics.add_metric(name="OutboxDepth", unit=MetricUnit.Count, value=sum(result.left for result in drained.values()))
     summary = {"reapplied": reapplied, "outboxes": {name: result.model_dump() for name, result in drained.items()}}
     logger.info("routing sweep", extra=summary)
     return summary

@@ -30,7 +30,8 @@ Tests that change state others could see (connections, limits, pools, keys) shou
 (`<owner_tag>-1..3`, the third of kind `calls`) and keys, on the same stack.
 
 The stack runs in this process with test-friendly knobs: provider calls time out after 1 s and
-the simulator's `timeout` fault sleeps 2 s; webhook retries start at 50 ms. Queues keep the
+the simulator's `timeout` fault sleeps 2 s; webhook retries start at 50 ms; a client webhook gets
+two attempts a second apart. Queues keep the
 template's visibility timeouts. Its scope is this package, so the stack (and the environment it
 sets for the in-process functions) is gone before the tests of other packages run. Tests here
 must not use the `aws`/`served_aws` fixtures: they reset moto's state, which the embedded
@@ -149,7 +150,13 @@ def stack() -> Iterator[Stack]:
         simulator_settings={"fault_delay_seconds": 2.0, "webhook_retry_base_delay": 0.05},
         # One round-robin counter item: the scenarios count on the exact rotation to reach a
         # given pool number within a few new recipients.
-        environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
+        # A client webhook gets two attempts, a second apart: a delivery to an endpoint that is
+        # down ends `failed` in the delivery log within seconds (8 attempts over 1 h 45 min on AWS).
+        environment={
+            "PROVIDER_TIMEOUT_SECONDS": "1",
+            "CLIENT_WEBHOOK_MAX_ATTEMPTS": "2",
+            "CLIENT_WEBHOOK_RETRY_SECONDS": "1",
+        },
     ).start()
     shared = Stack(local)
     yield shared

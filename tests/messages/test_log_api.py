@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from moto.dynamodb.models import DynamoDBBackend
 
 from devstack.apigw import HttpApi
 from switchboard import bootstrap
@@ -31,21 +30,6 @@ def world(client: Client, make_tenant: Any, provider: FakeProvider) -> PoolWorld
     world = build_world(client, make_tenant("acme"), *NUMBERS)
     world.create_send_key(default_number=NUMBERS[2])
     return world
-
-
-@pytest.fixture
-def dynamo_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The DynamoDB operations moto serves while the test runs, by name (query, scan, ...)."""
-    calls: list[str] = []
-    for name in ("scan", "query", "get_item", "batch_get_item"):
-        original = getattr(DynamoDBBackend, name)
-
-        def recording(self: Any, *args: Any, _name: str = name, _original: Any = original, **kwargs: Any) -> Any:
-            calls.append(_name)
-            return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, recording)
-    yield calls
 
 
 def listing(world: PoolWorld, query: str = "", key: str | None = None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "docs" / "measurements.json"
 PAGE = ROOT / "docs" / "measurements.md"
 # In the order `make bench` runs them.
-BENCHMARKS = ("pool", "shards", "routing", "calls", "quotas", "workloads", "reconcile", "proxy")
+BENCHMARKS = ("pool", "shards", "routing", "calls", "quotas", "workloads", "reconcile", "proxy", "logs")
 
 
 def load(path: Path = RECORD) -> dict[str, Figures]:
@@ -434,6 +434,55 @@ def _fixed(title: str) -> Callable[[Figures], str]:
     return lambda _: title
 
 
+# --- logs -----------------------------------------------------------------------------------------
+
+
+def _units(writes: Figures, *indexes: str) -> float:
+    """Write units of the named indexes (every index when none is named)."""
+    units: Mapping[str, float] = writes["index_units"]
+    return sum(value for name, value in units.items() if not indexes or name in indexes)
+
+
+def _logs(figures: Figures, _: Mapping[str, Figures]) -> list[str]:
+    outgoing, incoming, ignored = figures["outgoing"], figures["incoming"], figures["ignored"]
+    first, second = figures["delivered_first"], figures["delivered_second"]
+    failed, replayed = figures["failed_then_replayed"]["failed"], figures["failed_then_replayed"]["replayed"]
+    log = ("MessageLog", "MessageContact")
+    rows = [
+        "| what | requests it adds | write units it adds | the item's writes (requests, base units, index units) |",
+        "|---|---|---|---|",
+        f"| a message sent, delivered and read | 0 | {_n(_units(outgoing, *log), 1)} (index copies) | "
+        f"{_n(outgoing['requests'], 1)}, {_n(outgoing['base_units'], 1)}, {_ops(outgoing['index_units'])} |",
+        f"| a customer message forwarded | 1 (its outcome) | {_n(incoming['base_units'] + _units(incoming), 1)} "
+        f"(the row, its outcome, their index copies) | {_n(incoming['requests'], 1)}, "
+        f"{_n(incoming['base_units'], 1)}, {_ops(incoming['index_units'])} |",
+        f"| a client webhook delivered at once | {_n(first['requests'], 1)} | "
+        f"{_n(first['base_units'] + _units(first), 1)} | {_n(first['requests'], 1)}, {_n(first['base_units'], 1)}, "
+        f"{_ops(first['index_units'])} |",
+        f"| a client webhook refused once, then delivered | {_n(second['requests'], 1)} | "
+        f"{_n(second['base_units'] + _units(second), 1)} | {_n(second['requests'], 1)}, "
+        f"{_n(second['base_units'], 1)}, {_ops(second['index_units'])} |",
+        f"| a client webhook that failed every attempt (2 here) | {_n(failed['requests'], 1)} | "
+        f"{_n(failed['base_units'] + _units(failed), 1)} | {_n(failed['requests'], 1)}, "
+        f"{_n(failed['base_units'], 1)}, {_ops(failed['index_units'])} |",
+        f"| its replay, delivered | {_n(replayed['requests'], 1)} | "
+        f"{_n(replayed['base_units'] + _units(replayed), 1)} | {_n(replayed['requests'], 1)}, "
+        f"{_n(replayed['base_units'], 1)}, {_ops(replayed['index_units'])} |",
+        f"| a provider event ignored | 0 | {_n(_units(ignored, 'GSI2'), 1)} (the instance's index) | "
+        f"{_n(ignored['requests'], 1)}, {_n(ignored['base_units'], 1)}, {_ops(ignored['index_units'])} |",
+    ]
+    return [
+        "What the operators' view writes (`tools/bench/logs.py`): in-process moto, the template's "
+        f"functions, {figures['messages']} of each. Every write to the table is watched with its item "
+        "before and after it, so an index's write is counted as DynamoDB bills it (an item that enters, "
+        "leaves or changes in an index; a write that changes nothing an index projects costs it nothing). "
+        "A message's log rides on the writes the message makes anyway; a delivery's is its own item, one "
+        "UpdateItem per attempt (its listing's index, GSI1, copies the item; GSI2 holds it while it is "
+        "a dead letter).",
+        "\n".join(rows),
+    ]
+
+
 SECTIONS: dict[str, tuple[Callable[[Figures], str], Section]] = {
     "pool": (_fixed("Send worker"), _pool),
     "shards": (_fixed("Round-robin shards"), _shards),
@@ -443,4 +492,5 @@ SECTIONS: dict[str, tuple[Callable[[Figures], str], Section]] = {
     "workloads": (_fixed("Cost per million"), _workloads),
     "reconcile": (_reconcile_title, _reconcile),
     "proxy": (_fixed("Requests at the AWS endpoint"), _proxy),
+    "logs": (_fixed("The message log and the webhook delivery log"), _logs),
 }

@@ -8,13 +8,14 @@ from switchboard.bootstrap.catalog import catalog_repository
 from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import event_publisher, table
 from switchboard.bootstrap.health import health_watch
-from switchboard.bootstrap.lines import calls_config_service
+from switchboard.bootstrap.lines import calls_config_service, line_repository
 from switchboard.bootstrap.providers import targets
 from switchboard.bootstrap.routing import outbox_service
 
 if TYPE_CHECKING:
     from switchboard.calls.dialing import DialService
     from switchboard.calls.dynamo import AttachmentRepository, CallRepository, ReconcileGate
+    from switchboard.calls.fleet import FleetGauges
     from switchboard.calls.media import MediaService
     from switchboard.calls.on_demand import ReconcileOnDemand
     from switchboard.calls.reconcile import Reconciler, TenantCatalog
@@ -47,6 +48,17 @@ def reconcile_queue(c: Components) -> ReconcileQueue:
 def scheduled_instances(c: Components) -> TenantCatalog:
     """What the reconcile schedule lists every instance from: the catalog."""
     return catalog_repository(c)
+
+
+def fleet_gauges(c: Components) -> FleetGauges:
+    """A new count for each run of the schedule (not a component: a container runs it again)."""
+    from datetime import timedelta
+
+    from switchboard.calls.fleet import FleetGauges
+    from switchboard.health.dynamo import HealthRepository
+
+    down_after = timedelta(minutes=c.settings.instance_down_minutes)
+    return FleetGauges(HealthRepository(table(c)), line_repository(c), down_after=down_after)
 
 
 @component

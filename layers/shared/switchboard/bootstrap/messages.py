@@ -18,6 +18,7 @@ from switchboard.core.queue import SqsQueue
 if TYPE_CHECKING:
     from switchboard.media.uploads import MediaUploads
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
+    from switchboard.messages.delivery_log import DeliveryLog
     from switchboard.messages.dynamo import MessageLogRepository, MessageRepository
     from switchboard.messages.heard import HeardFrom
     from switchboard.messages.incoming_log import IncomingLog
@@ -146,12 +147,33 @@ def send_worker(c: Components) -> SendWorker:
 
 @component
 def client_webhook_deliverer(c: Components) -> ClientWebhookDeliverer:
+    """Every attempt recorded in the delivery log; the last one ends `failed` there (replayable)
+    rather than in the queue's DLQ."""
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer
     from switchboard.messages.webhook_http import HttpxPoster
 
     local_mode = c.settings.local_mode
     poster = HttpxPoster(local_mode=local_mode)
-    return ClientWebhookDeliverer(catalog_repository(c), secrets(c), poster, audit_log(c), local_mode=local_mode)
+    return ClientWebhookDeliverer(
+        catalog_repository(c),
+        secrets(c),
+        poster,
+        audit_log(c),
+        local_mode=local_mode,
+        log=delivery_log(c),
+        max_attempts=c.settings.client_webhook_max_attempts,
+        retry_seconds=c.settings.client_webhook_retry_seconds,
+    )
+
+
+@component
+def delivery_log(c: Components) -> DeliveryLog:
+    """The webhook delivery log: attempts recorded by the deliverer; listed, read and replayed
+    (onto ClientWebhookQueue, audited) through the API."""
+    from switchboard.messages.delivery_dynamo import DeliveryRepository
+    from switchboard.messages.delivery_log import DeliveryLog
+
+    return DeliveryLog(DeliveryRepository(table(c)), client_webhook_queue(c), audit_log(c))
 
 
 @component

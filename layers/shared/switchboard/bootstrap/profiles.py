@@ -37,6 +37,7 @@ from switchboard.bootstrap import (
     webhooks,
 )
 from switchboard.bootstrap.components import Component, Components, current
+from switchboard.core.observability import logger
 from switchboard.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
     "catalog_api": ("CLIENT_WEBHOOK_QUEUE_URL",),
     "live_tickets_api": ("LIVE_URL",),
     "messages_api": ("SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
-    "ops_api": (),
+    # Replays go back onto ClientWebhookQueue.
+    "ops_api": ("CLIENT_WEBHOOK_QUEUE_URL",),
     "outgoing_api": (),
     "pool_api": (),
     "tenants_api": (),
@@ -151,6 +153,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         catalog_deps.pacing_defaults: health.pacing_defaults,
         live_deps.ticket_service: live.ticket_service,
         messages_deps.client_webhook_deliverer: messages.client_webhook_deliverer,
+        messages_deps.delivery_log: messages.delivery_log,
         messages_deps.message_service: messages.message_service,
         messages_deps.media_uploads: messages.media_uploads,
         people_deps.users_service: people.users_service,
@@ -163,6 +166,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         routing_deps.routing_service: routing.routing_service,
         usage_deps.usage_recorder: usage.usage_recorder,
         webhooks_deps.ingest_service: webhooks.ingest_service,
+        webhooks_deps.ignored_events: webhooks.ignored_events,
     }
 
 
@@ -229,9 +233,17 @@ def ops_api(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> APIGatewayHttpResolver:
     from switchboard.audit import routes as audit_routes
+    from switchboard.messages import delivery_routes
     from switchboard.usage import routes as usage_routes
+    from switchboard.webhooks import ignored_routes
 
-    return _api(_components("ops_api", settings, aws, overrides), usage_routes.router, audit_routes.router)
+    return _api(
+        _components("ops_api", settings, aws, overrides),
+        usage_routes.router,
+        audit_routes.router,
+        delivery_routes.router,
+        ignored_routes.router,
+    )
 
 
 def outgoing_api(
@@ -323,14 +335,22 @@ def live_notifier(
 def reconcile_scheduler(
     settings: Settings | None = None, aws: boto3.session.Session | None = None, **overrides: object
 ) -> Callable[[], int]:
-    """One reconcile message per instance; the count sent."""
+    """One reconcile message per instance; the count sent. The same pass counts the fleet's gauges
+    (instances disconnected, paused, down too long; call slots in use)."""
     components = _components("reconcile_scheduler", settings, aws, overrides)
 
     def schedule() -> int:
         from switchboard.calls.reconcile import every_instance, fan_out
 
         chosen = components or current()
-        return fan_out(every_instance(calls.scheduled_instances(chosen)), calls.reconcile_queue(chosen))
+        gauges = calls.fleet_gauges(chosen)
+        listed = gauges.counting(every_instance(calls.scheduled_instances(chosen)))
+        sent = fan_out(listed, calls.reconcile_queue(chosen))
+        try:
+            gauges.publish()
+        except Exception:  # the gauges never stop the reconciliation they ride along with
+            logger.exception("fleet gauges not published")
+        return sent
 
     return schedule
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from switchboard.catalog.events import ProviderEvent
     from switchboard.core.store import UnitOfWork
     from switchboard.webhooks.events import AcceptWrite, EffectHandler
+    from switchboard.webhooks.ignored import IgnoredEvents
     from switchboard.webhooks.service import IngestService
 
 
@@ -41,6 +42,14 @@ def ingest_service(c: Components) -> IngestService:
     return IngestService(
         catalog_repository(c), secrets(c), EventStore(table(c)), event_handlers(c), writes=accept_writes(c), media=media
     )
+
+
+@component
+def ignored_events(c: Components) -> IgnoredEvents:
+    from switchboard.webhooks.dynamo import EventStore
+    from switchboard.webhooks.ignored import IgnoredEvents
+
+    return IgnoredEvents(catalog_repository(c), EventStore(table(c)))
 
 
 @component

@@ -48,7 +48,7 @@ from switchboard.core.errors import (
 )
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
-from switchboard.core.observability import logger
+from switchboard.core.observability import emit_metric, logger
 from switchboard.lines.domain import Line
 from switchboard.providers.base import Capabilities
 
@@ -163,6 +163,7 @@ class DialService:
                 # Not admitted, so nothing to release: the attempt stays pending without a slot and
                 # a retry with the same key asks again. The provider may know of a call we missed.
                 logger.info("dial refused: line busy", extra={"instance": instance.key, "reservation": attempt.id})
+                emit_metric("LineBusy", source="slots")
                 self._reconcile.request(instance.key)
                 raise
             except LineNotReady as not_ready:
@@ -193,6 +194,7 @@ class DialService:
             return DialOutcome(reservation_id=attempt.id, attempt=attempt)
         except ProviderLineBusy as busy:
             self._release(instance, attempt, "provider_line_busy")
+            emit_metric("LineBusy", source="provider")
             line = self._slots.line(instance.tenant, instance.name)
             raise LineBusy(
                 "the provider has no free call slot on this connection",

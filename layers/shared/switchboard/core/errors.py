@@ -227,6 +227,13 @@ class QueueUnavailable(SwitchboardError):
     code = "queue_unavailable"
 
 
+class DeliveryInProgress(Conflict):
+    """A client webhook delivery is still being retried (or a replay of it is queued): replaying it
+    now would send the event twice."""
+
+    code = "delivery_in_progress"
+
+
 # --- call slots and control --------------------------------------------------------
 
 

@@ -31,3 +31,17 @@ class RedactingFormatter(LambdaPowertoolsFormatter):
 
 logger = Logger(service="switchboard", logger_formatter=RedactingFormatter())
 metrics = Metrics(namespace="Switchboard", service="switchboard")
+
+
+def emit_metric(name: str, value: float = 1, **dimensions: str) -> None:
+    """One metric in its own EMF line, written at once (whether or not the handler flushes
+    `metrics`), with the service's dimension and `dimensions`. Every dimension must be bounded: a
+    code from a fixed set, never a tenant, an instance or a value read from a payload (each distinct
+    combination is a custom metric CloudWatch bills for)."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric  # noqa: PLC0415 - the first metric pays
+
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=value, namespace=metrics.namespace, default_dimensions={}
+    ) as metric:
+        for dimension, dimension_value in dimensions.items():
+            metric.add_dimension(name=dimension, value=dimension_value)

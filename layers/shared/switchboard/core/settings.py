@@ -71,6 +71,13 @@ class Settings(Model):
     pool_ticket_shards: int = Field(default=1, ge=1, le=100, alias="POOL_TICKET_SHARDS")
     # Keep equal to the SendQueue's maxReceiveCount: the last attempt ends FAILED, not in the DLQ.
     send_max_attempts: int = Field(default=5, ge=1, le=20, alias="SEND_MAX_ATTEMPTS")
+    # Keep equal to the ClientWebhookQueue's maxReceiveCount: a delivery whose last attempt fails
+    # is recorded `failed` in the delivery log (replayable from there), not left in the DLQ.
+    client_webhook_max_attempts: int = Field(default=8, ge=1, le=20, alias="CLIENT_WEBHOOK_MAX_ATTEMPTS")
+    # The first retry's delay; each later one doubles it, up to SQS's 15 minutes.
+    client_webhook_retry_seconds: int = Field(default=30, ge=0, le=900, alias="CLIENT_WEBHOOK_RETRY_SECONDS")
+    # An instance disconnected or paused longer than this counts in the `InstancesDown` gauge (its alarm).
+    instance_down_minutes: int = Field(default=15, ge=1, le=1440, alias="INSTANCE_DOWN_MINUTES")
     outbox_validity_seconds: int = Field(default=4 * 3600, ge=60, alias="OUTBOX_VALIDITY_SECONDS")
     # Quotas every tenant gets unless the platform overrides them (PUT /api/tenants/{tag}/quotas).
     # Request rates are token buckets: `*_rps` tokens a second, at most `*_burst` held.

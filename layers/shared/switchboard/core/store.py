@@ -22,6 +22,8 @@ optimistic lock, exact for integers too (its JSON parse yields an `int`).
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 import threading
 import time
@@ -43,6 +45,8 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 from pynamodb.transactions import TransactGet, TransactWrite
+
+from switchboard.core.errors import InvalidInput
 
 META = "#META"
 SEPARATOR = "#"
@@ -404,6 +408,112 @@ def query(
     if index is not None:
         return index.query(partition, sort, scan_index_forward=not newest_first, limit=limit)
     return model.query(partition, sort, scan_index_forward=not newest_first, limit=limit, consistent_read=consistent)
+
+
+@dataclass(frozen=True)
+class Page(Generic[ItemT]):
+    """One page of a listing and the cursor of the next (None: this was the last)."""
+
+    items: list[ItemT]
+    cursor: str | None
+
+
+def page(
+    model: type[ItemT],
+    index: GlobalSecondaryIndex[ItemT],
+    partition: str,
+    sort: Condition | None = None,
+    *,
+    limit: int,
+    cursor: str | None = None,
+    filter_condition: Condition | None = None,
+    newest_first: bool = True,
+    max_requests: int = 5,
+) -> Page[ItemT]:
+    """One page of `index`'s partition: up to `limit` items passing `filter_condition`, read in at
+    most `max_requests` Queries (a selective filter reads past items that do not pass, and a page
+    stops there with a cursor rather than reading the whole partition).
+
+    `cursor` is one an earlier page of this partition gave: anything else (edited, another
+    tenant's, another listing's) raises InvalidInput `invalid_cursor`, never a request DynamoDB
+    would refuse with a 500."""
+    hash_name, range_name = _index_keys(index)
+    start = decode_cursor(cursor, hash_name, partition, range_name) if cursor else None
+    pages = index.query(
+        partition,
+        sort,
+        filter_condition=filter_condition,
+        scan_index_forward=not newest_first,
+        page_size=limit,
+        last_evaluated_key=start,
+    ).page_iter
+    found: list[ItemT] = []
+    key: dict[str, Any] | None = start
+    for _ in range(max_requests):
+        try:
+            answer = next(pages)
+        except StopIteration:
+            key = None
+            break
+        items, key = answer.get("Items", []), answer.get("LastEvaluatedKey")
+        for n, raw in enumerate(items):
+            found.append(model.from_raw_data(raw))
+            if len(found) == limit:
+                if n < len(items) - 1:  # the rest of this answer comes on the next page
+                    key = {name: raw[name] for name in ("pk", "sk", hash_name, range_name)}
+                break
+        if not key or len(found) == limit:
+            break
+    return Page(found, encode_cursor(key))
+
+
+def time_range(attribute: Attribute[str], since: datetime | None, until: datetime | None) -> Condition | None:
+    """The sort key condition of a listing ordered by `<ISO time>#<id>` from `since` to `until`
+    (both included: "~" sorts after every id character, so `until` takes its own second's items)."""
+    low = since.astimezone(UTC).isoformat() if since else None
+    high = f"{until.astimezone(UTC).isoformat()}~" if until else None
+    if low and high:
+        between: Condition = attribute.between(low, high)
+        return between
+    if low:
+        return attribute >= low
+    if high:
+        return attribute <= high
+    return None
+
+
+def _index_keys(index: GlobalSecondaryIndex[Any]) -> tuple[str, str]:
+    hash_name = range_name = ""
+    for attribute in index.Meta.attributes.values():
+        if attribute.is_hash_key:
+            hash_name = attribute.attr_name
+        elif attribute.is_range_key:
+            range_name = attribute.attr_name
+    return hash_name, range_name
+
+
+def encode_cursor(key: dict[str, Any] | None) -> str | None:
+    """A listing's LastEvaluatedKey (string attributes only) as an opaque URL-safe cursor."""
+    if not key:
+        return None
+    plain = {name: value["S"] for name, value in key.items()}
+    return base64.urlsafe_b64encode(json.dumps(plain, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, partition_name: str, partition: str, sort_name: str) -> dict[str, Any]:
+    """The ExclusiveStartKey of `cursor`, if it is one a listing of this partition gave."""
+    try:
+        plain = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, TypeError):
+        raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor") from None
+    if (
+        not isinstance(plain, dict)
+        or plain.get(partition_name) != partition
+        or not all(isinstance(value, str) for value in plain.values())
+        or set(plain) != {"pk", "sk", partition_name, sort_name}
+    ):
+        raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor")
+    return {name: {"S": value} for name, value in plain.items()}
 
 
 def read_together() -> TransactGet:

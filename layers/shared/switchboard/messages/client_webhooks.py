@@ -24,7 +24,9 @@ import base64
 import hashlib
 import json
 import secrets as random
-from datetime import datetime
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
@@ -37,9 +39,10 @@ from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import InvalidInput, NotFound, RetryLater
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
-from switchboard.core.observability import logger
+from switchboard.core.observability import emit_metric, logger
 from switchboard.core.ports import Backoff, JobQueue, Secrets
 from switchboard.core.urls import check_outbound_url
+from switchboard.messages.delivery_log import DeliveryAttempt, DeliveryRecorder, short_error
 from switchboard.messages.domain import ClientEvent, ClientWebhookJob, MessageStatus
 
 EVENT_FOR_STATUS: dict[MessageStatus, ClientEvent] = {
@@ -74,9 +77,10 @@ def new_signing_secret() -> str:
     return "whsec_" + base64.b64encode(random.token_bytes(32)).decode()
 
 
-def retry_delay_seconds(attempt: int) -> int:
-    """30 s, 60 s, 120 s, ... capped at 15 minutes (SQS's maximum delay)."""
-    return int(min(900, 30 * 2 ** max(0, attempt - 1)))
+def retry_delay_seconds(attempt: int, first: int = 30) -> int:
+    """`first` (30 s), then twice as long each time (60 s, 120 s, ...), capped at 15 minutes (SQS's
+    maximum delay): eight attempts span about 1 h 45 min."""
+    return int(min(900, first * 2 ** max(0, attempt - 1)))
 
 
 class ClientWebhookPublisher:
@@ -171,18 +175,38 @@ def status_job(change: StatusChangedDetail) -> ClientWebhookJob | None:
 
 
 class ClientWebhookDeliverer:
-    def __init__(self, keys: Keys, store: Secrets, poster: HttpPoster, audit: Audit, *, local_mode: bool) -> None:
+    def __init__(
+        self,
+        keys: Keys,
+        store: Secrets,
+        poster: HttpPoster,
+        audit: Audit,
+        *,
+        local_mode: bool,
+        log: DeliveryRecorder | None = None,
+        max_attempts: int = 8,
+        retry_seconds: int = 30,
+        clock: Callable[[], datetime] = utcnow,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._keys = keys
         self._store = store
         self._poster = poster
         self._audit = audit
         self._local_mode = local_mode
+        self._log = log
+        self._max_attempts = max_attempts
+        self._retry_seconds = retry_seconds
+        self._clock = clock
+        self._monotonic = monotonic
 
     def deliver(self, job: ClientWebhookJob, attempt: int) -> bool:
-        """POST the job to the key's current URL. False when there is nothing to deliver to.
+        """POST the job to the destination's current URL; each attempt's end is in the delivery
+        log. False when there is nothing to deliver to, when the URL is refused (`dropped`) and
+        when this was the last attempt (`failed`: the log's dead-letter view holds it, replayable).
 
-        Raises RetryLater (with `delay`) on a non-2xx answer or a transport error. The URL is
-        checked against the outbound policy (SSRF) at call time; a refused URL drops the job.
+        Raises RetryLater (with `delay`) on a non-2xx answer or a transport error before the last
+        attempt. The URL is checked against the outbound policy (SSRF) at call time.
         """
         destination = self._destination(job)
         if destination is None:
@@ -193,9 +217,9 @@ class ClientWebhookDeliverer:
             # allows; resolving here as well would be a second lookup that proves nothing.
             url = check_outbound_url(webhook_url, local_mode=self._local_mode, resolve=False)
         except InvalidInput as exc:
-            return self._dropped(job, exc)
+            return self._dropped(job, exc, 0)
         body = json.dumps(job.payload(), separators=(",", ":"))
-        now = utcnow()
+        now = self._clock()
         signature = Webhook(self._secret(secret_name)).sign(job.id, now, body)
         headers = {
             "content-type": "application/json",
@@ -203,16 +227,67 @@ class ClientWebhookDeliverer:
             "webhook-timestamp": str(int(now.timestamp())),
             "webhook-signature": signature,
         }
+        started = self._monotonic()
+        status: int | None = None
+        error: str | None = None
         try:
             status = self._poster.post(url, body.encode(), headers)
         except InvalidInput as exc:  # the host resolved to an address the policy refuses
-            return self._dropped(job, exc)
+            return self._dropped(job, exc, self._elapsed_ms(started))
         except Exception as exc:
-            raise RetryLater("client webhook unreachable", delay=retry_delay_seconds(attempt)) from exc
-        if not 200 <= status < 300:
-            raise RetryLater(f"client webhook answered {status}", delay=retry_delay_seconds(attempt), status=status)
-        logger.info("client webhook delivered", extra={"webhook_id": job.id, "event": job.event})
-        return True
+            # The error's kind only: an exception's text may carry the URL.
+            error = f"no answer ({type(exc).__name__})"
+        latency = self._elapsed_ms(started)
+        if status is not None and 200 <= status < 300:
+            self._record(
+                job, DeliveryAttempt(at=self._clock(), status_code=status, latency_ms=latency, outcome="delivered")
+            )
+            logger.info("client webhook delivered", extra={"webhook_id": job.id, "event": job.event})
+            return True
+        error = error or f"answered {status}"
+        if attempt >= self._max_attempts:
+            outcome = DeliveryAttempt(
+                at=self._clock(), status_code=status, latency_ms=latency, error=error, outcome="failed"
+            )
+            self._record(job, outcome, final=True)
+            logger.warning(
+                "client webhook failed: every attempt refused",
+                extra={"webhook_id": job.id, "event": job.event, "attempts": attempt, "status": status},
+            )
+            return False
+        delay = retry_delay_seconds(attempt, self._retry_seconds)
+        at = self._clock()
+        retrying = DeliveryAttempt(at=at, status_code=status, latency_ms=latency, error=error, outcome="retrying")
+        self._record(job, retrying, next_retry_at=at + timedelta(seconds=delay))
+        if status is None:
+            raise RetryLater("client webhook unreachable", delay=delay)
+        raise RetryLater(f"client webhook answered {status}", delay=delay, status=status)
+
+    def _record(
+        self,
+        job: ClientWebhookJob,
+        attempt: DeliveryAttempt,
+        *,
+        next_retry_at: datetime | None = None,
+        final: bool = False,
+    ) -> None:
+        """The attempt in the delivery log and its count. A log that cannot be written never
+        fails a delivery that went through or will be retried anyway; a final one (failed,
+        dropped) raises, so the queue keeps the job (and finally parks it in the DLQ) rather than
+        forgetting it without a trace."""
+        # Bounded: four outcomes (the destination, a tenant's key or instance, is in the log).
+        emit_metric("ClientWebhookDeliveries", outcome=attempt.outcome)
+        if self._log is None:
+            return
+        try:
+            self._log.attempted(job, attempt, next_retry_at)
+        except Exception:
+            logger.exception("client webhook attempt not logged", extra={"webhook_id": job.id})
+            if final:
+                raise
+
+    def _elapsed_ms(self, started: float) -> int:
+        return max(0, round((self._monotonic() - started) * 1000))
 
     def _destination(self, job: ClientWebhookJob) -> tuple[str, str] | None:
         """The current URL and signing secret's name: the instance's for an instance event, else
@@ -232,10 +307,14 @@ class ClientWebhookDeliverer:
             return None
         return (url, secret_name) if url else None
 
-    @staticmethod
-    def _dropped(job: ClientWebhookJob, refusal: InvalidInput) -> bool:
-        """A refused URL stays refused: retrying would only fill the dead-letter queue."""
+    def _dropped(self, job: ClientWebhookJob, refusal: InvalidInput, latency: int) -> bool:
+        """A refused URL stays refused: retrying would only fill the dead-letter queue. The log
+        says why, for the tenant to fix its URL and replay."""
         logger.warning("client webhook dropped: URL refused", extra={"webhook_id": job.id, "reason": refusal.message})
+        dropped = DeliveryAttempt(
+            at=self._clock(), latency_ms=latency, error=short_error(refusal.message), outcome="dropped"
+        )
+        self._record(job, dropped, final=True)
         return False
 
     def rotate_secret(self, principal: Principal, key_id: str) -> str:

@@ -9,6 +9,7 @@ from switchboard.core.api.provided import NotProvided
 if TYPE_CHECKING:
     from switchboard.media.uploads import MediaUploads
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer
+    from switchboard.messages.delivery_log import DeliveryLog
     from switchboard.messages.service import MessageService
 
 
@@ -25,3 +26,8 @@ def client_webhook_deliverer() -> ClientWebhookDeliverer:
 def media_uploads() -> MediaUploads:
     """Presigned uploads into the media bucket (`switchboard.media.uploads`)."""
     raise NotProvided(media_uploads)
+
+
+def delivery_log() -> DeliveryLog:
+    """The webhook delivery log: listings, one delivery, replays."""
+    raise NotProvided(delivery_log)

@@ -35,8 +35,6 @@ and the update it sends are both derived from it, so the two cannot drift apart.
 
 from __future__ import annotations
 
-import base64
-import json
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -54,7 +52,7 @@ from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection, KeysOnlyPr
 
 from switchboard.core import store
 from switchboard.core.clock import utcnow
-from switchboard.core.errors import AlreadyExists, AlreadyFinal, InvalidInput, NotFound
+from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound
 from switchboard.core.store import (
     AttributeFamily,
     DocumentAttribute,
@@ -795,30 +793,6 @@ def _log_entry(row: LogRow | MessageItem | IncomingItem) -> LogEntry:
     )
 
 
-def _encode_cursor(key: dict[str, Any] | None) -> str | None:
-    if not key:
-        return None
-    plain = {name: value["S"] for name, value in key.items()}
-    return base64.urlsafe_b64encode(json.dumps(plain, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str, partition_name: str, partition: str) -> dict[str, Any]:
-    """A cursor this partition's listing gave: anything else (edited, another tenant's, another
-    filter's) is bad input, never a request DynamoDB would refuse with a 500."""
-    try:
-        plain = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, TypeError):
-        raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor") from None
-    if (
-        not isinstance(plain, dict)
-        or plain.get(partition_name) != partition
-        or not all(isinstance(value, str) for value in plain.values())
-        or set(plain) != {"pk", "sk", partition_name, partition_name.replace("pk", "sk")}
-    ):
-        raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor")
-    return {name: {"S": value} for name, value in plain.items()}
-
-
 class MessageLogRepository:
     """The message log: a tenant's messages by its `MessageLog` index (newest first, every filter
     but a contact's is a filter on the index's copy), a contact's by `MessageContact` (keys only,
@@ -831,48 +805,31 @@ class MessageLogRepository:
     def page(self, tenant: str, query: LogFilter) -> LogPage:
         if query.contact is not None:
             return self._contact_page(tenant, query)
-        partition = f"MSGLOG#{tenant}"
-        start = _decode_cursor(query.cursor, "logpk", partition) if query.cursor else None
-        pages = LogRow.log.query(
-            partition,
-            _sort_range(LogRow.logsk, query),
+        found = store.page(
+            LogRow,
+            LogRow.log,
+            f"MSGLOG#{tenant}",
+            store.time_range(LogRow.logsk, query.since, query.until),
+            limit=query.limit,
+            cursor=query.cursor,
             filter_condition=_filters(query),
-            scan_index_forward=False,
-            page_size=query.limit,
-            last_evaluated_key=start,
-        ).page_iter
-        entries: list[LogEntry] = []
-        key: dict[str, Any] | None = start
-        for _ in range(MAX_LOG_REQUESTS):
-            try:
-                page = next(pages)
-            except StopIteration:
-                key = None
-                break
-            items, key = page.get("Items", []), page.get("LastEvaluatedKey")
-            for n, raw in enumerate(items):
-                entries.append(_log_entry(LogRow.from_raw_data(raw)))
-                if len(entries) == query.limit:
-                    if n < len(items) - 1:  # the page's rest comes on the next page of the log
-                        key = {name: raw[name] for name in ("pk", "sk", "logpk", "logsk")}
-                    break
-            if not key or len(entries) == query.limit:
-                break
-        return LogPage(items=entries, cursor=_encode_cursor(key))
+            max_requests=MAX_LOG_REQUESTS,
+        )
+        return LogPage(items=[_log_entry(row) for row in found.items], cursor=found.cursor)
 
     def _contact_page(self, tenant: str, query: LogFilter) -> LogPage:
         partition = f"MSGCONTACT#{tenant}#{query.contact}"
-        start = _decode_cursor(query.cursor, "contactpk", partition) if query.cursor else None
+        start = store.decode_cursor(query.cursor, "contactpk", partition, "contactsk") if query.cursor else None
         rows = LogRow.by_contact.query(
             partition,
-            _sort_range(LogRow.contactsk, query),
+            store.time_range(LogRow.contactsk, query.since, query.until),
             scan_index_forward=query.oldest_first,
             limit=query.limit,
             page_size=query.limit,
             last_evaluated_key=start,
         )
         keys = [(row.pk, row.sk) for row in rows]
-        cursor = _encode_cursor(rows.last_evaluated_key)
+        cursor = store.encode_cursor(rows.last_evaluated_key)
         found: dict[str, MessageItem | IncomingItem] = {}
         outgoing = [key for key in keys if key[0].startswith(MessageItem.PREFIX + "#")]
         incoming = [key for key in keys if key[0].startswith(IncomingItem.PREFIX + "#")]
@@ -925,21 +882,6 @@ class MessageLogRepository:
         except store.ConditionFailed:
             return False
         return True
-
-
-def _sort_range(attribute: UnicodeAttribute, query: LogFilter) -> Condition | None:
-    # The sort key is `<ISO time>#<id>`: "~" sorts after every id character, so `until` includes
-    # its own second's messages.
-    low = query.since.astimezone(UTC).isoformat() if query.since else None
-    high = f"{query.until.astimezone(UTC).isoformat()}~" if query.until else None
-    if low and high:
-        between: Condition = attribute.between(low, high)
-        return between
-    if low:
-        return attribute >= low
-    if high:
-        return attribute <= high
-    return None
 
 
 def _filters(query: LogFilter) -> Condition | None:

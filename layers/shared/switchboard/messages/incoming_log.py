@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from switchboard.catalog.events import ProviderEvent
-from switchboard.core.observability import logger
+from switchboard.core.observability import emit_metric, logger
 from switchboard.core.store import UnitOfWork
 from switchboard.messages.domain import (
     INCOMING_FAILED,
@@ -85,6 +85,10 @@ class IncomingLog:
         if contact is None:
             ignored = "no_sender"
         status, outcome = ("RECEIVED", "received") if ignored is None else (INCOMING_IGNORED, f"ignored: {ignored}")
+        if ignored is not None:
+            # Counted when the row is written (a transaction retried on a conflict counts it again,
+            # rarely); every other outcome is counted when the forwarder reports it.
+            emit_metric("IncomingMessages", outcome="ignored")
         self._store.record_incoming(
             uow,
             IncomingRecord(
@@ -118,6 +122,7 @@ class IncomingLog:
         self._outcome(event_key, INCOMING_FAILED, f"failed: {reason}", reason)
 
     def _outcome(self, key: str, status: str, outcome: str, reason: str | None) -> None:
+        emit_metric("IncomingMessages", outcome=status.lower())  # forwarded, no_downstream, failed
         # The log never fails a forward: the message reached (or not) the downstream either way.
         try:
             if not self._store.record_outcome(key, status, outcome, reason):

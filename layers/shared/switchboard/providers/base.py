@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from switchboard.providers.content import Content
 
 CallState = Literal["ringing", "connecting", "active", "ended"]
+# Why an event is ignored, as one of a few codes (its `ignored` text says it in full): a metric
+# counts ignored events by it, so it never takes a value from a payload. `from_us`: our own message
+# or receipt echoed back; `group`: a group, broadcast, newsletter or other non-direct chat;
+# `unsupported`: an event, message type or status switchboard does not apply; `no_sender`: no
+# phone number or LID to answer to; `malformed`: not in the provider's format; `no_effect`: mapped,
+# but nothing in this deployment applies it.
+IgnoredKind = Literal["from_us", "group", "unsupported", "no_sender", "malformed", "no_effect"]
 
 
 class ProviderTarget(Model):
@@ -286,7 +293,7 @@ class InboundEvent(Model):
     - connection: `{"connected": bool, "reason"?: str}`;
     - call, call_settings: the calls-capable server's own `data`.
     An event that cannot be mapped (groups, unknown message types, unknown events) has `ignored`
-    set to the reason: it is acknowledged and recorded, never applied.
+    set to the reason and `ignored_kind` to its code: it is acknowledged and recorded, never applied.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -299,6 +306,7 @@ class InboundEvent(Model):
     data: dict[str, Any] = Field(default_factory=dict)
     instance: dict[str, Any] | None = None  # the calls-capable server's top-level `instance` summary
     ignored: str | None = None
+    ignored_kind: IgnoredKind | None = None  # None with `ignored` set: `unsupported`
     # A message's file when its provider sent the bytes inline (base64 decoded): the ingest puts
     # them in the media bucket and keeps only the reference (`Media.stored`); never stored here.
     media_bytes: bytes | None = Field(default=None, exclude=True, repr=False)

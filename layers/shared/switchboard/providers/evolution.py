@@ -76,6 +76,7 @@ from switchboard.providers.base import (
     Credentials,
     DeliveryToken,
     DownloadedMedia,
+    IgnoredKind,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -510,20 +511,26 @@ def _message_event(instance: str, data: object) -> InboundEvent:
     seconds = _seconds(upsert.message_timestamp)
     seq = seconds * 1000 if seconds is not None else None
 
-    def ignored(reason: str) -> InboundEvent:
+    def ignored(reason: str, kind: IgnoredKind = "unsupported") -> InboundEvent:
         return InboundEvent(
-            name="message", binding=instance, event_id=key.id, seq=seq, data={"id": key.id}, ignored=reason
+            name="message",
+            binding=instance,
+            event_id=key.id,
+            seq=seq,
+            data={"id": key.id},
+            ignored=reason,
+            ignored_kind=kind,
         )
 
     jid = key.remote_jid or ""
     if key.from_me:
-        return ignored("sent from the phone or the API")
+        return ignored("sent from the phone or the API", "from_us")
     if jid.endswith("@g.us"):
-        return ignored("group message")
+        return ignored("group message", "group")
     if jid.endswith("@broadcast"):
-        return ignored("broadcast message")
+        return ignored("broadcast message", "group")
     if jid.endswith("@newsletter"):
-        return ignored("newsletter message")
+        return ignored("newsletter message", "group")
     mapped = wa_message.map_message(upsert.message, context_info=upsert.context_info)
     if isinstance(mapped, str):
         return ignored(mapped)
@@ -532,7 +539,7 @@ def _message_event(instance: str, data: object) -> InboundEvent:
     sender = _phone(jid) or _phone(key.remote_jid_alt) or _phone(key.sender_pn)
     lid = _lid(jid) or _lid(key.remote_jid_alt)
     if sender is None and lid is None:
-        return ignored("sender phone number unknown")
+        return ignored("sender phone number unknown", "no_sender")
     content, media_bytes = _with_media(mapped, upsert.message or {}, key.id)
     data_out: dict[str, Any] = {"id": key.id, "content": content_data(content)}
     if mapped.reply_to is not None:
@@ -594,14 +601,21 @@ def _change_event(instance: str, name: str, data: object, body: bytes) -> Inboun
         raise _invalid(f"{name} data") from exc
     event_id = f"{'edit' if name == 'messages.edited' else 'revoke'}:{target.id}:{_body_digest(body)[:16]}"
 
-    def ignored(reason: str) -> InboundEvent:
-        return InboundEvent(name="message", binding=instance, event_id=event_id, data={"id": target.id}, ignored=reason)
+    def ignored(reason: str, kind: IgnoredKind = "unsupported") -> InboundEvent:
+        return InboundEvent(
+            name="message",
+            binding=instance,
+            event_id=event_id,
+            data={"id": target.id},
+            ignored=reason,
+            ignored_kind=kind,
+        )
 
     jid = target.remote_jid or ""
     if target.from_me:
-        return ignored("a change of our own message")
+        return ignored("a change of our own message", "from_us")
     if not jid.endswith((_PHONE_JID, _LID_JID)):
-        return ignored("change in a group or broadcast")
+        return ignored("change in a group or broadcast", "group")
     if name == "messages.edited":
         mapped = wa_message.map_message({"protocolMessage": data})
     else:

@@ -55,6 +55,7 @@ from switchboard.providers.base import (
     Credentials,
     DeliveryToken,
     DownloadedMedia,
+    IgnoredKind,
     InboundEvent,
     InstanceStatus,
     KindDefaults,
@@ -459,14 +460,15 @@ def _message_event(binding: str, raw: object, names: dict[str | None, str]) -> I
     except ValidationError as exc:
         return _malformed(binding, "message", raw, exc)
     seq = _millis(message.timestamp)
-    ignored = None
+    ignored: str | None = None
+    kind: IgnoredKind | None = None
     data: dict[str, Any] = {"id": message.id}
     sender = re.sub(r"[^0-9]", "", message.sender or "")
     mapped = map_content(raw) if isinstance(raw, dict) else "message not in the Cloud API format"
     if isinstance(mapped, str):
         ignored = mapped
     elif not sender:
-        ignored = "sender has no phone number"
+        ignored, kind = "sender has no phone number", "no_sender"
     else:
         content, quoted = mapped
         data = {"id": message.id, "from": sender, "content": content_data(content)}
@@ -485,6 +487,7 @@ def _message_event(binding: str, raw: object, names: dict[str | None, str]) -> I
         seq=seq,
         data=data,
         ignored=ignored,
+        ignored_kind=kind,
     )
 
 
@@ -522,6 +525,7 @@ def _malformed(binding: str, name: str, raw: object, error: ValidationError) -> 
         event_id=f"malformed:{_digest(raw)}",
         data={"id": item_id} if isinstance(item_id, str) and 0 < len(item_id) <= 200 else {},
         ignored=f"{name} item not in the Cloud API format ({_fields(error)})",
+        ignored_kind="malformed",
     )
 
 

@@ -58,7 +58,7 @@ from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
 from switchboard.core.errors import InvalidInput
 from switchboard.core.model import Model
 from switchboard.providers import envelope, wa_message
-from switchboard.providers.base import Credentials, InboundEvent, WebhookRequest, display_name
+from switchboard.providers.base import Credentials, IgnoredKind, InboundEvent, WebhookRequest, display_name
 from switchboard.providers.content import Content, MediaMessage, MediaSource, content_data
 
 SIGNATURE_HEADER = "x-hmac-signature"
@@ -219,13 +219,13 @@ def _map(delivery: _Delivery, binding: str, body: bytes) -> list[InboundEvent]:
 def _message(event: _MessageEvent, binding: str, delivery: _Delivery) -> InboundEvent:
     info = event.info
     timestamp = _parse_time(info.timestamp)
-    ignored = _message_ignored(event)
+    kind, ignored = _message_ignored(event) or (None, None)
     mapped = wa_message.map_message(event.message) if ignored is None else None
     if isinstance(mapped, str):
-        ignored = mapped
+        kind, ignored = "unsupported", mapped
     phone = _phone(info.sender, info.sender_alt)
     if ignored is None and phone is None:
-        ignored = "sender has no phone number"
+        kind, ignored = "no_sender", "sender has no phone number"
     data: dict[str, Any] = {"id": info.id}
     media_bytes = None
     if ignored is None and isinstance(mapped, wa_message.Mapped):
@@ -246,23 +246,24 @@ def _message(event: _MessageEvent, binding: str, delivery: _Delivery) -> Inbound
         seq=_millis(timestamp),
         data=data,
         ignored=ignored,
+        ignored_kind=kind,
         media_bytes=media_bytes,
     )
 
 
-def _message_ignored(event: _MessageEvent) -> str | None:
+def _message_ignored(event: _MessageEvent) -> tuple[IgnoredKind, str] | None:
     info = event.info
     server = info.chat.rpartition("@")[2]
     if info.is_from_me:
-        return "sent from the phone"
+        return "from_us", "sent from the phone"
     if server == "g.us":
-        return "group message"
+        return "group", "group message"
     if server == "newsletter":
-        return "newsletter message"
+        return "group", "newsletter message"
     if info.is_group or server == "broadcast":
-        return "broadcast message"
+        return "group", "broadcast message"
     if server not in (PHONE_SERVER, "lid"):
-        return "not a direct chat"
+        return "group", "not a direct chat"
     return None
 
 
@@ -353,22 +354,28 @@ _RECEIPT_STATUS = {"Delivered": "delivered", "Read": "read"}
 def _receipts(event: _ReceiptEvent, state: Any, binding: str, body: bytes) -> list[InboundEvent]:
     state_name = state if isinstance(state, str) else ""
     status = _RECEIPT_STATUS.get(state_name)
-    ignored = None
+    ignored, kind = None, None
     if state_name == "ReadSelf":
-        ignored = "read on another of our devices"
+        ignored, kind = "read on another of our devices", "from_us"
     elif status is None:
         ignored = f"unsupported receipt {state_name or 'state'}"
     elif event.is_from_me:
+        kind = "from_us"
         ignored = "our own read of an incoming message" if status == "read" else "receipt from our own account"
     elif event.is_group:
-        ignored = "group receipt"
+        ignored, kind = "group receipt", "group"
     seq = _millis(_parse_time(event.timestamp))
     suffix = status or state_name.lower() or "unknown"
     ids = [message_id for message_id in event.message_ids or [] if message_id]
     if not ids:
         return [
             InboundEvent(
-                name="receipt", binding=binding, event_id=_body_digest(body), seq=seq, ignored="receipt without ids"
+                name="receipt",
+                binding=binding,
+                event_id=_body_digest(body),
+                seq=seq,
+                ignored="receipt without ids",
+                ignored_kind="malformed",
             )
         ]
     return [
@@ -379,6 +386,7 @@ def _receipts(event: _ReceiptEvent, state: Any, binding: str, body: bytes) -> li
             seq=seq,
             data={"id": message_id, "status": status} if status and not ignored else {"id": message_id},
             ignored=ignored,
+            ignored_kind=kind,
         )
         for message_id in ids
     ]

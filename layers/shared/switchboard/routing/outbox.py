@@ -104,6 +104,7 @@ class DrainResult(Model):
     sent: int = 0
     failed: int = 0
     waiting: bool = False  # entries are left (instance disconnected or provider unavailable)
+    left: int = 0  # replies of the batch read still waiting (a batch at most: the outbox may hold more)
 
 
 class WebhookSecret(Model):
@@ -222,6 +223,7 @@ class OutboxService:
                 break
         if len(entries) == DRAIN_BATCH and not result.waiting:
             result.waiting = True
+        result.left = max(0, len(entries) - result.sent - result.failed)
         if result.sent or result.failed:
             logger.info("outbox drained", extra={"instance": key, **result.model_dump()})
         return result

@@ -5,10 +5,12 @@
 - record `WHEVENT#<provider>#<instanceId>#<eventId>` (`EventRecord`): the mapped event (never the
   raw body, only its SHA-256 `bodySha256`; the data bounded by `events.storable` so a 1 MB
   delivery fits the 400 KB item) and its status (`pending` until every effect ran, then
-  `applied`; `ignored` with its reason when it could not be mapped). A pending record sits in a
-  sparse index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a crash left
-  behind, and carries a short lease (`lease_until`) so two deliveries of one event never run its
-  effects at the same time.
+  `applied`; `ignored` with its reason and its code when it could not be mapped). A pending
+  record sits in a sparse index (GSI1 `WHEVENTS#PENDING#<shard>`) so a sweep can re-apply what a
+  crash left behind, and carries a short lease (`lease_until`) so two deliveries of one event
+  never run its effects at the same time. An ignored record sits in GSI2 (`WHIGNORED#<instance key>` /
+  `<received at>#<event id>`): the instance's ignored events, newest first, for as long as the
+  record lives (`RECORD_DAYS`).
 
 Both join the caller's unit of work (`record_accepted`, `record_ignored`) after the guard (the
 catalog's check that what the event was bound against is unchanged) and before the writes that
@@ -44,12 +46,13 @@ from switchboard.core.store import (
     IntegerAttribute,
     IsoDateTimeAttribute,
     Refusal,
+    RelationIndex,
     TableItem,
     TenantIndex,
     UnitOfWork,
 )
 from switchboard.providers.base import DeliveryToken
-from switchboard.webhooks.events import Acceptance, EventStatus, NotAccepted, StoredEvent
+from switchboard.webhooks.events import Acceptance, EventStatus, IgnoredEvent, IgnoredPage, NotAccepted, StoredEvent
 
 DEDUPE_DAYS = 4
 RECORD_DAYS = 8
@@ -83,9 +86,13 @@ class EventRecord(TableItem):
     legacy_lease_until = IntegerAttribute(attr_name="leaseUntil", null=True)
     applied_at = IsoDateTimeAttribute(attr_name="appliedAt", null=True)
     expires_at = EpochAttribute(attr_name="expiresAt")
+    reason_code = UnicodeAttribute(null=True)
     gsi1pk = UnicodeAttribute(null=True)
     gsi1sk = UnicodeAttribute(null=True)
+    gsi2pk = UnicodeAttribute(null=True)
+    gsi2sk = UnicodeAttribute(null=True)
     pending = TenantIndex["EventRecord"]()
+    by_instance = RelationIndex["EventRecord"]()
 
 
 class TokenUse(TableItem):
@@ -138,7 +145,34 @@ class EventStore:
         self._join_token_use(uow, event, token)
         record = _record(event, "ignored", event.received_at + timedelta(days=RECORD_DAYS))
         record.reason = event.reason or ""
+        record.reason_code = event.reason_code
+        record.gsi2pk = _ignored_partition(event.instance_key)
+        record.gsi2sk = f"{event.received_at.astimezone(UTC).isoformat()}#{event.event_id}"
         uow.put(record, EventRecord.pk.does_not_exist(), refused=NotAccepted("duplicate"))
+
+    def ignored(self, instance_key: str, limit: int, cursor: str | None = None) -> IgnoredPage:
+        """The instance's ignored events, newest first, a page at a time (one Query)."""
+        found = store.page(
+            EventRecord,
+            EventRecord.by_instance,
+            _ignored_partition(instance_key),
+            limit=limit,
+            cursor=cursor,
+            max_requests=1,
+        )
+        return IgnoredPage(
+            items=[
+                IgnoredEvent(
+                    event_id=item.event_id,
+                    name=item.name,
+                    reason=item.reason or "",
+                    reason_code=item.reason_code or "unsupported",
+                    received_at=item.received_at,
+                )
+                for item in found.items
+            ],
+            cursor=found.cursor,
+        )
 
     def _join_token_use(self, uow: UnitOfWork, event: StoredEvent, token: DeliveryToken | None) -> None:
         """`token` bringing this event's body, on condition that it may: its first sighting, a
@@ -253,6 +287,10 @@ def _record(event: StoredEvent, status: EventStatus, expires_at: datetime) -> Ev
     record.status = status
     record.expires_at = expires_at
     return record
+
+
+def _ignored_partition(instance_key: str) -> str:
+    return f"WHIGNORED#{instance_key}"
 
 
 def _pending_partition(shard: int) -> str:

@@ -108,12 +108,28 @@ class StoredEvent(Model):
     received_at: datetime
     status: EventStatus = "pending"
     reason: str | None = None  # why an `ignored` event is not applied
+    reason_code: str | None = None  # the same, as one of `providers.base.IgnoredKind`
     body_sha256: str | None = None  # the delivery's raw body is never stored, only its digest
 
     @field_validator("data", "envelope_instance")
     @classmethod
     def _storable(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return None if value is None else storable(value)
+
+
+class IgnoredEvent(Model):
+    """A provider event an instance's provider sent and the ingest acknowledged without applying it."""
+
+    event_id: str
+    name: str
+    reason: str
+    reason_code: str
+    received_at: datetime
+
+
+class IgnoredPage(Model):
+    items: list[IgnoredEvent]
+    cursor: str | None = None
 
 
 class EffectHandler(Protocol):

@@ -38,7 +38,7 @@ from switchboard.catalog.domain import Instance, ProviderChanged
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import EventNotApplied, NotFound, SwitchboardError, Unauthenticated
 from switchboard.core.model import Model
-from switchboard.core.observability import logger
+from switchboard.core.observability import emit_metric, logger
 from switchboard.core.ports import Secrets
 from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.media.metrics import count_unavailable
@@ -183,8 +183,10 @@ class IngestService:
             body_sha256=digest,
         )
         if inbound.ignored or inbound.name not in self._handlers:
-            reason = inbound.ignored or f"no effect for {inbound.name} events"
-            ignored = stored.model_copy(update={"status": "ignored", "reason": reason})
+            reason, code = inbound.ignored, inbound.ignored_kind or "unsupported"
+            if reason is None:
+                reason, code = f"no effect for {inbound.name} events", "no_effect"
+            ignored = stored.model_copy(update={"status": "ignored", "reason": reason, "reason_code": code})
             return self._ignore(verified, ignored, instance)
         event = _provider_event(stored, instance)
         try:
@@ -369,6 +371,10 @@ class IngestService:
             "webhook event ignored",
             extra={"instance": instance.key, "event": stored.name, "reason": stored.reason},
         )
+        # By the reason's code and the provider's kind, both bounded (never an instance or a tenant:
+        # an instance's own list is `GET /api/instances/{name}/ignored-events`).
+        reason, kind = stored.reason_code or "unsupported", verified.view.provider.kind
+        emit_metric("ProviderEventsIgnored", reason=reason, provider_kind=kind)
         return IngestResult(outcome="ignored", instance=instance.name, event=stored.name, reason=stored.reason)
 
     def _redelivered(

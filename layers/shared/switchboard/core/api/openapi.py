@@ -25,12 +25,14 @@ ROUTE_MODULES = (
     "lines.routes",
     "calls.routes",
     "webhooks.routes",
+    "webhooks.ignored_routes",
     "routing.replies",
     "usage.routes",
     "audit.routes",
     "pool.routes",
     "live.routes",
     "messages.routes",
+    "messages.delivery_routes",
     "people.routes",
 )
 DESCRIPTION = """\

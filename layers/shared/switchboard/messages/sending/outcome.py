@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyFinal, ProviderError, ProviderThrottled, ProviderTimeout, RetryLater
-from switchboard.core.observability import logger, metrics
+from switchboard.core.observability import emit_metric, logger, metrics
 from switchboard.messages.domain import (
     EXPIRED,
     Message,
@@ -135,6 +135,9 @@ class Outcomes:
             return self.skipped(message.id)
         logger.info("message failed", extra={"message_id": message.id, "reason": reason})
         metrics.add_metric(name="MessagesFailed", unit="Count", value=1)
+        # Per reason too: a reason is one of a fixed set of codes (ours, the provider errors' and
+        # the media's), a bounded dimension; the total above is what the failure-rate alarm reads.
+        emit_metric("MessagesFailedByReason", reason=reason)
         self._notify(failed, config)
         return SendOutcome(message_id=message.id, status=MessageStatus.FAILED, failure_reason=reason)
 
