@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,7 +40,10 @@ class Workers:
     def __init__(self, endpoint: AwsEndpoint) -> None:
         self.endpoint_url = endpoint.url
         self.sqs = self.sqs_for_thread()
-        self.queues = template.create_queues(self.sqs, template.LocalNames(prefix="workers"), TEMPLATE)
+        # Queues of this test alone: moto's state outlives the endpoint, and a message an earlier
+        # test left in flight would come back into this one's queues.
+        names = template.LocalNames(prefix=f"workers-{uuid.uuid4().hex[:8]}")
+        self.queues = template.create_queues(self.sqs, names, TEMPLATE)
         self.functions = Functions(TEMPLATE)
         self.poller = SqsPoller(self.functions, self.queues, endpoint_url=endpoint.url, region=REGION)
 
