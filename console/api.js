@@ -122,11 +122,23 @@ export const api = {
   signIn: (email, password) => send("POST", "/api/sign-in", { email, password }, {}, null),
   setNewPassword: (email, session, newPassword) =>
     send("POST", "/api/sign-in/new-password", { email, session, newPassword }, {}, null),
+  answerMfa: (email, session, code) => send("POST", "/api/sign-in/mfa", { email, session, code }, {}, null),
+  // Ends every token of the person (this tab's, and their other tabs' and devices'); a key is just forgotten.
+  signOut: () => (session.isPerson() ? request("POST", "/api/sign-out") : Promise.resolve(null)),
   users: () => request("GET", "/api/users"),
   inviteUser: (body) => request("POST", "/api/users", body),
   updateUser: (id, changes) => request("PATCH", `/api/users/${enc(id)}`, changes),
 
   numbers: () => request("GET", "/api/numbers"),
+  createNumber: (body) => request("POST", "/api/numbers", body),
+  createProvider: (body) => request("POST", "/api/providers", body),
+  pairing: (name) => request("GET", `/api/instances/${enc(name)}/qr`),
+  connectInstance: (name) => request("POST", `/api/instances/${enc(name)}/connect`),
+  logoutInstance: (name) => request("POST", `/api/instances/${enc(name)}/logout`),
+  testMessage: (name, to, text) => request("POST", `/api/instances/${enc(name)}/test-message`, { to, text }),
+  replyWebhook: (name) => request("POST", `/api/instances/${enc(name)}/webhook-secret`),
+  tenant: (ownerTag) => request("GET", `/api/tenants/${enc(ownerTag)}`),
+  putDownstream: (ownerTag, body) => request("PUT", `/api/tenants/${enc(ownerTag)}`, body),
   updateNumber: (id, changes) => request("PATCH", `/api/numbers/${enc(id)}`, changes),
   instances: () => request("GET", "/api/instances"),
   providers: () => request("GET", "/api/providers"),

@@ -14,6 +14,10 @@ import * as messages from "./screens/messages.js";
 import * as usage from "./screens/usage.js";
 import * as audit from "./screens/audit.js";
 import * as users from "./screens/users.js";
+import * as instance from "./screens/instance.js";
+import * as connect from "./screens/connect.js";
+import { Banner } from "./banner.js";
+import { refusal } from "./dom.js";
 // The operators' view: a customer's conversation and the webhook deliveries.
 import * as conversation from "./screens/conversation.js";
 import * as deliveries from "./screens/deliveries.js";
@@ -21,6 +25,8 @@ import * as deliveries from "./screens/deliveries.js";
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ADMIN_ROUTES = [
   { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
+  { pattern: /^#\/numbers\/connect$/, screen: connect, nav: "numbers" },
+  { pattern: /^#\/instances\/([^/]+)$/, screen: instance, nav: "numbers" },
   CALLS_ROUTE,
   { pattern: /^#\/keys$/, screen: keys, nav: "keys" },
   { pattern: /^#\/keys\/([^/]+)$/, screen: keyEdit, nav: "keys" },
@@ -47,9 +53,16 @@ let me = null; // GET /api/me of the signed-in key
 let current = null; // {screen, view: {reload, onFrame}}
 let liveState = "closed";
 let signInError = null;
+// Every admin screen shows the numbers that cannot send as they should (disconnected, paused).
+const banner = new Banner();
 const live = new Live({
-  onFrame: (frame) => current && current.view.onFrame && current.view.onFrame(frame),
+  onFrame: (frame) => {
+    banner.onFrame(frame);
+    if (current && current.view.onFrame) current.view.onFrame(frame);
+  },
   onReconnect: () => current && current.view.onReconnect && current.view.onReconnect(),
+  // The socket was closed and no new ticket is given: the key was revoked or the person disabled.
+  onRefused: () => me && signOut(t("signin.expired")),
   onState: (state) => {
     liveState = state;
     renderLiveIndicator();
@@ -69,7 +82,10 @@ export const notify = {
   },
   error(error, context) {
     clear(statusRegion);
-    clear(alertRegion, h("p", {}, describeError(error, context)));
+    // In the interface's words by the error's code; the API's own words behind "detalhes".
+    const said = error instanceof ApiError ? refusal(error, context) : h("p", {}, describeError(error, context));
+    said.removeAttribute("role"); // the region is the alert already
+    clear(alertRegion, said);
     if (error instanceof ApiError && error.status === 401) signOut(t("signin.expired"));
   },
   clear() {
@@ -164,7 +180,14 @@ const person = {
     return null;
   },
   async setNewPassword(email, challengeSession, newPassword) {
-    await signedInAsPerson(await api.setNewPassword(email, challengeSession, newPassword));
+    const answer = await api.setNewPassword(email, challengeSession, newPassword);
+    if (answer.challenge) return answer;
+    await signedInAsPerson(answer);
+    return null;
+  },
+  // A person who turned on an authenticator app types its code after their password.
+  async answerMfa(email, challengeSession, code) {
+    await signedInAsPerson(await api.answerMfa(email, challengeSession, code));
   },
 };
 
@@ -178,6 +201,7 @@ async function signedInAsPerson(tokens) {
     throw error;
   }
   live.start();
+  banner.start(me.scopes.includes("admin"));
   // An attendant lands on the calls panel, an admin on the numbers (the tenant's overview).
   navigate(me.scopes.includes("admin") ? "#/numbers" : "#/calls");
 }
@@ -199,23 +223,30 @@ async function signInWith(key) {
     throw new Error(t("signin.wrongScope", { scope }));
   }
   live.start();
+  banner.start(me.scopes.includes("admin"));
   // A deep link opened before signing in (e.g. #/keys/<id>) is where an admin lands.
   const wanted = ADMIN_ROUTES.some((candidate) => candidate.pattern.test(location.hash)) ? location.hash : "#/numbers";
   navigate(me.scopes.includes("admin") ? wanted : "#/calls");
 }
 
 function signOut(reason) {
+  const wasPerson = session.isPerson();
   live.stop();
+  banner.stop();
+  // A person's tokens are ended on the server too (every tab of theirs); a refused or expired
+  // token needs nothing more. The tab forgets them either way.
+  if (!reason) api.signOut().catch(() => {});
   session.signOut();
   me = null;
   signInError = reason || null;
   if (location.hash !== "#/signin") history.replaceState(null, "", "#/signin");
   route();
-  if (!reason) notify.info(t("signin.signedOut"));
+  if (!reason) notify.info(t(wasPerson ? "signin.signedOutPerson" : "signin.signedOut"));
 }
 
 function route({ keepMessages = false } = {}) {
   if (!keepMessages) notify.clear();
+  if (current && current.view.leave) current.view.leave(); // a screen stops what it polls
   if (!me) {
     current = null;
     const main = h("main", { id: "main", tabindex: "-1" });
@@ -247,7 +278,8 @@ function route({ keepMessages = false } = {}) {
   }
   const screen = found.screen;
   const main = h("main", { id: "main", tabindex: "-1" });
-  clear(root, header(found.nav), statusRegion, alertRegion, main);
+  banner.render();
+  clear(root, header(found.nav), banner.element, statusRegion, alertRegion, main);
   const params = match ? match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part))) : [];
   const view = screen.mount(main, { me, params, notify, navigate });
   const reload = view.reload ? debounce(view.reload, 150) : null;
@@ -258,7 +290,7 @@ function route({ keepMessages = false } = {}) {
   };
   // After a reconnect a screen re-reads everything (the calls panel also reconciles first).
   const onReconnect = view.onReconnect || view.reload;
-  current = { screen, view: { reload, onFrame, onReconnect } };
+  current = { screen, view: { reload, onFrame, onReconnect, leave: view.leave } };
   const heading = main.querySelector("h1");
   if (heading) {
     heading.setAttribute("tabindex", "-1");
@@ -280,6 +312,7 @@ async function boot() {
       me = await api.me();
       if (!me.scopes.includes("admin") && !me.scopes.includes("agent")) throw new Error("scope");
       live.start();
+      banner.start(me.scopes.includes("admin"));
     } catch (error) {
       session.signOut();
       me = null;

@@ -1,4 +1,5 @@
 // DOM building without innerHTML: every text from the API goes in as a text node.
+import { t, tMaybe } from "./i18n.js";
 
 /** h("button", {class: "x", onclick: fn, "aria-label": "..."}, "text", child) */
 export function h(tag, attrs = {}, ...children) {
@@ -57,15 +58,17 @@ export function field(labelText, control, hint) {
   return h("div", { class: "field" }, parts);
 }
 
-/** A table with a caption, wrapped so it scrolls sideways on a narrow screen instead of the page. */
+/** A table with a caption, wrapped so it scrolls sideways on a narrow screen instead of the page.
+ * The wrapper is a region named by the caption that takes focus, so a keyboard can scroll it. */
 export function table(caption, headers, rows) {
+  const captionId = uid("caption");
   return h(
     "div",
-    { class: "table-wrap" },
+    { class: "table-wrap", role: "region", tabindex: "0", "aria-labelledby": captionId },
     h(
       "table",
       {},
-      h("caption", {}, caption),
+      h("caption", { id: captionId }, caption),
       h("thead", {}, h("tr", {}, headers.map((header) => h("th", { scope: "col" }, header)))),
       h("tbody", {}, rows),
     ),
@@ -125,4 +128,161 @@ export function confirmDialog({ title, text, confirm, cancel, danger = true }) {
     document.body.append(dialog);
     dialog.showModal();
   });
+}
+
+// --- errors where the user is ------------------------------------------------------------------
+// A refusal is said in the interface's language by its error code; the API's own words stay one
+// click away behind "detalhes". A validation error is shown at each field it names (aria-invalid,
+// the message under the field); any other refusal next to the action that failed.
+
+/** Show `message` under `control` (aria-invalid, aria-describedby), or clear it with null. */
+export function fieldError(control, message) {
+  const box = control.closest(".field") || control.parentElement;
+  const errorId = `${control.id || (control.id = uid("field"))}-error`;
+  const old = box && box.querySelector(`#${CSS.escape(errorId)}`);
+  if (old) old.remove();
+  const describedBy = (control.getAttribute("aria-describedby") || "").split(" ").filter((id) => id && id !== errorId);
+  if (!message) {
+    control.removeAttribute("aria-invalid");
+    if (describedBy.length) control.setAttribute("aria-describedby", describedBy.join(" "));
+    else control.removeAttribute("aria-describedby");
+    return;
+  }
+  control.setAttribute("aria-invalid", "true");
+  control.setAttribute("aria-describedby", [...describedBy, errorId].join(" "));
+  if (box) box.append(h("p", { class: "field-error", id: errorId }, message));
+}
+
+/** The interface's words for a refusal: by its error code, else by what kind of failure it was. */
+export function errorText(error) {
+  if (!error) return "";
+  if (error.status === 0 && error.code === "network") return t("error.network");
+  const known = error.code && tMaybe(`error.code.${error.code}`);
+  if (known) return known;
+  if (typeof error.status === "number" && error.status >= 500) return t("error.server");
+  if (typeof error.status === "number" && error.status >= 400) return t("error.refused");
+  return String(error.message || error);
+}
+
+/** What a field problem of a validation error means, in the interface's words. */
+export function fieldText(problem) {
+  const name = String(problem.field || "").split(".").pop();
+  return (
+    tMaybe(`error.field.${name}.${problem.reason}`, { limit: problem.limit }) ||
+    tMaybe(`error.field.${problem.reason}`, { limit: problem.limit }) ||
+    t("error.field.invalid")
+  );
+}
+
+/** A refusal as a block: the interface's words, and the API's own behind a "detalhes" toggle. */
+export function refusal(error, context) {
+  const said = errorText(error);
+  const own = error && error.message && error.code ? `${error.message} (${error.code})` : null;
+  return h(
+    "div",
+    { class: "refusal", role: "alert" },
+    h("p", {}, context ? `${context}: ${said}` : said),
+    own && own !== said ? h("details", {}, h("summary", {}, t("error.details")), h("p", { class: "mono" }, own)) : null,
+  );
+}
+
+/** The slot where an action's refusal is shown, right after that action. */
+export function refusalSlot() {
+  return h("div", { class: "refusal-slot" });
+}
+
+/**
+ * Say `error` where the user is: each field of a validation error at its control in `form`
+ * (found by `name`, the API's field name or its last part), the rest in `slot` next to the
+ * action. Returns true when a field took it (focus then goes to the first field named).
+ */
+export function showRefusal(error, { form = null, slot = null, context = "", fields = {} } = {}) {
+  if (slot) clear(slot);
+  let first = null;
+  const problems = (error && error.body && Array.isArray(error.body.fields) && error.body.fields) || [];
+  const named = (field) => {
+    if (!form || !field) return null;
+    const wanted = [fields[field], field, field.split(".").pop()].filter(Boolean);
+    for (const name of wanted) {
+      const control = form.querySelector(`[name="${CSS.escape(name)}"]`);
+      if (control) return control;
+    }
+    return null;
+  };
+  const unplaced = [];
+  for (const problem of problems) {
+    const control = named(problem.field);
+    if (control) {
+      fieldError(control, fieldText(problem));
+      first = first || control;
+    } else unplaced.push(problem);
+  }
+  // A refusal naming one field outside the validation errors (`field` in its body).
+  if (!problems.length && error && error.body && error.body.field) {
+    const control = named(error.body.field);
+    if (control) {
+      fieldError(control, errorText(error));
+      first = control;
+    }
+  }
+  if (first) {
+    first.focus();
+    if (unplaced.length && slot) slot.append(refusal(error, context));
+    return true;
+  }
+  if (slot) slot.append(refusal(error, context));
+  return false;
+}
+
+/** Clear every field error of `form` and the refusal in `slot`. */
+export function clearRefusal(form, slot) {
+  if (form) for (const control of form.querySelectorAll("[aria-invalid=true]")) fieldError(control, null);
+  if (slot) clear(slot);
+}
+
+/** A read-only value to paste elsewhere (a webhook URL), with a button that copies it. */
+export function copyField(labelText, value, copiedText) {
+  const input = h("input", { type: "text", readonly: true, value, class: "mono", spellcheck: "false" });
+  const done = h("span", { class: "hint", "aria-live": "polite" });
+  const button = h(
+    "button",
+    {
+      type: "button",
+      class: "secondary",
+      onclick: async () => {
+        input.select();
+        try {
+          await navigator.clipboard.writeText(value);
+        } catch {
+          // Without clipboard access the value stays selected for Ctrl+C.
+        }
+        clear(done, copiedText);
+      },
+    },
+    t("common.copy"),
+  );
+  const wrapper = field(labelText, input);
+  wrapper.append(h("div", { class: "actions" }, button, done));
+  return wrapper;
+}
+
+/** A connection badge: "conectado" / "desconectado" (the word carries it, the colour repeats it). */
+export function badge(connected) {
+  return h(
+    "span",
+    { class: `badge ${connected ? "ok" : "off"}` },
+    h("span", { class: "dot", "aria-hidden": "true" }),
+    t(connected ? "state.connected" : "state.disconnected"),
+  );
+}
+
+/** A health badge (healthy, warning, paused for new contacts, paused). */
+export function healthBadge(state) {
+  const tone = { healthy: "ok", warning: "warn", paused_for_new_contacts: "warn", paused: "off" }[state] || "off";
+  return h(
+    "span",
+    { class: `badge ${tone}`, dataset: { health: state } },
+    h("span", { class: "dot", "aria-hidden": "true" }),
+    t(`health.${state}`),
+  );
 }

@@ -4,7 +4,15 @@ import en from "./i18n/en.js";
 
 const DICTIONARIES = { "pt-BR": ptBR, en };
 const STORAGE_KEY = "switchboard.lang";
-let current = DICTIONARIES[localStorage.getItem(STORAGE_KEY)] ? localStorage.getItem(STORAGE_KEY) : "pt-BR";
+let current = DICTIONARIES[localStorage.getItem(STORAGE_KEY)] ? localStorage.getItem(STORAGE_KEY) : browserLanguage();
+
+/** The first time (nothing chosen yet), the browser's own preference: Portuguese of any region
+ * reads the pt-BR console, any other language the English one; no preference at all, pt-BR. */
+function browserLanguage() {
+  const preferred = (navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language]).filter(Boolean);
+  if (!preferred.length) return "pt-BR";
+  return /^pt\b/i.test(preferred[0]) ? "pt-BR" : "en";
+}
 
 export const languages = Object.keys(DICTIONARIES);
 

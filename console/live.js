@@ -9,15 +9,17 @@ const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 60 * 1000;
 
 /**
- * new Live({onFrame, onReconnect, onState}).start()
+ * new Live({onFrame, onReconnect, onState, onRefused}).start()
  * onState(state): "connecting" | "open" | "reconnecting" | "unavailable" | "closed".
+ * onRefused(): the credential itself was refused (401): revoked, disabled or signed out elsewhere.
  * document.body.dataset.live mirrors it as "open", "closed" or "unavailable".
  */
 export class Live {
-  constructor({ onFrame, onReconnect, onState }) {
+  constructor({ onFrame, onReconnect, onState, onRefused }) {
     this.onFrame = onFrame;
     this.onReconnect = onReconnect;
     this.onState = onState;
+    this.onRefused = onRefused;
     this.socket = null;
     this.attempt = 0;
     this.everOpened = false;
@@ -63,6 +65,7 @@ export class Live {
       // longer works): the console goes on without live updates rather than retrying forever.
       if (error instanceof ApiError && [401, 403, 404, 405, 501].includes(error.status)) {
         this.setState("unavailable");
+        if (error.status === 401 && this.onRefused) this.onRefused();
         return;
       }
       this.retry();

@@ -24,6 +24,7 @@ import boto3
 from devstack import eventbridge, template
 from devstack.apigw import HttpApi
 from devstack.aws_endpoint import AwsEndpoint, own_client_config
+from devstack.console import ConsoleFiles
 from devstack.gateway import Gateway
 from devstack.lambdas import Functions, mount_layers
 from devstack.scheduler import Scheduler
@@ -178,7 +179,8 @@ class LocalStack:
         self.functions = Functions(self._template_path)
         self._stops.append(self._drain)
         self.http_api = HttpApi(self.functions)
-        gateway = Gateway(self.http_api, port=self._port)
+        # The console's images may come from the media bucket, served here by the AWS endpoint.
+        gateway = Gateway(self.http_api, port=self._port, console=ConsoleFiles(media_origin=self.aws_url))
         self._stops.append(gateway.stop)
         self._quiesce.append(gateway.stop)
         self.api_url = gateway.url

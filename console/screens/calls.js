@@ -1,15 +1,16 @@
 // The attendants' calls panel: per calls connection, the configured limit (version, source), live
-// calls with their owner, pending dials, free slots and any excess after a reduction; dialing,
-// answering, transferring, hanging up, stopping the camera; the limit for admins; and the media of
-// a call the signed-in attendant owns, bound to that call only.
+// calls with who calls whom and their owner, pending dials, free slots and any excess after a
+// reduction; dialing, answering (the call claimed and its audio attached in one click),
+// transferring, hanging up, stopping the camera; the limit for admins; and the media of a call the
+// signed-in attendant owns, bound to that call only. An incoming call nobody answered rings: a
+// tone, and a browser notification once the attendant allowed them.
 //
 // The API is the state: live frames and reconnects only make the panel read it again. Opening the
 // panel (and reconnecting live updates) asks the backend to reconcile with the provider; its 429
 // inside the 10 s window means the data is already that fresh, so it is not reported.
 import { api, ApiError } from "../api.js";
-import { h, clear, field, table } from "../dom.js";
+import { h, clear, field, table, badge } from "../dom.js";
 import { t, formatDate, formatPhone } from "../i18n.js";
-import { badge } from "./numbers.js";
 
 const MEDIA_KEY = "switchboard.media"; // calls this tab had media attached to: reattached after a reload
 const REATTACH_WINDOW_MS = 25_000; // the backend keeps a dropped media session this long
@@ -28,6 +29,56 @@ const intents = new Map(); // instance -> {key, to, video}
 const drafts = new Map(); // field key -> value
 const dialing = new Set(); // instances with a dial in flight: its button stays off across re-renders
 const media = new Map(); // "instance/callId" -> MediaAttachment
+const NOTIFY_ASKED_KEY = "switchboard.callNotifications"; // asked once per browser, whatever the answer
+const notified = new Set(); // "instance/callId" of incoming calls already announced
+
+/** The ring: a soft two-tone beep every 2 s while an incoming call waits for someone. Web Audio
+ * needs no file (the page's CSP loads none) and starts once the page had a click. */
+const ring = {
+  context: null,
+  timer: null,
+  start() {
+    document.body.dataset.ring = "on";
+    if (this.timer) return;
+    const beep = () => {
+      try {
+        this.context = this.context || new AudioContext();
+        const now = this.context.currentTime;
+        for (const [offset, pitch] of [
+          [0, 880],
+          [0.25, 660],
+        ]) {
+          const tone = this.context.createOscillator();
+          const gain = this.context.createGain();
+          tone.frequency.value = pitch;
+          gain.gain.setValueAtTime(0.08, now + offset);
+          gain.gain.exponentialRampToValueAtTime(0.0001, now + offset + 0.2);
+          tone.connect(gain).connect(this.context.destination);
+          tone.start(now + offset);
+          tone.stop(now + offset + 0.2);
+        }
+      } catch {
+        // No audio output: the visible ring and the notification remain.
+      }
+    };
+    beep();
+    this.timer = setInterval(beep, 2000);
+  },
+  stop() {
+    document.body.dataset.ring = "off";
+    clearInterval(this.timer);
+    this.timer = null;
+  },
+};
+
+function phone(digits) {
+  return digits ? formatPhone(digits) : t("calls.unknownNumber");
+}
+
+/** The other party of a call: who calls us, or whom we call. */
+function otherParty(call) {
+  return call.direction === "incoming" ? call.from : call.to;
+}
 
 function remembered() {
   try {
@@ -200,6 +251,7 @@ function forget(...keys) {
 function occupantLabel(occupant) {
   const what = occupant.callId || t("calls.reservation");
   const parts = [
+    phone(otherParty(occupant)),
     what,
     t(`calls.direction.${occupant.direction}`),
     t(`calls.state.${occupant.state}`),
@@ -212,14 +264,117 @@ function occupantLabel(occupant) {
 export function mount(main, { me, notify }) {
   const isAdmin = me.scopes.includes("admin");
   const myself = me.attendantId || me.keyId;
+  // A person is named by their email rather than their id; others by their attendant id.
+  const ownerName = (owner) => (owner === myself && String(me.keyId).startsWith("user:") ? me.name : owner);
+
   const body = h("div", { class: "stack", "aria-busy": "true" });
   const busy = new Map(); // instance -> the last line_busy refusal, shown until the next dial
-  main.append(
-    h("h1", {}, t("calls.title")),
-    h("p", { class: "note" }, t("calls.honest")),
-    isAdmin ? null : h("p", {}, t("calls.agentIntro", { name: me.name })),
-    body,
-  );
+  const ringing = h("div", { class: "ringing", dataset: { field: "ringing" } });
+  const person = String(me.keyId).startsWith("user:");
+  // Element.append writes a null as the text "null": only the parts this attendant has go in.
+  const intro = isAdmin ? null : h("p", {}, t(person ? "calls.personIntro" : "calls.agentIntro", { name: me.name }));
+  main.append(...[h("h1", {}, t("calls.title")), h("p", { class: "note" }, t("calls.honest")), intro, notificationsOffer(), ringing, body].filter(Boolean));
+
+  /** Ask once whether this browser may show a notification when a call rings. */
+  function notificationsOffer() {
+    if (typeof Notification !== "function" || Notification.permission !== "default" || localStorage.getItem(NOTIFY_ASKED_KEY)) {
+      return null;
+    }
+    const offer = h(
+      "div",
+      { class: "notice" },
+      h("p", {}, t("calls.notifyOffer")),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "secondary",
+          onclick: async () => {
+            localStorage.setItem(NOTIFY_ASKED_KEY, "asked");
+            try {
+              await Notification.requestPermission();
+            } finally {
+              offer.remove();
+            }
+          },
+        },
+        t("calls.notifyAllow"),
+      ),
+    );
+    return offer;
+  }
+
+  /** Incoming calls nobody took: a tone while they wait, one notification each, and a box with
+   * the caller's number and its "Atender" at the top of the panel. */
+  function announce(views) {
+    const waiting = [];
+    for (const view of views) {
+      for (const call of view.calls) {
+        if (call.direction === "incoming" && !call.owner && LIVE_STATES.has(call.state)) waiting.push({ instance: view.instance, call });
+      }
+    }
+    if (!waiting.length) {
+      ring.stop();
+      clear(ringing);
+      return;
+    }
+    ring.start();
+    for (const { instance, call } of waiting) {
+      const id = `${instance}/${call.callId}`;
+      if (notified.has(id)) continue;
+      notified.add(id);
+      if (typeof Notification === "function" && Notification.permission === "granted") {
+        try {
+          new Notification(t("calls.ringTitle"), { body: t("calls.ringBody", { number: phone(call.from), line: instance }), tag: id });
+        } catch {
+          // A browser without page notifications: the panel still rings.
+        }
+      }
+    }
+    clear(
+      ringing,
+      h(
+        "div",
+        { class: "notice ring", role: "alert" },
+        waiting.map(({ instance, call }) =>
+          h(
+            "p",
+            { dataset: { call: call.callId } },
+            h("strong", {}, t("calls.ringing", { number: phone(call.from) })),
+            " ",
+            t("calls.ringingOn", { line: instance }),
+            " ",
+            answerButton(instance, call),
+          ),
+        ),
+      ),
+    );
+  }
+
+  /** "Atender": the call becomes this attendant's and its audio is attached, in one click. */
+  function answerButton(instance, call) {
+    return h(
+      "button",
+      {
+        type: "button",
+        "aria-label": t("calls.answer", { call: phone(call.from) }),
+        onclick: async (event) => {
+          const button = event.currentTarget;
+          button.disabled = true;
+          try {
+            await api.claimCall(instance, call.callId);
+            notify.info(t("calls.answered", { call: phone(call.from) }));
+            startMedia(instance, { ...call, owner: myself });
+            reload();
+          } catch (error) {
+            notify.error(error, t("calls.answer", { call: phone(call.from) }));
+            button.disabled = false;
+          }
+        },
+      },
+      t("calls.answerShort"),
+    );
+  }
 
   async function reconcileAll(connections) {
     await Promise.all(
@@ -255,6 +410,7 @@ export function mount(main, { me, notify }) {
         if (again) again.focus();
       }
       resumeMedia(views);
+      announce(views);
     } catch (error) {
       notify.error(error, t("calls.loadFailed"));
     } finally {
@@ -341,7 +497,14 @@ export function mount(main, { me, notify }) {
     if (!view.connected) section.append(h("p", { class: "notice" }, t("calls.disconnected")));
 
     const refusal = busy.get(connection.name);
-    if (refusal) section.append(lineBusy(refusal));
+    if (refusal) {
+      // The box lists the calls that held the line when the dial was refused: those that ended
+      // leave it, and it goes once none is left or a slot is free.
+      const live = new Set([...view.calls, ...view.reservations].map((occupant) => occupant.id));
+      const still = ((refusal.body && refusal.body.occupants) || []).filter((occupant) => live.has(occupant.id));
+      if (still.length && !(view.available > 0)) section.append(lineBusy(refusal, still));
+      else busy.delete(connection.name);
+    }
 
     const parts = [callsTable(connection, view), reservationsList(connection, view), dialForm(connection, view)];
     section.append(...parts.filter(Boolean));
@@ -353,9 +516,9 @@ export function mount(main, { me, notify }) {
     const capabilities = view.capabilities;
     if (!capabilities) return h("p", { class: "notice" }, t("calls.capabilitiesUnknown"));
     const missing = [];
-    if (!capabilities.calls) missing.push("calls");
-    if (!capabilities.callsPerInstanceLimit) missing.push("calls_per_instance_limit");
-    if (!capabilities.callsSettingsWebhook) missing.push("calls_settings_webhook");
+    if (!capabilities.calls) missing.push(t("calls.capability.calls"));
+    if (!capabilities.callsPerInstanceLimit) missing.push(t("calls.capability.limit"));
+    if (!capabilities.callsSettingsWebhook) missing.push(t("calls.capability.settingsWebhook"));
     const holder = h("div", { class: "readiness" });
     clear(
       holder,
@@ -380,7 +543,6 @@ export function mount(main, { me, notify }) {
                   report.ready
                     ? t("calls.subscriptionReady")
                     : t("calls.subscriptionNotReady", {
-                        reason: report.reason || "",
                         missing: report.missing.join(", ") || t("common.none"),
                       }),
                 );
@@ -399,8 +561,7 @@ export function mount(main, { me, notify }) {
     return holder;
   }
 
-  function lineBusy(refusal) {
-    const occupants = (refusal.body && refusal.body.occupants) || [];
+  function lineBusy(refusal, occupants) {
     const limit = refusal.body ? refusal.body.limit : null;
     return h(
       "div",
@@ -419,7 +580,17 @@ export function mount(main, { me, notify }) {
     if (!view.calls.length) return h("p", {}, t("calls.none"));
     return table(
       t("calls.liveOf", { name: connection.name }),
-      [t("calls.col.call"), t("calls.col.direction"), t("calls.col.state"), t("calls.col.kind"), t("calls.col.owner"), t("common.actions"), t("calls.col.media")],
+      [
+        t("calls.col.from"),
+        t("calls.col.to"),
+        t("calls.col.direction"),
+        t("calls.col.state"),
+        t("calls.col.kind"),
+        t("calls.col.owner"),
+        t("common.actions"),
+        t("calls.col.media"),
+        t("calls.col.call"),
+      ],
       view.calls.map((call) => {
         const mine = call.owner === myself;
         const id = `${connection.name}/${call.callId}`;
@@ -448,9 +619,7 @@ export function mount(main, { me, notify }) {
             },
             text,
           );
-        if (!call.owner) {
-          actions.append(run(t("calls.answerShort"), t("calls.answer", { call: call.callId }), () => api.claimCall(connection.name, call.callId), t("calls.answered", { call: call.callId })));
-        }
+        if (!call.owner) actions.append(answerButton(connection.name, call));
         if (mine || isAdmin) {
           actions.append(run(t("calls.hangupShort"), t("calls.hangup", { call: call.callId }), () => api.hangupCall(connection.name, call.callId), t("calls.hungUp", { call: call.callId })));
           if (call.video) {
@@ -476,13 +645,15 @@ export function mount(main, { me, notify }) {
         return h(
           "tr",
           { dataset: { call: call.callId } },
-          h("th", { scope: "row", class: "mono call-id" }, call.callId),
+          h("th", { scope: "row", class: "phone", dataset: { field: "from" } }, phone(call.from)),
+          h("td", { class: "phone", dataset: { field: "to" } }, phone(call.to)),
           h("td", {}, t(`calls.direction.${call.direction}`)),
           h("td", {}, t(`calls.state.${call.state}`)),
           h("td", {}, call.video ? t("calls.video") : t("calls.voice")),
-          h("td", {}, call.owner ? (mine ? t("calls.you", { owner: call.owner }) : call.owner) : t("calls.noOwner")),
+          h("td", {}, call.owner ? (mine ? t("calls.you", { owner: ownerName(call.owner) }) : ownerName(call.owner)) : t("calls.noOwner")),
           h("td", {}, actions),
           mediaCell,
+          h("td", { class: "mono call-id" }, call.callId),
         );
       }),
     );
@@ -635,6 +806,7 @@ export function mount(main, { me, notify }) {
   reload({ reconcile: true });
   return {
     reload: () => reload(),
+    leave: () => ring.stop(), // the panel is what knows whether a call still rings
     onReconnect: () => reload({ reconcile: true }),
     // Frames are hints: any of these makes the panel read the API again.
     onFrame: (frame) => FRAMES.has(frame.type),

@@ -4,9 +4,8 @@
 // Whenever the API refuses a change the pool is re-read from the API: the screen never keeps a
 // state the API did not accept.
 import { api } from "../api.js";
-import { h, clear, field, uid, debounce } from "../dom.js";
+import { h, clear, field, uid, debounce, badge } from "../dom.js";
 import { t, formatPhone } from "../i18n.js";
-import { badge } from "./numbers.js";
 
 export const MAX_POOL_SIZE = 10;
 

@@ -1,30 +1,14 @@
 // Sign-in: a person with their email and password (an invited person sets their own password
 // first), or, for the platform operator and apps' keys, an API key (admin or agent scope).
-import { h, field, uid } from "../dom.js";
-import { t, tMaybe } from "../i18n.js";
-
-/** Show `message` under `control` (aria-invalid, aria-describedby), or clear it with null. */
-export function fieldError(control, message) {
-  const box = control.closest(".field");
-  const errorId = `${control.id}-error`;
-  const old = box && box.querySelector(`#${CSS.escape(errorId)}`);
-  if (old) old.remove();
-  const describedBy = (control.getAttribute("aria-describedby") || "").split(" ").filter((id) => id && id !== errorId);
-  if (!message) {
-    control.removeAttribute("aria-invalid");
-    if (describedBy.length) control.setAttribute("aria-describedby", describedBy.join(" "));
-    else control.removeAttribute("aria-describedby");
-    return;
-  }
-  control.setAttribute("aria-invalid", "true");
-  control.setAttribute("aria-describedby", [...describedBy, errorId].join(" "));
-  if (box) box.append(h("p", { class: "field-error", id: errorId }, message));
-}
+import { h, field, uid, fieldError, errorText } from "../dom.js";
+import { t } from "../i18n.js";
 
 /** The interface's words for an API refusal, by its code; the API's own text as a fallback. */
 export function refusalText(error) {
-  return (error && error.code && tMaybe(`error.code.${error.code}`)) || (error && error.message) || String(error);
+  return errorText(error);
 }
+
+export { fieldError };
 
 function input(attrs) {
   return h("input", { id: uid("signin"), required: true, spellcheck: "false", ...attrs });
@@ -64,6 +48,10 @@ export function mount(main, { onSubmit, onPerson, error, notify }) {
         newPassword(main, { email: email.value.trim(), session: answer.session, onPerson, notify });
         return;
       }
+      if (answer && answer.challenge === "software_token_mfa") {
+        mfaCode(main, { email: email.value.trim(), session: answer.session, onPerson, notify });
+        return;
+      }
       password.value = "";
     } catch (failure) {
       personButton.disabled = false;
@@ -74,6 +62,7 @@ export function mount(main, { onSubmit, onPerson, error, notify }) {
   });
 
   const key = h("input", {
+    id: uid("signin"),
     type: "password",
     name: "apiKey",
     autocomplete: "off",
@@ -89,18 +78,19 @@ export function mount(main, { onSubmit, onPerson, error, notify }) {
       onsubmit: async (event) => {
         event.preventDefault();
         const value = key.value.trim();
+        fieldError(key, null);
+        notify.clear();
         if (!value) {
-          notify.error(t("signin.empty"));
+          fieldError(key, t("signin.empty"));
           key.focus();
           return;
         }
         button.disabled = true;
-        notify.clear();
         try {
           await onSubmit(value);
           key.value = "";
         } catch (failure) {
-          notify.error(failure.message);
+          fieldError(key, failure.message);
           button.disabled = false;
           key.focus();
         }
@@ -145,7 +135,8 @@ function newPassword(main, { email, session, onPerson, notify }) {
     }
     button.disabled = true;
     try {
-      await onPerson.setNewPassword(email, session, first.value);
+      const answer = await onPerson.setNewPassword(email, session, first.value);
+      if (answer && answer.challenge === "software_token_mfa") mfaCode(main, { email, session: answer.session, onPerson, notify });
     } catch (failure) {
       button.disabled = false;
       if (failure.code === "sign_in_refused") {
@@ -157,6 +148,40 @@ function newPassword(main, { email, session, onPerson, notify }) {
     }
   });
   main.replaceChildren(h("h1", {}, t("signin.newPassword.title")), h("p", {}, t("signin.newPassword.intro", { email })), form);
+  const heading = main.querySelector("h1");
+  heading.setAttribute("tabindex", "-1");
+  heading.focus();
+}
+
+/** A person who turned on an authenticator app: the six digits it shows now. */
+function mfaCode(main, { email, session, onPerson, notify }) {
+  const code = input({ type: "text", name: "code", inputmode: "numeric", autocomplete: "one-time-code", maxlength: "6", pattern: "[0-9]{6}" });
+  const button = h("button", { type: "submit" }, t("signin.mfa.submit"));
+  const form = h("form", { class: "card narrow", novalidate: true }, field(t("signin.mfa.label"), code, t("signin.mfa.hint")), button);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    fieldError(code, null);
+    notify.clear();
+    const digits = code.value.replace(/\s/g, "");
+    if (!/^[0-9]{6}$/.test(digits)) {
+      fieldError(code, t("signin.mfa.format"));
+      code.focus();
+      return;
+    }
+    button.disabled = true;
+    try {
+      await onPerson.answerMfa(email, session, digits);
+    } catch (failure) {
+      button.disabled = false;
+      if (failure.code === "sign_in_refused") {
+        notify.error(failure, t("signin.mfa.again"));
+        return;
+      }
+      fieldError(code, refusalText(failure));
+      code.focus();
+    }
+  });
+  main.replaceChildren(h("h1", {}, t("signin.mfa.title")), h("p", {}, t("signin.mfa.intro", { email })), form);
   const heading = main.querySelector("h1");
   heading.setAttribute("tabindex", "-1");
   heading.focus();

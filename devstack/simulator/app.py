@@ -153,6 +153,8 @@ class SimulatorApp:
             Rule(f"{CONTROL_PREFIX}/instances", methods=["POST"], endpoint=self.create_instance),
             Rule(instance, methods=["GET"], endpoint=self.instance_state),
             Rule(f"{instance}/connection", methods=["POST"], endpoint=self.set_connection),
+            Rule(f"{instance}/scan", methods=["POST"], endpoint=self.scan),
+            Rule(f"{instance}/code-expired", methods=["POST"], endpoint=self.code_expired),
             Rule(f"{instance}/call-settings", methods=["POST"], endpoint=self.panel_call_settings),
             Rule(f"{instance}/webhook-secrets", methods=["POST"], endpoint=self.webhook_secrets),
             Rule(f"{instance}/webhook-format", methods=["POST"], endpoint=self.webhook_format),
@@ -194,6 +196,12 @@ class SimulatorApp:
                 notify=body.notify,
             )
         )
+
+    def scan(self, request: Request, instance_id: str) -> Response:
+        return json_answer(self.state.scan(instance_id))
+
+    def code_expired(self, request: Request, instance_id: str) -> Response:
+        return json_answer(self.state.expire_code(instance_id))
 
     def number_status(self, request: Request, instance_id: str) -> Response:
         return json_answer(self.state.set_number_status(instance_id, parse_body(request, schemas.NumberStatusBody)))

@@ -48,6 +48,14 @@ class SimulatorControl:
             body["reason"] = reason
         self._post(f"/_sim/instances/{instance_id}/connection", body)
 
+    def scan(self, instance_id: str) -> dict[str, Any]:
+        """The phone scans the code the session shows (wuzapi, Evolution): paired and connected."""
+        return self._post(f"/_sim/instances/{instance_id}/scan")
+
+    def expire_code(self, instance_id: str) -> dict[str, Any]:
+        """The code the session shows expires now: the server draws the next one."""
+        return self._post(f"/_sim/instances/{instance_id}/code-expired")
+
     def number_status(self, instance_id: str, **fields: str) -> dict[str, Any]:
         """Meta only: what the Graph API reports of the number from now on (`status`, `qualityRating`,
         `messagingLimit`, `throughput`)."""

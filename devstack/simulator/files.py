@@ -9,22 +9,64 @@
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import zlib
+from functools import lru_cache
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def _png(header: bytes, raw_rows: bytes) -> bytes:
+    chunks = _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(raw_rows)) + _chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunks
 
 
 def png(width: int = 4, height: int = 4, rgb: tuple[int, int, int] = (37, 211, 102)) -> bytes:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
     row = b"\x00" + bytes(rgb) * width  # filter type 0, then the pixels
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(row * height))
-        + chunk(b"IEND", b"")
-    )
+    return _png(header, row * height)
+
+
+@lru_cache(maxsize=64)
+def code_png(text: str, modules: int = 29, scale: int = 6) -> bytes:
+    """A black and white PNG drawn from `text` (a square of `modules` cells, each `scale` pixels,
+    in a white border): it stands for a pairing code's QR image. Not a scannable QR code."""
+    bits = hashlib.sha256(text.encode()).digest()
+    size = (modules + 8) * scale  # a quiet zone of 4 cells around it
+
+    def finder(cx: int, cy: int) -> bool | None:
+        """The three corner squares a QR code has (dark ring, light ring, dark centre), else None."""
+        for ox, oy in ((0, 0), (modules - 7, 0), (0, modules - 7)):
+            dx, dy = cx - ox, cy - oy
+            if -1 <= dx <= 7 and -1 <= dy <= 7:
+                ring = max(abs(dx - 3), abs(dy - 3))
+                return ring != 2 and ring <= 3
+        return None
+
+    def dark(x: int, y: int) -> bool:
+        cx, cy = x // scale - 4, y // scale - 4
+        if not (0 <= cx < modules and 0 <= cy < modules):
+            return False
+        corner = finder(cx, cy)
+        if corner is not None:
+            return corner
+        index = (cy * modules + cx) * 7
+        return bool(bits[index // 8 % len(bits)] >> (index % 8) & 1)
+
+    rows = []
+    for y in range(size):
+        row = bytearray([0])  # filter type 0
+        for x in range(0, size, 8):
+            byte = 0
+            for bit in range(8):
+                lit = x + bit < size and not dark(x + bit, y)
+                byte |= lit << (7 - bit)
+            row.append(byte)
+        rows.append(bytes(row))
+    return _png(struct.pack(">IIBBBBB", size, size, 1, 0, 0, 0, 0), b"".join(rows))  # 1-bit greyscale
 
 
 def _ogg_crc(data: bytes) -> int:

@@ -137,6 +137,12 @@ class Instance:
     updated_ns: int
     flavour: str = "calls"
     session: bool = True
+    # A phone is linked to the session (False: never paired, or logged out): starting the session
+    # then draws pairing codes (`pairing.py`) from `pairing_since` until one is scanned.
+    paired: bool = True
+    pairing_since: float | None = None
+    codes_drawn: int = 0
+    pairing_attempt: int = 0
     subscription: Subscription | None = None
     hook: Hook = field(default_factory=Hook)
     webhook_format: str = "json"

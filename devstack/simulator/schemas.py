@@ -112,6 +112,11 @@ class CreateInstanceBody(ControlBody):
     kind: InstanceKind | None = None
     number: StrictStr = Field(min_length=1)
     connected: StrictBool = True
+    paired: StrictBool = Field(
+        default=True,
+        description="False: no phone is linked yet (wuzapi, Evolution): the session is paired from a code "
+        "(`/session/connect`, `/instance/connect/{instance}`, then `/_sim/instances/{id}/scan`).",
+    )
     webhook_url: StrictStr | None = Field(default=None, alias="webhookUrl")
     webhook_secret: StrictStr | None = Field(default=None, alias="webhookSecret", min_length=1, repr=False)
     webhook_events: list[StrictStr] | None = Field(default=None, alias="webhookEvents")

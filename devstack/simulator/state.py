@@ -21,7 +21,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
 from devstack.simulator import incoming
@@ -50,7 +50,7 @@ from devstack.simulator.schemas import (
     SimulatorConfig,
 )
 
-__all__ = ["Delivery", "Dialect", "DialectWithCalls", "Records", "SimError", "SimulatorState"]
+__all__ = ["Delivery", "Dialect", "DialectWithCalls", "PairingDialect", "Records", "SimError", "SimulatorState"]
 
 EVENT_LOG_SIZE = 10_000
 
@@ -94,6 +94,16 @@ class Dialect(Protocol):
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
         """Post the recipient's receipt of a message the instance sent."""
+
+
+@runtime_checkable
+class PairingDialect(Protocol):
+    """A server that links a phone by a code (wuzapi, Evolution): its series of codes, advanced
+    (and what it posts as it goes) under the lock."""
+
+    def advance_pairing(self, records: Records, instance: Instance) -> None: ...
+
+    def expire_code(self, instance: Instance) -> None: ...
 
 
 class DialectWithCalls(Dialect, Protocol):
@@ -345,6 +355,10 @@ class SimulatorState:
             if kind == "calls" and not dialect.has_calls:
                 raise SimError(400, "calls_need_the_calls_server", "only the calls flavour has calls")
             dialect.check_new(records, body)
+            if not body.paired and (body.connected or not isinstance(dialect, PairingDialect)):
+                raise SimError(
+                    400, "invalid_request", "paired: false is a wuzapi or Evolution session that is not connected"
+                )
             instance = Instance(
                 id=body.id,
                 token=body.token,
@@ -356,6 +370,7 @@ class SimulatorState:
                 updated_ns=time.time_ns(),
                 flavour=body.flavour,
                 session=body.connected,
+                paired=body.paired,
                 webhook_format=body.webhook_format,
                 meta_phone_id=body.meta_phone_id,
                 waba_id=body.waba_id or str(uuid.uuid4().int % 10**15),
@@ -377,6 +392,8 @@ class SimulatorState:
             "flavour": instance.flavour,
             "number": instance.number,
             "session": instance.session,
+            "paired": instance.paired,
+            "codesDrawn": instance.codes_drawn if instance.pairing_since is not None else 0,
             **instance.calls_config(),
             "occupancy": instance.occupancy(),
             "reservations": len(instance.reservations),
@@ -409,10 +426,43 @@ class SimulatorState:
                 raise SimError(400, "always_connected", "a Cloud API number has no session to lose")
             instance.connected = connected
             instance.session = connected or reason == "disconnected"
+            # Connected is paired; a logout unlinks the phone (a dropped socket keeps it linked).
+            instance.paired = connected or (instance.paired and reason == "disconnected")
+            instance.pairing_since = None
             instance.updated_ns = time.time_ns()
             if notify:
                 dialect.connection_changed(records, instance, reason=reason, include_calls_config=include_calls_config)
             return {"instance": records.status_view(instance)}
+
+    def scan(self, instance_id: str) -> dict[str, Any]:
+        """A phone scans the code the session shows: the session is paired and connected, and
+        the server posts what it posts when it connects. 409 `no_code` when none is shown."""
+        with self._lock:
+            records = self._records
+            instance = records.instance(instance_id)
+            dialect = self._dialect(instance)
+            if not isinstance(dialect, PairingDialect):
+                raise SimError(400, "not_paired_by_code", "only wuzapi and Evolution sessions pair by a code")
+            dialect.advance_pairing(records, instance)
+            if instance.pairing_since is None:
+                raise SimError(409, "no_code", "the session shows no code: start it first")
+            instance.pairing_since = None
+            instance.paired = instance.session = instance.connected = True
+            instance.updated_ns = time.time_ns()
+            dialect.connection_changed(records, instance, reason=None, include_calls_config=True)
+            return self._control_view(instance)
+
+    def expire_code(self, instance_id: str) -> dict[str, Any]:
+        """The code the session shows expires now: the next one is drawn (or the series ends)."""
+        with self._lock:
+            records = self._records
+            instance = records.instance(instance_id)
+            dialect = self._dialect(instance)
+            if not isinstance(dialect, PairingDialect):
+                raise SimError(400, "not_paired_by_code", "only wuzapi and Evolution sessions pair by a code")
+            dialect.expire_code(instance)
+            dialect.advance_pairing(records, instance)
+            return self._control_view(instance)
 
     def set_call_settings(self, instance_id: str, calls_max_concurrent: int) -> dict[str, Any]:
         """Save the limit; every accepted save increments the version, even with the same value."""

@@ -53,6 +53,7 @@ def test_the_line_an_attempt_and_a_call_are_stored_under_todays_names(aws: AwsRe
             "state": "reserved",
             "owner": "ana",
             "since": "2026-12-01",
+            "to": "5511977776666",
         }
     }
     attempt = raw({"pk": "LINE#acme:acme-main", "sk": "DIAL#res_1"})

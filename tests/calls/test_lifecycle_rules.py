@@ -165,3 +165,19 @@ def test_reservation_ids_are_stable_per_attendant_and_key() -> None:
     assert reservation_id("acme", "line-1", "ana", "k") == reservation_id("acme", "line-1", "ana", "k")
     assert reservation_id("acme", "line-1", "ana", "k") != reservation_id("acme", "line-1", "bob", "k")
     assert reservation_id("acme", "line-1", "ana", "k") != reservation_id("acme", "line-2", "ana", "k")
+
+
+def test_the_call_view_names_who_calls_whom_from_the_first_event_that_says_it() -> None:
+    from switchboard.lines.schemas import OccupantView  # noqa: PLC0415 - the view the panel reads
+
+    offer = event("offer", "ringing").model_copy(update={"from_": f"+{PEER}"})
+    record = apply_event(fresh(), offer, 1)
+    record = apply_event(record, event("answered", "connecting").model_copy(update={"from_": "5511000000000"}), 2)
+    occupant = record.occupant()
+
+    assert occupant is not None and (occupant.from_number, occupant.to_number) == (PEER, "5511900000000")
+    view = OccupantView.of(occupant).model_dump(by_alias=True)
+    assert (view["from"], view["to"]) == (PEER, "5511900000000")
+    dialled = DialAttempt(id="res_9", tenant="acme", instance="line-1", attendant="ana", to="+55 11 97777-6666")
+    assert dialled.occupant().to_number == "5511977776666"
+    assert bind_to_attempt(fresh(), dialled).to_number == "5511977776666"

@@ -10,7 +10,7 @@ local stack (the one `make local` runs), the console served by its gateway at `/
   of kind `calls`; admin, send and agent keys). Seeding a tenant takes seconds, so tests share
   it: a test that changes it works on an API key of its own, or puts back what it changed.
 - `page`: a new browser context per test (its own sessionStorage, localStorage and cookies) at
-  1280x800, base URL the stack's gateway; `console.open()` loads `/console/`.
+  1280x800 in a pt-BR browser, base URL the stack's gateway; `console.open()` loads `/console/`.
 - `screenshot(page, name)`: writes `docs/screenshots/<name>.png` (docs/console.md shows them).
 
 Elements are found by role and accessible name, in the console's default language (pt-BR),
@@ -50,6 +50,9 @@ CHROMIUM_ARGS = [
     "--use-fake-device-for-media-stream",
 ]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 800}
+# The browser's language: the console picks pt-BR from it the first time (its default for any
+# Portuguese), which every test reads its words in.
+LOCALE = "pt-BR"
 TIMEOUT_MS = 10_000  # for one condition to hold; the local stack answers in milliseconds
 expect.set_options(timeout=TIMEOUT_MS)
 
@@ -117,7 +120,7 @@ class Console:
 def page(browser: Browser, stack: Stack) -> Iterator[Page]:
     """Fails the test if the page threw, or the Content-Security-Policy production sends too
     blocked anything (an inline script or style, a third-party asset)."""
-    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)
+    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT, locale=LOCALE)
     context.set_default_timeout(TIMEOUT_MS)
     problems: list[str] = []
     context.on("weberror", lambda error: problems.append(f"uncaught: {error.error}"))

@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
 from devstack.seed import SeededTenant
-from tests.console.conftest import TIMEOUT_MS, VIEWPORT
+from tests.console.conftest import LOCALE, TIMEOUT_MS, VIEWPORT
 from tests.e2e.conftest import Stack, calls_instance
 
 
@@ -58,7 +58,7 @@ def open_tab(browser: Browser, stack: Stack) -> Iterator[Callable[[str], Page]]:
     problems: list[str] = []
 
     def open_one(key: str) -> Page:
-        context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)
+        context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT, locale=LOCALE)
         context.set_default_timeout(TIMEOUT_MS)
         context.on("weberror", lambda error: problems.append(f"uncaught: {error.error}"))
         contexts.append(context)

@@ -1,9 +1,11 @@
-"""The numbers screen shows each instance's health as the pool sees it, and lets an admin edit an
-instance's own settings: a number WhatsApp starts refusing with 463 turns "pausado para novos
-contatos" on the open screen without a reload; the spam guard switch saves and survives one."""
+"""The numbers screen shows each instance's health as the pool sees it, and an instance's own screen
+lets an admin edit its settings: a number WhatsApp starts refusing with 463 turns "pausado para
+novos contatos" on the open screen without a reload (and the banner says so on every screen); the
+spam guard switch saves and survives one; a refused value is shown at its field."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,15 @@ def numbers_screen(console: Console, tenant: SeededTenant) -> Page:
 
 
 def instance_row(page: Page, name: str) -> Locator:
-    return page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=name, exact=True))
+    """The instance's entry in its number's row of the numbers table."""
+    return page.get_by_role("listitem").filter(has=page.get_by_role("link", name=name, exact=True))
+
+
+def instance_screen(console: Console, tenant: SeededTenant, name: str) -> Page:
+    page = numbers_screen(console, tenant)
+    page.get_by_role("link", name=name, exact=True).click()
+    expect(page.get_by_role("heading", level=1, name=f"Instância {name}")).to_be_visible()
+    return page
 
 
 def send(stack: Stack, tenant: SeededTenant, to: str, text: str) -> dict[str, Any]:
@@ -69,6 +79,10 @@ def test_a_number_answering_463_shows_paused_for_new_contacts_live(
     expect(reasons).to_contain_text("463")
     for name in healthy:
         expect(instance_row(page, name)).to_contain_text("saudável")
+    banner = page.get_by_role("region", name="Avisos dos números")
+    expect(banner).to_contain_text(f"{paused} (")
+    expect(banner).to_contain_text("está pausada para novos contatos.")
+    expect(banner.get_by_role("link", name=f"Ver {paused}")).to_be_visible()
     screenshot(page, "numbers-health")
     stack.sim.send_error(sim_id, None)
 
@@ -82,7 +96,7 @@ def test_the_spam_guard_switch_saves_keeps_the_rest_of_the_instance_and_survives
     identity = {field: seeded[field] for field in ("providerId", "providerInstanceId", "numberId", "kind")}
     # A priority other than the route's default: a save that dropped it would put it back to 0.
     before = console.api("PUT", f"/api/instances/{name}", key=tenant.admin_key, json=identity | {"priority": 7})
-    page = numbers_screen(console, tenant)
+    page = instance_screen(console, tenant, name)
     form = page.get_by_role("form", name=f"Configuração de {name}")
     switch = form.get_by_role("checkbox", name="Proteção contra spam", exact=False)
     expect(switch).not_to_be_checked()
@@ -110,10 +124,12 @@ def test_the_spam_guard_switch_saves_keeps_the_rest_of_the_instance_and_survives
     expect(form.get_by_role("checkbox", name="Proteção contra spam", exact=False)).to_be_checked()
     expect(form.get_by_label("ID da caixa de entrada (inboxId)")).to_have_value("42")
 
-    # A refusal is shown in the API's words, and nothing changes.
-    form.get_by_label("URL do webhook de eventos").fill("ftp://example.com/events")
+    # A refused value is shown at its field, in the interface's words, and nothing changes.
+    webhook = form.get_by_label("URL do webhook de eventos")
+    webhook.fill("ftp://example.com/events")
     form.get_by_role("button", name=f"Salvar configuração de {name}").click()
-    expect(page.get_by_role("alert")).to_contain_text(f"Não foi possível salvar a configuração de {name}")
+    expect(webhook).to_have_attribute("aria-invalid", "true")
+    expect(webhook).to_have_accessible_description(re.compile("Use um endereço https://"))
     assert console.api("GET", f"/api/instances/{name}", key=tenant.admin_key)["eventsWebhookUrl"] is None
 
     # Put it back: the module's tenant is shared.

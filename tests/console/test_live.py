@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, WebSocket, expect
 
 from devstack.seed import SeededInstance, SeededTenant
-from tests.console.conftest import TIMEOUT_MS, VIEWPORT, Console
+from tests.console.conftest import LOCALE, TIMEOUT_MS, VIEWPORT, Console
 from tests.console.test_pool_editor import label, open_editor, row, with_pool
 from tests.e2e.conftest import Stack, _watched
 
@@ -50,7 +50,7 @@ class Frames:
 @pytest.fixture
 def second_page(browser: Browser, stack: Stack) -> Iterator[Page]:
     """Another browser context: another person's console, open at the same time."""
-    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT)
+    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT, locale=LOCALE)
     context.set_default_timeout(TIMEOUT_MS)
     yield context.new_page()
     context.close()
@@ -67,8 +67,8 @@ def numbers_screen(page: Page, tenant: SeededTenant) -> Page:
 
 
 def number_card(page: Page, tenant: SeededTenant, instance: SeededInstance) -> Locator:
-    number = next(number for number in tenant.numbers if number["id"] == instance.number_id)
-    return page.get_by_role("region", name=label(number))
+    """The instance's number's row on the numbers screen: its connection is the row's."""
+    return page.get_by_role("row").filter(has=page.get_by_role("link", name=instance.name, exact=True))
 
 
 def messaging_instance(tenant: SeededTenant) -> SeededInstance:

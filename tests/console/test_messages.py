@@ -2,7 +2,7 @@
 source number and the pool decision's trace, as the admin reads them when a customer asks "which
 number sent this?"); the message list with its filters, a failure in Meta's own words and in red; a
 customer's conversation; the webhook deliveries an endpoint that was down missed, replayed after a
-confirmation; a media message's file; the provider events an instance ignored, on its row."""
+confirmation; a media message's file; the provider events an instance ignored, on its own screen."""
 
 from __future__ import annotations
 
@@ -318,7 +318,7 @@ def test_a_media_message_shows_its_file_and_a_thumbnail(console: Console, world:
     expect(page.get_by_role("region", name="Mídia")).to_have_count(0)
 
 
-def test_an_instance_row_shows_the_provider_events_it_ignored_and_why(console: Console, world: World) -> None:
+def test_an_instance_shows_the_provider_events_it_ignored_and_why(console: Console, world: World) -> None:
     tenant = world.tenant
     instance = tenant.instances[0]
     body = envelope("typing", instance.sim_id, {})
@@ -332,15 +332,16 @@ def test_an_instance_row_shows_the_provider_events_it_ignored_and_why(console: C
     page = console.sign_in_as_admin(tenant)
     page.get_by_role("navigation").get_by_role("link", name="Números").click()
 
-    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=instance.name, exact=True))
-    cell = row.locator("td[data-field=ignored]")
+    page.get_by_role("link", name=instance.name, exact=True).click()  # the instance's own screen
+    cell = page.locator("dd[data-field=ignored]")
     expect(cell).to_have_attribute("data-count", "1")
     cell.get_by_text("1 recente(s)").click()
     listed = cell.get_by_role("list", name=f"Eventos ignorados de {instance.name}")
     expect(listed).to_contain_text("typing")
     expect(listed).to_contain_text("tipo de evento ou mensagem não suportado")
-    other = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=tenant.instances[1].name, exact=True))
-    expect(other.locator("td[data-field=ignored]")).to_have_text("nenhum")
+    page.evaluate("route => { location.hash = route; }", f"#/instances/{tenant.instances[1].name}")
+    expect(page.get_by_role("heading", level=1, name=f"Instância {tenant.instances[1].name}")).to_be_visible()
+    expect(page.locator("dd[data-field=ignored]")).to_have_text("nenhum")
 
 
 PNG_PIXEL = (

@@ -1,6 +1,6 @@
-"""The numbers screen lets an admin give a number its own sending pace: the deployment's default
+"""An instance's screen lets an admin give its number its own sending pace: the deployment's default
 shows in each empty field, a saved override survives a reload, and an out-of-range value is refused
-in words with nothing changed."""
+at its field, in pt-BR, with nothing changed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from playwright.sync_api import Page, expect
 
 from devstack.seed import SeededTenant
 from tests.console.conftest import Console
-from tests.console.test_health import numbers_screen
+from tests.console.test_health import instance_screen
 
 
 def pacing_of(console: Console, tenant: SeededTenant, number_id: str) -> dict[str, object] | None:
@@ -24,7 +24,8 @@ def test_an_admin_saves_a_numbers_own_pace_sees_it_after_a_reload_and_a_refusal_
     assert number["pacing"] is None
     digits = number["number"]
     phone = f"+55 {digits[2:4]} {digits[4:-4]}-{digits[-4:]}"
-    page: Page = numbers_screen(console, tenant)
+    name = next(instance.name for instance in tenant.instances if instance.number_id == number["id"])
+    page: Page = instance_screen(console, tenant, name)
     form = page.get_by_role("form", name=f"Ritmo de envio de {phone}")
     rate, burst = form.get_by_label("Mensagens por minuto"), form.get_by_label("Rajada (mensagens de uma vez)")
     # Empty fields follow the deployment's default, which each shows as its placeholder and hint.
@@ -45,13 +46,13 @@ def test_an_admin_saves_a_numbers_own_pace_sees_it_after_a_reload_and_a_refusal_
     expect(form.get_by_label("Rajada (mensagens de uma vez)")).to_have_value("3")
     expect(form.get_by_label("Máximo de novos contatos por dia")).to_have_value("")
 
-    # A burst of 0 is refused by the API, in its words, and the saved pace stays as it was.
-    form.get_by_label("Rajada (mensagens de uma vez)").fill("0")
+    # A burst of 0 is refused by the API: said at the field, in Portuguese, and the saved pace stays.
+    burst = form.get_by_label("Rajada (mensagens de uma vez)")
+    burst.fill("0")
     form.get_by_role("button", name=f"Salvar ritmo de {phone}").click()
-    alert = page.get_by_role("alert")
-    expect(alert).to_contain_text(f"Não foi possível salvar o ritmo de {phone}")
-    expect(alert).to_contain_text("burst")
-    expect(alert).to_contain_text("greater than or equal to 1")
+    expect(burst).to_have_attribute("aria-invalid", "true")
+    expect(form.get_by_text("Precisa ser pelo menos 1.")).to_be_visible()
+    expect(burst).to_be_focused()
     assert pacing_of(console, tenant, number["id"]) == saved
 
     # Back to the default (the module's tenant is shared).

@@ -1,16 +1,23 @@
 """People sign in to the console with email and password: the seeded admin invites an attendant,
 who signs in with the temporary password, chooses their own and lands on the calls panel; a
 refusal is shown at its field, in the interface's language; a disabled person's tab is refused
-at once."""
+at once, on the API and on live updates, while an app's API key goes on working; signing out ends
+the person's tokens; a person who turned on an authenticator app types its code; another tenant's
+person sees nothing of this one; an English browser gets the English console."""
 
 from __future__ import annotations
 
+import base64
+import hmac
 import secrets
+import time
 
 import httpx
-from playwright.sync_api import Page, expect
+import pytest
+from playwright.sync_api import Browser, Page, expect
 
-from tests.console.conftest import Console
+from devstack.seed import SeededTenant
+from tests.console.conftest import VIEWPORT, Console
 from tests.e2e.conftest import Stack
 
 CALLS_TITLE = "Painel de ligações"
@@ -81,12 +88,98 @@ def test_a_disabled_attendant_is_refused_at_once_with_the_token_their_tab_holds(
     me = httpx.get(f"{stack.api_url}/api/me", headers={"authorization": f"Bearer {token}"}, trust_env=False)
     assert me.status_code == 200
 
+    expect(page.locator("body")).to_have_attribute("data-live", "open")
     disabled = stack.api("PATCH", f"/api/users/{attendant.user_id}", key=stack.demo.admin_key, json={"enabled": False})
     assert disabled.status_code == 200, disabled.text
     try:
         me = httpx.get(f"{stack.api_url}/api/me", headers={"authorization": f"Bearer {token}"}, trust_env=False)
         assert me.status_code == 401
+        # Their live connection was closed and no new ticket is given: the open tab signs them
+        # out by itself, saying why.
+        expect(page.get_by_role("heading", level=1, name="Entrar no console")).to_be_visible()
+        expect(page.get_by_role("alert")).to_contain_text("Sua sessão deixou de valer")
+        # An app's API key of the same tenant goes on working.
+        assert stack.api("GET", "/api/connections", key=stack.demo.agent_key).status_code == 200
         page.reload()
         expect(page.get_by_role("heading", level=1, name="Entrar no console")).to_be_visible()
     finally:
         stack.api("PATCH", f"/api/users/{attendant.user_id}", key=stack.demo.admin_key, json={"enabled": True})
+
+
+def bearer(stack: Stack, token: str, path: str = "/api/me") -> int:
+    answer = httpx.get(f"{stack.api_url}{path}", headers={"authorization": f"Bearer {token}"}, trust_env=False)
+    return answer.status_code
+
+
+def test_signing_out_ends_the_persons_tokens_and_another_tenants_person_sees_nothing_of_this_one(
+    console: Console, stack: Stack, tenant: SeededTenant
+) -> None:
+    admin = next(person for person in stack.local.people if person.role == "admin")
+    page = console.open()
+    sign_in_person(page, admin.email, admin.password)
+    expect(page.get_by_role("heading", level=1, name=NUMBERS_TITLE)).to_be_visible()
+    for instance in stack.demo.instances:
+        expect(page.get_by_role("link", name=instance.name, exact=True)).to_be_visible()
+    for instance in tenant.instances:
+        expect(page.get_by_role("link", name=instance.name, exact=True)).to_have_count(0)
+    token = page.evaluate("() => JSON.parse(sessionStorage.getItem('switchboard.person')).accessToken")
+    assert bearer(stack, token, f"/api/instances/{tenant.instances[0].name}") == 404
+
+    page.get_by_role("button", name="Sair").click()
+
+    expect(page.get_by_text("Você saiu: sua sessão foi encerrada neste e em todos os seus aparelhos.")).to_be_visible()
+    stack.wait_for(lambda: bearer(stack, token) == 401)
+
+
+def totp(secret: str, at: float) -> str:
+    """RFC 6238 (SHA-1, 30 s, 6 digits), as an authenticator app computes it."""
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8), casefold=True)
+    digest = hmac.new(key, (int(at) // 30).to_bytes(8, "big"), "sha1").digest()
+    offset = digest[-1] & 15
+    return f"{(int.from_bytes(digest[offset : offset + 4], 'big') & 0x7FFFFFFF) % 10**6:06d}"
+
+
+def test_a_person_with_an_authenticator_app_types_its_code_after_the_password(
+    console: Console, stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP", "true")  # the local pool checks the codes
+    email, password = f"bia-{secrets.token_hex(4)}@demo.example.com", f"Pass{secrets.token_hex(5)}A1"
+    body = {"email": email, "role": "attendant", "temporaryPassword": password}
+    invited = stack.api("POST", "/api/users", key=stack.demo.admin_key, json=body)
+    assert invited.status_code == 201, invited.text
+    cognito = stack.local.cognito()
+    pool_id = stack.local.user_pools["UserPool"]
+    cognito.admin_set_user_password(UserPoolId=pool_id, Username=email, Password=password, Permanent=True)
+    token = stack.api("POST", "/api/sign-in", json={"email": email, "password": password}).json()["accessToken"]
+    secret = cognito.associate_software_token(AccessToken=token)["SecretCode"]
+    cognito.verify_software_token(AccessToken=token, UserCode=totp(secret, time.time()))
+    cognito.set_user_mfa_preference(AccessToken=token, SoftwareTokenMfaSettings={"Enabled": True, "PreferredMfa": True})
+
+    page = console.open()
+    sign_in_person(page, email, password)
+    expect(page.get_by_role("heading", level=1, name="Código do aplicativo autenticador")).to_be_visible()
+    code = page.get_by_label("Código de 6 dígitos")
+    code.fill(f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}")
+    page.get_by_role("button", name="Confirmar e acessar").click()
+    expect(code).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_text("O código não confere: digite o que o aplicativo mostra agora.")).to_be_visible()
+
+    code.fill(totp(secret, time.time()))
+    page.get_by_role("button", name="Confirmar e acessar").click()
+
+    expect(page.get_by_role("heading", level=1, name=CALLS_TITLE)).to_be_visible()
+
+
+def test_an_english_browser_gets_the_english_console_the_first_time(browser: Browser, stack: Stack) -> None:
+    context = browser.new_context(base_url=stack.api_url, viewport=VIEWPORT, locale="en-US")
+    try:
+        page = context.new_page()
+        page.goto("/console/")
+        expect(page.get_by_role("heading", level=1, name="Sign in to the console")).to_be_visible()
+        expect(page.locator("html")).to_have_attribute("lang", "en")
+        # The choice made in the header wins from then on.
+        page.get_by_role("button", name="Português").click()
+        page.reload()
+        expect(page.get_by_role("heading", level=1, name="Entrar no console")).to_be_visible()
+    finally:
+        context.close()

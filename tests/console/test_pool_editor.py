@@ -239,9 +239,10 @@ def test_a_refused_change_is_shown_in_the_apis_words_and_the_pool_read_again(
     page.get_by_role("button", name="Adicionar ao pool", exact=True).click()
 
     alert = page.get_by_role("alert")
-    expect(alert).to_have_text(
-        "Não foi possível adicionar ao pool: the number is already in this pool (number_already_in_pool)"
-    )
+    expect(alert).to_contain_text("Não foi possível adicionar ao pool: O número já está no pool.")
+    expect(alert.get_by_text("the number is already in this pool (number_already_in_pool)")).to_be_hidden()
+    alert.get_by_text("detalhes").click()  # the API's own words, one click away
+    expect(alert.get_by_text("the number is already in this pool (number_already_in_pool)")).to_be_visible()
     expect_order(page, [first, second])  # what the API holds, read again
 
     # Another admin removes a number this one is about to move: the reorder is refused (4xx).

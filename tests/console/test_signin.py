@@ -58,7 +58,7 @@ def test_the_seeded_admin_signs_in_and_a_wrong_key_is_refused_in_words(
         expect(navigation.get_by_role("link", name=screen, exact=True)).to_be_visible()
     # Every seeded number is listed with its instances.
     for instance in stack.demo.instances:
-        expect(page.get_by_role("rowheader", name=instance.name, exact=True)).to_be_visible()
+        expect(page.get_by_role("link", name=instance.name, exact=True)).to_be_visible()
     screenshot(page, "numbers")
 
     navigation.get_by_role("link", name="Chaves de API").click()
@@ -102,9 +102,9 @@ def test_an_admin_sees_none_of_another_tenants_numbers_or_keys(
     page = console.sign_in_as_admin(tenant)
 
     for instance in tenant.instances:
-        expect(page.get_by_role("rowheader", name=instance.name, exact=True)).to_be_visible()
+        expect(page.get_by_role("link", name=instance.name, exact=True)).to_be_visible()
     for instance in other.instances:
-        expect(page.get_by_role("rowheader", name=instance.name, exact=True)).to_have_count(0)
+        expect(page.get_by_role("link", name=instance.name, exact=True)).to_have_count(0)
     for number in other.numbers:
         expect(page.get_by_text(number["displayName"], exact=False)).to_have_count(0)
 

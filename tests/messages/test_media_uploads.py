@@ -15,6 +15,9 @@ from moto import mock_aws
 
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
 from switchboard.media.uploads import LIMITS, MediaUploads, fetch_under_policy, sniff
+from switchboard.messages.domain import Message
+from switchboard.messages.schemas import MessageView
+from switchboard.providers.content import Media, MediaKind, MediaMessage, MediaRef
 
 BUCKET = "media-bucket"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
@@ -129,3 +132,57 @@ def test_types_are_read_from_the_first_bytes(head: bytes, mime: str | None) -> N
 def test_a_url_the_outbound_policy_refuses_is_never_fetched(url: str) -> None:
     with pytest.raises(InvalidInput):
         fetch_under_policy()(url, 1024)
+
+
+def test_a_file_the_bucket_no_longer_holds_is_expired(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    ref = uploads.store_bytes("acme", PDF, "document", "application/pdf", "r.pdf")
+    s3.delete_object(Bucket=BUCKET, Key=ref.key)  # the lifecycle's expiry
+
+    with pytest.raises(UnknownReference) as gone:
+        uploads.read(ref)
+
+    assert gone.value.code == "expired"
+
+
+def test_a_stored_image_has_a_preview_link_valid_minutes_answered_with_its_checked_type(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    ref = uploads.store_bytes("acme", PNG, "image", "application/octet-stream")
+
+    url = urlparse(uploads.preview_url(ref))
+
+    query = parse_qs(url.query)
+    assert url.path.endswith(f"/{ref.key}") and query["X-Amz-Expires"] == ["300"]
+    assert (query["response-content-type"], query["response-content-disposition"]) == (["image/png"], ["inline"])
+
+
+def test_a_message_view_shows_its_file_and_a_preview_for_an_image_only() -> None:
+    digest = hashlib.sha256(PNG).hexdigest()
+    stored = MediaRef(key=f"acme/outgoing/url_{digest}", sha256=digest, mime_type="image/png", size=len(PNG))
+    previewed: list[str] = []
+
+    def preview(ref: MediaRef) -> str:
+        previewed.append(ref.key)
+        return f"https://bucket.example/{ref.key}?sig"
+
+    def view(kind: MediaKind, **fields: Any) -> dict[str, Any]:
+        content = MediaMessage(media=Media(kind=kind, stored=stored, **fields))
+        message = Message(
+            tenant="acme", id="msg_1", api_key_id="key_1", to="5511988880001", text="x", content=content, body_hash="h"
+        )
+        media: dict[str, Any] = MessageView.of(message, preview).model_dump(by_alias=True)["media"]
+        return media
+
+    image = view("image", caption="Produto")
+    document = view("document", file_name="Pedido.pdf")
+
+    assert image == {
+        "type": "image",
+        "caption": "Produto",
+        "fileName": None,
+        "mimeType": "image/png",
+        "size": len(PNG),
+        "previewUrl": f"https://bucket.example/{stored.key}?sig",
+    }
+    assert (document["fileName"], document["previewUrl"]) == ("Pedido.pdf", None)
+    assert previewed == [stored.key]

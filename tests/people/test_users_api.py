@@ -5,6 +5,9 @@ API and on live updates, whatever tokens they still hold."""
 
 from __future__ import annotations
 
+import base64
+import hmac
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -224,3 +227,59 @@ def test_a_disabled_person_cannot_sign_in_again(api: Client, pool: Pool, acme: T
     again = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": NEW_PASSWORD})
     assert again.status == 401
     assert again.json()["error"] == "sign_in_refused"
+
+
+def totp(secret: str, at: float) -> str:
+    """RFC 6238 (SHA-1, 30 s, 6 digits) from the base32 secret an authenticator app is given."""
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8), casefold=True)
+    digest = hmac.new(key, (int(at) // 30).to_bytes(8, "big"), "sha1").digest()
+    offset = digest[-1] & 15
+    return f"{(int.from_bytes(digest[offset : offset + 4], 'big') & 0x7FFFFFFF) % 10**6:06d}"
+
+
+def test_a_person_who_turned_on_an_authenticator_app_signs_in_with_its_code(
+    api: Client, pool: Pool, acme: TenantKeys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP", "true")  # moto then checks the codes
+    invite(api, acme.admin, "ana@acme.example.com", "attendant")
+    token = pool.sign_in("ana@acme.example.com", PASSWORD, NEW_PASSWORD)
+    secret = pool.cognito.associate_software_token(AccessToken=token)["SecretCode"]
+    pool.cognito.verify_software_token(AccessToken=token, UserCode=totp(secret, time.time()))
+    pool.cognito.set_user_mfa_preference(
+        AccessToken=token, SoftwareTokenMfaSettings={"Enabled": True, "PreferredMfa": True}
+    )
+
+    first = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": NEW_PASSWORD})
+    assert first.status == 200, first.body
+    assert (first.json()["challenge"], first.json()["accessToken"]) == ("software_token_mfa", None)
+    wrong_code = f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}"
+    body = {"email": "ana@acme.example.com", "session": first.json()["session"], "code": wrong_code}
+    refused = api.post("/api/sign-in/mfa", json_body=body)
+    assert refused.status == 401
+    assert (refused.json()["error"], refused.json()["field"]) == ("mfa_code_refused", "code")
+
+    signed = api.post("/api/sign-in/mfa", json_body=body | {"code": totp(secret, time.time())})
+
+    assert signed.status == 200, signed.body
+    assert api.get("/api/me", key=signed.json()["accessToken"]).json()["scopes"] == ["agent"]
+
+
+def test_signing_out_refuses_every_token_of_the_person_at_once(api: Client, acme: TenantKeys) -> None:
+    invite(api, acme.admin, "ana@acme.example.com", "attendant")
+    first = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": PASSWORD})
+    signed = api.post(
+        "/api/sign-in/new-password",
+        json_body={"email": "ana@acme.example.com", "session": first.json()["session"], "newPassword": NEW_PASSWORD},
+    ).json()
+    token = signed["accessToken"]
+    assert api.get("/api/me", key=token).status == 200
+
+    assert api.post("/api/sign-out", key=token).status == 204
+
+    assert api.get("/api/me", key=token).status == 401
+    refreshed = api.post("/api/sign-in/refresh", json_body={"refreshToken": signed["refreshToken"]})
+    assert (refreshed.status, refreshed.json()["error"]) == (401, "sign_in_refused")
+    # A key is revoked, never signed out; the tenant's keys go on working.
+    by_key = api.post("/api/sign-out", key=acme.admin)
+    assert (by_key.status, by_key.json()["error"]) == (400, "not_a_person")
+    assert api.get("/api/me", key=acme.admin).status == 200

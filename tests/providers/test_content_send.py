@@ -14,7 +14,7 @@ import pytest
 
 from switchboard.core.errors import UnsupportedByProvider
 from switchboard.providers import evolution_send, meta_send, wuzapi_send
-from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
+from switchboard.providers.base import MessageRevoker, OutgoingFile, ProviderTarget, Quote
 from switchboard.providers.content import (
     ContactCard,
     Contacts,
@@ -167,3 +167,35 @@ def test_meta_uploads_a_file_once_per_number_and_each_number_its_own() -> None:
     assert [phone_id for phone_id, _ in uploads] == ["111", "222"]
     assert all(PNG.data in body for _, body in uploads)
     assert [body["image"]["id"] for body in sent] == ["media-111-1", "media-111-1", "media-222-2"]
+
+
+def recorded(answer: dict[str, Any], status: int, seen: list[httpx.Request]) -> httpx.MockTransport:
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(status, json=answer)
+
+    return httpx.MockTransport(handler)
+
+
+@pytest.mark.parametrize("kind", ["wuzapi", "evolution"])
+def test_a_sent_message_is_deleted_for_everyone_through_its_servers_own_route(kind: str) -> None:
+    name = "request_delete_message.json" if kind == "wuzapi" else "api_delete_message_for_everyone.json"
+    expected = contract(kind, name)
+    seen: list[httpx.Request] = []
+    client = spec_for(kind).client(
+        local_mode=True, read_timeout=5, transport=recorded(expected["answer"], expected.get("status", 200), seen)
+    )
+    target = ProviderTarget(
+        kind=kind, base_url="http://127.0.0.1:9", provider_instance_id="acme-evo", instance_token="tok"
+    )
+
+    assert isinstance(client, MessageRevoker)
+    client.revoke(target, PHONE, "3EB0C431E2A6F07B9D18AF")
+
+    [request] = seen
+    assert (request.method, request.url.path) == (expected["method"], expected.get("path", expected.get("route")))
+    assert json.loads(request.content) == expected["body"]
+
+
+def test_the_cloud_api_has_no_deletion_of_a_sent_message() -> None:
+    assert not isinstance(spec_for("meta").client(local_mode=True, read_timeout=5), MessageRevoker)

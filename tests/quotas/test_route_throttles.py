@@ -17,6 +17,7 @@ UNAUTHENTICATED = {
     "POST /api/sign-in",
     "POST /api/sign-in/new-password",
     "POST /api/sign-in/refresh",
+    "POST /api/sign-in/mfa",
 }
 
 

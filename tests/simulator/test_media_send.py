@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from devstack.simulator import SimulatorControl
-from switchboard.providers.base import OutgoingFile, Quote
+from switchboard.providers.base import MessageRevoker, OutgoingFile, Quote
 from switchboard.providers.content import Content, Location, Media, MediaMessage, Reaction
 from switchboard.providers.kinds import spec_for
 from tests.simulator.conftest import FlavourFactory, FlavourInstance
@@ -96,3 +96,18 @@ def test_a_location_and_a_reaction_arrive(
     if flavour != "meta":
         assert location["quoted"] == "3EB0QUOTED"
     assert (reaction["type"], reaction["messageId"], reaction["emoji"]) == ("reaction", "3EB0QUOTED", "👍")
+
+
+@pytest.mark.parametrize("flavour", ["calls", "wuzapi", "evolution"])
+def test_a_sent_message_deleted_for_everyone_is_recorded_as_its_revoke(
+    flavour: str, make_flavoured: FlavourFactory, control: SimulatorControl
+) -> None:
+    instance = make_flavoured(flavour, subscribed=False)
+    client = spec_for(KIND_OF[flavour]).client(local_mode=True, read_timeout=5.0)
+    sent = send(instance, MediaMessage(media=Media(kind="image")), file_of(PNG, "image/png"))
+
+    assert isinstance(client, MessageRevoker)
+    client.revoke(instance.target(), PEER, sent)
+
+    [_, revoke] = recorded(control, instance)
+    assert revoke["type"] == "revoke" and revoke["messageId"] == sent

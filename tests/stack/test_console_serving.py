@@ -17,13 +17,14 @@ import pytest
 from devstack import template
 from devstack.__main__ import _banner
 from devstack.apigw import HttpResponse
-from devstack.console import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, ConsoleFiles
+from devstack.console import CONTENT_SECURITY_POLICY, SECURITY_HEADERS, ConsoleFiles, content_security_policy
 from devstack.gateway import Gateway
 
 INDEX = b"<!doctype html><title>console</title><script type=module src=./app.js></script>"
 APP = b"import './screens/keys.js';"
 STYLE = b"body { margin: 0 }"
 SECRET = b"outside the console"
+MEDIA_ORIGIN = "http://127.0.0.1:4566"  # where the local media bucket's presigned URLs point
 
 
 class RecordingApi:
@@ -57,7 +58,7 @@ def api() -> RecordingApi:
 
 @pytest.fixture
 def gateway(site: Path, api: RecordingApi) -> Iterator[Gateway]:
-    served = Gateway(api, port=0, console=ConsoleFiles(site)).start()  # type: ignore[arg-type]  # a recording stand-in for the HttpApi emulator, same handle()
+    served = Gateway(api, port=0, console=ConsoleFiles(site, media_origin=MEDIA_ORIGIN)).start()  # type: ignore[arg-type]  # a recording stand-in for the HttpApi emulator, same handle()
     yield served
     served.stop()
 
@@ -73,7 +74,8 @@ def fetch(gateway: Gateway, path: str, method: str = "GET") -> tuple[int, dict[s
 
 
 def assert_secured(headers: dict[str, str]) -> None:
-    assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert headers["content-security-policy"] == content_security_policy(MEDIA_ORIGIN)
+    assert f"img-src 'self' data: {MEDIA_ORIGIN};" in headers["content-security-policy"]
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
     assert "script-src 'self';" in headers["content-security-policy"]
     assert headers["x-content-type-options"] == "nosniff"
@@ -180,7 +182,10 @@ def test_production_sends_the_same_security_headers_as_the_local_gateway() -> No
     [policy] = template.resources("AWS::CloudFront::ResponseHeadersPolicy").values()
     security = policy["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
 
-    assert security["ContentSecurityPolicy"]["ContentSecurityPolicy"] == CONTENT_SECURITY_POLICY
+    # The template's `!Sub` of the same policy, its images from the media bucket's regional domain.
+    csp = security["ContentSecurityPolicy"]["ContentSecurityPolicy"]
+    assert (csp.name, csp.value) == ("Sub", CONTENT_SECURITY_POLICY)
+    assert "img-src 'self' data: https://${MediaBucket.RegionalDomainName};" in csp.value
     assert security["ReferrerPolicy"]["ReferrerPolicy"] == SECURITY_HEADERS["referrer-policy"]
     assert security["ContentTypeOptions"]["Override"] is True  # X-Content-Type-Options: nosniff
     assert all(header["Override"] is True for header in security.values())

@@ -60,6 +60,7 @@ def test_given_messages_on_several_tenants_when_summarised_then_grouped_by_owner
         ("globex", month, 2, 0),
         (None, month, 1, 0),
     ]
+    today = datetime.now(UTC).date().isoformat()
     assert everything[0]["instances"] == [
         {
             "tenant": "acme",
@@ -67,6 +68,7 @@ def test_given_messages_on_several_tenants_when_summarised_then_grouped_by_owner
             "messagesIn": 3,
             "messagesOut": 1,
             "messagesInByType": {"text": 3},
+            "days": [{"day": today, "messagesIn": 3, "messagesOut": 1}],
         }
     ]
     assert [(u["ownerTag"], u["messagesIn"]) for u in own] == [("globex", 2)]

@@ -19,7 +19,9 @@ Billing units:
 - Parameter Store: no charge at standard throughput (what the template uses); priced here at the
   higher-throughput rate to show what turning it on would add;
 - CloudWatch Logs: every byte the functions print (log lines and EMF metrics), plus Lambda's own
-  START/END/REPORT lines, ingested at the standard class.
+  START/END/REPORT lines, ingested at the standard class;
+- data transfer out: the bytes a function sends to a provider on the internet (a file's upload;
+  base64 for wuzapi and Evolution), at the first tier; what the provider then sends WhatsApp is its own.
 """
 
 from __future__ import annotations
@@ -86,6 +88,12 @@ PRICES: dict[str, Price] = {
     ),
     "log_byte": Price(
         0.50, 2**30, "CloudWatch Logs ingestion (standard class)", "https://aws.amazon.com/cloudwatch/pricing/"
+    ),
+    "transfer_out": Price(
+        0.09,
+        2**30,
+        "Data transfer out to the internet (first 10 TB a month)",
+        "https://aws.amazon.com/ec2/pricing/on-demand/",
     ),
 }
 
@@ -189,6 +197,7 @@ class Usage:
     eventbridge_events: float = 0.0
     ssm_interactions: float = 0.0
     log_bytes: float = 0.0  # what the functions print; Lambda's own lines are added per invocation
+    transfer_out_bytes: float = 0.0  # sent to providers on the internet (files uploaded)
 
     @property
     def invocations(self) -> float:
@@ -210,6 +219,7 @@ def cost_per_million(usage: Usage, prices: Mapping[str, Price] = PRICES) -> dict
         "API Gateway": prices["api_request"].of(usage.api_requests),
         "EventBridge": prices["eventbridge_event"].of(usage.eventbridge_events),
         "CloudWatch Logs": prices["log_byte"].of(logs),
+        "Data transfer out": prices["transfer_out"].of(usage.transfer_out_bytes),
     }
     return {line: usd * 1e6 for line, usd in lines.items() if usd}
 

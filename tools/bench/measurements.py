@@ -253,6 +253,7 @@ LINES = (
     "API Gateway",
     "EventBridge",
     "CloudWatch Logs",
+    "Data transfer out",
 )
 
 
@@ -297,7 +298,10 @@ def _workloads(figures: Figures, recorded: Mapping[str, Figures]) -> list[str]:
         "[costs.md](costs.md#cost-per-million)). Lambda duration is each invocation's own compute time "
         "in this run plus the stated round trips of `tools/bench/meter.py`. The sends are API sends in "
         "pool mode with a `delivered` receipt and two client webhooks (`message.sent`, "
-        "`message.delivered`), to new recipients and again to known ones (affinity hit); the incoming "
+        "`message.delivered`), to new recipients and again to known ones (affinity hit); the media sends "
+        "are the same path with a 100 KB photo uploaded first (`POST /api/media`, the client's presigned "
+        "PUT to S3), checked on first use (its declaration and its bytes read back), read by the worker "
+        "and uploaded to the provider (base64: the data transfer out); the incoming "
         "messages are forwarded to Chatwoot (4 contacts, 5 messages each) through the FIFO forward "
         "queue: texts, then photos sent inline in base64 (put in the media bucket at the ingest, read "
         "back and posted as an attachment), then voice notes given by their URL (looked for in the "

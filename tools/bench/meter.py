@@ -69,6 +69,7 @@ class Tally:
     s3_stored_bytes: float = 0.0
     eventbridge_events: float = 0.0
     ssm_interactions: float = 0.0
+    transfer_out_bytes: int = 0  # bytes sent out of AWS to a provider (a file's upload)
     http: Counter[str] = field(default_factory=Counter)  # "provider" / "http" -> count
     log_bytes: int = 0
     invocations: list[Invocation] = field(default_factory=list)
@@ -183,6 +184,10 @@ class Meter:
     def record(self, service: str, operation: str, params: dict[str, Any] | None = None) -> None:
         """Count a request the driver stands for (what the event source mapping's poller does)."""
         self._count(service, operation, params or {})
+
+    def transfer_out(self, size: int) -> None:
+        """Bytes the current label sends out of AWS (a file uploaded to a provider)."""
+        self.tally().transfer_out_bytes += size
 
     def outbound(self, kind: str, *, replace_http: bool = False) -> None:
         """One outbound request of `kind` ("provider" or "http"); a provider call made over httpx
@@ -374,5 +379,6 @@ def usage_of(tallies: dict[str, Tally], units: int, memory: dict[str, int], *, a
         usage.s3_stored_bytes += tally.s3_stored_bytes / units
         usage.eventbridge_events += tally.eventbridge_events / units
         usage.ssm_interactions += tally.ssm_interactions / units
+        usage.transfer_out_bytes += tally.transfer_out_bytes / units
         usage.log_bytes += tally.log_bytes / units
     return usage

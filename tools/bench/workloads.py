@@ -12,6 +12,11 @@ Three workloads, each run warm (one round first, not counted):
   counted as the line `EventBridge rule`). Once to new recipients (affinity miss), once more to
   the same ones (affinity hit). The provider is a recording fake; its send counts as one
   provider request;
+- API media sends in pool mode, the same way: a 100 KB photo with a caption, uploaded by
+  the client with `POST /api/media` and its presigned PUT (signed in the function, no request; the
+  PUT is the client's request to S3), sent with `POST /api/messages` (the first use checks the file:
+  its declaration and its bytes read back), read again by the send worker and uploaded to the
+  provider (its bytes leave AWS: data transfer out, base64 as wuzapi and Evolution take them);
 - incoming messages forwarded to Chatwoot: a provider `message` event through the webhook route,
   then the forwarder to a Chatwoot-style fake (4 senders, 5 messages each: a contact's first
   message creates its contact and conversation, the next ones only post); the same with media:
@@ -32,6 +37,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import math
 import os
 import threading
 import uuid
@@ -54,7 +60,8 @@ from switchboard import bootstrap
 from switchboard.core.identity import Scope
 from switchboard.core.observability import logger
 from switchboard.media.service import S3Media
-from switchboard.providers.base import ProviderTarget, SentMessage
+from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote, SentMessage
+from switchboard.providers.content import Content
 from switchboard.providers.wuzapi import WuzapiClient
 from switchboard.routing.chatwoot import ChatwootClient
 from tools.bench import cost
@@ -137,10 +144,32 @@ class CountingProvider(FakeProvider):
     def __init__(self, meter: Meter) -> None:
         super().__init__()
         self._meter = meter
+        self.delivered: list[tuple[str, str]] = []  # (provider instance, provider message id) of each content sent
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         self._meter.outbound("provider")
         return super().send_text(target, phone, body, idempotency_key)
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: Any = None,
+    ) -> SentMessage:
+        """One provider request carrying the file as base64 (wuzapi's data URL, Evolution's `media`)."""
+        self._meter.outbound("provider")
+        if file is not None:
+            self._meter.transfer_out(4 * math.ceil(len(file.data) / 3))
+        sent = super().send_content(
+            target, phone, content, idempotency_key, quoted=quoted, file=file, uploaded=uploaded
+        )
+        self.delivered.append((target.provider_instance_id, sent.provider_message_id))
+        return sent
 
 
 class Stage:
@@ -260,6 +289,53 @@ def sends(run: Stage) -> list[Measured]:
             miss = run.measure("API send, pool, new recipient", MESSAGES, lambda: one_round(recipients))
             hit = run.measure("API send, pool, known recipient", MESSAGES, lambda: one_round(recipients))
         return [miss, hit]
+    finally:
+        receiver.stop()
+
+
+def media_sends(run: Stage) -> Measured:
+    """A photo per message to new recipients, the text sends' path with the file's added."""
+    provider = CountingProvider(run.meter)
+    run.override(send_provider_client=lambda kind: provider)
+    receiver = Receiver()
+    bucket = os.environ["MEDIA_BUCKET"]
+    client_s3 = boto3.client("s3", region_name=REGION)  # the client's own PUT, metered as S3's
+    photo = files.sized(files.png(), PHOTO_BYTES)
+    try:
+        world = build_world(run.client, run.tenant, *NUMBERS)
+        world.create_send_key(webhook_url=receiver.url)
+        world.use_pool(*NUMBERS)
+        recipients = [f"55229{index:08d}" for index in range(MESSAGES)]
+
+        def one_round(targets: list[str]) -> None:
+            already = len(provider.delivered)
+            for to in targets:
+                body = {"mimeType": "image/png", "size": len(photo)}
+                ticket = run.request("POST", "/api/media", key=world.send_key, json_body=body)
+                assert ticket.status == 201, ticket.body
+                media_id = ticket.json()["mediaId"]
+                with run.meter.labelled("client upload"):  # what the presigned PUT stores
+                    key = f"{run.tenant.owner_tag}/outgoing/{media_id}"
+                    client_s3.put_object(Bucket=bucket, Key=key, Body=photo, ContentType="image/png")
+                media = {"mediaId": media_id, "type": "image", "caption": "o produto"}
+                answer = run.request("POST", "/api/messages", key=world.send_key, json_body={"to": to, "media": media})
+                assert answer.status == 202, answer.body
+            run.drain("SendQueue", "SendWorkerFunction")
+            for instance, provider_message_id in provider.delivered[already:]:
+                data = {"id": provider_message_id, "status": "delivered", "timestamp": "2026-11-30T08:00:00Z"}
+                receipt = envelope("receipt", instance, data)
+                headers = signed_headers(receipt, POOL_WEBHOOK_SECRET)
+                answer = run.request("POST", f"/webhooks/{world.provider_id}", body=receipt, headers=headers)
+                assert answer.status == 200, answer.body
+            run.drain("ClientWebhookQueue", "ClientWebhooksFunction")
+
+        with run.meter.on():
+            one_round(["5531900000001"])
+            return run.measure(
+                f"API media send ({PHOTO_BYTES // 1024} KB photo), pool, new recipient",
+                MESSAGES,
+                lambda: one_round(recipients),
+            )
     finally:
         receiver.stop()
 
@@ -484,13 +560,15 @@ def measure() -> Figures:
     with stage() as run:
         miss, hit = sends(run)
     with stage() as run:
+        media = media_sends(run)
+    with stage() as run:
         forwarded, photo, voice = incoming(run)
     with stage() as run:
         reserved = reservations(run)
     print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in docs/costs.md)")
     return {
         "prices_read": cost.READ_DATE,
-        "workloads": report([miss, hit, forwarded, photo, voice, reserved]),
+        "workloads": report([miss, hit, media, forwarded, photo, voice, reserved]),
         "sends": report_sends(miss, hit),
     }
 

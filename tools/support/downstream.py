@@ -27,6 +27,14 @@ URL). It is as strict as Chatwoot where a lenient fake would hide a bug:
 - `content_attributes.in_reply_to` keeps its id only when it is a message of the same
   conversation, with that message's `source_id` as `in_reply_to_external_id`; otherwise both
   are null (`Messages::InReplyToMessageBuilder`).
+- `PATCH /conversations/{id}/messages/{id}` sets a message's `status` as `MessagesController#update`
+  and `Messages::StatusUpdateService` do for an API-channel inbox: one of `sent`, `delivered`,
+  `read`, `failed` (another is not applied, the message is answered all the same), never `read`
+  back to `delivered`, `external_error` kept for `failed` only;
+- an agent's attachment (`attach`) is served as ActiveStorage serves it: its `data_url` is the
+  blob's redirect route on the helpdesk's host (`/rails/active_storage/blobs/redirect/<signed
+  id>/<file name>`), answering 302 to the Disk service's route, which answers the bytes; a file
+  made `gone` answers 404 there.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 
@@ -115,6 +123,11 @@ def parse_multipart(raw: bytes, content_type: str) -> tuple[dict[str, str], list
     return fields, parts
 
 
+STATUSES = ("sent", "delivered", "read", "failed")  # `Message.statuses`
+_REDIRECT = re.compile(r"^/rails/active_storage/blobs/redirect/(?P<signed>[A-Za-z0-9_-]+)/(?P<name>[^/]+)$")
+_DISK = re.compile(r"^/rails/active_storage/disk/(?P<signed>[A-Za-z0-9_-]+)/(?P<name>[^/]+)$")
+
+
 @dataclass
 class Recorded:
     method: str
@@ -147,8 +160,34 @@ class FakeDownstream:
     uploads: dict[int, Upload] = field(default_factory=dict)  # attachment id -> the file as received
     voice: set[int] = field(default_factory=set)  # attachment ids tagged as voice messages
     clock: Callable[[], float] = time.time
+    files: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # signed id -> (bytes, content type)
+    gone: set[str] = field(default_factory=set)  # signed ids whose storage answers 404
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: int = 0
+
+    def attach(self, origin: str, data: bytes, content_type: str, file_name: str) -> str:
+        """An agent's uploaded file: its `data_url`, as `Attachment#file_url` gives it."""
+        with self._lock:
+            signed = f"blob{self._next()}"
+            self.files[signed] = (data, content_type)
+        return f"{origin}/rails/active_storage/blobs/redirect/{signed}/{quote(file_name)}"
+
+    def file_answer(self, path: str) -> tuple[int, dict[str, str], bytes] | None:
+        """ActiveStorage's answer to one of its routes, or None for a path of the API."""
+        if found := _REDIRECT.match(path):
+            with self._lock:
+                known = found.group("signed") in self.files
+            if not known:
+                return 404, {"content-type": "text/plain"}, b"Not Found"
+            location = f"/rails/active_storage/disk/{found.group('signed')}/{found.group('name')}"
+            return 302, {"location": location, "content-type": "text/html"}, b""
+        if found := _DISK.match(path):
+            with self._lock:
+                stored = None if found.group("signed") in self.gone else self.files.get(found.group("signed"))
+            if stored is None:
+                return 404, {"content-type": "text/plain"}, b"Not Found"
+            return 200, {"content-type": stored[1]}, stored[0]
+        return None
 
     def messages(self, origin: str | None = None) -> list[Recorded]:
         """The message POSTs the helpdesk took (created a message), in order."""
@@ -308,6 +347,11 @@ class FakeDownstream:
             if not (isinstance(asked, int) and isinstance(inbox_id, int) and self._exists(origin, asked)):
                 return 404, NOT_FOUND
             return 200, self._conversation_view(self._new_conversation(origin, inbox_id, asked))
+        if method in ("PATCH", "PUT") and (one := re.fullmatch(r"/conversations/([0-9]+)/messages/([0-9]+)", rest)):
+            found = self.conversations.get(int(one.group(1)))
+            if found is None or found["origin"] != origin:
+                return 404, NOT_FOUND
+            return self._update_status(found, int(one.group(2)), body)
         if posted := re.fullmatch(r"/conversations/([0-9]+)/messages", rest):
             found = self.conversations.get(int(posted.group(1)))
             if found is None or found["origin"] != origin:
@@ -379,9 +423,11 @@ class FakeDownstream:
         """`Attachment#push_event_data` of a file just attached (its bytes kept in `uploads`)."""
         attachment_id = self._next()
         self.uploads[attachment_id] = upload
+        signed = f"blob{attachment_id}"
+        self.files[signed] = (upload.data, upload.content_type)  # served as an agent's file is
         kind = _file_type(upload.content_type)
         extension = upload.file_name.rsplit(".", 1)[-1] if "." in upload.file_name else None
-        url = f"{conversation['origin']}/rails/active_storage/blobs/redirect/{attachment_id}/{upload.file_name}"
+        url = f"{conversation['origin']}/rails/active_storage/blobs/redirect/{signed}/{quote(upload.file_name)}"
         data: dict[str, Any] = {
             "id": attachment_id,
             "message_id": message_id,
@@ -401,6 +447,34 @@ class FakeDownstream:
             if voice:
                 self.voice.add(attachment_id)
         return data
+
+    def _update_status(self, conversation: dict[str, Any], message_id: int, body: dict[str, Any]) -> tuple[int, Any]:
+        message = next((m for m in self.posted.get(conversation["id"], []) if m["id"] == message_id), None)
+        if message is None:
+            return 404, NOT_FOUND
+        status = body.get("status")
+        if status in STATUSES and not (message["status"] == "read" and status == "delivered"):
+            message["status"] = status
+            attributes = dict(message["content_attributes"])
+            attributes["external_error"] = body.get("external_error") if status == "failed" else None
+            message["content_attributes"] = attributes
+        return 200, message
+
+    def agent_message(self, conversation_id: int, content: str | None = None) -> int:
+        """An agent's reply written in the helpdesk (what its webhook then announces): its id."""
+        with self._lock:
+            found = self.conversations[conversation_id]
+            _, message = self._post_message(found, {"content": content, "message_type": "outgoing"}, [])
+            return int(message["id"])
+
+    def status_of(self, message_id: int) -> tuple[str, str | None]:
+        """A message's status and `external_error`, as the helpdesk shows them."""
+        with self._lock:
+            for messages in self.posted.values():
+                for message in messages:
+                    if message["id"] == message_id:
+                        return message["status"], message["content_attributes"].get("external_error")
+        raise KeyError(message_id)
 
     def _listing(self, conversation: dict[str, Any], params: dict[str, list[str]]) -> dict[str, Any]:
         messages = self.posted.get(conversation["id"], [])
@@ -482,6 +556,8 @@ class FakeDownstream:
         def handler(request: httpx.Request) -> httpx.Response:
             port = request.url.port or {"https": 443, "http": 80}[request.url.scheme]
             origin = f"{request.url.scheme}://{request.url.host}:{port}"
+            if (served := self.file_answer(request.url.path)) is not None:
+                return httpx.Response(served[0], headers=served[1], content=served[2])
             status, payload = self.handle(
                 origin,
                 request.method,
@@ -529,6 +605,15 @@ class ServedDownstream:
                     self.close_connection = True
                     return  # the client is gone mid-body: nothing to answer, nothing applied
                 parts = urlsplit(self.path)
+                if (served_file := outer.file_answer(parts.path)) is not None:
+                    with contextlib.suppress(OSError):
+                        self.send_response(served_file[0])
+                        for name, value in served_file[1].items():
+                            self.send_header(name, value)
+                        self.send_header("content-length", str(len(served_file[2])))
+                        self.end_headers()
+                        self.wfile.write(served_file[2])
+                    return
                 status, payload = outer.handle(
                     served.url,
                     self.command,
@@ -547,7 +632,7 @@ class ServedDownstream:
                     self.end_headers()
                     self.wfile.write(data)
 
-            do_GET = do_POST = do_PUT = _answer
+            do_GET = do_POST = do_PUT = do_PATCH = _answer
 
             def finish(self) -> None:
                 try:

@@ -20,7 +20,8 @@ from switchboard.lines.domain import Line, Snapshot, SnapshotResult, Verdict, ju
 from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
-from switchboard.providers.base import Capabilities, InstanceStatus, ProviderTarget, SentMessage
+from switchboard.providers.base import Capabilities, InstanceStatus, OutgoingFile, ProviderTarget, Quote, SentMessage
+from switchboard.providers.content import Content, Text, kind_of
 from switchboard.providers.kinds import ProviderKind
 from switchboard.routing.domain import DownstreamMapping, DownstreamTarget
 from switchboard.routing.records import FinalStatus, OutboxEntry, Outcome
@@ -112,8 +113,10 @@ class FakeProvider:
     """`providers.base.ProviderClient`: records sends; the call limit behaves like the contract.
 
     `failures[x]` lists errors raised by the next sends through provider instance `x`, or of the
-    text `x`. `expected_token(target)`, when given, is the instance token every send must carry.
-    `calls` logs the call-limit operations in order (`capabilities`, `post`, `status`).
+    text `x`, or (`send_content`) of a content of kind `x` (`kind_of`: `image`, `location`, ...).
+    `expected_token(target)`, when given, is the instance token every send must carry.
+    `calls` logs the call-limit operations in order (`capabilities`, `post`, `status`); `parts`
+    every send in order (`(phone, content or text, quoted, file)`), text or not.
     """
 
     def __init__(
@@ -129,11 +132,34 @@ class FakeProvider:
         self.applied_despite_failure = False
         self.status_failures: list[ProviderError] = []
         self.calls: list[str] = []
+        self.parts: list[tuple[str, Any, Quote | None, OutgoingFile | None]] = []
         self._lock = threading.Lock()
 
     @property
     def bodies(self) -> list[str]:
         return [sent.body for sent in self.sent]
+
+    def send_content(
+        self,
+        target: ProviderTarget,
+        phone: str,
+        content: Content,
+        idempotency_key: str,
+        *,
+        quoted: Quote | None = None,
+        file: OutgoingFile | None = None,
+        uploaded: Any = None,
+    ) -> SentMessage:
+        with self._lock:
+            pending = self.failures.get(target.provider_instance_id) or self.failures.get(kind_of(content))
+            if pending:
+                raise pending.pop(0)
+            self.parts.append((phone, content, quoted, file))
+            if isinstance(content, Text):
+                token = target.instance_token or ""
+                self.sent.append(Sent(target.provider_instance_id, token, phone, content.body, idempotency_key))
+                return SentMessage(provider_message_id=f"wamid-{len(self.sent)}")
+            return SentMessage(provider_message_id=f"wamid-{content.type}-{len(self.parts)}")
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         with self._lock:
@@ -144,6 +170,7 @@ class FakeProvider:
                 raise pending.pop(0)
             token = target.instance_token or ""
             self.sent.append(Sent(target.provider_instance_id, token, phone, body, idempotency_key))
+            self.parts.append((phone, body, None, None))
             return SentMessage(provider_message_id=f"wamid-{len(self.sent)}")
 
     def capabilities(self, target: ProviderTarget) -> Capabilities:
@@ -169,6 +196,21 @@ class FakeProvider:
         return InstanceStatus(
             connected=True, kind="calls", calls_max_concurrent=self.limit, calls_config_version=self.version
         )
+
+
+class FakeRevokingProvider(FakeProvider):
+    """A `FakeProvider` whose kind deletes sent messages (`providers.base.MessageRevoker`):
+    `revoked` lists `(phone, provider message id)`; `revoke_failures` the errors of the next ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.revoked: list[tuple[str, str]] = []
+        self.revoke_failures: list[Exception] = []
+
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        if self.revoke_failures:
+            raise self.revoke_failures.pop(0)
+        self.revoked.append((phone, provider_message_id))
 
 
 @dataclass
@@ -661,12 +703,22 @@ class FakeOutboxStore:
         self.entries[index] = self.entries[index].model_copy(update={"in_flight": entry.parts_sent})
         return True
 
-    def advance(self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int) -> bool:
+    def advance(
+        self,
+        entry: OutboxEntry,
+        parts_sent: int,
+        part_chars: int,
+        now: datetime,
+        lease_seconds: int,
+        *,
+        provider_message_id: str | None = None,
+    ) -> bool:
         index = self._index(entry)
         if index is None or self.entries[index].parts_sent != parts_sent - 1:
             return False
+        sent = [*self.entries[index].sent_ids, *([provider_message_id] if provider_message_id else [])]
         self.entries[index] = self.entries[index].model_copy(
-            update={"parts_sent": parts_sent, "part_chars": part_chars, "in_flight": None}
+            update={"parts_sent": parts_sent, "part_chars": part_chars, "in_flight": None, "sent_ids": sent}
         )
         return True
 
@@ -681,12 +733,22 @@ class FakeOutboxStore:
         index = self._index(entry)
         if index is None:
             return False
-        del self.entries[index]
-        self.outcomes[entry.message_id] = Outcome(status=status, reason=reason, provider_message_id=provider_message_id)
+        stored = self.entries.pop(index)
+        sent = [*stored.sent_ids, *([provider_message_id] if provider_message_id else [])]
+        self.outcomes[entry.message_id] = Outcome(
+            status=status, reason=reason, provider_message_id=provider_message_id, provider_message_ids=sent
+        )
         return True
 
     def outcome(self, instance: str, message_id: str) -> Outcome | None:
         return self.outcomes.get(message_id)
+
+    def mark_revoked(self, instance: str, message_id: str, at: datetime) -> bool:
+        known = self.outcomes.get(message_id)
+        if known is None or known.revoked:
+            return False
+        self.outcomes[message_id] = known.model_copy(update={"revoked": True})
+        return True
 
     def _index(self, entry: OutboxEntry) -> int | None:
         """Where the entry is, whatever its progress (an entry is known by instance and message id)."""

@@ -14,7 +14,7 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from devstack.simulator import incoming, payloads, wire
+from devstack.simulator import incoming, pairing, payloads, wire
 from devstack.simulator.dialects import hook
 from devstack.simulator.model import Instance, SentMessage
 from devstack.simulator.responses import Route, raw_answer, refused_answer
@@ -90,6 +90,30 @@ class EvolutionDialect:
             data = {"instance": instance.id, "state": "close", "statusReason": 401}
         post(records, instance, "connection.update", data)
 
+    def advance_pairing(self, records: Records, instance: Instance) -> None:
+        """Baileys draws a code every 45 s, each posted as `qrcode.updated`; at the limit Evolution
+        posts the limit's `qrcode.updated` and `connection.update` `refused`, and the session ends."""
+
+        def drawn(count: int) -> None:
+            code = {"instance": instance.id, "pairingCode": None, "code": pairing.code_text(instance)}
+            post(records, instance, "qrcode.updated", {"qrcode": code | {"base64": pairing.code_image(instance)}})
+
+        def ran_out() -> None:
+            post(
+                records,
+                instance,
+                "qrcode.updated",
+                {"message": "QR code limit reached, please login again", "statusCode": 500},
+            )
+            refused = {"instance": instance.id, "state": "refused", "statusReason": 428, "wuid": None}
+            post(records, instance, "connection.update", refused | {"profileName": None, "profilePictureUrl": None})
+            instance.session = False
+
+        pairing.advance(instance, pairing.EVOLUTION, drawn=drawn, ran_out=ran_out)
+
+    def expire_code(self, instance: Instance) -> None:
+        pairing.expire_current(instance, pairing.EVOLUTION)
+
     def text_arrived(
         self, records: Records, instance: Instance, sender: str, text: str, *, push_name: str | None, addressing: str
     ) -> tuple[str, str]:
@@ -138,6 +162,8 @@ class EvolutionServer:
         rules = [
             Rule(f"{prefix}/message/sendText/<instance>", methods=["POST"], endpoint=self.send_text),
             Rule(f"{prefix}/instance/connectionState/<instance>", methods=["GET"], endpoint=self.connection_state),
+            Rule(f"{prefix}/instance/connect/<instance>", methods=["GET"], endpoint=self.connect),
+            Rule(f"{prefix}/instance/logout/<instance>", methods=["DELETE"], endpoint=self.logout),
             Rule(f"{prefix}/chat/whatsappNumbers/<instance>", methods=["POST"], endpoint=self.whatsapp_numbers),
             *evolution_media_send.rules(self, prefix),
             Rule(f"{prefix}/chat/getBase64FromMediaMessage/<instance>", methods=["POST"], endpoint=self.get_base64),
@@ -175,6 +201,50 @@ class EvolutionServer:
         with self._state.locked() as records:
             found = self._instance(records, instance, request.headers.get("apikey"))
             data = {"instance": {"instanceName": found.id, "state": "open" if found.connected else "close"}}
+        return raw_answer(wire.node_json(data), EVOLUTION_JSON)
+
+    def connect(self, request: Request, instance: str) -> Response:
+        """`GET /instance/connect/{instance}` (`InstanceController.connectToWhatsapp`): `open`
+        answers the connection state; `connecting` the current code `{pairingCode, code, base64,
+        count}`; `close` starts the session (a linked phone reconnects, else codes are drawn) and
+        answers the code as it then is."""
+        dialect = EvolutionDialect()
+        with self._state.locked() as records:
+            found = self._instance(records, instance, request.headers.get("apikey"))
+            dialect.advance_pairing(records, found)
+            if found.connected:
+                data: dict[str, Any] = {"instance": {"instanceName": found.id, "state": "open"}}
+                return raw_answer(wire.node_json(data), EVOLUTION_JSON)
+            if not pairing.pairing(found):
+                found.session = True
+                if found.paired:
+                    found.connected = True
+                    found.updated_ns = time.time_ns()
+                    dialect.connection_changed(records, found, reason=None, include_calls_config=True)
+                    return raw_answer(wire.node_json({"count": 0}), EVOLUTION_JSON)
+                pairing.start(found)
+                dialect.advance_pairing(records, found)
+            data = {
+                "pairingCode": None,
+                "code": pairing.code_text(found),
+                "base64": pairing.code_image(found),
+                "count": found.codes_drawn,
+            }
+        return raw_answer(wire.node_json(data), EVOLUTION_JSON)
+
+    def logout(self, request: Request, instance: str) -> Response:
+        """`DELETE /instance/logout/{instance}`: 400 while `close`; else Baileys logs out and the
+        instance posts `connection.update` `close` (401)."""
+        with self._state.locked() as records:
+            found = self._instance(records, instance, request.headers.get("apikey"))
+            EvolutionDialect().advance_pairing(records, found)
+            if not found.connected and not pairing.pairing(found):
+                raise payloads.evolution_refused(400, [f'The "{found.id}" instance is not connected'])
+            found.connected = found.session = found.paired = False
+            pairing.stop(found)
+            found.updated_ns = time.time_ns()
+            EvolutionDialect().connection_changed(records, found, reason="logged_out", include_calls_config=True)
+            data = {"status": "SUCCESS", "error": False, "response": {"message": "Instance logged out"}}
         return raw_answer(wire.node_json(data), EVOLUTION_JSON)
 
     def get_base64(self, request: Request, instance: str) -> Response:

@@ -1,5 +1,6 @@
 """Evolution API v2's media, location, contact and reaction routes (EvolutionAPI/evolution-api
-`sendMessage.router.ts` and its schemas in `message.schema.ts`), recorded as `media_record` says.
+`sendMessage.router.ts` and its schemas in `message.schema.ts`), and the deletion of a sent
+message for everyone (`chat.router.ts`, `deleteMessageSchema`), recorded as `media_record` says.
 `media`, `audio` and `sticker` are taken as base64 (Evolution also fetches a URL; switchboard
 never sends one)."""
 
@@ -109,8 +110,44 @@ def send(server: EvolutionServer, request: Request, instance: str, action: str) 
     return raw_answer(wire.node_json(data), "application/json; charset=utf-8", 201)
 
 
+def delete_for_everyone(server: EvolutionServer, request: Request, instance: str) -> Response:
+    """`DELETE /chat/deleteMessageForEveryone/{instance}` `{id, fromMe, remoteJid, participant?}`:
+    Baileys sends `{delete: key}`, a protocol message of type REVOKE, answered 201 as sent."""
+    raw, apikey = request.get_data(), request.headers.get("apikey")
+    with server._state.locked() as records:
+        found = server._instance(records, instance, apikey)
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            raise payloads.evolution_refused(400, [["instance is not of a type(s) object"]])
+        for name in ("id", "fromMe", "remoteJid"):
+            if name not in payload:
+                raise payloads.evolution_refused(400, [[f'instance requires property "{name}"']])
+        if not found.connected:
+            raise payloads.evolution_refused(500, "Connection Closed")
+        number = str(payload["remoteJid"]).split("@", maxsplit=1)[0]
+        body = media_record.record("revoke", messageId=str(payload["id"]), fromMe=bool(payload["fromMe"]))
+        message = records.record_send(found, number, body, wire.whatsapp_message_id(), None)
+        data = payloads.evolution_sent(message.id, number, "", time.time(), found.uuid)
+        key = {"remoteJid": payload["remoteJid"], "fromMe": payload["fromMe"], "id": payload["id"]}
+        data["message"] = {"protocolMessage": {"key": key, "type": "REVOKE"}}
+        data["messageType"] = "protocolMessage"
+    return raw_answer(wire.node_json(data), "application/json; charset=utf-8", 201)
+
+
 def rules(server: EvolutionServer, prefix: str) -> list[Rule]:
     return [
-        Rule(f"{prefix}/message/{action}/<instance>", methods=["POST"], endpoint=partial(send, server, action=action))
-        for action in ACTIONS
+        *(
+            Rule(
+                f"{prefix}/message/{action}/<instance>", methods=["POST"], endpoint=partial(send, server, action=action)
+            )
+            for action in ACTIONS
+        ),
+        Rule(
+            f"{prefix}/chat/deleteMessageForEveryone/<instance>",
+            methods=["DELETE"],
+            endpoint=partial(delete_for_everyone, server),
+        ),
     ]

@@ -16,7 +16,7 @@ from typing import Any
 from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
-from devstack.simulator import incoming, payloads, wire
+from devstack.simulator import incoming, pairing, payloads, wire
 from devstack.simulator.dialects import hook
 from devstack.simulator.model import Instance, SentMessage, SimError
 from devstack.simulator.responses import Route, raw_answer, refused_answer
@@ -136,6 +136,22 @@ class WuzapiDialect:
         else:
             post(records, instance, {"event": {"OnConnect": False, "Reason": 401}, "type": "LoggedOut"})
 
+    def advance_pairing(self, records: Records, instance: Instance) -> None:
+        """whatsmeow's QR channel: each code drawn is stored and posted as `QR`; after the last one
+        wuzapi posts `QRTimeout`, clears the code and drops the client (`no session`)."""
+
+        def drawn(count: int) -> None:
+            post(records, instance, {"event": "code", "qrCodeBase64": pairing.code_image(instance), "type": "QR"})
+
+        def ran_out() -> None:
+            post(records, instance, {"event": "timeout", "type": "QRTimeout"})
+            instance.session = False
+
+        pairing.advance(instance, pairing.WHATSMEOW, drawn=drawn, ran_out=ran_out)
+
+    def expire_code(self, instance: Instance) -> None:
+        pairing.expire_current(instance, pairing.WHATSMEOW)
+
     def text_arrived(
         self, records: Records, instance: Instance, sender: str, text: str, *, push_name: str | None, addressing: str
     ) -> tuple[str, str]:
@@ -185,6 +201,9 @@ class WuzapiServer:
                 f"{prefix}/chat/send/text", methods=["POST"], endpoint=partial(send_text, self._state, flavour="wuzapi")
             ),
             Rule(f"{prefix}/session/status", methods=["GET"], endpoint=self.session_status),
+            Rule(f"{prefix}/session/connect", methods=["POST"], endpoint=self.session_connect),
+            Rule(f"{prefix}/session/qr", methods=["GET"], endpoint=self.session_qr),
+            Rule(f"{prefix}/session/logout", methods=["POST"], endpoint=self.session_logout),
             Rule(f"{prefix}/webhook", methods=["GET", "POST", "PUT", "DELETE"], endpoint=self.webhook),
             Rule(f"{prefix}/session/hmac/config", methods=["GET", "POST", "DELETE"], endpoint=self.hmac_config),
             *media_rules(self._state, prefix, "wuzapi"),
@@ -244,6 +263,74 @@ class WuzapiServer:
             instance = user(records, request, "wuzapi")
             hooked = instance.hook
             return session_status_answer(instance, hooked.url, hooked.events, hmac_configured=hooked.secret is not None)
+
+    def session_connect(self, request: Request) -> Response:
+        """`POST /session/connect {Subscribe, Immediate}` (handlers.go `Connect`): 500 `already
+        connected` while the client is up; else the client starts with `Subscribe` as the user's
+        events (its valid names; none: none), connecting at once when a phone is linked and
+        drawing pairing codes when none is. `Immediate: false` holds the real server's answer
+        10 s: the simulator answers at once either way."""
+        try:
+            body = json.loads(request.get_data() or b"")
+        except ValueError:
+            raise payloads.wuzapi_refused(400, "could not decode Payload") from None
+        if not isinstance(body, dict):
+            raise payloads.wuzapi_refused(400, "could not decode Payload")
+        subscribe = next((value for key, value in body.items() if key.lower() == "subscribe"), None)
+        events = payloads.wuzapi_valid_events(subscribe) if isinstance(subscribe, list) else []
+        with self._state.locked() as records:
+            instance = user(records, request, "wuzapi")
+            WuzapiDialect().advance_pairing(records, instance)
+            if instance.session and (instance.connected or pairing.pairing(instance)):
+                raise payloads.wuzapi_refused(500, "already connected")
+            instance.hook.events = list(events)
+            instance.hook.live_events = list(events)
+            instance.session = True
+            if instance.paired:
+                instance.connected = True
+                instance.updated_ns = time.time_ns()
+                WuzapiDialect().connection_changed(records, instance, reason=None, include_calls_config=True)
+            else:
+                pairing.start(instance)
+                WuzapiDialect().advance_pairing(records, instance)
+            data = {
+                "details": "Connected!",
+                "events": ",".join(events),
+                "jid": f"{instance.number.lstrip('+')}:12@s.whatsapp.net" if instance.paired else "",
+                "webhook": instance.hook.url,
+            }
+        return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
+
+    def session_qr(self, request: Request) -> Response:
+        """`GET /session/qr` (handlers.go `GetQR`): the code shown now, `""` before the first."""
+        with self._state.locked() as records:
+            instance = user(records, request, "wuzapi")
+            WuzapiDialect().advance_pairing(records, instance)
+            if not instance.session:
+                raise payloads.wuzapi_refused(500, "no session")
+            if not instance.connected and not pairing.pairing(instance):
+                raise payloads.wuzapi_refused(500, "not connected")
+            if instance.connected:
+                raise payloads.wuzapi_refused(500, "already logged in")
+            code = pairing.code_image(instance) if instance.codes_drawn else ""
+        return raw_answer(payloads.wuzapi_answer({"QRCode": code}), WUZAPI_JSON)
+
+    def session_logout(self, request: Request) -> Response:
+        """`POST /session/logout` (handlers.go `Logout`): the phone is unlinked and the client
+        dropped; nothing is posted (whatsmeow's `Logout` disconnects before any event)."""
+        with self._state.locked() as records:
+            instance = user(records, request, "wuzapi")
+            WuzapiDialect().advance_pairing(records, instance)
+            if not instance.session:
+                raise payloads.wuzapi_refused(500, "no session")
+            if not instance.connected:
+                if pairing.pairing(instance):
+                    raise payloads.wuzapi_refused(500, "could not logout as it was not logged in")
+                raise payloads.wuzapi_refused(500, "could not disconnect as it was not connected")
+            instance.connected = instance.session = instance.paired = False
+            pairing.stop(instance)
+            instance.updated_ns = time.time_ns()
+        return raw_answer(payloads.wuzapi_answer({"Details": "Logged out"}), WUZAPI_JSON)
 
     def webhook(self, request: Request) -> Response:
         raw = request.get_data()

@@ -1,6 +1,6 @@
 """wuzapi's media, location, contact and reaction routes (asternic/wuzapi `handlers.go`:
 `SendImage`, `SendAudio`, `SendDocument`, `SendVideo`, `SendSticker`, `SendLocation`,
-`SendContact`, `React`), with their checks in their order, recorded as `media_record` says.
+`SendContact`, `React`, `DeleteMessage`), with their checks in their order, recorded as `media_record` says.
 The calls-capable server takes the same routes (`flavour`)."""
 
 from __future__ import annotations
@@ -127,6 +127,28 @@ def react(state: SimulatorState, request: Request, flavour: str) -> Response:
     return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
 
 
+def delete(state: SimulatorState, request: Request, flavour: str) -> Response:
+    """`POST /chat/delete` `{Phone, Id}` (handlers.go `DeleteMessage`): a revoke of our own message
+    `Id` in the chat with `Phone`, recorded as a `revoke` naming it; answers the deleted `Id`."""
+    raw = request.get_data()
+    with state.locked() as records:
+        instance = user(records, request, flavour)
+        if not instance.session:
+            raise payloads.wuzapi_refused(500, "no session")
+        payload = _payload(raw)
+        phone = str(payload.get("Phone") or "").removeprefix("+")
+        for name, value in (("Phone", phone), ("Id", payload.get("Id"))):
+            if not value:
+                raise payloads.wuzapi_refused(400, f"missing {name} in Payload")
+        if not instance.connected:
+            raise payloads.wuzapi_refused(500, NOT_CONNECTED_TEXT)
+        target = str(payload["Id"])
+        body = media_record.record("revoke", messageId=target)
+        records.record_send(instance, phone, body, wire.whatsapp_message_id(), None)
+        data = {"Details": "Deleted", "Id": target, "Timestamp": int(time.time())}
+    return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
+
+
 def rules(state: SimulatorState, prefix: str, flavour: str) -> list[Rule]:
     routes = [*MEDIA, "location", "contact"]
     found = [
@@ -137,4 +159,8 @@ def rules(state: SimulatorState, prefix: str, flavour: str) -> list[Rule]:
         )
         for route in routes
     ]
-    return [*found, Rule(f"{prefix}/chat/react", methods=["POST"], endpoint=partial(react, state, flavour=flavour))]
+    return [
+        *found,
+        Rule(f"{prefix}/chat/react", methods=["POST"], endpoint=partial(react, state, flavour=flavour)),
+        Rule(f"{prefix}/chat/delete", methods=["POST"], endpoint=partial(delete, state, flavour=flavour)),
+    ]

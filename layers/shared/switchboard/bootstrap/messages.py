@@ -81,8 +81,14 @@ def media_uploads(c: Components) -> MediaUploads | None:
 
     from switchboard.media.uploads import MediaUploads, fetch_under_policy
 
-    # Only SigV4 signs the Content-Type and Content-Length into a presigned PUT.
-    s3 = c.session.client("s3", config=Config(signature_version="s3v4"))
+    # Only SigV4 signs the Content-Type and Content-Length into a presigned PUT. Presigned URLs
+    # name the bucket's regional host (`<bucket>.s3.<region>.amazonaws.com`, its
+    # RegionalDomainName): the one origin the console's CSP allows images from. The local stack's
+    # endpoint takes the bucket in the path.
+    s3_options = {"us_east_1_regional_endpoint": "regional"}
+    if not c.settings.local_mode:
+        s3_options["addressing_style"] = "virtual"
+    s3 = c.session.client("s3", config=Config(signature_version="s3v4", s3=s3_options))
     return MediaUploads(s3, c.settings.media_bucket, fetch=fetch_under_policy(local_mode=c.settings.local_mode))
 
 

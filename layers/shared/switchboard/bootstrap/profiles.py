@@ -160,6 +160,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         people_deps.pool_sign_in: people.pool_sign_in,
         pool_deps.pool_service: pool.pool_service,
         catalog_deps.webhook_setup: providers.webhook_setup,
+        catalog_deps.pairing_service: providers.pairing_service,
         quotas_deps.quota_service: quotas.quota_service,
         auth.request_admission: quotas.request_limiter,
         routing_deps.outbox_service: routing.outbox_service,

@@ -11,6 +11,8 @@ from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets
 
 if TYPE_CHECKING:
+    from switchboard.catalog.domain import Instance
+    from switchboard.catalog.pairing import PairingService
     from switchboard.catalog.targets import TargetResolver
     from switchboard.catalog.webhook_setup import WebhookSetup
     from switchboard.providers.base import ProviderClient
@@ -53,3 +55,16 @@ def webhook_setup(c: Components) -> WebhookSetup:
     from switchboard.catalog.webhook_setup import WebhookSetup
 
     return WebhookSetup(targets(c), secrets(c), c.settings.public_base_url)
+
+
+@component
+def pairing_service(c: Components) -> PairingService:
+    from switchboard.bootstrap.audit import audit_log
+    from switchboard.catalog.pairing import PairingService
+
+    def status_read(instance: Instance) -> Instance:
+        from switchboard.bootstrap.connection_state import status_reads
+
+        return status_reads(c).after_save(instance)
+
+    return PairingService(catalog_repository(c), targets(c), webhook_setup(c), audit_log(c), status_read=status_read)

@@ -11,16 +11,18 @@ from switchboard.bootstrap.catalog import catalog_repository
 from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
 from switchboard.bootstrap.media import message_media
-from switchboard.bootstrap.messages import incoming_log
+from switchboard.bootstrap.messages import incoming_log, media_uploads
 from switchboard.bootstrap.providers import targets
 from switchboard.bootstrap.usage import usage_recorder
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig
 
+    from switchboard.routing.attachments import HelpdeskAttachments
     from switchboard.routing.domain import DownstreamClient, MessageLinks
     from switchboard.routing.dynamo import RoutingRepository
     from switchboard.routing.outbox import OutboxService
+    from switchboard.routing.reply_status import ReplyStatuses
     from switchboard.routing.service import DownstreamResolver, RoutingService
 
 
@@ -70,19 +72,51 @@ def downstream_client(c: Components) -> DownstreamClient:
 @component
 def outbox_service(c: Components) -> OutboxService:
     """Also used by reconciliation: `drain(instance_key)`, `drain_all()`."""
-    from switchboard.routing.outbox import OutboxService
+    from switchboard.messages.dynamo import UploadedMediaRepository
+    from switchboard.routing.outbox import OutboxService, ReplyStatusClient
     from switchboard.routing.outbox_dynamo import OutboxRepository
 
+    client = downstream_client(c)
     return OutboxService(
         OutboxRepository(table(c)),
         catalog_repository(c),
         targets(c),
         usage=usage_recorder(c),
         downstreams=downstream_resolver(c),
-        downstream_client=downstream_client(c),
+        downstream_client=client,
         audit=audit_log(c),
         validity=timedelta(seconds=c.settings.outbox_validity_seconds),
+        attachments=helpdesk_attachments(c),
+        files=media_uploads(c),
+        uploaded=UploadedMediaRepository(table(c)),
+        links=message_links(c),
+        numbers=catalog_repository(c),
+        statuses=client if isinstance(client, ReplyStatusClient) else None,
     )
+
+
+@component
+def helpdesk_attachments(c: Components) -> HelpdeskAttachments | None:
+    """An agent's attachments fetched from the helpdesk into the media bucket; None where the
+    function has no bucket (an attachment is then refused, told to the agent)."""
+    files = media_uploads(c)
+    if files is None:
+        return None
+    from switchboard.routing.attachments import HelpdeskAttachments, fetch_from_helpdesk
+
+    return HelpdeskAttachments(files, fetch_from_helpdesk(local_mode=c.settings.local_mode))
+
+
+@component
+def reply_statuses(c: Components) -> ReplyStatuses | None:
+    """A receipt of an agent's reply shown on it in the helpdesk (`receipt` events)."""
+    from switchboard.routing.outbox import ReplyStatusClient
+    from switchboard.routing.reply_status import ReplyStatuses
+
+    client = downstream_client(c)
+    if not isinstance(client, ReplyStatusClient):
+        return None
+    return ReplyStatuses(message_links(c), downstream_resolver(c), client)
 
 
 @component

@@ -98,6 +98,14 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
     def apply_receipt(event: ProviderEvent) -> None:
         receipt_effect(c)(event)
 
+    def reply_status(event: ProviderEvent) -> None:
+        """A receipt of an agent's reply, shown on it in the helpdesk (best effort, never raises)."""
+        from switchboard.bootstrap.routing import reply_statuses
+
+        statuses = reply_statuses(c)
+        if statuses is not None:
+            statuses(event)
+
     def health_on_receipt(event: ProviderEvent) -> None:
         """A delivery receipt counts toward the instance's delivery ratio (ban watch)."""
         from switchboard.bootstrap.health import health_watch
@@ -125,7 +133,8 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
 
     return {
         "message": [forward_incoming, received_metric],  # the downstream, then the metric
-        "receipt": [apply_receipt, health_on_receipt],  # status, then the client webhook; the ban watch
+        # status, then the client webhook; the ban watch; an agent's reply's status in the helpdesk
+        "receipt": [apply_receipt, health_on_receipt, reply_status],
         "connection": [
             lines_on_connection,
             connection_state,  # state (by seq or a status read), ban watch, outbox

@@ -149,6 +149,8 @@ class CallRecord(Model):
     state: CallState | None = None
     direction: Direction | None = None
     peer: str | None = None
+    from_number: str | None = None  # the call's `from` and `to`, as the provider first said them
+    to_number: str | None = None
     video: bool = False
     video_seq: int | None = None
     last_seq: int | None = None
@@ -192,6 +194,8 @@ class CallRecord(Model):
             state=self.state,
             owner=self.owner,
             since=self.created_at or self.first_seen,
+            from_number=self.from_number,
+            to_number=self.to_number,
         )
 
     def same_content(self, other: CallRecord | None) -> bool:
@@ -218,7 +222,9 @@ def _advance(record: CallRecord, state: CallState | None, origin: EndOrigin, sou
     return changes
 
 
-def _identity(record: CallRecord, direction: Direction | None, peer: str | None) -> dict[str, Any]:
+def _identity(
+    record: CallRecord, direction: Direction | None, peer: str | None, from_number: str | None, to_number: str | None
+) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     if record.direction is None and direction is not None:
         changes["direction"] = direction
@@ -226,6 +232,10 @@ def _identity(record: CallRecord, direction: Direction | None, peer: str | None)
             changes["holds_slot"] = True  # the provider already admitted it: no limit check
     if record.peer is None and peer:
         changes["peer"] = peer
+    if record.from_number is None and from_number:
+        changes["from_number"] = digits(from_number) or None
+    if record.to_number is None and to_number:
+        changes["to_number"] = digits(to_number) or None
     return changes
 
 
@@ -241,7 +251,7 @@ def new_record(tenant: str, instance: str, provider_id: str, provider_instance_i
 
 def apply_event(record: CallRecord, data: CallEventData, seq: int | None) -> CallRecord:
     """The record after one `call` event; idempotent and independent of the order of events."""
-    changes = _identity(record, data.direction, data.peer)
+    changes = _identity(record, data.direction, data.peer, data.from_, data.to)
     for name in ("created_at", "answered_at"):
         if getattr(record, name) is None and getattr(data, name) is not None:
             changes[name] = getattr(data, name)
@@ -268,7 +278,7 @@ def apply_provider_call(record: CallRecord, call: ProviderCall, origin: EndOrigi
     Only forward moves apply, so a newer event stored meanwhile is never undone. Media is left
     to events (they carry `seq`); a read sets it only on a record that has none yet.
     """
-    changes = _identity(record, call.direction, call.peer)
+    changes = _identity(record, call.direction, call.peer, call.from_number, call.to_number)
     changes |= _advance(record, call.state, origin, call)
     if record.state is None and record.video_seq is None:
         changes["video"] = call.video
@@ -281,6 +291,7 @@ def bind_to_attempt(record: CallRecord, attempt: DialAttempt) -> CallRecord:
         update={
             "direction": record.direction or "outgoing",
             "peer": record.peer or attempt.to,
+            "to_number": record.to_number or digits(attempt.to) or None,
             "video": record.video if record.video_seq is not None else attempt.video,
             "holds_slot": True,
             "owner": record.owner or attempt.attendant,
@@ -343,6 +354,7 @@ class DialAttempt(Model):
             state="reserved",
             owner=self.attendant,
             since=self.created_at,
+            to_number=digits(self.to) or None,
         )
 
     def same_dial(self, to: str, video: bool) -> bool:

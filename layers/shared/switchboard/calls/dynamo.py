@@ -111,6 +111,8 @@ class CallItem(TableItem):
     state = UnicodeAttribute(null=True)
     direction = UnicodeAttribute(null=True)
     peer = UnicodeAttribute(null=True)
+    from_number = UnicodeAttribute(null=True)
+    to_number = UnicodeAttribute(null=True)
     video = BooleanAttribute(null=True)
     video_seq = IntegerAttribute(null=True)
     last_seq = IntegerAttribute(null=True)

@@ -8,6 +8,7 @@ from switchboard.core.api.provided import NotProvided
 
 if TYPE_CHECKING:
     from switchboard.catalog.domain import PacingLimits
+    from switchboard.catalog.pairing import PairingService
     from switchboard.catalog.service import CatalogService
     from switchboard.catalog.webhook_setup import WebhookSetup
 
@@ -25,3 +26,8 @@ def webhook_setup() -> WebhookSetup:
 def pacing_defaults() -> PacingLimits:
     """The deployment's pacing (the ban watch's), which a number follows where its own is silent."""
     raise NotProvided(pacing_defaults)
+
+
+def pairing_service() -> PairingService:
+    """Starts, shows and ends an instance's session at its provider; sends a test message."""
+    raise NotProvided(pairing_service)

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.catalog.deps import catalog_service, pacing_defaults, webhook_setup
+from switchboard.catalog.deps import catalog_service, pacing_defaults, pairing_service, webhook_setup
 from switchboard.catalog.schemas import (
     INSTANCE_CONFIGURATION,
     ApiKeyView,
@@ -23,8 +23,11 @@ from switchboard.catalog.schemas import (
     InstanceView,
     MeView,
     NumberView,
+    PairingView,
     ProviderView,
     PutInstance,
+    SendTestMessage,
+    TestMessageView,
     UpdateApiKey,
     UpdateNumber,
     UpdateProvider,
@@ -32,21 +35,24 @@ from switchboard.catalog.schemas import (
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.identity import Principal, Scope
+from switchboard.core.settings import get_settings
 from switchboard.core.wire import InstanceName, OwnerTag
 
 if TYPE_CHECKING:
     # The composition root imports each when a route that takes it first runs: the service brings
     # the catalog's item models and PynamoDB, the webhook setup the providers' clients.
     from switchboard.catalog.domain import PacingLimits
+    from switchboard.catalog.pairing import PairingService
     from switchboard.catalog.service import CatalogService
     from switchboard.catalog.webhook_setup import WebhookSetup
 else:
     # Depends() never looks at the type, and the module is not imported before a route needs it.
-    CatalogService = PacingLimits = WebhookSetup = Any
+    CatalogService = PacingLimits = PairingService = WebhookSetup = Any
 
 router = APIGatewayHttpRouter()
 Catalog = Annotated[CatalogService, Depends(catalog_service)]
 Setup = Annotated[WebhookSetup, Depends(webhook_setup)]
+Pairings = Annotated[PairingService, Depends(pairing_service)]
 Pacing = Annotated[PacingLimits, Depends(pacing_defaults)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 Platform = Annotated[Principal, Depends(requires(router, Scope.PLATFORM))]
@@ -54,6 +60,10 @@ AdminOrAgent = Annotated[Principal, Depends(requires(router, Scope.ADMIN, Scope.
 Anyone = Annotated[Principal, Depends(requires(router, *Scope))]
 ERRORS = documented(400, 401, 403, 404, 409, 422)
 ID = Annotated[str, Path(max_length=64)]
+
+
+def _public_base_url() -> str | None:
+    return get_settings().public_base_url
 
 
 # --- the caller ----------------------------------------------------------------------------
@@ -185,17 +195,17 @@ def create_provider(catalog: Catalog, body: CreateProvider, principal: Admin) ->
         verify_token=body.verify_token,
         webhook_scheme=body.webhook_scheme,
     )
-    return ProviderView.of(provider)
+    return ProviderView.of(provider, _public_base_url())
 
 
 @router.get("/api/providers", tags=["providers"], responses=ERRORS)
 def list_providers(catalog: Catalog, principal: Admin) -> list[ProviderView]:
-    return [ProviderView.of(provider) for provider in catalog.list_providers(principal)]
+    return [ProviderView.of(provider, _public_base_url()) for provider in catalog.list_providers(principal)]
 
 
 @router.get("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
 def get_provider(catalog: Catalog, provider_id: ID, principal: Admin) -> ProviderView:
-    return ProviderView.of(catalog.get_provider(principal, provider_id))
+    return ProviderView.of(catalog.get_provider(principal, provider_id), _public_base_url())
 
 
 @router.patch("/api/providers/<provider_id>", tags=["providers"], responses=ERRORS)
@@ -209,7 +219,7 @@ def update_provider(catalog: Catalog, provider_id: ID, body: UpdateProvider, pri
         admin_token=body.admin_token,
         verify_token=body.verify_token,
     )
-    return ProviderView.of(provider)
+    return ProviderView.of(provider, _public_base_url())
 
 
 @router.delete("/api/providers/<provider_id>", status_code=204, tags=["providers"], responses=ERRORS)
@@ -279,3 +289,40 @@ def get_instance(catalog: Catalog, name: ID, principal: Admin) -> InstanceView:
 def delete_instance(catalog: Catalog, name: ID, principal: Admin) -> Response[None]:
     catalog.delete_instance(principal, name)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
+
+
+# --- pairing an instance's number --------------------------------------------------------------
+
+PAIRING_ERRORS = documented(401, 403, 404, 409, 422, 502, 504)
+
+
+@router.get("/api/instances/<name>/qr", tags=["instances"], responses=PAIRING_ERRORS)
+def get_pairing(pairings: Pairings, name: ID, principal: Admin) -> PairingView:
+    """The code to scan on the phone, as the instance's provider draws it now (wuzapi's
+    `/session/qr`, Evolution's `/instance/connect`). Read it again every few seconds until `state`
+    is `paired`: the provider replaces the code as it expires. 422 `not_supported` for a kind that
+    pairs its numbers elsewhere (the Meta Cloud API)."""
+    return PairingView.of(pairings.pairing(principal, name))
+
+
+@router.post("/api/instances/<name>/connect", tags=["instances"], responses=PAIRING_ERRORS)
+def connect_instance(pairings: Pairings, name: ID, principal: Admin) -> PairingView:
+    """Start (or restart) the instance's session at its provider and answer its first code; the
+    provider's webhook is pointed at switchboard again. A paired session just reconnects."""
+    return PairingView.of(pairings.start(principal, name))
+
+
+@router.post("/api/instances/<name>/logout", tags=["instances"], responses=PAIRING_ERRORS)
+def logout_instance(pairings: Pairings, name: ID, principal: Admin) -> InstanceView:
+    """Unlink the phone from the instance: its session ends and pairing again needs a new code.
+    409 `instance_disconnected` when no phone is linked."""
+    return InstanceView.of(pairings.log_out(principal, name))
+
+
+@router.post("/api/instances/<name>/test-message", tags=["instances"], responses=PAIRING_ERRORS)
+def send_test_message(pairings: Pairings, name: ID, body: SendTestMessage, principal: Admin) -> TestMessageView:
+    """Send a text through this instance alone, at once, to check it end to end: it is not
+    queued, paced, logged as a message or tried on another number. 409 `instance_disconnected`
+    when its number is not paired."""
+    sent = pairings.send_test(principal, name, body.to, body.text)
+    return TestMessageView.of(name, body.to, sent)

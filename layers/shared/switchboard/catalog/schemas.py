@@ -15,6 +15,8 @@ from switchboard.providers.kinds import ProviderKind, WebhookScheme
 
 if TYPE_CHECKING:
     from switchboard.catalog.domain import PacingLimits
+    from switchboard.catalog.pairing import InstancePairing
+    from switchboard.providers.base import SentMessage
 
 # --- tenants -------------------------------------------------------------------------------
 
@@ -271,13 +273,18 @@ class ProviderView(View):
         "authentic delivery stores the one it came under, when it was saved without one."
     )
     webhook_path: str = Field(description="Configure this path (under the API's base URL) at the provider.")
+    webhook_url: str | None = Field(
+        default=None,
+        description="The whole URL to paste as the provider's webhook (null where the deployment does not "
+        "know its public base URL: then the API's base URL followed by `webhookPath`).",
+    )
     created_at: datetime
 
     @classmethod
-    def of(cls, provider: Provider) -> ProviderView:
-        return cls.model_validate(
-            {**provider.model_dump(exclude={"tenant"}), "webhook_path": f"/webhooks/{provider.id}"}
-        )
+    def of(cls, provider: Provider, public_base_url: str | None = None) -> ProviderView:
+        path = f"/webhooks/{provider.id}"
+        url = f"{public_base_url.rstrip('/')}{path}" if public_base_url else None
+        return cls.model_validate({**provider.model_dump(exclude={"tenant"}), "webhook_path": path, "webhook_url": url})
 
 
 # --- instances -----------------------------------------------------------------------------
@@ -352,3 +359,47 @@ class InstanceView(View):
     @classmethod
     def of(cls, instance: Instance) -> InstanceView:
         return cls.model_validate(instance.model_dump(exclude={"tenant", "state_seq", "state_rev"}))
+
+
+# --- pairing an instance's number --------------------------------------------------------------
+
+
+class PairingView(View):
+    instance: str
+    connection: str = Field(description="The instance's connection state as switchboard holds it now.")
+    state: Literal["paired", "code", "starting", "not_started"] = Field(
+        description="`code`: scan `qrCode` (or type `pairingCode`) on the phone, and read this again: the "
+        "provider draws a new code every 20 to 60 s; `starting`: no code yet, read again shortly; `paired`: "
+        "the phone is linked; `not_started`: no session runs, start one with `POST .../connect`."
+    )
+    qr_code: str | None = Field(description="The code as the provider drew it: a `data:image/png;base64,...` image.")
+    pairing_code: str | None = Field(description="A code typed on the phone instead, where the provider made one.")
+    count: int | None = Field(description="Codes the provider has drawn in this attempt, where it counts them.")
+
+    @classmethod
+    def of(cls, paired: InstancePairing) -> PairingView:
+        pairing = paired.pairing
+        return cls(
+            instance=paired.instance.name,
+            connection=paired.instance.state,
+            state=pairing.state,
+            qr_code=pairing.qr_code,
+            pairing_code=pairing.pairing_code,
+            count=pairing.count,
+        )
+
+
+class SendTestMessage(Body):
+    to: Phone = Field(description="Whom to send it to, in E.164 (your own phone).")
+    text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+
+
+class TestMessageView(View):
+    instance: str
+    to: str
+    status: Literal["SENT"] = Field(description="The provider accepted the message.")
+    provider_message_id: str
+
+    @classmethod
+    def of(cls, instance: str, to: str, sent: SentMessage) -> TestMessageView:
+        return cls(instance=instance, to=to, status="SENT", provider_message_id=sent.provider_message_id)

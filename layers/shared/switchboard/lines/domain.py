@@ -44,6 +44,9 @@ class Occupant(Model):
     state: OccupantState
     owner: str | None = None
     since: str
+    # Who calls whom, as the provider's call events say (a reservation knows only whom it dials).
+    from_number: str | None = Field(default=None, alias="from")
+    to_number: str | None = Field(default=None, alias="to")
 
 
 class Line(Model):

@@ -72,6 +72,12 @@ class OccupantView(View):
     state: str
     owner: str | None
     since: str
+    from_number: str | None = Field(
+        default=None, alias="from", description="Who calls (digits), as the provider said; null until it did."
+    )
+    to_number: str | None = Field(
+        default=None, alias="to", description="Whom the call is to (digits): the number dialled, or ours."
+    )
 
     @classmethod
     def of(cls, occupant: Occupant) -> OccupantView:

@@ -32,6 +32,7 @@ from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.providers.content import MediaKind, MediaRef
 
 UPLOAD_SECONDS = 300  # long enough for a phone on a slow link, short enough not to linger
+PREVIEW_SECONDS = 300  # an image's thumbnail in the console: the page shows it at once
 MB = 1024 * 1024
 # WhatsApp's limits per kind (what every provider kind accepts).
 LIMITS: dict[MediaKind, int] = {
@@ -173,15 +174,45 @@ class MediaUploads:
         if self._fetch is None:
             raise InvalidInput("this deployment does not fetch media URLs", code="media_url_unsupported")
         data, content_type = self._fetch(url, LIMITS[kind])
-        mime = check_bytes(kind, data, content_type, self._sniffer)
+        return self.store_bytes(tenant, data, kind, content_type, file_name)
+
+    def store_bytes(
+        self, tenant: str, data: bytes, kind: MediaKind, declared: str, file_name: str | None = None
+    ) -> MediaRef:
+        """`data` checked as `kind` (its type by its bytes, its kind's limit) and stored under the
+        tenant's prefix, keyed by its digest (the same bytes, the same object, written again: the
+        bucket's retention counts from then). Raises `UnknownReference` or `PayloadTooLarge`."""
+        mime = check_bytes(kind, data, declared, self._sniffer)
+        if kind == "sticker" and len(data) > STATIC_STICKER_BYTES and not _animated_webp(data):
+            raise PayloadTooLarge("a static sticker is at most 100 KB", code="too_large")
         digest = hashlib.sha256(data).hexdigest()
         key = self._key(tenant, f"url_{digest}")
         self._s3.put_object(Bucket=self._bucket, Key=key, Body=data, ContentType=mime)
         return MediaRef(key=key, sha256=digest, mime_type=mime, size=len(data), file_name=file_name)
 
+    def preview_url(self, ref: MediaRef) -> str:
+        """A presigned GET of a stored file, valid `PREVIEW_SECONDS`, answered with its checked
+        type (never the client's claim) and inline: the console's thumbnail of an image. Signing
+        costs no request; the console's CSP allows the bucket's origin for images only."""
+        url: str = self._s3.generate_presigned_url(
+            "get_object",
+            Params={
+                "Bucket": self._bucket,
+                "Key": ref.key,
+                "ResponseContentType": ref.mime_type,
+                "ResponseContentDisposition": "inline",
+            },
+            ExpiresIn=PREVIEW_SECONDS,
+        )
+        return url
+
     def read(self, ref: MediaRef) -> bytes:
-        """The stored bytes of `ref`, checked against its sha256 (the `MediaReader` port)."""
-        data: bytes = self._s3.get_object(Bucket=self._bucket, Key=ref.key)["Body"].read()
+        """The stored bytes of `ref`, checked against its sha256 (the `MediaReader` port). Raises
+        `UnknownReference` (`expired`: the bucket's retention removed it; `mismatch`)."""
+        try:
+            data: bytes = self._s3.get_object(Bucket=self._bucket, Key=ref.key)["Body"].read()
+        except self._s3.exceptions.NoSuchKey:
+            raise UnknownReference("the stored file is gone (the bucket's retention)", code="expired") from None
         if hashlib.sha256(data).hexdigest() != ref.sha256:
             raise UnknownReference("the stored file changed since it was checked", code="mismatch")
         return data

@@ -189,9 +189,14 @@ def contact_messages(
 
 
 @router.get("/api/messages/<message_id>", tags=["messages"], responses=documented(401, 403, 404))
-def get_message(messages: Messages, message_id: Annotated[str, Path(max_length=64)], principal: Reader) -> MessageView:
-    """Status, source number, instance, attempts, failure reason, validity and the trace of the pool decision."""
-    return MessageView.of(messages.get(principal, message_id))
+def get_message(
+    messages: Messages, uploads: Uploads, message_id: Annotated[str, Path(max_length=64)], principal: Reader
+) -> MessageView:
+    """Status, source number, instance, attempts, failure reason, validity and the trace of the pool
+    decision; for a media message its `media` (type, caption, file name, type and size as the
+    bytes say, and for an image a `previewUrl` valid for a few minutes)."""
+    preview = None if uploads is None else uploads.preview_url
+    return MessageView.of(messages.get(principal, message_id), preview)
 
 
 @router.post(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
@@ -26,6 +27,7 @@ from switchboard.providers.content import (
     Location,
     Media,
     MediaMessage,
+    MediaRef,
     Reaction,
     kind_of,
 )
@@ -201,12 +203,27 @@ class TraceEventView(View):
     data: dict[str, Any]
 
 
+class MediaView(View):
+    """A media message's file as the console shows it; never its bytes, never its bucket key."""
+
+    type: str = Field(description="image, video, audio, voice, document or sticker.")
+    caption: str | None = None
+    file_name: str | None = None
+    mime_type: str | None = Field(default=None, description="As the file's bytes say.")
+    size: int | None = Field(default=None, description="Bytes.")
+    preview_url: str | None = Field(
+        default=None,
+        description="An image's thumbnail: a link to the stored file valid for a few minutes; null for other types.",
+    )
+
+
 class MessageView(View):
     id: str
     status: MessageStatus
     type: str = Field(
         description="text, image, video, audio, voice, document, sticker, location, contacts or reaction."
     )
+    media: MediaView | None = Field(default=None, description="A media message's file; null for other types.")
     reply_to: str | None = None
     to: str
     source_number: str | None
@@ -230,13 +247,29 @@ class MessageView(View):
     trace: list[TraceEventView]
 
     @classmethod
-    def of(cls, message: Message) -> MessageView:
+    def of(cls, message: Message, preview: Callable[[MediaRef], str | None] | None = None) -> MessageView:
+        """`preview(ref)`: a short-lived link to an image's stored file (None: no link)."""
         hidden = {"tenant", "text", "content", "body_hash", "pending", "lease_token", "wake_token", "wait_checks"}
         view = message.model_dump(exclude=hidden)
         view["type"] = "text" if message.content is None else kind_of(message.content)
         if message.status is not MessageStatus.WAITING:
             view["next_check_at"] = None
+        if isinstance(message.content, MediaMessage):
+            view["media"] = _media_view(message.content.media, preview)
         return cls.model_validate(view)
+
+
+def _media_view(media: Media, preview: Callable[[MediaRef], str | None] | None) -> MediaView:
+    stored = media.stored
+    url = preview(stored) if preview is not None and stored is not None and media.kind == "image" else None
+    return MediaView(
+        type=media.kind,
+        caption=media.caption,
+        file_name=media.file_name,
+        mime_type=stored.mime_type if stored is not None else media.mime_type,
+        size=stored.size if stored is not None else media.size,
+        preview_url=url,
+    )
 
 
 class ClientWebhookSecretView(View):

@@ -38,6 +38,9 @@ class UserAuthenticator:
         if user is None or user.tenant != tenant:
             logger.info("token refused: not in the directory", extra={"tenant": tenant})
             return None
+        if user.issued_before_sign_out(claims.iat):
+            logger.info("token refused: issued before the person signed out", extra={"tenant": tenant})
+            return None
         principal = user.principal()
         if principal is None:
             logger.info("token refused: user disabled", extra={"tenant": tenant})

@@ -75,6 +75,13 @@ class CognitoUserPool:
                 "user sessions not ended", extra={"user": user, "error": error.response.get("Error", {}).get("Code")}
             )
 
+    def sign_out(self, email: str) -> None:
+        """Cognito's global sign-out: every refresh token of theirs stops working (the pool has
+        `EnableTokenRevocation`); their access tokens are refused by the directory's sign-out time.
+        Named by their email, the name they sign in with (the pool takes it for the `sub`; moto
+        matches the sessions it keeps by that name alone)."""
+        self._client.admin_user_global_sign_out(UserPoolId=self._pool, Username=email)
+
     def delete_user(self, user: str) -> None:
         try:
             self._client.admin_delete_user(UserPoolId=self._pool, Username=user)

@@ -55,6 +55,15 @@ class User(Model):
     enabled: bool = True
     created_at: datetime
     updated_at: datetime
+    # When they last signed out: every token issued until then is refused (their tabs, everywhere).
+    signed_out_at: datetime | None = None
+
+    def issued_before_sign_out(self, issued_at: int | None) -> bool:
+        """A token issued (`iat`, whole seconds) at or before their last sign-out; a token that
+        says nothing of when it was issued counts as such once they have signed out."""
+        if self.signed_out_at is None:
+            return False
+        return issued_at is None or issued_at <= int(self.signed_out_at.timestamp())
 
     def principal(self) -> Principal | None:
         """The principal a request of this person is, or None while they are disabled."""

@@ -1,18 +1,20 @@
 """The people directory: one item per person of a tenant, read by the authorizer on every
 request of theirs (consistently: a disable must count at the very next request).
 
-PEOPLE#<tenant>   / USER#<sub>   a person: email, role, enabled, when added and last changed
+PEOPLE#<tenant>   / USER#<sub>   a person: email, role, enabled, when added and last changed, when
+                                 they last signed out
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from typing import Any
 
 from pynamodb.attributes import BooleanAttribute, UnicodeAttribute
 
 from switchboard.core import store
-from switchboard.core.errors import AlreadyExists, Conflict
+from switchboard.core.errors import AlreadyExists, Conflict, NotFound
 from switchboard.core.store import IsoDateTimeAttribute, TableItem
 from switchboard.people.domain import Role, User
 
@@ -28,6 +30,7 @@ class UserItem(TableItem):
     enabled = BooleanAttribute()
     created_at = IsoDateTimeAttribute()
     updated_at = IsoDateTimeAttribute()
+    signed_out_at = IsoDateTimeAttribute(null=True)
 
 
 class PeopleDirectory:
@@ -55,6 +58,15 @@ class PeopleDirectory:
         items = store.query(UserItem, UserItem.pk_for(tenant), UserItem.sk.startswith(UserItem.sk_for("")))
         return sorted((_record(item) for item in items), key=lambda user: user.email)
 
+    def record_sign_out(self, tenant: str, user: str, at: datetime) -> None:
+        """Their tokens issued until `at` are refused from now on. It moves `updated_at` too, so an
+        admin's change read before it is refused (Conflict) rather than erasing it. Raises NotFound."""
+        item = UserItem(UserItem.pk_for(tenant), UserItem.sk_for(user))
+        try:
+            store.update(item, [UserItem.signed_out_at.set(at), UserItem.updated_at.set(at)], UserItem.pk.exists())
+        except store.ConditionFailed as exc:
+            raise NotFound("user not found") from exc
+
     def save_user(self, user: User, expected: User) -> None:
         try:
             store.put(_item(user), UserItem.updated_at == expected.updated_at)
@@ -73,6 +85,7 @@ def _item(user: User) -> UserItem:
         enabled=user.enabled,
         created_at=user.created_at,
         updated_at=user.updated_at,
+        signed_out_at=user.signed_out_at,
     )
 
 
@@ -85,4 +98,5 @@ def _record(item: UserItem) -> User:
         enabled=item.enabled,
         created_at=item.created_at,
         updated_at=item.updated_at,
+        signed_out_at=item.signed_out_at,
     )

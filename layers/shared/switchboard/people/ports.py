@@ -4,6 +4,7 @@ whatever holds a grant open (live connections)."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from typing import Protocol
 
 from switchboard.people.domain import Role, User
@@ -23,6 +24,9 @@ class UserPool(Protocol):
         ...
 
     def delete_user(self, user: str) -> None: ...
+    def sign_out(self, email: str) -> None:
+        """End every session of theirs (refresh tokens): no new access token comes from them."""
+        ...
 
 
 class Directory(Protocol):
@@ -33,6 +37,10 @@ class Directory(Protocol):
     def get_user(self, tenant: str, user: str, *, consistent: bool = False) -> User | None: ...
     def get_users(self, tenant: str, users: Collection[str]) -> dict[str, User]: ...
     def list_users(self, tenant: str) -> list[User]: ...
+    def record_sign_out(self, tenant: str, user: str, at: datetime) -> None:
+        """Refuse their tokens issued until `at`; raises NotFound."""
+        ...
+
     def save_user(self, user: User, expected: User) -> None:
         """Replace `expected` with `user`; raises Conflict when it changed in between."""
         ...

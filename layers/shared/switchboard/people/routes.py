@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
+from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -15,6 +16,7 @@ from switchboard.core.wire import OwnerTag
 from switchboard.people import deps
 from switchboard.people.domain import Role
 from switchboard.people.schemas import (
+    AnswerCode,
     InvitedUserView,
     InviteUser,
     RefreshSession,
@@ -68,6 +70,18 @@ def update_user(
     )
 
 
+Person = Annotated[Principal, Depends(requires(router, Scope.ADMIN, Scope.AGENT))]
+
+
+@router.post("/api/sign-out", status_code=204, tags=["users"], responses=documented(400, 401, 403))
+def sign_out(users: Users, principal: Person) -> Response[None]:
+    """The signed-in person signs out: every token of theirs issued until now is refused at once
+    and their refresh tokens end, in every tab and on every device. 400 `not_a_person` for an API
+    key (revoke a key instead)."""
+    users.sign_out(principal)
+    return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
+
+
 # --- signing in (no key: these are how a person gets their token) ----------------------------
 
 SIGN_IN_ERRORS = documented(400, 401, 422, 429)
@@ -86,6 +100,14 @@ def set_new_password(calls: SignInCalls, body: SetNewPassword) -> SessionView:
     """An invited person's own password, replacing the temporary one; answers their tokens.
     422 `password_refused` (`field`: `newPassword`) when the pool's policy refuses it."""
     return SessionView.of(calls.set_new_password(body.email, body.session, body.new_password))
+
+
+@router.post("/api/sign-in/mfa", tags=["users"], responses=SIGN_IN_ERRORS, openapi_extensions=NO_API_KEY)
+def answer_mfa_code(calls: SignInCalls, body: AnswerCode) -> SessionView:
+    """The `software_token_mfa` challenge answered with the authenticator app's code; answers the
+    tokens. 401 `mfa_code_refused` (`field`: `code`) for a code that is not the current one,
+    `sign_in_refused` once the challenge's session has expired (start again)."""
+    return SessionView.of(calls.answer_code(body.email, body.session, body.code))
 
 
 @router.post("/api/sign-in/refresh", tags=["users"], responses=SIGN_IN_ERRORS, openapi_extensions=NO_API_KEY)

@@ -52,6 +52,14 @@ class SetNewPassword(Body):
     new_password: Password
 
 
+class AnswerCode(Body):
+    email: Email
+    session: Annotated[str, StringConstraints(min_length=20, max_length=2048)]
+    code: Annotated[str, StringConstraints(pattern=r"^[0-9]{6}$")] = Field(
+        description="The six digits the person's authenticator app shows now."
+    )
+
+
 class RefreshSession(Body):
     refresh_token: Annotated[str, StringConstraints(min_length=1, max_length=8192)]
 
@@ -63,7 +71,10 @@ class SessionView(View):
     )
     expires_in: int | None = Field(default=None, description="Seconds the access token is valid.")
     challenge: str | None = Field(
-        default=None, description="`new_password_required`: an invited person sets their own password first."
+        default=None,
+        description="`new_password_required`: an invited person sets their own password first; "
+        "`software_token_mfa`: a person who turned on an authenticator app types its code "
+        "(`/api/sign-in/mfa`).",
     )
     session: str | None = Field(default=None, description="Answer the challenge with it (a few minutes).")
 

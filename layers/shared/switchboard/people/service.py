@@ -8,7 +8,7 @@ from datetime import datetime
 
 from switchboard.audit.ports import Audit
 from switchboard.core.clock import utcnow
-from switchboard.core.errors import Conflict, Forbidden, NotFound
+from switchboard.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope, user_principal
 from switchboard.core.observability import logger
 from switchboard.people.domain import Invitation, Role, User
@@ -64,6 +64,20 @@ class UsersService:
         self._audit.record(principal, "user.invite", user_principal(sub), after=user)
         logger.info("user invited", extra={"tenant": tenant, "user": sub, "role": role})
         return Invitation(user=user, temporary_password=temporary_password)
+
+    def sign_out(self, principal: Principal) -> None:
+        """A person signs out: every token of theirs issued until now is refused at once (the
+        directory), and their refresh tokens end (the pool), in every tab and on every device.
+        Raises InvalidInput for an API key (a key is revoked, not signed out)."""
+        if not principal.user:
+            raise InvalidInput("only a person signs out: an API key is revoked instead", code="not_a_person")
+        self._directory.record_sign_out(principal.tenant, principal.user, self._clock())
+        try:
+            self._pool.sign_out(principal.email or principal.user)
+        except Exception:
+            # Their access tokens are refused already; the refresh tokens end with the next sign-out.
+            logger.exception("user pool sessions not ended", extra={"tenant": principal.tenant})
+        logger.info("user signed out", extra={"tenant": principal.tenant, "user": principal.user})
 
     def update(
         self,

@@ -18,6 +18,8 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 
 NEW_PASSWORD_REQUIRED = "new_password_required"  # noqa: S105 - a challenge name, no password
+# A person who turned on an authenticator app (TOTP, optional in the pool) types its code next.
+SOFTWARE_TOKEN_MFA = "software_token_mfa"  # noqa: S105 - a challenge name, no token
 
 
 class SignInRefused(Unauthenticated):
@@ -26,6 +28,12 @@ class SignInRefused(Unauthenticated):
 
 class PasswordRefused(InvalidInput):
     code = "password_refused"
+
+
+class CodeRefused(Unauthenticated):
+    """The authenticator app's code is not the one the pool expects now (mistyped, or too old)."""
+
+    code = "mfa_code_refused"
 
 
 class Session(Model):
@@ -62,6 +70,18 @@ class PoolSignIn:
         )
         return _session(answer)
 
+    def answer_code(self, email: str, session: str, code: str) -> Session:
+        """The authenticator app's code for the `software_token_mfa` challenge of `sign_in`."""
+        answer = self._call(
+            "respond_to_auth_challenge",
+            setting_password=False,
+            answering_code=True,
+            ChallengeName="SOFTWARE_TOKEN_MFA",
+            Session=session,
+            ChallengeResponses={"USERNAME": email, "SOFTWARE_TOKEN_MFA_CODE": code},
+        )
+        return _session(answer)
+
     def refresh(self, refresh_token: str) -> Session:
         answer = self._call(
             "initiate_auth",
@@ -73,7 +93,9 @@ class PoolSignIn:
         # The pool answers a refresh without a new refresh token: the one given stays valid.
         return refreshed.model_copy(update={"refresh_token": refreshed.refresh_token or refresh_token})
 
-    def _call(self, operation: str, *, setting_password: bool, **request: Any) -> dict[str, Any]:
+    def _call(
+        self, operation: str, *, setting_password: bool, answering_code: bool = False, **request: Any
+    ) -> dict[str, Any]:
         try:
             answer: dict[str, Any] = getattr(self._client, operation)(ClientId=self._client_id, **request)
         except ParamValidationError as error:
@@ -87,6 +109,8 @@ class PoolSignIn:
                     "the new password does not follow the policy (12+ characters, upper and lower case, digits)",
                     field="newPassword",
                 ) from error
+            if answering_code and code == "CodeMismatchException":
+                raise CodeRefused("the code is not the one the app shows now", field="code") from error
             if code in {"TooManyRequestsException", "LimitExceededException"}:
                 raise RateLimited("too many attempts: wait a minute", retry_after_seconds=60) from error
             refused = {"NotAuthorizedException", "UserNotFoundException", "PasswordResetRequiredException"}
@@ -94,7 +118,7 @@ class PoolSignIn:
                 raise SignInRefused("wrong email or password, or this user is disabled", field="password") from error
             # An unknown or expired challenge session (moto answers ResourceNotFound for it).
             expired = {"CodeMismatchException", "ExpiredCodeException"} | (
-                {"ResourceNotFoundException"} if setting_password else set()
+                {"ResourceNotFoundException"} if setting_password or answering_code else set()
             )
             if code in expired:
                 raise SignInRefused("the sign-in took too long: start again") from error
@@ -112,5 +136,7 @@ def _session(answer: dict[str, Any]) -> Session:
         )
     if answer.get("ChallengeName") == "NEW_PASSWORD_REQUIRED":
         return Session(challenge=NEW_PASSWORD_REQUIRED, session=answer.get("Session"))
-    # MFA (optional in the pool) and other challenges are not answered by the console yet.
+    if answer.get("ChallengeName") == "SOFTWARE_TOKEN_MFA":
+        return Session(challenge=SOFTWARE_TOKEN_MFA, session=answer.get("Session"))
+    # SMS codes and other challenges are not enabled in the pool.
     raise SignInRefused(f"this account needs a sign-in step the console does not offer ({answer.get('ChallengeName')})")

@@ -72,6 +72,7 @@ class AccessClaims(Model):
     sub: str = Field(min_length=1, max_length=128)
     groups: tuple[str, ...] = Field(default=(), alias="cognito:groups")
     exp: int
+    iat: int | None = None
 
 
 def parse_jwks(document: Mapping[str, Any]) -> dict[str, RsaKey]:

@@ -114,6 +114,8 @@ class ProviderCall(Model):
     state: CallState
     direction: Literal["incoming", "outgoing"] | None = None
     peer: str | None = None
+    from_number: str | None = None
+    to_number: str | None = None
     video: bool = False
     end_reason: str | None = None
     ended_by: str | None = None
@@ -213,6 +215,64 @@ class ProviderClient(Protocol):
 
     def attach_media(self, target: ProviderTarget, call_id: str, *, resume: bool = True) -> MediaAttachment:
         """A short-lived media URL for one live call; `resume=False` starts a new media session."""
+        ...
+
+
+@runtime_checkable
+class MessageRevoker(Protocol):
+    """A client whose server deletes a sent message for everyone (WhatsApp's revoke); the Cloud
+    API has no such call, so its client is not one."""
+
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """Delete for everyone the message `provider_message_id` this instance sent to `phone`.
+        Raises the `ProviderError`s of a request."""
+        ...
+
+
+PairingState = Literal["paired", "code", "starting", "not_started"]
+
+
+class Pairing(Model):
+    """Where linking a phone to an instance's session stands, as its provider says.
+
+    - `paired`: the session is logged in (nothing to scan);
+    - `code`: a code to scan now: `qr_code` (a `data:image/png;base64,...` image as the provider
+      drew it) and, where the provider made one, `pairing_code` (typed on the phone instead);
+      the provider replaces it after a while, so read it again until `paired`;
+    - `starting`: the session is connecting and has no code yet (read again shortly);
+    - `not_started`: no session is running: start one (`start_session`) to get a code.
+
+    A code links whoever scans it to the provider's session: it is shown to the admin who asked
+    and never logged.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    state: PairingState
+    qr_code: str | None = Field(default=None, repr=False)
+    pairing_code: str | None = Field(default=None, repr=False)
+    # How many codes the provider has drawn in this attempt, where it counts them (Evolution).
+    count: int | None = None
+
+
+@runtime_checkable
+class PairingSessions(Protocol):
+    """A client whose server pairs a number by a code the phone scans (wuzapi, Evolution), and
+    starts, shows and ends that session on request."""
+
+    def start_session(self, target: ProviderTarget) -> Pairing:
+        """Start the instance's session (a no-op when one runs); its pairing as it then stands.
+        Raises the `ProviderError`s of a request, `UnsupportedByProvider` where the server has
+        no such route."""
+        ...
+
+    def pairing(self, target: ProviderTarget) -> Pairing:
+        """The session's pairing now (the current code, while one is shown)."""
+        ...
+
+    def log_out(self, target: ProviderTarget) -> None:
+        """Unlink the phone: the session ends and the next one needs a new code. Raises
+        `ProviderDisconnected` when no session is logged in."""
         ...
 
 
@@ -365,6 +425,9 @@ class ProviderKindSpec(Protocol):
     # The longest text one message of this kind may carry, in UTF-16 code units (what the
     # WhatsApp clients and the Cloud API count); a longer reply leaves in parts.
     text_limit: int
+    # The kind's server makes a voice note of any audio itself (it converts it to OGG/Opus); the
+    # others send a voice note only as the OGG/Opus WhatsApp plays as one.
+    converts_voice_notes: bool
     # The kind's signature schemes, pairwise impossible to confuse: no delivery authentic under
     # one verifies under another, whatever their secrets. The first is what a provider saved
     # without choosing gets, and the order in which a provider saved before schemes were stored
@@ -409,8 +472,10 @@ class ProviderKindSpec(Protocol):
 
 
 class KindDefaults:
-    """What a kind answers where it has nothing of its own: no subscription check, and webhooks
-    that the operator configures on the provider's side."""
+    """What a kind answers where it has nothing of its own: no subscription check, webhooks that
+    the operator configures on the provider's side, and voice notes sent only as OGG/Opus."""
+
+    converts_voice_notes = False
 
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         raise Forbidden("this provider kind has no subscription check", code="not_supported")

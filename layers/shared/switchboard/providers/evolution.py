@@ -81,6 +81,7 @@ from switchboard.providers.base import (
     InstanceStatus,
     KindDefaults,
     OutgoingFile,
+    Pairing,
     ProviderClient,
     ProviderKindSpec,
     ProviderTarget,
@@ -184,6 +185,19 @@ class EvolutionClient(MessagingOnly):
         request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
         return self._send(target, request.action, request.body)
 
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """`DELETE /chat/deleteMessageForEveryone/{instance}` `{id, fromMe, remoteJid}`
+        (`chat.router.ts`, `deleteMessageSchema`; Baileys sends `{delete: key}`): 201 with the
+        revoke it sent."""
+        path = f"/chat/deleteMessageForEveryone/{path_segment(target.provider_instance_id)}"
+        route = "/chat/deleteMessageForEveryone/{instance}"
+        body = {"id": provider_message_id, "fromMe": True, "remoteJid": evolution_send.jid(phone)}
+        response = self._http.request(
+            "DELETE", target.base_url, path, route=route, headers=self._headers(target), body=body
+        )
+        if not response.is_success:
+            raise _error_for(response, self._http.label("DELETE", route), sending=True)
+
     def _send(self, target: ProviderTarget, action: str, body: dict[str, Any]) -> SentMessage:
         path = f"/message/{action}/{path_segment(target.provider_instance_id)}"
         route = f"/message/{action}/{{instance}}"
@@ -225,6 +239,26 @@ class EvolutionClient(MessagingOnly):
         except (ValueError, ValidationError) as exc:
             raise ProviderUnavailable(f"{label}: unreadable answer") from exc
         return next((phone for answer in answers if answer.exists and (phone := _phone(answer.jid))), None)
+
+    # --- pairing a phone (`evolution_pairing`) ---------------------------------------------
+
+    def start_session(self, target: ProviderTarget) -> Pairing:
+        """The connect route: it starts a closed instance and answers its first code."""
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return evolution_pairing.connect(self._http, target, self._headers(target))
+
+    def pairing(self, target: ProviderTarget) -> Pairing:
+        """The connect route again: a connecting instance answers its current code (a closed one
+        starts again: Evolution has no read-only route for the code)."""
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return evolution_pairing.connect(self._http, target, self._headers(target))
+
+    def log_out(self, target: ProviderTarget) -> None:
+        from switchboard.providers import evolution_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        evolution_pairing.log_out(self._http, target, self._headers(target))
 
     @staticmethod
     def _headers(target: ProviderTarget) -> dict[str, str]:
@@ -707,6 +741,8 @@ class EvolutionKind(KindDefaults):
     always_connected = False
     # `sendText` sets no length (its schema has no maxLength, Baileys none): WhatsApp's own applies.
     text_limit = WHATSAPP_TEXT_CHARS
+    # `sendWhatsAppAudio` converts any audio to Opus with ffmpeg and sends it as PTT.
+    converts_voice_notes = True
     schemes: tuple[WebhookScheme, ...] = ("evolution-jwt", "evolution-apikey")
 
     def client(

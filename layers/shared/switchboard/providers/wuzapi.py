@@ -59,6 +59,7 @@ from switchboard.providers.base import (
     KindDefaults,
     MediaAttachment,
     OutgoingFile,
+    Pairing,
     ProviderCall,
     ProviderClient,
     ProviderKindSpec,
@@ -174,6 +175,8 @@ class _Call(_Answer):
             state=self.state,
             direction=self.direction,
             peer=self.from_ if self.direction == "incoming" else self.to,
+            from_number=self.from_,
+            to_number=self.to,
             video=self.video,
             end_reason=self.end_reason,
             ended_by=self.ended_by,
@@ -280,6 +283,11 @@ class WuzapiClient:
         """Send `content` through its `/chat/send/*` route (`wuzapi_send`), as `send_text` sends a text."""
         request = wuzapi_send.request_for(phone, content, idempotency_key, quoted=quoted, file=file)
         return self._send(target, request.route, request.body, idempotency_key)
+
+    def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
+        """`POST /chat/delete` `{Phone, Id}` (handlers.go `DeleteMessage`: whatsmeow's `BuildRevoke`
+        of our own message in the chat with `Phone`)."""
+        self._send(target, "/chat/delete", {"Phone": phone, "Id": provider_message_id}, f"revoke-{provider_message_id}")
 
     def _send(self, target: ProviderTarget, route: str, body: dict[str, Any], idempotency_key: str) -> SentMessage:
         label = self._http.label("POST", route)
@@ -430,6 +438,38 @@ class WuzapiClient:
         events = [event for event in answer.subscribe or [] if event]
         url = answer.webhook or None
         return WebhookSubscription(url=url, events=events, enabled=bool(url and events), exists=url is not None)
+
+    # --- pairing a phone (a plain wuzapi's session routes: `wuzapi_pairing`) -------------------
+
+    @property
+    def http(self) -> ProviderHttp:
+        return self._http
+
+    def instance_request(
+        self, target: ProviderTarget, method: str, route: str, body: dict[str, Any] | None
+    ) -> httpx.Response:
+        """A request to an instance route with the instance's token (no error mapping of its own)."""
+        return self._call(target, method, route, body=body)
+
+    @staticmethod
+    def error_text(response: httpx.Response) -> str:
+        return _error_text(response)
+
+    def start_session(self, target: ProviderTarget) -> Pairing:
+        """`POST /session/connect` subscribing the events switchboard maps, then the pairing."""
+        from switchboard.providers import wuzapi_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return wuzapi_pairing.start_session(self, target, list(WEBHOOK_EVENTS))
+
+    def pairing(self, target: ProviderTarget) -> Pairing:
+        from switchboard.providers import wuzapi_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        return wuzapi_pairing.pairing(self, target)
+
+    def log_out(self, target: ProviderTarget) -> None:
+        from switchboard.providers import wuzapi_pairing  # noqa: PLC0415 - only the catalog pairs
+
+        wuzapi_pairing.log_out(self, target)
 
     # --- calls -------------------------------------------------------------------------------
 

@@ -390,3 +390,24 @@ class ChatwootClient:
             return model.model_validate(read_answer(response.content))
         except (ValueError, ValidationError) as exc:
             raise DownstreamError(f"downstream {route}: unreadable answer") from exc
+
+    # --- the status of replies (API-channel inboxes) -------------------------------------------
+
+    def update_status(
+        self,
+        target: DownstreamTarget,
+        conversation_id: int,
+        message_id: int,
+        status: str,
+        external_error: str | None = None,
+    ) -> None:
+        """A reply's delivery status as WhatsApp reported it: `PATCH .../messages/{id}` with
+        `status` (`delivered`, `read`, `failed`) and, for `failed`, `external_error`, shown beside
+        the message (`MessagesController#update`, API-channel inboxes only;
+        `Messages::StatusUpdateService` keeps `read` over a later `delivered`)."""
+        body: dict[str, Any] = {"status": status}
+        if status == "failed" and external_error:
+            body["external_error"] = external_error
+        route = "/conversations/{id}/messages/{id}"
+        path = f"/conversations/{conversation_id}/messages/{message_id}"
+        self._call(target, "PATCH", path, route=route, body=body)

@@ -4,31 +4,47 @@
 
 - entry `OUTBOX#<instance>` / `<enqueuedAt>#<messageId>`: waiting (PENDING) or being sent
   (SENDING, with a lease until `lease_until`, epoch seconds); the partition holds only unfinished
-  entries, in order; a reply sent in parts keeps how many have left (`parts_sent`) and the length
-  they were cut to; `in_flight` is the part whose send started (through a kind that cannot resend
-  safely) and is not recorded;
+  entries, in order; a reply sent in parts keeps how many have left (`parts_sent`), their
+  WhatsApp ids (`sent_ids`) and the length its text was cut to; `in_flight` is the part whose
+  send started (through a kind that cannot resend safely) and is not recorded; its attachments
+  (`items`, JSON: media by their reference in the media bucket, never bytes, and locations), the
+  message it quotes (`quote`, JSON) and when the bucket's retention removes their files
+  (`media_valid_until`);
 - outcome `OUTBOXMSG#<instance>#<messageId>`: one per downstream message id (dedupe), with the
-  final status (SENT, FAILED + reason) once the entry leaves the outbox;
+  final status (SENT, FAILED + reason) once the entry leaves the outbox, the WhatsApp id of
+  every part sent (`provider_message_ids`) and when the agent's deletion revoked them
+  (`revoked_at`);
 - GSI1 `OUTBOX#WAITING` lists entries of every instance, for the scheduled drain;
 - `OUTHOOK#<instance>`: the SHA-256 of the instance's outgoing webhook secret (never the secret).
 """
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
-from pynamodb.attributes import UnicodeAttribute
+from pydantic import TypeAdapter
+from pynamodb.attributes import ListAttribute, UnicodeAttribute
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
 from switchboard.core import store
 from switchboard.core.store import EpochAttribute, IntegerAttribute, IsoDateTimeAttribute, TableItem, TenantIndex
+from switchboard.providers.base import Quote
+from switchboard.providers.content import Content, content_data
 from switchboard.routing.records import FinalStatus, OutboxEntry, OutboxStatus, Outcome
 
 OUTCOME_DAYS = 8
 WAITING = "OUTBOX#WAITING"  # GSI1's partition of every unfinished entry
 NO_LEASE = datetime.fromtimestamp(0, UTC)  # a PENDING entry's: any sender may take it
+
+
+@cache
+def _contents() -> TypeAdapter[list[Content]]:
+    """Built on the first entry with attachments read, not at import."""
+    return TypeAdapter(list[Content])
 
 
 class OutboxItem(TableItem):
@@ -47,6 +63,10 @@ class OutboxItem(TableItem):
     parts_sent = IntegerAttribute(null=True)
     part_chars = IntegerAttribute(null=True)
     in_flight = IntegerAttribute(null=True)
+    items = UnicodeAttribute(null=True)
+    quote = UnicodeAttribute(null=True)
+    media_valid_until = IsoDateTimeAttribute(null=True)
+    sent_ids = ListAttribute(of=UnicodeAttribute, null=True)
     status = UnicodeAttribute()
     lease_until = EpochAttribute()
     gsi1pk = UnicodeAttribute(null=True)
@@ -66,6 +86,8 @@ class OutboxOutcome(TableItem):
     status = UnicodeAttribute()
     reason = UnicodeAttribute(null=True)
     provider_message_id = UnicodeAttribute(null=True)
+    provider_message_ids = ListAttribute(of=UnicodeAttribute, null=True)
+    revoked_at = IsoDateTimeAttribute(null=True)
     expires_at = EpochAttribute(attr_name="expiresAt", null=True)
 
     @classmethod
@@ -108,6 +130,10 @@ class OutboxRepository:
         item.parts_sent = entry.parts_sent
         item.part_chars = entry.part_chars
         item.in_flight = entry.in_flight
+        item.items = json.dumps([content_data(content) for content in entry.items]) if entry.items else None
+        item.quote = entry.quote.model_dump_json() if entry.quote is not None else None
+        item.media_valid_until = entry.media_valid_until
+        item.sent_ids = _ids(entry.sent_ids) or None
         item.status = "PENDING"
         item.lease_until = NO_LEASE
         item.gsi1pk = WAITING
@@ -155,15 +181,27 @@ class OutboxRepository:
         """Mark the part `entry.parts_sent` in flight; False when the entry is finished or moved on."""
         return self._conditional(entry, [OutboxItem.in_flight.set(entry.parts_sent)], _sending_from(entry.parts_sent))
 
-    def advance(self, entry: OutboxEntry, parts_sent: int, part_chars: int, now: datetime, lease_seconds: int) -> bool:
-        """Record that the first `parts_sent` parts of a claimed entry left (cut to `part_chars`)
-        and renew the lease; False when the entry is no longer being sent from that count."""
+    def advance(
+        self,
+        entry: OutboxEntry,
+        parts_sent: int,
+        part_chars: int,
+        now: datetime,
+        lease_seconds: int,
+        *,
+        provider_message_id: str | None = None,
+    ) -> bool:
+        """Record that the first `parts_sent` parts of a claimed entry left (cut to `part_chars`),
+        the last of them as `provider_message_id`, and renew the lease; False when the entry is no
+        longer being sent from that count (the condition also makes `sent_ids` the stored list)."""
         actions: list[Action] = [
             OutboxItem.parts_sent.set(parts_sent),
             OutboxItem.part_chars.set(part_chars),
             OutboxItem.lease_until.set(now + timedelta(seconds=lease_seconds)),
             OutboxItem.in_flight.remove(),
         ]
+        if provider_message_id is not None:
+            actions.append(OutboxItem.sent_ids.set(_ids([*entry.sent_ids, provider_message_id])))
         return self._conditional(entry, actions, _sending_from(parts_sent - 1))
 
     def release(self, entry: OutboxEntry) -> None:
@@ -183,6 +221,9 @@ class OutboxRepository:
             actions.append(OutboxOutcome.reason.set(reason))
         if provider_message_id:
             actions.append(OutboxOutcome.provider_message_id.set(provider_message_id))
+        sent = [*entry.sent_ids, *([provider_message_id] if provider_message_id else [])]
+        if sent:
+            actions.append(OutboxOutcome.provider_message_ids.set(_ids(sent)))
         uow = store.unit_of_work()
         uow.delete(OutboxItem.of(entry), OutboxItem.pk.exists(), refused=_Refused())
         uow.update(OutboxOutcome.of(entry.instance, entry.message_id), actions)
@@ -199,8 +240,27 @@ class OutboxRepository:
         except OutboxOutcome.DoesNotExist:
             return None
         return Outcome.model_validate(
-            {"status": item.status, "reason": item.reason, "provider_message_id": item.provider_message_id}
+            {
+                "status": item.status,
+                "reason": item.reason,
+                "provider_message_id": item.provider_message_id,
+                "provider_message_ids": [str(value) for value in item.provider_message_ids or []],
+                "revoked": item.revoked_at is not None,
+            }
         )
+
+    def mark_revoked(self, instance: str, message_id: str, at: datetime) -> bool:
+        """Record that the agent's deletion revoked the reply's parts; False when one did already
+        (a redelivered deletion revokes nothing twice) or the reply is unknown."""
+        try:
+            store.update(
+                OutboxOutcome.of(instance, message_id),
+                [OutboxOutcome.revoked_at.set(at)],
+                OutboxOutcome.pk.exists() & OutboxOutcome.revoked_at.does_not_exist(),
+            )
+        except store.ConditionFailed:
+            return False
+        return True
 
     @staticmethod
     def _conditional(entry: OutboxEntry, actions: list[Action], condition: Condition) -> bool:
@@ -257,7 +317,17 @@ def _entry(item: OutboxItem) -> OutboxEntry:
         parts_sent=item.parts_sent or 0,
         part_chars=item.part_chars,
         in_flight=item.in_flight,
+        items=_contents().validate_python(json.loads(item.items)) if item.items else [],
+        quote=Quote.model_validate_json(item.quote) if item.quote else None,
+        media_valid_until=item.media_valid_until,
+        sent_ids=[str(value) for value in item.sent_ids or []],
     )
+
+
+def _ids(values: list[str]) -> Any:
+    """WhatsApp ids as a list attribute's value (PynamoDB types a list of `UnicodeAttribute`s by
+    its attribute class, not the strings it holds)."""
+    return list(values)
 
 
 def _sort(entry: OutboxEntry) -> str:

@@ -49,7 +49,16 @@ def outgoing_webhook(
     `webhook-secret` answers). Agents' replies and the inbox's automatic messages (greeting,
     out-of-office, CSAT survey) are sent, in parts when longer than one message of the instance's
     kind: at once when the instance is connected, else kept in its outbox (in order) until it
-    reconnects or the validity runs out."""
+    reconnects or the validity runs out.
+
+    Attachments (`attachments[]`) are fetched at once from the helpdesk into the media bucket and
+    leave after the text, the first with the text as its caption where it takes one: an image, a
+    video, a document with its file name, a recording as a voice note (other than OGG/Opus only
+    where the kind converts it, else as an audio file), a location as a location. One that cannot
+    leave is told to the agent as a private note, and the rest goes on. A reply to a message
+    (`content_attributes.in_reply_to`) quotes it.
+    A `message_updated` whose `content_attributes.deleted` is set deletes the reply for everyone
+    where the instance's kind can (wuzapi, Evolution; the Cloud API cannot: the agent is told)."""
     event = router.current_event
     presented = event.headers.get(SECRET_HEADER.lower()) or (event.query_string_parameters or {}).get(TOKEN_PARAMETER)
     try:
@@ -63,8 +72,12 @@ def outgoing_webhook(
         payload = OutgoingWebhook.model_validate(parse_json(router.current_event.decoded_body or ""))
     except (ValueError, ValidationError) as exc:
         raise InvalidInput("the body is not a message webhook", code="invalid_webhook_body") from exc
-    reply = payload.reply()
     metrics.add_dimension(name="instance", value=instance.key)
+    revocation = payload.revocation()
+    if revocation is not None:
+        revoked = outbox.revoke(instance, revocation)
+        return OutgoingView(status=revoked.status, reason=revoked.reason)
+    reply = payload.reply()
     metrics.add_metric(name="RepliesReceived", unit=MetricUnit.Count, value=0 if reply is None else 1)
     if reply is None:
         return OutgoingView(status="IGNORED")

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated
 
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 
 from switchboard.core.wire import View
 from switchboard.usage.service import TenantMonthUsage
 
+BY_TYPE = (
+    "The incoming messages by type, only the types that came: text, image, video, audio, voice, document, "
+    "sticker, location, contacts, choice (a button, list or flow answer), poll, reaction, edit, revoke, other."
+)
 Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
+
+
+class DayUsageView(View):
+    day: date = Field(description="A UTC day.")
+    messages_in: int
+    messages_out: int
 
 
 class InstanceUsageView(View):
@@ -17,10 +28,8 @@ class InstanceUsageView(View):
     instance: str
     messages_in: int
     messages_out: int
-    # The incoming messages by type: `text`, `image`, `video`, `audio`, `voice`, `document`,
-    # `sticker`, `location`, `contacts`, `choice` (a button, list or flow answer), `poll`,
-    # `reaction`, `edit`, `revoke`, `other`; only the types that came.
-    messages_in_by_type: dict[str, int]
+    messages_in_by_type: dict[str, int] = Field(description=BY_TYPE)
+    days: list[DayUsageView] = Field(description="The month's days that had messages, in order.")
 
 
 class UsageView(View):
@@ -28,7 +37,7 @@ class UsageView(View):
     month: str
     messages_in: int
     messages_out: int
-    messages_in_by_type: dict[str, int]
+    messages_in_by_type: dict[str, int] = Field(description=BY_TYPE)
     instances: list[InstanceUsageView]
 
     @classmethod

@@ -34,12 +34,19 @@ class OutgoingCounts(Protocol):
     def record_outgoing(self, uow: UnitOfWork, instance: Instance, day: date) -> None: ...
 
 
+class DayUsage(Model):
+    day: date  # UTC
+    messages_in: int
+    messages_out: int
+
+
 class InstanceUsage(Model):
     tenant: str
     instance: str
     messages_in: int
     messages_out: int
     messages_in_by_type: dict[str, int] = Field(default_factory=dict)
+    days: list[DayUsage] = []
 
 
 class TenantMonthUsage(Model):
@@ -94,8 +101,11 @@ class UsageRecorder:
                 usage.messages_in += day.messages_in
                 usage.messages_out += day.messages_out
                 usage.messages_in_by_type = _added(usage.messages_in_by_type, day.messages_in_by_type)
+                usage.days.append(DayUsage(day=day.day, messages_in=day.messages_in, messages_out=day.messages_out))
             if not per_instance and principal.has(Scope.PLATFORM):
                 continue
+            for usage in per_instance.values():
+                usage.days.sort(key=lambda day: day.day)
             instances = sorted(per_instance.values(), key=lambda usage: (usage.tenant, usage.instance))
             result.append(
                 TenantMonthUsage(

@@ -34,9 +34,21 @@ STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
 ]
 
 
+class FieldProblem(Model):
+    """One field a `validation_error` refused: where it is in the body (`pacing.burst`, `to`; a query
+    or path parameter as `query.month`, `path.name`), pydantic's reason (`string_pattern_mismatch`,
+    `missing`, `greater_than_equal`, ...) and the bound it broke, when it has one. A client shows
+    its own words at that field."""
+
+    field: str
+    reason: str
+    limit: int | float | None = None
+
+
 class ErrorBody(Model):
     error: str
     message: str
+    fields: list[FieldProblem] | None = None
 
 
 class GatewayAnswer(Model):
@@ -101,7 +113,8 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
             return error_response(HTTPStatus.BAD_REQUEST, "invalid_json", "the body is not valid JSON")
         # Messages come from pydantic and describe the field; they never include Python internals.
         detail = "; ".join(_describe(problem) for problem in problems) or "invalid request"
-        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", detail)
+        fields = [_field_problem(problem).model_dump(exclude_none=True) for problem in problems]
+        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", detail, fields=fields)
 
     @_handles(app, UnicodeDecodeError)
     def invalid_encoding(_: UnicodeDecodeError) -> Response[dict[str, Any]]:
@@ -114,6 +127,24 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
     @app.not_found
     def route_not_found(_: Exception) -> Response[dict[str, Any]]:
         return error_response(HTTPStatus.NOT_FOUND, "not_found", NO_SUCH_ROUTE)
+
+
+_BOUNDS = ("ge", "gt", "le", "lt", "min_length", "max_length")
+
+
+def _field_problem(problem: dict[str, Any]) -> FieldProblem:
+    location = [str(part) for part in problem.get("loc", ())]
+    field = ".".join(location[1:] if location[:1] == ["body"] else location)
+    context = problem.get("ctx") or {}
+    limit = next(
+        (
+            context[name]
+            for name in _BOUNDS
+            if isinstance(context.get(name), int | float) and not isinstance(context.get(name), bool)
+        ),
+        None,
+    )
+    return FieldProblem(field=field, reason=str(problem.get("type") or "invalid"), limit=limit)
 
 
 def _describe(problem: dict[str, Any]) -> str:

@@ -1,0 +1,96 @@
+"""Pairing a number through the API: `GET /api/instances/{name}/qr`, `POST .../connect`,
+`POST .../logout` and `POST .../test-message`, against the simulator's real-server flavours."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from devstack.simulator import Simulator, SimulatorControl
+from tests.support.kinds import KindsSetup
+from tools.support.api import Client
+
+
+@pytest.fixture
+def setup(client: Client, make_tenant: Any, simulator: Simulator, control: SimulatorControl) -> KindsSetup:
+    return KindsSetup(client, make_tenant("acme"), simulator, control)
+
+
+def pairing(setup: KindsSetup, name: str, method: str = "GET", route: str = "qr", body: Any = None) -> Any:
+    path = f"/api/instances/{name}/{route}"
+    key = setup.tenant.admin
+    answer = setup.client.get(path, key=key) if method == "GET" else setup.client.post(path, key=key, json_body=body)
+    return answer
+
+
+@pytest.mark.parametrize("flavour", ["wuzapi", "evolution"])
+def test_an_admin_pairs_a_number_from_its_code_then_sends_a_test_message_and_logs_it_out(
+    setup: KindsSetup, flavour: str
+) -> None:
+    name = f"new-{flavour}"
+    token = setup.paired(flavour, name, "5511900002001", connected=False, paired=False)
+    setup.put(name, flavour, setup.number("5511900002001"), token)
+
+    started = pairing(setup, name, "POST", "connect")
+
+    assert started.status == 200, started.body
+    shown = started.json()
+    assert (shown["state"], shown["connection"]) == ("code", "DISCONNECTED")
+    assert shown["qrCode"].startswith("data:image/png;base64,")
+    assert token not in started.body.decode()
+
+    setup.control.scan(name)
+    paired = pairing(setup, name).json()
+
+    # No webhook reaches the in-process API: the status read behind a `paired` answer connects it.
+    assert (paired["state"], paired["connection"], paired["qrCode"]) == ("paired", "CONNECTED", None)
+    assert setup.listed(name) == "CONNECTED"
+
+    sent = pairing(setup, name, "POST", "test-message", {"to": "+5511988887777", "text": "Teste do switchboard"})
+
+    assert sent.status == 200, sent.body
+    assert sent.json()["status"] == "SENT"
+    [message] = [m for m in setup.control.sent() if m["instance"] == name]
+    assert (message["phone"], message["body"]) == ("5511988887777", "Teste do switchboard")
+
+    logged_out = pairing(setup, name, "POST", "logout")
+
+    assert logged_out.status == 200, logged_out.body
+    assert logged_out.json()["state"] == "DISCONNECTED"
+    again = pairing(setup, name, "POST", "logout")
+    assert (again.status, again.json()["error"]) == (409, "instance_disconnected")
+    refused = pairing(setup, name, "POST", "test-message", {"to": "5511988887777", "text": "oi"})
+    assert (refused.status, refused.json()["error"]) == (409, "instance_disconnected")
+
+
+def test_a_meta_number_is_not_paired_by_a_code(setup: KindsSetup) -> None:
+    phone_id = "106500000002002"
+    token = setup.paired("meta", "meta-pairing", "5511900002002", metaPhoneId=phone_id)
+    setup.put(phone_id, "meta", setup.number("5511900002002", phone_id), token)
+
+    answer = pairing(setup, phone_id)
+
+    assert (answer.status, answer.json()["error"]) == (422, "not_supported")
+
+
+def test_another_tenants_instance_is_not_found_and_a_bad_recipient_is_refused_at_its_field(
+    setup: KindsSetup, make_tenant: Any
+) -> None:
+    token = setup.paired("wuzapi", "acme-only", "5511900002003", connected=False, paired=False)
+    setup.put("acme-only", "wuzapi", setup.number("5511900002003"), token)
+    other = make_tenant("globex")
+
+    for method, route in (("GET", "qr"), ("POST", "connect"), ("POST", "logout")):
+        path = f"/api/instances/acme-only/{route}"
+        answer = (
+            setup.client.get(path, key=other.admin) if method == "GET" else setup.client.post(path, key=other.admin)
+        )
+        assert answer.status == 404, (route, answer.body)
+    bad = pairing(setup, "acme-only", "POST", "test-message", {"to": "not a phone", "text": "oi"})
+    assert bad.status == 422
+    # The field and the reason, for the console to say it at the field in its own words.
+    assert bad.json()["error"] == "validation_error"
+    assert bad.json()["fields"] == [{"field": "to", "reason": "string_pattern_mismatch"}]
+    long = pairing(setup, "acme-only", "POST", "test-message", {"to": "5511988887777", "text": "x" * 1001})
+    assert long.json()["fields"] == [{"field": "text", "reason": "string_too_long", "limit": 1000}]
