@@ -21,12 +21,14 @@ import { refusal } from "./dom.js";
 // The operators' view: a customer's conversation and the webhook deliveries.
 import * as conversation from "./screens/conversation.js";
 import * as deliveries from "./screens/deliveries.js";
+import * as templates from "./screens/templates.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ADMIN_ROUTES = [
   { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
   { pattern: /^#\/numbers\/connect$/, screen: connect, nav: "numbers" },
   { pattern: /^#\/instances\/([^/]+)$/, screen: instance, nav: "numbers" },
+  { pattern: /^#\/numbers\/([^/]+)\/templates$/, screen: templates, nav: "numbers" },
   CALLS_ROUTE,
   { pattern: /^#\/keys$/, screen: keys, nav: "keys" },
   { pattern: /^#\/keys\/([^/]+)$/, screen: keyEdit, nav: "keys" },

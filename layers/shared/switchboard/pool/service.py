@@ -292,4 +292,5 @@ class SendingConfigSource:
             added_at=entry.added_at if entry else None,
             routes=routes_of(number, self._catalog.instances_of_number(number.id), providers),
             pacing=number.pacing,
+            waba_id=number.waba_id,
         )
