@@ -368,8 +368,17 @@ class MessageRepository:
 
     def record_heard(self, uow: UnitOfWork, tenant: str, recipient: str, number_id: str, at: datetime) -> None:
         """That `recipient` wrote to `number_id` at `at`, joining the acceptance of the incoming
-        message (no request of its own): an unconditional update, never refused."""
-        uow.update(_affinity_item(tenant, recipient), [HEARD[number_id].set(at), AffinityItem.tenant.set(tenant)])
+        message (no request of its own). The mark never moves back: an older message accepted
+        after a newer one (a provider's late redelivery) leaves it as it is, and its condition,
+        refused then, gives way rather than cancel the message's acceptance (one more request,
+        only then; two messages of the same second are no refusal)."""
+        mark = HEARD[number_id]
+        uow.update(
+            _affinity_item(tenant, recipient),
+            [mark.set(at), AffinityItem.tenant.set(tenant)],
+            mark.does_not_exist() | (mark <= at),
+            optional=True,
+        )
 
     def record_sent(
         self,
