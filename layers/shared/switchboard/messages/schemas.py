@@ -20,6 +20,7 @@ from switchboard.messages.domain import (
     MessageStatus,
     recipient_digits,
 )
+from switchboard.messages.log_schemas import SENT_AS_DESCRIPTION, SentAsView
 from switchboard.messages.service import MediaSource, NumberWindow
 from switchboard.providers.content import (
     ContactCard,
@@ -487,6 +488,7 @@ class MessageView(View):
         )
     )
     media: MediaView | None = Field(default=None, description="A media message's file; null for other types.")
+    sent_as: SentAsView | None = Field(default=None, description=SENT_AS_DESCRIPTION)
     reply_to: str | None = None
     to: str
     source_number: str | None
@@ -512,7 +514,17 @@ class MessageView(View):
     @classmethod
     def of(cls, message: Message, preview: Callable[[MediaRef], str | None] | None = None) -> MessageView:
         """`preview(ref)`: a short-lived link to an image's stored file (None: no link)."""
-        hidden = {"tenant", "text", "content", "body_hash", "pending", "lease_token", "wake_token", "wait_checks"}
+        hidden = {
+            "tenant",
+            "text",
+            "content",
+            "body_hash",
+            "pending",
+            "lease_token",
+            "wake_token",
+            "wait_checks",
+            "window_refused_at",
+        }
         view = message.model_dump(exclude=hidden)
         view["type"] = "text" if message.content is None else kind_of(message.content)
         if message.status is not MessageStatus.WAITING:

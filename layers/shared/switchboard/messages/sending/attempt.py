@@ -59,6 +59,7 @@ class Tried:
 @dataclass(frozen=True)
 class Sent(Tried):
     provider_message_id: str
+    instead: Template | None = None  # the fallback template that left in the message's place
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ class Attempts:
             events.append(skip("send.attempt.failed", number, route, exc.code, **provider_words(exc)))
             return Transient(message, exc)
         events.append(at("message.sent", number, route, providerMessageId=provider_message_id))
-        return Sent(message, provider_message_id)
+        return Sent(message, provider_message_id, instead)
 
     def _mark_in_flight(self, message: Message, number: NumberRoutes, route: Route) -> Message:
         """Record the route before calling it. Raises AlreadyFinal when the lease was lost."""
