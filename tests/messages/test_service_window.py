@@ -200,7 +200,7 @@ def test_after_meta_failed_a_text_for_the_window_its_fallback_template_leaves_th
     assert after.content == Text(body="oi")  # the message stays what was asked
     assert [json.loads(body)["type"] for _, body in world.bodies("meta")] == ["text", "template"]
     [traced] = [e.data for e in after.trace if e.stage == "message.fallback_template"]
-    assert (traced["template"], traced["number"], traced["after"]) == ("hello_world", META.digits, "status")
+    assert (traced["template"], traced["number"], traced["after"]) == ("hello_world", META.digits, "receipt.failed")
 
 
 def test_a_late_refusal_whose_number_left_the_pool_ends_the_message_outside_the_window() -> None:

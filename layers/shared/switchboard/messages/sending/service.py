@@ -247,7 +247,7 @@ class SendingService:
                 reason=OUTSIDE_SERVICE_WINDOW,
                 template=template.name,
                 language=template.language,
-                after="status",
+                after="receipt.failed",  # Meta's status failed it after accepting the content
             )
         )
         tried = self._attempts.make(message, number, route, plan.events, instead=template)
