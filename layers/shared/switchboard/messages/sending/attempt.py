@@ -39,7 +39,7 @@ from switchboard.messages.domain import is_plain_text, media_of, quoted_id
 from switchboard.messages.ports import ContentSender
 from switchboard.messages.sending.trace import at, pending_route, provider_words, skip
 from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
-from switchboard.providers.content import Content, Reaction, Template
+from switchboard.providers.content import Content, Reaction, Template, header_file
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Secrets
@@ -207,14 +207,13 @@ class Attempts:
         return Quote(id=about, from_me=False, author=message.to)
 
     def _file(self, message: Message, instead: Template | None = None) -> OutgoingFile | None:
-        """The file leaving with the message: a media message's, or its template's header's."""
+        """The file leaving with the message: a media message's, or its template's or interactive
+        message's header's."""
         if instead is not None:
             media = instead.header_media()
         else:
             found = media_of(message)
-            media = found.media if found is not None else None
-            if media is None and isinstance(message.content, Template):
-                media = message.content.header_media()
+            media = found.media if found is not None else header_file(message.content)
         if media is None:
             return None
         ref = media.stored
