@@ -16,7 +16,7 @@ fallback template the message ends FAILED `outside_service_window`, Meta's code 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ConfigDict, StrictStr, ValidationError
 
@@ -24,10 +24,12 @@ from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import AlreadyFinal, NotFound, provider_text
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.core.ports import JobQueue
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, ReceiptStatus, SendJob, TraceEvent
 from switchboard.messages.ports import ConfigSource, StatusNotifier
 from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW
+
+if TYPE_CHECKING:
+    from switchboard.core.ports import JobQueue
 
 
 class Receipts(Protocol):
