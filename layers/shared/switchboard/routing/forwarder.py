@@ -262,7 +262,7 @@ class DownstreamForwarder:
         if media.stored is None and media.size is not None:
             # Not fetched: over WhatsApp's limit for its kind (the claim is refused as the bytes
             # would be), or over what the helpdesk takes.
-            if media.size > limits.max_bytes(media):
+            if media.size > limits.max_bytes(media.kind, animated=media.animated):
                 return None, "too_large"
             if media.size > HELPDESK_MAX_BYTES:
                 return None, "helpdesk_limit"
