@@ -1,11 +1,14 @@
 """Files a client sends with a message: uploaded straight to the media bucket, or fetched once.
 
-`POST /api/media` answers a presigned S3 PUT for one object: a short expiry, and the exact
-`Content-Type` and `Content-Length` signed in (S3 refuses any other). What the client declared
-(type, size, sha256, file name) is kept beside it (`<key>.json`), and the object is checked on
-its first use by a message: its size, its sha256 when one was declared, its type by its bytes,
-and its kind's limit. The bucket's lifecycle expires both; a `mediaId` whose object is gone is
-`expired`.
+`POST /api/media` answers a presigned S3 PUT for one object: a short expiry, and the client's
+whole declaration signed in as the object's own headers: its type and length (`Content-Type`,
+`Content-Length`) and, when given, its sha256 and file name as user metadata (`x-amz-meta-sha256`,
+`x-amz-meta-file-name`, in `X-Amz-SignedHeaders`). S3 refuses a PUT whose signed headers differ
+or are missing, and any `x-amz-*` header not signed, so the object carries exactly what the client
+declared, and the one GET that checks the object on its first use reads the declaration with it:
+its size, its sha256 when one was declared, its type by its bytes, and its kind's limit. Nothing is
+written at `POST /api/media`. The bucket's lifecycle expires the object; a `mediaId` whose object
+is gone is `media_not_found`.
 
 A client's `https` URL is fetched once, under the outbound URL policy, into the same bucket.
 
@@ -15,8 +18,9 @@ limit from `media.limits`), held to what switchboard sends as its kind (`sniff.S
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +40,9 @@ from switchboard.providers.content import Media, MediaKind, MediaRef
 
 UPLOAD_SECONDS = 300  # long enough for a phone on a slow link, short enough not to linger
 PREVIEW_SECONDS = 300  # an image's thumbnail in the console: the page shows it at once
+# The declaration's user metadata (S3 keeps the names lowercased, without `x-amz-meta-`).
+SHA256_META = "sha256"
+FILE_NAME_META = "file-name"
 
 
 def check_bytes(
@@ -99,17 +106,23 @@ class MediaUploads:
         if size > limits.LARGEST:
             raise PayloadTooLarge(f"a file is at most {limits.LARGEST} bytes", code="too_large")
         media_id = f"med_{secrets.token_hex(16)}"
-        key = self._key(tenant, media_id)
-        declared = {"mimeType": mime_type, "size": size, "fileName": file_name, "sha256": sha256}
-        self._s3.put_object(
-            Bucket=self._bucket, Key=f"{key}.json", Body=json.dumps(declared).encode(), ContentType="application/json"
-        )
-        url = self._s3.generate_presigned_url(
-            "put_object",
-            Params={"Bucket": self._bucket, "Key": key, "ContentType": mime_type, "ContentLength": size},
-            ExpiresIn=UPLOAD_SECONDS,
-        )
+        metadata: dict[str, str] = {}
+        if sha256:
+            metadata[SHA256_META] = sha256.lower()
+        if file_name:
+            metadata[FILE_NAME_META] = _header_safe(file_name)
+        params: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": self._key(tenant, media_id),
+            "ContentType": mime_type,
+            "ContentLength": size,
+        }
+        if metadata:
+            params["Metadata"] = metadata
+        # Signing costs no request: SigV4 puts every header named here in the signature.
+        url = self._s3.generate_presigned_url("put_object", Params=params, ExpiresIn=UPLOAD_SECONDS)
         headers = {"Content-Type": mime_type, "Content-Length": str(size)}
+        headers |= {f"x-amz-meta-{name}": value for name, value in metadata.items()}
         return UploadTicket(media_id, url, headers, self._clock() + timedelta(seconds=UPLOAD_SECONDS))
 
     def claim(self, tenant: str, media_id: str, kind: MediaKind) -> MediaRef:
@@ -117,15 +130,19 @@ class MediaUploads:
         (`media_not_found`, `mismatch`, `bad_type`) or `PayloadTooLarge`."""
         key = self._key(tenant, media_id)
         try:
-            declared = json.loads(self._s3.get_object(Bucket=self._bucket, Key=f"{key}.json")["Body"].read())
-            data = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+            stored = self._s3.get_object(Bucket=self._bucket, Key=key)
         except self._s3.exceptions.NoSuchKey:
             raise UnknownReference(
                 "no uploaded file has this mediaId (never uploaded, or expired)", code="media_not_found"
             ) from None
-        mime = check_bytes(kind, data, declared["mimeType"], size=declared["size"], sha256=declared.get("sha256"))
+        data = stored["Body"].read()
+        # The declaration, as the signed PUT stored it with the bytes.
+        metadata = stored.get("Metadata") or {}
+        declared_type, declared_size = stored.get("ContentType") or "", stored.get("ContentLength")
+        mime = check_bytes(kind, data, declared_type, size=declared_size, sha256=metadata.get(SHA256_META))
         digest = hashlib.sha256(data).hexdigest()
-        return MediaRef(key=key, sha256=digest, mime_type=mime, size=len(data), file_name=declared.get("fileName"))
+        file_name = _from_header(metadata.get(FILE_NAME_META))
+        return MediaRef(key=key, sha256=digest, mime_type=mime, size=len(data), file_name=file_name)
 
     def fetch_url(self, tenant: str, url: str, kind: MediaKind, file_name: str | None = None) -> MediaRef:
         """The file at `url`, fetched once into the bucket. Raises `InvalidInput` (a URL the policy
@@ -202,3 +219,19 @@ def fetch_under_policy(*, local_mode: bool = False) -> Callable[[str, int], tupl
             raise InvalidInput("the media URL could not be fetched", code="media_url_failed") from exc
 
     return fetch
+
+
+def _header_safe(file_name: str) -> str:
+    """A file name as an S3 metadata value: base64url of its UTF-8, ASCII as an HTTP header must be
+    (S3 would rewrite other characters) and within S3's 2 KB of user metadata for the longest name
+    the API takes (240 characters of 4 bytes: 1,280 characters)."""
+    return base64.urlsafe_b64encode(file_name.encode()).decode().rstrip("=")
+
+
+def _from_header(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()[:255] or None
+    except (binascii.Error, UnicodeDecodeError):
+        return None
