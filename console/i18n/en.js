@@ -255,6 +255,7 @@ export default {
   "stage.message.read": "Read",
   "stage.pool.window.open": "Within the 24-hour window",
   "stage.message.fallback_template": "Fallback template sent instead",
+  "stage.send.voice_as_audio": "Voice note sent as an audio file: this provider plays only OGG/Opus as a voice note",
 
   "field.selectionMode": "Selection mode",
   "field.affinityNumber": "Recipient's number (affinity)",

@@ -255,6 +255,7 @@ export default {
   "stage.message.read": "Lida",
   "stage.pool.window.open": "Dentro da janela de 24 h",
   "stage.message.fallback_template": "Modelo de reserva enviado no lugar",
+  "stage.send.voice_as_audio": "Mensagem de voz enviada como arquivo de áudio: este provedor só toca OGG/Opus como mensagem de voz",
 
   "field.selectionMode": "Modo de seleção",
   "field.affinityNumber": "Número do destinatário (afinidade)",
