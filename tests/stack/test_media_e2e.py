@@ -36,9 +36,11 @@ from devstack.stack import LocalStack
 from tests.support.stacks import stack_on_free_ports
 from tools.support.downstream import FakeDownstream, ServedDownstream, Upload
 
-# Above the time a redelivery waits for the killed invocation's idempotency record to expire (its
-# Lambda timeout), few enough receives that no job reaches the dead-letter queue.
+# A redelivery waits for the killed invocation's idempotency record to expire (its Lambda timeout,
+# shortened here from the template's, with time enough for a file's fetch and post): a few
+# receives a visibility timeout apart, fewer than the dead-letter queue's 8.
 VISIBILITY_SECONDS = 8
+FUNCTION_SECONDS = 20
 CRASH_CAPTION = "foto antes da queda"
 SOURCES = {  # (flavour, media delivery): the contact each writes from
     ("wuzapi", None): "5511980000001",
@@ -130,7 +132,10 @@ def sha(data: bytes) -> str:
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     stack = stack_on_free_ports(
-        "media", visibility_timeout=VISIBILITY_SECONDS, environment={"PROVIDER_TIMEOUT_SECONDS": "2"}
+        "media",
+        visibility_timeout=VISIBILITY_SECONDS,
+        function_timeout=FUNCTION_SECONDS,
+        environment={"PROVIDER_TIMEOUT_SECONDS": "2"},
     ).start()
     helpdesk = KillingHelpdesk()
     served = helpdesk.serve()

@@ -13,7 +13,8 @@ import hashlib
 from collections.abc import Callable
 from typing import Any, get_args
 
-from switchboard.core.errors import ProviderError, ProviderRejected, ProviderUnavailable
+from switchboard.core.clock import Deadline
+from switchboard.core.errors import DeadlinePassed, ProviderError, ProviderRejected, ProviderUnavailable
 from switchboard.core.observability import logger
 from switchboard.media import keys, limits, sniff
 from switchboard.media.metrics import count_unavailable
@@ -79,12 +80,14 @@ class S3Media:
 
     # --- MediaResolver ----------------------------------------------------------------------
 
-    def resolve(self, owner_tag: str | None, instance: str, message_id: str, media: Media) -> MediaRef:
+    def resolve(
+        self, owner_tag: str | None, instance: str, message_id: str, media: Media, *, deadline: Deadline | None = None
+    ) -> MediaRef:
         if media.stored is not None:
             return media.stored
         kinds: list[str] = []
         try:
-            return self._fetched(owner_tag, instance, message_id, media, kinds)
+            return self._fetched(owner_tag, instance, message_id, media, kinds, deadline=deadline)
         except MediaUnavailable as refused:
             count_unavailable(refused.reason, kinds[0] if kinds else "unknown")
             logger.info(
@@ -94,7 +97,14 @@ class S3Media:
             raise
 
     def _fetched(
-        self, owner_tag: str | None, instance: str, message_id: str, media: Media, kinds: list[str]
+        self,
+        owner_tag: str | None,
+        instance: str,
+        message_id: str,
+        media: Media,
+        kinds: list[str],
+        *,
+        deadline: Deadline | None,
     ) -> MediaRef:
         """The message's file found in the bucket, else fetched and stored; `kinds` gets the
         provider kind once known (the metric's dimension)."""
@@ -114,7 +124,7 @@ class S3Media:
         # Read no further than the kind's largest file (an animated sticker's, for a sticker): the
         # bytes themselves are then held to their own limit.
         most = limits.max_bytes(media.kind, animated=True)
-        downloaded = _downloaded(client, target, media.source, most)
+        downloaded = _downloaded(client, target, media.source, most, deadline)
         return self._store(owner_tag, instance, message_id, _with_file_name(media, downloaded), downloaded.data)
 
     # --- MediaReader ------------------------------------------------------------------------
@@ -181,12 +191,16 @@ def _reason(value: str) -> UnavailableReason:
     return "bad_type"
 
 
-def _downloaded(client: MediaDownloads, target: ProviderTarget, source: MediaSource, most: int) -> DownloadedMedia:
+def _downloaded(
+    client: MediaDownloads, target: ProviderTarget, source: MediaSource, most: int, deadline: Deadline | None
+) -> DownloadedMedia:
     """The file's bytes from its provider; provider failures become `MediaUnavailable`."""
     try:
-        return client.download_media(target, source, max_bytes=most)
+        return client.download_media(target, source, max_bytes=most, deadline=deadline)
     except MediaNotFetched as refused:
         raise MediaUnavailable(_reason(refused.reason), refused.message) from refused
+    except DeadlinePassed as exc:  # slow now, perhaps not on a later try
+        raise MediaUnavailable("too_slow", str(exc), retryable=True) from exc
     except ProviderUnavailable as exc:
         raise MediaUnavailable("provider_error", str(exc), retryable=True) from exc
     except ProviderRejected as exc:

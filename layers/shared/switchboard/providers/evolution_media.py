@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
+from switchboard.core.clock import Deadline
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
@@ -30,11 +31,19 @@ class _Base64Answer(Model):
     fileName: str | None = None
 
 
-def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int) -> DownloadedMedia:
+def download(
+    http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int, deadline: Deadline | None = None
+) -> DownloadedMedia:
     headers = {"apikey": target.instance_token or target.admin_token or ""}
     if source.via == "url" and source.url:
         data = fetch_url(
-            http, source.url, hosts=frozenset({base_host(target)}), headers={}, max_bytes=max_bytes, s3=True
+            http,
+            source.url,
+            hosts=frozenset({base_host(target)}),
+            headers={},
+            max_bytes=max_bytes,
+            s3=True,
+            deadline=deadline,
         )
         return DownloadedMedia(data=data)
     if source.via != "provider_download":
@@ -56,6 +65,7 @@ def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, ma
         route=BASE64_ROUTE,
         headers=headers,
         body={"message": {"key": key}, "convertToMp4": False},
+        deadline=deadline,
     )
     if response.status_code in (400, 404):  # "Message not found": the server no longer has it
         raise MediaNotFetched("not_found", f"the server answered {response.status_code}")

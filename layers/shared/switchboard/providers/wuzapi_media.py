@@ -14,6 +14,7 @@ from base64 import b64decode
 
 from pydantic import Field
 
+from switchboard.core.clock import Deadline
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
@@ -33,10 +34,18 @@ class _Answer(Model):
     data: _Downloaded
 
 
-def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int) -> DownloadedMedia:
+def download(
+    http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int, deadline: Deadline | None = None
+) -> DownloadedMedia:
     if source.via == "url" and source.url:
         data = fetch_url(
-            http, source.url, hosts=frozenset({base_host(target)}), headers={}, max_bytes=max_bytes, s3=True
+            http,
+            source.url,
+            hosts=frozenset({base_host(target)}),
+            headers={},
+            max_bytes=max_bytes,
+            s3=True,
+            deadline=deadline,
         )
         return DownloadedMedia(data=data)
     if source.via != "provider_download":
@@ -47,7 +56,13 @@ def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, ma
     if not body.get("DirectPath") and not body.get("Url"):
         raise MediaNotFetched("no_source", "no media path to ask the server for")
     response = http.request(
-        "POST", target.base_url, route, route=route, headers={"token": target.instance_token or ""}, body=body
+        "POST",
+        target.base_url,
+        route,
+        route=route,
+        headers={"token": target.instance_token or ""},
+        body=body,
+        deadline=deadline,
     )
     answer = http.answer(response, _Answer, http.label("POST", route))
     encoded = answer.data.Data.split(",", 1)[1] if answer.data.Data.startswith("data:") else answer.data.Data
