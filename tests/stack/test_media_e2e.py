@@ -5,9 +5,10 @@ from their provider and posts each message to a Chatwoot-shaped helpdesk that re
 byte for byte.
 
 - a photo with its caption, a voice note, a PDF with its file name, a sticker, a location, a contact
-  card and a list reply from wuzapi (base64 and S3 URL delivery), Evolution (`webhookBase64` and
-  `getBase64FromMediaMessage`), the Cloud API (media ids) and the calls-capable envelope reach the
-  conversation once each, in the order sent, files with the simulator's own bytes;
+  card and a list reply from wuzapi (base64 and S3 URL delivery), Evolution (`webhookBase64`,
+  `getBase64FromMediaMessage` and its S3/MinIO `mediaUrl`), the Cloud API (media ids) and the
+  calls-capable envelope reach the conversation once each, in the order sent, files with the
+  simulator's own bytes;
 - a quote is threaded to the quoted photo, a reaction is a reply on it;
 - a 3 MB base64 webhook is taken and its photo posted; a file announcing a size over its kind's
   limit, and a Cloud API media whose URL answers 404, are placeholders saying why;
@@ -47,6 +48,7 @@ SOURCES = {  # (flavour, media delivery): the contact each writes from
     ("wuzapi", "s3"): "5511980000002",
     ("evolution", "base64"): "5511980000003",
     ("evolution", None): "5511980000004",
+    ("evolution", "s3"): "5511980000007",
     ("meta", None): "5511980000005",
     ("calls", None): "5511980000006",
 }
