@@ -8,6 +8,7 @@ token jsonwebtoken produced for the contract).
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import hmac
 import json
@@ -379,44 +380,6 @@ EXPECTED: dict[str, dict[str, Any]] = {
         },
         "ignored": None,
     },
-    "webhook_messages_upsert_image_media_url.json": {
-        "name": "message",
-        "event_id": "9F1E2D3C4B5A69788796A5B4C3D2E1F0",
-        "seq": 1_761_057_879_000,
-        "data": {
-            "id": "9F1E2D3C4B5A69788796A5B4C3D2E1F0",
-            "from": "5511988887777",
-            "lid": "104857600012345@lid",
-            "content": {
-                "type": "media",
-                "media": {
-                    "kind": "image",
-                    "mime_type": "image/jpeg",
-                    "file_name": None,
-                    "caption": None,
-                    "size": 184533,
-                    "sha256": "623585c336648e5ebffbd7639407fcda3c9d18b32dc0029849cdbbdc7e40ab92",
-                    "seconds": None,
-                    "animated": False,
-                    "inline": False,
-                    "stored": None,
-                    "unavailable": None,
-                    # the instance keeps media in S3/MinIO: its presigned GET, fetched as it is
-                    "source": {
-                        "via": "url",
-                        "media_id": None,
-                        "url": json.loads(fixture("webhook_messages_upsert_image_media_url.json"))["data"]["message"][
-                            "mediaUrl"
-                        ],
-                        "fields": {},
-                    },
-                },
-            },
-            "timestamp": "2025-10-21T14:44:39+00:00",
-            "name": "Maria Souza",
-        },
-        "ignored": None,
-    },
     "webhook_messages_update_delivered.json": {
         "name": "receipt",
         "event_id": "3EB0C7A1F49E2D86B53A0F:DELIVERY_ACK",
@@ -452,6 +415,16 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "data": {},
         "ignored": "connecting",
     },
+}
+
+# The same image from an instance keeping media in S3/MinIO: the same event, its file by the
+# presigned GET Evolution posts (`message.mediaUrl`), fetched as it is.
+EXPECTED["webhook_messages_upsert_image_media_url.json"] = copy.deepcopy(EXPECTED["webhook_messages_upsert_image.json"])
+EXPECTED["webhook_messages_upsert_image_media_url.json"]["data"]["content"]["media"]["source"] = {
+    "via": "url",
+    "media_id": None,
+    "url": json.loads(fixture("webhook_messages_upsert_image_media_url.json"))["data"]["message"]["mediaUrl"],
+    "fields": {},
 }
 
 

@@ -20,7 +20,7 @@ from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
 from switchboard.providers.http import ProviderHttp, path_segment
-from switchboard.providers.media_fetch import base_host, fetch_url
+from switchboard.providers.media_fetch import fetch_storage_url
 
 BASE64_ROUTE = "/chat/getBase64FromMediaMessage/{instance}"
 
@@ -36,16 +36,7 @@ def download(
 ) -> DownloadedMedia:
     headers = {"apikey": target.instance_token or target.admin_token or ""}
     if source.via == "url" and source.url:
-        data = fetch_url(
-            http,
-            source.url,
-            hosts=frozenset({base_host(target)}),
-            headers={},
-            max_bytes=max_bytes,
-            s3=True,
-            deadline=deadline,
-        )
-        return DownloadedMedia(data=data)
+        return DownloadedMedia(data=fetch_storage_url(http, target, source.url, max_bytes, deadline))
     if source.via != "provider_download":
         raise MediaNotFetched("no_source", "an Evolution file is fetched by its URL or its message key")
     # The webhook mapping names the message as the route's own body does (`{"message": {"key"}}`).

@@ -60,3 +60,12 @@ def fetch_url(
     if len(data) > max_bytes:
         raise MediaNotFetched("too_large", f"{len(data)} bytes")
     return data
+
+
+def fetch_storage_url(
+    http: ProviderHttp, target: ProviderTarget, url: str, max_bytes: int, deadline: Deadline | None = None
+) -> bytes:
+    """A file a server stored in S3 (wuzapi's S3 delivery, Evolution's S3/MinIO storage): by its
+    URL, on the server's own host or Amazon S3's, without credentials (a public or presigned URL)."""
+    hosts = frozenset({base_host(target)})
+    return fetch_url(http, url, hosts=hosts, headers={}, max_bytes=max_bytes, s3=True, deadline=deadline)

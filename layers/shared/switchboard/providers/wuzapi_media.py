@@ -19,7 +19,7 @@ from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
 from switchboard.providers.http import ProviderHttp
-from switchboard.providers.media_fetch import base_host, fetch_url
+from switchboard.providers.media_fetch import fetch_storage_url
 
 ROUTES = {"image": "image", "sticker": "image", "video": "video", "audio": "audio", "voice": "audio"}
 FIELDS = ("Url", "DirectPath", "MediaKey", "Mimetype", "FileEncSHA256", "FileSHA256", "FileLength")
@@ -38,16 +38,7 @@ def download(
     http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int, deadline: Deadline | None = None
 ) -> DownloadedMedia:
     if source.via == "url" and source.url:
-        data = fetch_url(
-            http,
-            source.url,
-            hosts=frozenset({base_host(target)}),
-            headers={},
-            max_bytes=max_bytes,
-            s3=True,
-            deadline=deadline,
-        )
-        return DownloadedMedia(data=data)
+        return DownloadedMedia(data=fetch_storage_url(http, target, source.url, max_bytes, deadline))
     if source.via != "provider_download":
         raise MediaNotFetched("no_source", "a wuzapi file is fetched by its URL or its download route")
     kind = str(source.fields.get("kind") or "document")
