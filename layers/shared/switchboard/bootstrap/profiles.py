@@ -158,6 +158,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         messages_deps.media_uploads: messages.media_uploads,
         people_deps.users_service: people.users_service,
         people_deps.pool_sign_in: people.pool_sign_in,
+        people_deps.authenticator_service: people.authenticator_service,
         pool_deps.pool_service: pool.pool_service,
         catalog_deps.webhook_setup: providers.webhook_setup,
         catalog_deps.pairing_service: providers.pairing_service,
