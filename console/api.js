@@ -125,6 +125,11 @@ export const api = {
   answerMfa: (email, session, code) => send("POST", "/api/sign-in/mfa", { email, session, code }, {}, null),
   // Ends every token of the person (this tab's, and their other tabs' and devices'); a key is just forgotten.
   signOut: () => (session.isPerson() ? request("POST", "/api/sign-out") : Promise.resolve(null)),
+  // A person's own authenticator app (two-step verification).
+  authenticator: () => request("GET", "/api/me/authenticator"),
+  startAuthenticator: () => request("POST", "/api/me/authenticator"),
+  confirmAuthenticator: (code) => request("POST", "/api/me/authenticator/confirm", { code }),
+  turnOffAuthenticator: () => request("DELETE", "/api/me/authenticator"),
   users: () => request("GET", "/api/users"),
   inviteUser: (body) => request("POST", "/api/users", body),
   updateUser: (id, changes) => request("PATCH", `/api/users/${enc(id)}`, changes),

@@ -21,8 +21,11 @@ import { refusal } from "./dom.js";
 // The operators' view: a customer's conversation and the webhook deliveries.
 import * as conversation from "./screens/conversation.js";
 import * as deliveries from "./screens/deliveries.js";
+// A person's own account (two-step verification), for admins and attendants alike.
+import * as account from "./screens/account.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
+const ACCOUNT_ROUTE = { pattern: /^#\/account$/, screen: account, nav: "account" };
 const ADMIN_ROUTES = [
   { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
   { pattern: /^#\/numbers\/connect$/, screen: connect, nav: "numbers" },
@@ -46,6 +49,7 @@ const NAV = [
   ["usage", "#/usage"],
   ["audit", "#/audit"],
   ["users", "#/users"],
+  ["account", "#/account"],
 ];
 
 const root = document.getElementById("app");
@@ -142,8 +146,9 @@ function header(activeNav) {
           h(
             "ul",
             {},
-            // An agent key has the calls panel only; the administration screens need an admin key.
-            NAV.filter(([name]) => isAdmin || name === "calls").map(([name, href]) =>
+            // An agent key has the calls panel only; the administration screens need an admin key; a
+            // person (admin or attendant) also has their own account.
+            NAV.filter(([name]) => (name === "account" ? session.isPerson() : isAdmin || name === "calls")).map(([name, href]) =>
               h(
                 "li",
                 {},
@@ -258,7 +263,10 @@ function route({ keepMessages = false } = {}) {
   const isAdmin = me.scopes.includes("admin");
   let match = null;
   let found = null;
-  if (isAdmin) {
+  if (session.isPerson() && ACCOUNT_ROUTE.pattern.test(location.hash)) {
+    found = ACCOUNT_ROUTE;
+    match = [location.hash];
+  } else if (isAdmin) {
     for (const candidate of ADMIN_ROUTES) {
       match = candidate.pattern.exec(location.hash);
       if (match) {
