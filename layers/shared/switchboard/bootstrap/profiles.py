@@ -68,7 +68,8 @@ class MissingSetting(RuntimeError):
 _QUEUES = ("FORWARD_QUEUE_URL", "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
 REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
     "calls_api": ("RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
-    "catalog_api": ("CLIENT_WEBHOOK_QUEUE_URL",),
+    # An instance's test message goes onto SendQueue.
+    "catalog_api": ("CLIENT_WEBHOOK_QUEUE_URL", "SEND_QUEUE_URL"),
     "live_tickets_api": ("LIVE_URL",),
     "messages_api": ("SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
     # Replays go back onto ClientWebhookQueue.

@@ -94,6 +94,9 @@ class Message(Record):
     # The message this one quotes: switchboard's id of a message sent to this recipient, or
     # the provider's id of a message in this conversation.
     reply_to: str | None = None
+    # The one instance it may leave through (the console's test message of that instance), not
+    # the key's number or pool; None for every message sent through the API.
+    pinned_instance: str | None = None
     body_hash: str
     idempotency_key: str | None = None
     status: MessageStatus = MessageStatus.QUEUED
@@ -139,6 +142,8 @@ class SendJob(Model):
     # Set on the delayed job that wakes a WAITING message: the lease token of the worker that
     # made it wait, which it writes as the message's `wake_token`. Any other job skips it.
     wake: str | None = None
+    # The message's `pinned_instance`: the plan is that instance alone, not the key's numbers.
+    instance: str | None = None
 
 
 class Claim(Model):
