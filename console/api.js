@@ -77,8 +77,22 @@ export class ApiError extends Error {
   }
 }
 
+let unauthorized = () => {};
+
+/** `fn` is called when the API refuses the tab's own credential (401): the key was revoked, the
+ * person disabled or signed out elsewhere, the session ended. Whatever screen asked, the shell
+ * signs the tab out and says why; the screen's own refusal is then gone with it. */
+export function whenUnauthorized(fn) {
+  unauthorized = fn;
+}
+
 async function request(method, path, body, extraHeaders = {}) {
-  return send(method, path, body, extraHeaders, await freshToken());
+  try {
+    return await send(method, path, body, extraHeaders, await freshToken());
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) unauthorized(error);
+    throw error;
+  }
 }
 
 async function send(method, path, body, extraHeaders, key) {

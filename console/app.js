@@ -1,7 +1,7 @@
 // The console's shell: sign-in, the header and navigation, hash routing, live updates, and the
 // two announcement regions every screen reports through.
 
-import { api, ApiError, session } from "./api.js";
+import { api, ApiError, session, whenUnauthorized } from "./api.js";
 import { h, clear, debounce } from "./dom.js";
 import { t, lang, setLang } from "./i18n.js";
 import { Live } from "./live.js";
@@ -90,7 +90,6 @@ export const notify = {
     const said = error instanceof ApiError ? refusal(error, context) : h("p", {}, describeError(error, context));
     said.removeAttribute("role"); // the region is the alert already
     clear(alertRegion, said);
-    if (error instanceof ApiError && error.status === 401) signOut(t("signin.expired"));
   },
   clear() {
     clear(statusRegion);
@@ -233,6 +232,9 @@ async function signInWith(key) {
   const wanted = ADMIN_ROUTES.some((candidate) => candidate.pattern.test(location.hash)) ? location.hash : "#/numbers";
   navigate(me.scopes.includes("admin") ? wanted : "#/calls");
 }
+
+// A 401 on any screen's request: the tab's credential no longer counts (see api.js).
+whenUnauthorized(() => me && signOut(t("signin.expired")));
 
 function signOut(reason) {
   const wasPerson = session.isPerson();

@@ -499,7 +499,6 @@ export default {
   "error.code.webhook_scheme_not_supported": "This kind of provider does not sign webhooks that way.",
   "error.code.number_in_use": "The number still has instances: delete them first.",
   "error.code.provider_in_use": "The server still has instances: delete them first.",
-  "error.code.not_a_person": "Only a person signs out: a key is revoked.",
   "error.code.last_admin_key": "It is the last admin key: create another one first.",
   "error.code.pool_full": "The pool already has 10 numbers.",
   "error.code.number_already_in_pool": "The number is already in the pool.",
@@ -943,4 +942,19 @@ export default {
   "action.user.authenticator.disable": "Two-step verification turned off",
   "action.webhook_delivery.replayed": "Webhook delivery replayed",
   "action.webhook_delivery.replayed_range": "A period's failed deliveries replayed",
+
+  // Refusals said at their fields and next to their actions, on every screen.
+  "error.field.scopes.scope_required": "Choose at least one scope.",
+  "error.field.temporaryPassword.password_short": "The password needs at least 12 characters.",
+  "error.field.email.email_invalid": "This is not an email address.",
+  "error.field.email.missing": "Type the email.",
+  "error.field.callsMaxConcurrent.limit_range": "The limit goes from 1 to 8 calls.",
+  "error.code.queue_unavailable": "The request did not get into the queue: try again in a moment.",
+  "error.code.not_a_person": "Only a person does this: an API key does not.",
+  "users.inviteFailed": "Could not invite",
+  "users.changeFailed": "Could not change {email}",
+  "users.loadFailed": "Could not list the users",
+  "audit.person": "{email}",
+  "error.field.webhookUrl.string_pattern_mismatch": "Use an http(s):// address.",
+  "error.field.from.string_pattern_mismatch": "Use the number with country and area code, digits only: for example 5511912345678.",
 };

@@ -499,7 +499,6 @@ export default {
   "error.code.webhook_scheme_not_supported": "Este tipo de provedor não assina webhooks assim.",
   "error.code.number_in_use": "O número ainda tem instâncias: apague-as primeiro.",
   "error.code.provider_in_use": "O servidor ainda tem instâncias: apague-as primeiro.",
-  "error.code.not_a_person": "Só uma pessoa sai da sessão: uma chave é revogada.",
   "error.code.last_admin_key": "É a última chave admin: crie outra antes.",
   "error.code.pool_full": "O pool já tem 10 números.",
   "error.code.number_already_in_pool": "O número já está no pool.",
@@ -943,4 +942,19 @@ export default {
   "action.user.authenticator.disable": "Verificação em duas etapas desativada",
   "action.webhook_delivery.replayed": "Entrega de webhook reenviada",
   "action.webhook_delivery.replayed_range": "Entregas falhas de um período reenviadas",
+
+  // Refusals said at their fields and next to their actions, on every screen.
+  "error.field.scopes.scope_required": "Escolha pelo menos um escopo.",
+  "error.field.temporaryPassword.password_short": "A senha precisa de pelo menos 12 caracteres.",
+  "error.field.email.email_invalid": "Isto não é um endereço de e-mail.",
+  "error.field.email.missing": "Informe o e-mail.",
+  "error.field.callsMaxConcurrent.limit_range": "O limite vai de 1 a 8 ligações.",
+  "error.code.queue_unavailable": "O pedido não entrou na fila: tente de novo em instantes.",
+  "error.code.not_a_person": "Só uma pessoa faz isto: uma chave de API, não.",
+  "users.inviteFailed": "Não foi possível convidar",
+  "users.changeFailed": "Não foi possível alterar {email}",
+  "users.loadFailed": "Não foi possível listar os usuários",
+  "audit.person": "{email}",
+  "error.field.webhookUrl.string_pattern_mismatch": "Use um endereço http(s)://.",
+  "error.field.from.string_pattern_mismatch": "Use o número com código do país e DDD, só dígitos: por exemplo 5511912345678.",
 };
