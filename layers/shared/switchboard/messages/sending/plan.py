@@ -174,7 +174,10 @@ class Planner:
 
     def config_if_readable(self, job: SendJob) -> SendingConfig | None:
         """The key's configuration, so a failure after an unexpected error still reaches the
-        client's webhook; None when it cannot be read either (the failure is still recorded)."""
+        client's webhook; None when it cannot be read either (the failure is still recorded), or
+        for a pinned message, which tells no client webhook."""
+        if job.instance is not None:
+            return None
         try:
             return self._configs.get(job.tenant, job.api_key_id)
         except Exception:
