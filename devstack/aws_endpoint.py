@@ -22,7 +22,9 @@ objects, which moto's reset still reads there to close their buffers, stay track
 
 moto backs every transaction up by copying whole tables, a cost that grows with the table; the
 endpoint installs an item-level backup instead (`devstack.moto_transactions`), so the local stack
-does not slow down as its tables fill, as DynamoDB does not.
+does not slow down as its tables fill, as DynamoDB does not. A FIFO queue remembers the
+deduplication ids it accepted for SQS's five minutes, deleted messages included
+(`devstack.moto_fifo`), as SQS does.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from moto.core.common_models import BaseModel
 from moto.core.model_instances import model_data
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
-from devstack import moto_transactions
+from devstack import moto_fifo, moto_transactions
 from devstack.serving import Server
 
 StartResponse = Callable[..., Any]
@@ -178,6 +180,7 @@ class AwsEndpoint:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
         moto_transactions.install()
+        moto_fifo.install()
         forget_model_instances()
         self._app = SerializedApp(DomainDispatcherApplication(create_backend_app))
         self._server = Server(self._app, name="aws-endpoint", host=host, port=port, handler=QuietMotoHandler)

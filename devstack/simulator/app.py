@@ -23,7 +23,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from devstack.simulator import schemas
+from devstack.simulator import incoming, schemas
 from devstack.simulator.dialects import calls, evolution, meta, wuzapi
 from devstack.simulator.media import MediaSessions
 from devstack.simulator.model import SimError
@@ -239,8 +239,22 @@ class SimulatorApp:
         body = parse_body(request, schemas.IncomingMessageBody)
         if body.type == "text" and body.text is None:
             raise SimError(400, "invalid_request", "text: a text message needs its text")
+        options = incoming.ArrivalOptions(
+            mode=body.media_delivery,
+            file_size=body.file_size,
+            announced_size=body.announced_size,
+            quote=body.quote,
+            media_fails=body.media_fails,
+            base_url=request.host_url.rstrip("/"),
+        )
         message = self.state.incoming_message(
-            instance_id, body.from_, body.text or "", body.type, push_name=body.push_name, addressing=body.addressing
+            instance_id,
+            body.from_,
+            body.text or "",
+            body.type,
+            push_name=body.push_name,
+            addressing=body.addressing,
+            options=options,
         )
         return json_answer(message)
 

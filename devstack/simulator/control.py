@@ -92,12 +92,35 @@ class SimulatorControl:
         wuzapi `DirectPath` answers 500 (a failed download)."""
         self._post("/_sim/media/fail", {"id": media_id})
 
-    def incoming(self, instance_id: str, sender: str, *, kind: str = "text", text: str | None = None) -> dict[str, Any]:
+    def incoming(
+        self,
+        instance_id: str,
+        sender: str,
+        *,
+        kind: str = "text",
+        text: str | None = None,
+        media_delivery: str | None = None,
+        file_size: int | None = None,
+        announced_size: int | None = None,
+        quote: str | None = None,
+        media_fails: bool = False,
+    ) -> dict[str, Any]:
         """Any kind of incoming message (`text`, `image`, `audio`, `video`, `document`, `sticker`,
-        `location`, `reaction`): `{id, eventId}`, the sender's message id and the simulator's event id."""
+        `location`, `reaction`, `contacts`, `list`): `{id, eventId}`, the sender's message id and
+        the simulator's event id. `media_delivery`: how its file travels (the server's setting);
+        `file_size`: the file padded to that size; `announced_size`: the size the message claims;
+        `quote`: the id of the message it quotes (a reaction's: the message it reacts to);
+        `media_fails`: its file cannot be downloaded."""
         body: dict[str, Any] = {"from": sender, "type": kind}
-        if text is not None:
-            body["text"] = text
+        optional = {
+            "text": text,
+            "mediaDelivery": media_delivery,
+            "fileSize": file_size,
+            "announcedSize": announced_size,
+            "quote": quote,
+            "mediaFails": media_fails or None,
+        }
+        body |= {name: value for name, value in optional.items() if value is not None}
         return self._post(f"/_sim/instances/{instance_id}/incoming-message", body)
 
     def incoming_call(self, instance_id: str, sender: str, *, video: bool = False) -> str:

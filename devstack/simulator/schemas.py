@@ -179,7 +179,9 @@ class GlobalWebhookBody(ControlBody):
     previous_secret: StrictStr | None = Field(default=None, alias="previousSecret", min_length=1, repr=False)
 
 
-IncomingType = Literal["text", "image", "audio", "video", "document", "sticker", "location", "reaction"]
+IncomingType = Literal[
+    "text", "image", "audio", "video", "document", "sticker", "location", "reaction", "contacts", "list"
+]
 
 
 class IncomingMessageBody(ControlBody):
@@ -195,6 +197,18 @@ class IncomingMessageBody(ControlBody):
     # How WhatsApp addressed the chat (Evolution only): by phone number with the LID beside it,
     # by LID with the number beside it, or by LID alone (the number hidden).
     addressing: Literal["pn", "lid", "lid_only"] = "pn"
+    # How a file travels, as the server's setting has it (`incoming.DELIVERY_MODES`; null: the
+    # server's default): wuzapi base64 | s3 | both, Evolution base64 (webhookBase64 on) | none,
+    # the envelope base64 | url, the Cloud API id.
+    media_delivery: StrictStr | None = Field(default=None, alias="mediaDelivery")
+    # The file padded to this many bytes (a large photo); the size the message announces when it
+    # is not the file's (a file over the kind's limit, never to be fetched).
+    file_size: StrictInt | None = Field(default=None, alias="fileSize", ge=1, le=20 * 1024 * 1024)
+    announced_size: StrictInt | None = Field(default=None, alias="announcedSize", ge=0)
+    # The id of the message the customer quoted (a reaction's: the message it reacts to).
+    quote: StrictStr | None = Field(default=None, min_length=1, max_length=256)
+    # The file cannot be downloaded from the start (the Cloud API: its media URL answers 404).
+    media_fails: StrictBool = Field(default=False, alias="mediaFails")
 
 
 class IncomingCallBody(ControlBody):

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import parse_qsl
 
+from devstack.simulator import incoming
+from devstack.simulator.incoming import ArrivalOptions
 from devstack.simulator.model import (
     Call,
     Delivery,
@@ -84,9 +86,11 @@ class Dialect(Protocol):
         """Post a customer's text; returns (the sender's message id, the simulator's event id)."""
 
     def media_arrived(
-        self, records: Records, instance: Instance, sender: str, caption: str, kind: str
+        self, records: Records, instance: Instance, sender: str, caption: str, kind: str, *, options: ArrivalOptions
     ) -> tuple[str, str]:
-        """Post a customer's message of another kind (`incoming`); returns (message id, event id)."""
+        """Post a customer's message of another kind, or a quoting text (`incoming`), its file
+        travelling as `delivery` says; returns (message id, event id). Raises SimError for a
+        delivery mode this server does not have."""
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
         """Post the recipient's receipt of a message the instance sent."""
@@ -134,8 +138,14 @@ class Records:
         # Files the Graph API serves by media id (Meta's media endpoints): id -> (bytes, type).
         self.meta_media: dict[str, tuple[bytes, str]] = {}
         self.failing_media: set[str] = set()  # ids whose download answers 404 (an expired id)
+        self.failing_downloads: set[str] = set()  # Meta media ids whose node answers, their URL 404
         # Files a server keeps by the message that brought them (Evolution's getBase64 route).
         self.message_media: dict[str, tuple[bytes, str, str]] = {}  # message id -> (bytes, type, kind)
+        # Every file a customer sent, by message id (a download route finds it by its digest).
+        self.message_files: dict[str, bytes] = {}
+        # Files served at a URL (wuzapi's S3 bucket, the envelope's media URLs): key -> (bytes,
+        # type, message id).
+        self.url_files: dict[str, tuple[bytes, str, str]] = {}
 
     # --- instances ---------------------------------------------------------------------------
 
@@ -184,6 +194,19 @@ class Records:
         self._delivered[key] = message
         instance.contacts.add(recipient)
         return message
+
+    def keep_file(self, arrival: incoming.Arrival, flavour: str) -> None:
+        """A customer's file, kept where its server serves it from: by its digest (download
+        routes), at its URL when it travels by one (wuzapi's S3, the envelope's own URLs)."""
+        if arrival.kind not in incoming.DOWNLOADABLE:
+            return
+        self.message_files[arrival.message_id] = arrival.data
+        if arrival.options.media_fails and flavour != "meta":
+            self.failing_media.add(arrival.message_id)
+        mode = arrival.options.mode
+        if (flavour == "wuzapi" and mode in ("s3", "both")) or (flavour == "calls" and mode == "url"):
+            key = incoming.file_url(arrival, flavour)[1]
+            self.url_files[key] = (arrival.data, incoming.declared_type(arrival.kind), arrival.message_id)
 
     def last_sent_to(self, instance: Instance, recipient: str) -> str | None:
         """The id of the last message the instance sent `recipient` (what a reaction reacts to)."""
@@ -542,10 +565,12 @@ class SimulatorState:
         *,
         push_name: str | None = "Cliente",
         addressing: str = "pn",
+        options: ArrivalOptions | None = None,
     ) -> dict[str, Any]:
         """A message from `sender` arrives, posted as the instance's server posts it: `{id, eventId}`
         (`eventId` is the simulator's, for `/_sim/webhooks/redeliver`; the calls envelope's too).
-        `kind` other than text: `text` is the caption of an image, video or document.
+        `kind` other than text: `text` is the caption of an image, video or document. `options`:
+        how its file travels, and the message it quotes (`incoming.ArrivalOptions`).
 
         `addressing` (Evolution only) is how WhatsApp addressed the chat: `pn`, `lid` or
         `lid_only` (see `payloads.evolution_upsert`)."""
@@ -559,8 +584,13 @@ class SimulatorState:
                 raise SimError(400, "not_on_this_server", "only the Evolution server simulates LID-addressed chats")
             sender = sender.lstrip("+")
             instance.contacts.add(sender)
-            if kind != "text":
-                message_id, event_id = dialect.media_arrived(records, instance, sender, text, kind)
+            options = options or ArrivalOptions()
+            try:
+                incoming.checked_mode(dialect.flavour, options)
+            except ValueError as refused:
+                raise SimError(400, "not_on_this_server", str(refused)) from None
+            if kind != "text" or options.quote:
+                message_id, event_id = dialect.media_arrived(records, instance, sender, text, kind, options=options)
             else:
                 message_id, event_id = dialect.text_arrived(
                     records, instance, sender, text, push_name=push_name, addressing=addressing

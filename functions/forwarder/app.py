@@ -1,8 +1,10 @@
 """Forward queue consumer: posts incoming messages to their tenant's downstream.
 
-Partial batch responses: a failed record returns to the queue alone (retries, then the DLQ).
-Each message is forwarded at most once per provider event (Powertools idempotency keyed by the
-event id, built in the composition root's routing components).
+The queue is FIFO, one message group per conversation: a failed record returns to the queue with
+the records of its group after it (retries, then the DLQ), while other groups go on
+(`SqsFifoPartialProcessor`, `skip_group_on_error`). Each message is forwarded at most once per
+provider event (Powertools idempotency keyed by the event id, built in the composition root's
+routing components).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from switchboard.coldstart import imported
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -24,11 +26,12 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
 forwarder = bootstrap.forwarder()
-processor = BatchProcessor(event_type=EventType.SQS)
+processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def record_handler(record: SQSRecord) -> None:
-    forwarder.forward()(message=IncomingMessage.model_validate_json(record.body))
+    received = int(record.attributes.approximate_receive_count or 1)
+    forwarder.forward()(message=IncomingMessage.model_validate_json(record.body), receive_count=received)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -71,3 +71,16 @@ def test_a_line_the_workload_does_not_use_is_left_out() -> None:
     usage = cost.Usage(functions={"api": cost.FunctionUse(invocations=1, billed_ms=1, memory_mb=128)})
 
     assert set(cost.cost_per_million(usage)) == {"Lambda requests", "Lambda duration", "CloudWatch Logs"}
+
+
+def test_s3_is_priced_per_request_class_and_per_byte_kept_for_the_buckets_retention() -> None:
+    kept = 100 * 1024
+    usage = cost.Usage(s3_write_requests=1, s3_read_requests=2, s3_stored_bytes=kept, sqs_fifo_requests=2)
+
+    lines = cost.cost_per_million(usage)
+
+    retention = cost.media_retention_days()
+    assert retention == 15  # the media bucket's lifecycle expiry in template.yaml
+    stored = kept / 2**30 * 0.023 * retention / 30
+    assert lines["S3"] == pytest.approx((0.005 / 1000 + 2 * 0.0004 / 1000 + stored) * 1e6)
+    assert lines["SQS"] == pytest.approx(2 * 0.50)  # the FIFO rate

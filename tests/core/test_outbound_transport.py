@@ -26,7 +26,7 @@ from switchboard.core.urls import LOOPBACK, IPAddress, OutboundPolicy
 from switchboard.messages.webhook_http import HttpxPoster
 from switchboard.providers.http import ProviderHttp
 from switchboard.routing.chatwoot import ChatwootClient
-from switchboard.routing.domain import DownstreamTarget, IncomingMessage
+from switchboard.routing.domain import DownstreamPost, DownstreamTarget, IncomingMessage
 
 PUBLIC = ipaddress.ip_address("93.184.215.14")
 LOCAL = ipaddress.ip_address("127.0.0.1")
@@ -280,7 +280,7 @@ def _calls(port: int, host: str) -> dict[str, typing.Callable[[], object]]:
         "provider": lambda: provider.request(
             "GET", f"https://{host}:{port}", "/session/status", route="/session/status", headers={}
         ),
-        "downstream": lambda: downstream.post_incoming(target, message),
+        "downstream": lambda: downstream.post_incoming(target, message, DownstreamPost(content="hi")),
         "client webhook": lambda: poster.post(f"https://{host}:{port}/hooks", b"{}", {}),
     }
 

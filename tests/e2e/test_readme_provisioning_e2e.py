@@ -144,7 +144,10 @@ def test_the_readme_provisioning_block_runs_as_printed_and_its_tenant_sends_rece
     mapped = next(answer for answer in answers if answer.get("downstream"))["downstream"]
     assert (mapped["downstreamBaseUrl"], mapped["downstreamAccountId"], mapped["downstreamInboxId"]) == (url, 3, 7)
     assert all("cw-readme-user-token" not in json.dumps(answer) for answer in answers)
-    webhook_url = next(answer for answer in answers if answer.get("webhookUrl"))["webhookUrl"]
+    # The provider's answer carries the URL its webhooks go to; the inbox's is the instance's.
+    provider = next(answer for answer in answers if answer.get("kind") == "wuzapi")
+    assert provider["webhookUrl"].startswith(f"{stack.api_url}/webhooks/")
+    webhook_url = next(answer for answer in answers if "token=" in (answer.get("webhookUrl") or ""))["webhookUrl"]
     assert webhook_url.startswith(f"{stack.api_url}/api/tenants/acme/instances/support-1/webhook?token=")
 
     stack.sim.incoming_message(user, "5511988887777", "oi, recebi")

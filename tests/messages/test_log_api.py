@@ -4,6 +4,7 @@ no other tenant's; incoming messages with what became of them downstream."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -197,6 +198,18 @@ def test_a_forward_that_reaches_the_downstream_is_forwarded(
 
     (item,) = client.get("/api/messages?direction=in", key=catalog.tenant.admin).json()["items"]
     assert (item["status"], item["outcome"]) == ("FORWARDED", "forwarded")
+
+    # A photo whose bytes are an executable: refused at the ingest, a placeholder for the agent.
+    executable = {"mimeType": "image/jpeg", "base64": base64.b64encode(b"MZ\x90\x00" + bytes(64)).decode()}
+    photo = {key: value for key, value in message_data().items() if key != "text"}
+    photo |= {"type": "image", "text": "meu RG", "media": executable}
+    deliver(client, catalog.provider_id, envelope("message", catalog.provider_instance_id, photo))
+    forward_all(aws, http_api)
+
+    placeholder, _ = client.get("/api/messages?direction=in", key=catalog.tenant.admin).json()["items"]
+    assert (placeholder["status"], placeholder["outcome"]) == ("FORWARDED", "forwarded: placeholder (bad_type)")
+    [posted] = [m for ms in fake.posted.values() for m in ms if m["source_id"] == photo["id"]]
+    assert posted["content"] == "[imagem indisponível: o tipo do arquivo não é permitido]\nmeu RG"
 
 
 def test_a_contacts_conversation_holds_both_directions_in_order(

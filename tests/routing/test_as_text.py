@@ -1,5 +1,5 @@
-"""What an agent reads of each kind of customer message while files are not attached: never
-nothing, never a bare placeholder without what it was about."""
+"""What an agent reads of each kind of customer message in words: never nothing, never a bare
+placeholder without what it was about."""
 
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ from switchboard.routing.as_text import as_text
         (Text(body="olá"), "olá"),
         (
             MediaMessage(media=Media(kind="image", caption="Segue o comprovante")),
-            "[imagem recebido(a): o arquivo ainda não é encaminhado ao helpdesk]\nSegue o comprovante",
+            "[imagem]\nSegue o comprovante",
         ),
         (
             MediaMessage(media=Media(kind="document", file_name="boleto.pdf")),
-            "[documento boleto.pdf recebido(a): o arquivo ainda não é encaminhado ao helpdesk]",
+            "[documento boleto.pdf]",
         ),
         (
             Location(latitude=-23.55, longitude=-46.63, name="Loja", address="Av. Paulista, 1000"),

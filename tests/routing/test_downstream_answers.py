@@ -12,7 +12,7 @@ import pytest
 
 from switchboard.core.errors import DownstreamError
 from switchboard.routing.chatwoot import ChatwootClient, lid_note
-from switchboard.routing.domain import DownstreamTarget, IncomingMessage
+from switchboard.routing.domain import DownstreamPost, DownstreamTarget, IncomingMessage
 
 TARGET = DownstreamTarget(
     base_url="https://chatwoot.example", account_id=1, inbox_id=2, api_token="cw-token", source="tenant"
@@ -31,7 +31,7 @@ def test_a_contact_search_answered_with_garbage_fails_the_forward_so_it_is_retri
     )
 
     with pytest.raises(DownstreamError) as refused:
-        client.post_incoming(TARGET, MESSAGE)
+        client.post_incoming(TARGET, MESSAGE, DownstreamPost(content=MESSAGE.text))
 
     assert "unreadable" in str(refused.value)
     assert "cw-token" not in str(refused.value)
@@ -52,7 +52,11 @@ class Chatwoot:
     def transport(self) -> httpx.MockTransport:
         def handle(request: httpx.Request) -> httpx.Response:
             route = re.sub(r"/[0-9]+", "/{id}", request.url.path.removeprefix("/api/v1/accounts/1"))
-            self.requests.append((request.method, route, json.loads(request.content) if request.content else None))
+            try:
+                body = json.loads(request.content) if request.content else None
+            except ValueError:
+                body = request.content  # a multipart body
+            self.requests.append((request.method, route, body))
             name = self.answers[(request.method, route)]
             return httpx.Response(200, content=(CONTRACT / name).read_bytes())
 
@@ -86,7 +90,7 @@ def test_against_chatwoots_answers_a_new_lid_only_contact_is_created_with_its_no
     )
     client = ChatwootClient(local_mode=True, transport=chatwoot.transport())
 
-    assert client.post_incoming(ACCOUNT_1, LID_ONLY) == 12
+    assert client.post_incoming(ACCOUNT_1, LID_ONLY, DownstreamPost(content=LID_ONLY.text)).conversation_id == 12
 
     assert [(method, route) for method, route, _ in chatwoot.requests] == [
         ("GET", "/contacts/search"),
@@ -114,7 +118,7 @@ def test_against_chatwoots_answers_a_lid_contact_with_its_note_gets_no_second_on
     searched["payload"][0] |= {"phone_number": None, "identifier": lid, "name": lid}
     client = ChatwootClient(local_mode=True, transport=with_search(chatwoot, searched))
 
-    client.post_incoming(ACCOUNT_1, LID_ONLY)
+    client.post_incoming(ACCOUNT_1, LID_ONLY, DownstreamPost(content=LID_ONLY.text))
 
     assert [(method, route, body) for method, route, body in chatwoot.requests if method != "GET"] == [
         ("PUT", "/contacts/{id}", {"name": "Carlos Pereira"}),
@@ -145,7 +149,9 @@ def test_against_chatwoots_answers_a_contact_named_by_its_number_is_renamed_with
     chatwoot = Chatwoot({("PUT", "/contacts/{id}"): "api_contacts_update.json", **CONVERSATION_ROUTES})
     message = MESSAGE.model_copy(update={"sender": "16505551234", "sender_name": "Sheena Nelson"})
 
-    ChatwootClient(local_mode=True, transport=with_search(chatwoot, searched)).post_incoming(ACCOUNT_1, message)
+    ChatwootClient(local_mode=True, transport=with_search(chatwoot, searched)).post_incoming(
+        ACCOUNT_1, message, DownstreamPost(content=message.text)
+    )
 
     assert [(method, body) for method, _, body in chatwoot.requests if method == "PUT"] == [
         ("PUT", {"name": "Sheena Nelson"})

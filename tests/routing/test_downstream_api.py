@@ -14,7 +14,9 @@ import pytest
 from switchboard import bootstrap
 from switchboard.core.secrets import SecretStore
 from switchboard.routing.chatwoot import ChatwootClient
+from switchboard.routing.domain import IncomingMessage
 from switchboard.routing.dynamo import RoutingRepository
+from switchboard.routing.forward_queue import message_group
 from switchboard.routing.service import DownstreamResolver, GlobalDownstream
 from tests.support.samples import sample_event
 from tools.support.api import SECRET_WATCH, Client
@@ -45,13 +47,19 @@ def put_mapping(client: Client, key: str, owner_tag: str = "acme", **changes: An
 
 
 def run_forwarder(client: Client, aws: AwsResources) -> dict[str, Any]:
-    """Feed every message waiting on the forward queue to the forwarder function, as SQS would."""
-    arn = "arn:aws:sqs:us-east-1:123456789012:ForwardQueue"
-    records = [
-        received_record(message, arn, attributes={"ApproximateReceiveCount": "1"})
-        for message in aws.queue_messages("ForwardQueue")
-    ]
+    """Feed every message waiting on the forward queue to the forwarder function, as SQS would,
+    and delete those it took (the queue is FIFO: a conversation's next message waits for them)."""
+    arn = "arn:aws:sqs:us-east-1:123456789012:ForwardQueue.fifo"
+    received = aws.queue_messages("ForwardQueue")
+    if not received:
+        return {"batchItemFailures": []}  # Lambda never invokes with no records
+    records = [received_record(message, arn, attributes={"ApproximateReceiveCount": "1"}) for message in received]
     answer: dict[str, Any] = client._api.functions.invoke("ForwarderFunction", {"Records": records})
+    failed = {failure["itemIdentifier"] for failure in answer.get("batchItemFailures", [])}
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    for message in received:
+        if message["MessageId"] not in failed:
+            sqs.delete_message(QueueUrl=aws.queues["ForwardQueue"], ReceiptHandle=message["ReceiptHandle"])
     return answer
 
 
@@ -177,7 +185,13 @@ def test_given_the_same_forward_delivered_twice_by_sqs_then_the_downstream_gets_
     deliver(client, catalog.provider_id, body)
     [job] = aws.queue_messages("ForwardQueue")
     sqs = boto3.client("sqs", region_name="us-east-1")
-    sqs.send_message(QueueUrl=aws.queues["ForwardQueue"], MessageBody=job["Body"])
+    url = aws.queues["ForwardQueue"]
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=job["ReceiptHandle"], VisibilityTimeout=0)
+    # The same job queued again after SQS's deduplication window: both reach the same batch.
+    message = IncomingMessage.model_validate_json(job["Body"])
+    sqs.send_message(
+        QueueUrl=url, MessageBody=job["Body"], MessageGroupId=message_group(message), MessageDeduplicationId="later"
+    )
 
     run_forwarder(client, aws)
 

@@ -14,7 +14,7 @@ import pytest
 from switchboard import bootstrap
 from switchboard.core.errors import DownstreamError
 from switchboard.routing.chatwoot import ChatwootClient
-from switchboard.routing.domain import DownstreamTarget, IncomingMessage
+from switchboard.routing.domain import DownstreamPost, DownstreamTarget, IncomingMessage
 from switchboard.routing.dynamo import ForwardAttemptsRepository
 from switchboard.routing.forwarder import DownstreamForwarder
 from tests.routing.test_downstream_answers import Chatwoot
@@ -147,7 +147,8 @@ def test_against_chatwoots_answers_a_redelivery_posts_only_what_the_conversation
     earlier = datetime.fromtimestamp(1781950500, UTC)  # the fixture's message was posted 2 s later
 
     message = SHEENA.model_copy(update={"provider_message_id": source_id})
-    assert client.post_incoming(ACCOUNT_1, message, earlier_attempt=earlier) == 12
+    found = client.post_incoming(ACCOUNT_1, message, DownstreamPost(content=message.text), earlier_attempt=earlier)
+    assert found.conversation_id == 12 and found.message_id == 9000  # the fixtures' message, found or posted
 
     routes = [(method, route) for method, route, _ in chatwoot.requests]
     assert ("GET", "/conversations/{id}/messages") in routes

@@ -9,7 +9,7 @@ import pytest
 
 from switchboard.core.errors import InvalidInput, NotFound, ProviderTimeout, ProviderUnavailable
 from switchboard.providers.base import ProviderTarget
-from switchboard.routing.domain import DownstreamTarget, IncomingMessage
+from switchboard.routing.domain import DownstreamPost, DownstreamTarget, IncomingMessage, PostedIncoming
 from switchboard.routing.forwarder import DownstreamForwarder, ProviderPhones
 from tools.support.builders import instance
 from tools.support.fakes import FakeCatalog, FakeDownstreams, FakeForwardAttempts, FakeProvider, FakeTargets
@@ -54,10 +54,15 @@ class Posted:
         self.messages: list[IncomingMessage] = []
 
     def post_incoming(
-        self, target: DownstreamTarget, incoming: IncomingMessage, *, earlier_attempt: object = None
-    ) -> int:
+        self,
+        target: DownstreamTarget,
+        incoming: IncomingMessage,
+        post: DownstreamPost,
+        *,
+        earlier_attempt: object = None,
+    ) -> PostedIncoming:
         self.messages.append(incoming)
-        return 77
+        return PostedIncoming(conversation_id=77, message_id=1)
 
     def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:
         raise AssertionError("not used")

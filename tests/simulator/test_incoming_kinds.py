@@ -1,6 +1,8 @@
-"""What each server posts for a customer's photo, voice note, video, document, sticker, location
-or reaction: the shapes of the real fixtures (tests/contracts), mapped by our webhook code to the
-content each one is."""
+"""What each server posts for a customer's photo, voice note, video, document, sticker, location,
+reaction, contact card or list reply, and a quote: the shapes of the real fixtures
+(tests/contracts), mapped by our webhook code to the content each one is; each server's ways of
+carrying a file (wuzapi's base64, S3 or both; Evolution's webhookBase64; the envelope's base64 or
+URL) and the files it serves at those URLs, byte for byte."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from devstack.simulator import SimulatorControl
 from devstack.simulator.incoming import MEDIA_KINDS, media_file
 from switchboard.providers import envelope, evolution, meta, wuzapi_webhooks
 from switchboard.providers.base import InboundEvent, WebhookRequest
-from switchboard.providers.content import MediaMessage, content_from
+from switchboard.providers.content import Choice, Contacts, MediaMessage, content_from
 from tests.simulator.conftest import FlavourFactory, Received, WebhookReceiver
 
 PEER = "5511977776666"
+CONTACT_DIGITS = "5511912345678"
 CONTRACTS = Path(__file__).parents[1] / "contracts"
 # The content each kind the simulator sends maps to, and a file's kinds (a voice note is audio
 # sent as push-to-talk).
@@ -32,6 +35,8 @@ EXPECTED_CONTENT = {
     "sticker": "media",
     "location": "location",
     "reaction": "reaction",
+    "contacts": "contacts",
+    "list": "choice",
 }
 MEDIA_CONTENT = {
     "image": {"image"},
@@ -71,16 +76,15 @@ def test_every_kind_of_message_is_posted_by_each_server_and_mapped_to_its_conten
     [delivery] = receiver.wait_for(instance.id, 1)
     event = mapped(flavour, delivery)
     assert event.name == "message"
-    if flavour == "calls":
-        # The simulator's calls-capable server does not put a kind's own fields in its envelope
-        # yet: the event says what it was, it never passes for a text.
-        assert event.ignored == f"{kind} message" + (" without its media" if kind in MEDIA_CONTENT else "")
-    else:
-        assert event.ignored is None
-        content = content_from(event.data)
-        assert content.type == EXPECTED_CONTENT[kind]
-        if isinstance(content, MediaMessage):
-            assert content.media.kind in MEDIA_CONTENT[kind]
+    assert event.ignored is None
+    content = content_from(event.data)
+    assert content.type == EXPECTED_CONTENT[kind]
+    if isinstance(content, MediaMessage):
+        assert content.media.kind in MEDIA_CONTENT[kind]
+    if isinstance(content, Contacts):
+        assert [(card.name, card.phones) for card in content.cards] == [("Ana Souza", [CONTACT_DIGITS])]
+    if isinstance(content, Choice):
+        assert (content.id, content.title) == ("boleto-2", "Segunda via do boleto")
     assert event.event_id == (sent["eventId"] if flavour == "calls" else sent["id"])
     assert sent["eventId"] in {e["eventId"] for e in control.events(instance.id)}
 
@@ -173,3 +177,69 @@ def test_pending_faults_can_be_cleared(control: SimulatorControl) -> None:
 
     assert control.clear_faults() == 2
     assert control.clear_faults() == 0
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("wuzapi", None, True, False),
+        ("wuzapi", "s3", False, True),
+        ("wuzapi", "both", True, True),
+        ("evolution", None, False, False),
+        ("evolution", "base64", True, False),
+        ("calls", None, True, False),
+        ("calls", "url", False, True),
+        ("meta", None, False, False),
+    ],
+)
+def test_each_server_carries_a_file_as_its_setting_says_and_serves_its_url_byte_for_byte(
+    make_flavoured: FlavourFactory,
+    control: SimulatorControl,
+    receiver: WebhookReceiver,
+    case: tuple[str, str | None, bool, bool],
+) -> None:
+    flavour, mode, inline, by_url = case  # the server, its setting, the bytes inline, a URL given
+    instance = make_flavoured(flavour, **({"kind": "messages"} if flavour == "calls" else {}))
+
+    sent = control.incoming(instance.id, PEER, kind="document", text="o boleto", media_delivery=mode)
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    event = mapped(flavour, delivery)
+    content = content_from(event.data)
+    assert isinstance(content, MediaMessage) and content.media.caption == "o boleto"
+    assert (event.media_bytes == media_file("document")) is inline and content.media.inline is inline
+    source = content.media.source
+    assert (source is not None and source.via == "url") is by_url
+    if source is not None and source.url:
+        assert httpx.get(source.url).content == media_file("document")
+        control.fail_media(sent["id"])
+        assert httpx.get(source.url).status_code == 404
+
+
+def test_a_delivery_mode_a_server_does_not_have_is_refused(
+    make_flavoured: FlavourFactory, control: SimulatorControl
+) -> None:
+    instance = make_flavoured("meta")
+
+    with pytest.raises(httpx.HTTPStatusError, match="400"):
+        control.incoming(instance.id, PEER, kind="image", media_delivery="s3")
+
+
+@pytest.mark.parametrize("flavour", ["calls", "wuzapi", "evolution", "meta"])
+def test_a_quote_names_the_quoted_message_and_a_file_can_be_large_or_announce_a_size_it_is_not(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver, flavour: str
+) -> None:
+    instance = make_flavoured(flavour, **({"kind": "messages"} if flavour == "calls" else {}))
+
+    control.incoming(instance.id, PEER, text="e esse?", quote="3EB0QUOTED")
+    control.incoming(instance.id, PEER, kind="image", quote="3EB0QUOTED", file_size=3 * 1024 * 1024)
+    control.incoming(instance.id, PEER, kind="video", announced_size=64 * 1024 * 1024)
+
+    quoted_text, large, announced = (mapped(flavour, d) for d in receiver.wait_for(instance.id, 3))
+    assert content_from(quoted_text.data).type == "text" and quoted_text.data["replyTo"] == "3EB0QUOTED"
+    assert large.data["replyTo"] == "3EB0QUOTED"
+    if large.media_bytes is not None:
+        assert large.media_bytes == media_file("image", 3 * 1024 * 1024)
+    video = content_from(announced.data)
+    assert isinstance(video, MediaMessage)
+    assert video.media.size == (None if flavour == "meta" else 64 * 1024 * 1024)

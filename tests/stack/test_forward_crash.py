@@ -31,9 +31,19 @@ class KillingDownstream(FakeDownstream):
     kills: int = 0
 
     def handle(
-        self, origin: str, method: str, path: str, *, query: str, token: str | None, raw: bytes
+        self,
+        origin: str,
+        method: str,
+        path: str,
+        *,
+        query: str,
+        token: str | None,
+        raw: bytes,
+        content_type: str | None = None,
     ) -> tuple[int, Any]:
-        status, payload = super().handle(origin, method, path, query=query, token=token, raw=raw)
+        status, payload = super().handle(
+            origin, method, path, query=query, token=token, raw=raw, content_type=content_type
+        )
         incoming = isinstance(payload, dict) and payload.get("message_type") == 0
         if method == "POST" and status == 200 and incoming and self.kill is not None and not self.kills:
             self.kills += int(self.kill())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,7 +40,10 @@ class Workers:
     def __init__(self, endpoint: AwsEndpoint) -> None:
         self.endpoint_url = endpoint.url
         self.sqs = self.sqs_for_thread()
-        self.queues = template.create_queues(self.sqs, template.LocalNames(prefix="workers"), TEMPLATE)
+        # Queues of this test alone: moto's state outlives the endpoint, and a message an earlier
+        # test left in flight would come back into this one's queues.
+        names = template.LocalNames(prefix=f"workers-{uuid.uuid4().hex[:8]}")
+        self.queues = template.create_queues(self.sqs, names, TEMPLATE)
         self.functions = Functions(TEMPLATE)
         self.poller = SqsPoller(self.functions, self.queues, endpoint_url=endpoint.url, region=REGION)
 
@@ -122,6 +126,44 @@ def test_given_a_handler_exception_then_the_whole_batch_comes_back_and_ends_in_t
     ]
 
 
+def send_fifo(workers: Workers, *messages: tuple[str, str, str]) -> None:
+    """(body, group, deduplication id) each, in one batch."""
+    entries = [
+        {"Id": str(index), "MessageBody": body, "MessageGroupId": group, "MessageDeduplicationId": dedup}
+        for index, (body, group, dedup) in enumerate(messages)
+    ]
+    workers.sqs.send_message_batch(QueueUrl=workers.queues["OrderQueue"].url, Entries=entries)
+
+
+def test_a_fifo_group_is_handed_out_in_order_and_held_back_behind_its_failed_record(workers: Workers) -> None:
+    processed = workers.functions.handler("OrderedFunction").__globals__["PROCESSED"]
+    send_fifo(workers, ("a-1", "A", "1"), ("once-a-2", "A", "2"), ("a-3", "A", "3"), ("b-1", "B", "4"))
+
+    eventually(lambda: "a-3" in processed and workers.visible("OrderQueue") == 0)
+
+    assert [body for body in processed if body.endswith(("-1", "-2", "-3")) and "a-" in body] == [
+        "a-1",
+        "once-a-2",
+        "once-a-2",  # its second receive: the group's next record waited for it
+        "a-3",
+    ]
+    assert processed.count("b-1") == 1  # another group is not held back
+    assert workers.dead_letters("OrderDLQ") == []
+
+
+def test_a_fifo_queue_drops_a_deduplication_id_it_took_in_the_last_five_minutes_even_once_deleted(
+    workers: Workers,
+) -> None:
+    processed = workers.functions.handler("OrderedFunction").__globals__["PROCESSED"]
+    send_fifo(workers, ("first", "C", "same"))
+    eventually(lambda: "first" in processed and workers.visible("OrderQueue") == 0)
+
+    send_fifo(workers, ("again", "C", "same"), ("next", "C", "other"))
+    eventually(lambda: "next" in processed)
+
+    assert "again" not in processed  # it would have come before "next", its group's later message
+
+
 def test_a_delivered_record_has_the_lambda_sqs_event_shape_of_the_sample(workers: Workers) -> None:
     sample = json.loads((EVENTS / "sqs_batch.json").read_text())["Records"][0]
     workers.sqs.send_message(
@@ -147,7 +189,7 @@ def test_event_source_mappings_are_read_from_the_template() -> None:
     assert mappings["PartialFunction"].batch_size == 5
     assert mappings["PartialFunction"].report_batch_item_failures
     assert not mappings["PlainFunction"].report_batch_item_failures
-    assert set(mappings) == {"PartialFunction", "PlainFunction"}
+    assert set(mappings) == {"PartialFunction", "PlainFunction", "OrderedFunction"}
 
 
 @pytest.mark.parametrize(

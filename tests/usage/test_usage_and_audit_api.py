@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime
 from typing import Any
 
+from devstack.simulator import files
 from switchboard import bootstrap
 from tools.support.api import SECRET_WATCH, Client
 from tools.support.aws import AwsResources
-from tools.support.provider_webhooks import build_catalog, deliver, envelope, message_data
+from tools.support.provider_webhooks import build_catalog, deliver, envelope, message_data, stored
 
 
 def this_month() -> str:
@@ -65,11 +67,46 @@ def test_given_messages_on_several_tenants_when_summarised_then_grouped_by_owner
             "instance": "acme-main",
             "messagesIn": 3,
             "messagesOut": 1,
+            "messagesInByType": {"text": 3},
             "days": [{"day": today, "messagesIn": 3, "messagesOut": 1}],
         }
     ]
     assert [(u["ownerTag"], u["messagesIn"]) for u in own] == [("globex", 2)]
     assert other_month == []
+
+
+def test_incoming_messages_are_counted_by_type_under_their_stored_names(
+    client: Client, aws: AwsResources, make_tenant: Any, platform_key: str
+) -> None:
+    acme = build_catalog(client, make_tenant("acme"))
+    kinds: list[dict[str, Any]] = [
+        {"type": "voice", "media": {"mimeType": "audio/ogg", "base64": base64.b64encode(files.ogg_opus(2)).decode()}},
+        {
+            "type": "image",
+            "text": "a nota",
+            "media": {"mimeType": "image/png", "base64": base64.b64encode(files.png()).decode()},
+        },
+        {"type": "image", "media": {"mimeType": "image/png", "base64": base64.b64encode(files.png()).decode()}},
+        {"type": "location", "location": {"latitude": -23.5, "longitude": -46.6}},
+        {"type": "text", "text": "oi"},
+    ]
+    for fields in kinds:
+        data: dict[str, Any] = {key: value for key, value in message_data().items() if key != "text"}
+        data |= fields
+        assert deliver(client, acme.provider_id, envelope("message", "inst-1", data)).status == 200
+
+    [usage] = client.get(f"/api/usage/summary?month={this_month()}", key=platform_key).json()
+
+    assert usage["messagesIn"] == 5
+    assert usage["messagesInByType"] == {"image": 2, "location": 1, "text": 1, "voice": 1}
+    assert usage["instances"][0]["messagesInByType"] == usage["messagesInByType"]
+    [day] = stored(aws, "USAGE#acme:acme-main")
+    assert {name: int(value) for name, value in day.items() if name.startswith("in_type_")} == {
+        "in_type_image": 2,
+        "in_type_location": 1,
+        "in_type_text": 1,
+        "in_type_voice": 1,
+    }
 
 
 def test_given_an_outgoing_count_with_an_id_when_recorded_twice_then_counted_once(

@@ -19,7 +19,10 @@ Three workloads, each run warm (one round first, not counted):
   provider (its bytes leave AWS: data transfer out, base64 as wuzapi and Evolution take them);
 - incoming messages forwarded to Chatwoot: a provider `message` event through the webhook route,
   then the forwarder to a Chatwoot-style fake (4 senders, 5 messages each: a contact's first
-  message creates its contact and conversation, the next ones only post);
+  message creates its contact and conversation, the next ones only post); the same with media:
+  a photo sent inline in base64 (put in the media bucket at the ingest, read back and posted as a
+  multipart attachment by the forwarder), and a voice note given by its URL (looked for in the
+  bucket, fetched from the provider, put, read back and posted);
 - call reservations: `POST /api/connections/{instance}/calls` by an agent, against the provider
   simulator, 8 per line (the line's limit).
 
@@ -31,6 +34,8 @@ trips of `meter.LATENCY_MS`, and returns those figures for docs/measurements.md.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import math
 import os
@@ -40,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -53,8 +59,10 @@ from devstack.simulator import Simulator, SimulatorControl, files
 from switchboard import bootstrap
 from switchboard.core.identity import Scope
 from switchboard.core.observability import logger
+from switchboard.media.service import S3Media
 from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote, SentMessage
 from switchboard.providers.content import Content
+from switchboard.providers.wuzapi import WuzapiClient
 from switchboard.routing.chatwoot import ChatwootClient
 from tools.bench import cost
 from tools.bench.measurements import Figures
@@ -71,9 +79,12 @@ from tools.support.provider_webhooks import envelope, message_data, signed_heade
 from tools.support.sqs import received_record
 
 MESSAGES = 20
-# A WhatsApp photo as phones send it (compressed, about 100 KB).
-PHOTO_BYTES = 100 * 1024
 SENDERS, PER_SENDER = 4, 5
+# A WhatsApp photo as phones send it (compressed, about 100 KB) and a 10 s voice note; the
+# provider's base URL, which a voice note's URL must be on.
+PHOTO_BYTES = 100 * 1024
+VOICE_FRAMES = 500
+PROVIDER_URL = "http://127.0.0.1:3100"
 LINES, PER_LINE = 3, 8
 POOL_WEBHOOK_SECRET = "whsec-very-secret-value-1"  # noqa: S105 - build_world's provider secret
 
@@ -207,7 +218,7 @@ class Stage:
             if not batch:
                 return
             with self.meter.labelled("event source mapping"):
-                self.meter.record("sqs", "ReceiveMessage")
+                self.meter.record("sqs", "ReceiveMessage", {"QueueUrl": url})
             records = [received_record(m, arn, attributes={"ApproximateReceiveCount": "1"}) for m in batch]
             answer = self.api.functions.invoke(function, {"Records": records}) or {}
             kept = {failure["itemIdentifier"] for failure in answer.get("batchItemFailures", [])}
@@ -218,9 +229,13 @@ class Stage:
                     Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
                 )
                 with self.meter.labelled("event source mapping"):
-                    self.meter.record("sqs", "DeleteMessageBatch")
+                    self.meter.record("sqs", "DeleteMessageBatch", {"QueueUrl": url})
             if kept:
                 raise RuntimeError(f"{function} failed {len(kept)} records")
+
+    def aws_bucket(self) -> str:
+        """The media bucket the template's resources made."""
+        return os.environ["MEDIA_BUCKET"]
 
     def measure(self, name: str, units: int, work: Callable[[], None]) -> Measured:
         self.meter.clear()
@@ -325,10 +340,17 @@ def media_sends(run: Stage) -> Measured:
         receiver.stop()
 
 
-def incoming(run: Stage) -> Measured:
+def incoming(run: Stage) -> list[Measured]:
     downstream = FakeDownstream()
     chatwoot = ChatwootClient(local_mode=True, transport=downstream.transport())
     run.override(downstream_client=chatwoot)
+    voice = files.ogg_opus(VOICE_FRAMES)
+    provider = WuzapiClient(
+        local_mode=True, transport=httpx.MockTransport(lambda _: httpx.Response(200, content=voice))
+    )
+    target = ProviderTarget(kind="wuzapi", base_url=PROVIDER_URL, provider_instance_id="bench")
+    bucket = run.aws_bucket()
+    run.override(message_media=S3Media(boto3.client("s3", region_name=REGION), bucket, lambda _: (provider, target)))
     world = build_world(run.client, run.tenant, "5511977770001")
     mapping = {
         "downstreamBaseUrl": "http://127.0.0.1:9101",
@@ -339,19 +361,46 @@ def incoming(run: Stage) -> Measured:
     assert run.client.put(f"/api/tenants/{run.tenant.owner_tag}", key=run.tenant.admin, json_body=mapping).status == 200
     instance = world.instances["5511977770001"]
 
-    def deliver(senders: list[str]) -> None:
+    photo = files.sized(files.png(), PHOTO_BYTES)
+
+    def media_of(kind: str) -> dict[str, Any]:
+        if kind == "photo":
+            media = {"mimeType": "image/png", "base64": base64.b64encode(photo).decode()}
+            return {"type": "image", "text": "segue a foto", "media": media}
+        url = f"{PROVIDER_URL}/files/{uuid.uuid4().hex}.ogg"
+        sha256 = hashlib.sha256(voice).hexdigest()
+        return {"type": "voice", "media": {"mimeType": "audio/ogg", "size": len(voice), "sha256": sha256, "url": url}}
+
+    def deliver(senders: list[str], kind: str = "text") -> None:
         for sender in senders:
-            body = envelope("message", instance, message_data("olá", sender))
+            data = message_data("olá", sender)
+            if kind != "text":
+                data = {key: value for key, value in data.items() if key != "text"} | media_of(kind)
+            body = envelope("message", instance, data)
             headers = signed_headers(body, POOL_WEBHOOK_SECRET)
             answer = run.request("POST", f"/webhooks/{world.provider_id}", body=body, headers=headers)
             assert answer.status == 200, answer.body
         run.drain("ForwardQueue", "ForwarderFunction")
 
     senders = [f"55119888{index:05d}" for index in range(SENDERS)] * PER_SENDER
+    measured = []
     with run.meter.on():
-        deliver(["5511966660000"])
-        measured = run.measure("incoming to Chatwoot", len(senders), lambda: deliver(senders))
+        for kind in ("text", "photo", "voice"):  # warm: every path loaded once, not counted
+            deliver(["5511966660000"], kind)
+        for kind, name in (
+            ("text", "incoming to Chatwoot"),
+            ("photo", f"incoming photo, base64 ({PHOTO_BYTES // 1024} KB)"),
+            ("voice", f"incoming voice note by URL ({len(voice) // 1024} KB)"),
+        ):
+            measured.append(run.measure(name, len(senders), partial(deliver, senders, kind)))
+    assert all(
+        len(message.get("attachments", [])) == 1 for message in _posted(downstream) if message["content"] != "olá"
+    )
     return measured
+
+
+def _posted(downstream: FakeDownstream) -> list[dict[str, Any]]:
+    return [message for messages in downstream.posted.values() for message in messages]
 
 
 def reservations(run: Stage) -> Measured:
@@ -513,13 +562,13 @@ def measure() -> Figures:
     with stage() as run:
         media = media_sends(run)
     with stage() as run:
-        forwarded = incoming(run)
+        forwarded, photo, voice = incoming(run)
     with stage() as run:
         reserved = reservations(run)
     print(f"us-east-1 list prices read {cost.READ_DATE} (tools/bench/cost.py; sources in docs/costs.md)")
     return {
         "prices_read": cost.READ_DATE,
-        "workloads": report([miss, hit, media, forwarded, reserved]),
+        "workloads": report([miss, hit, media, forwarded, photo, voice, reserved]),
         "sends": report_sends(miss, hit),
     }
 

@@ -40,9 +40,19 @@ class TimedDownstream(FakeDownstream):
         self._arrivals_lock = threading.Lock()
 
     def handle(
-        self, origin: str, method: str, path: str, *, query: str, token: str | None, raw: bytes
+        self,
+        origin: str,
+        method: str,
+        path: str,
+        *,
+        query: str,
+        token: str | None,
+        raw: bytes,
+        content_type: str | None = None,
     ) -> tuple[int, Any]:
-        status, payload = super().handle(origin, method, path, query=query, token=token, raw=raw)
+        status, payload = super().handle(
+            origin, method, path, query=query, token=token, raw=raw, content_type=content_type
+        )
         incoming = status == 200 and isinstance(payload, dict) and payload.get("message_type") == 0
         if method == "POST" and path.endswith("/messages") and incoming:
             with self._arrivals_lock:

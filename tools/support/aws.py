@@ -60,8 +60,12 @@ def create_template_resources(monkeypatch: pytest.MonkeyPatch) -> AwsResources:
     tables = template.create_tables(boto3.client("dynamodb", region_name=REGION), names)
     sqs = boto3.client("sqs", region_name=REGION)
     queues = {}
-    for logical_id in template.resources("AWS::SQS::Queue"):
-        queues[logical_id] = sqs.create_queue(QueueName=names.queue(logical_id))["QueueUrl"]
+    for logical_id, properties in template.resources("AWS::SQS::Queue").items():
+        # A FIFO queue as the template makes it (its groups and deduplication are the forward's order).
+        fifo = {"FifoQueue": "true"} if properties.get("FifoQueue") else {}
+        queues[logical_id] = sqs.create_queue(QueueName=names.queue(logical_id, properties), Attributes=fifo)[
+            "QueueUrl"
+        ]
     buckets = template.create_buckets(boto3.client("s3", region_name=REGION), names)
     bus = f"{PREFIX}-events"
     boto3.client("events", region_name=REGION).create_event_bus(Name=bus)

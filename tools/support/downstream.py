@@ -13,6 +13,20 @@ URL). It is as strict as Chatwoot where a lenient fake would hide a bug:
 - messages are kept per conversation with their `source_id` (Chatwoot stores it as given and
   does not make it unique), and `GET /conversations/{id}/messages` pages them as `MessageFinder`
   does: the latest 20, `before=<id>` the 20 before it, `after=<id>` up to 100 after it;
+- a message with files is a `multipart/form-data` body parsed byte for byte as Rack does (every
+  part between the boundaries, its own headers, its bytes kept exactly: `uploads` holds each
+  file as received); `attachments[]` parts without a file name are refused as `MessageBuilder`
+  fails on them (a signed blob id it cannot find), a file over 40 MB is refused (422) as
+  Chatwoot's `MAXIMUM_FILE_UPLOAD_SIZE` refuses it (Chatwoot checks it on web-widget inboxes; the
+  fake on every inbox, so that a post over it fails loudly), the part's Content-Type gives the
+  attachment's `file_type` (`FileTypeHelper#file_type`), `content_attributes` may be a JSON string
+  (`MessageBuilder#content_attributes`), and `is_voice_message` tags an audio attachment's `meta`
+  (kept in `voice`: the answer does not show it);
+- a message's answer is the `_message` partial: an incoming one's `sender` is its contact, its
+  `attachments` each `Attachment#push_event_data`;
+- `content_attributes.in_reply_to` keeps its id only when it is a message of the same
+  conversation, with that message's `source_id` as `in_reply_to_external_id`; otherwise both
+  are null (`Messages::InReplyToMessageBuilder`).
 - `PATCH /conversations/{id}/messages/{id}` sets a message's `status` as `MessagesController#update`
   and `Messages::StatusUpdateService` do for an API-channel inbox: one of `sent`, `delivered`,
   `read`, `failed` (another is not applied, the message is answered all the same), never `read`
@@ -26,6 +40,7 @@ URL). It is as strict as Chatwoot where a lenient fake would hide a bug:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import threading
@@ -45,6 +60,69 @@ BAD_REQUEST = {"status": 400, "error": "Bad Request"}
 # `Message.message_types` as the API answers them (`message_type_before_type_cast`).
 MESSAGE_TYPES = {"incoming": 0, "outgoing": 1, "activity": 2, "template": 3}
 LATEST, BEFORE, AFTER = 20, 20, 100  # `MessageFinder`'s pages
+MAX_FILE_BYTES = 40 * 1024 * 1024  # `MAXIMUM_FILE_UPLOAD_SIZE`'s default
+_IMAGES = {"image/jpeg", "image/jpg", "image/png", "image/gif", "image/bmp", "image/webp", "image"}
+_VIDEOS = {"video/ogg", "video/mp4", "video/webm", "video/quicktime", "video"}
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A file as a multipart part carried it: its name, its declared type, its bytes."""
+
+    file_name: str
+    content_type: str
+    data: bytes
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+class MalformedMultipart(ValueError):
+    pass
+
+
+def parse_multipart(raw: bytes, content_type: str) -> tuple[dict[str, str], list[tuple[str, Upload | str]]]:
+    """The fields and the parts of a `multipart/form-data` body (RFC 7578), as Rack reads it:
+    the fields by name (a repeated name keeps the last), every part in order as (name, file or
+    text). A file's bytes are exactly those between its headers and the next boundary's CRLF.
+    Raises MalformedMultipart."""
+    found = re.search(r'boundary=(?:"([^"]+)"|([^;\s]+))', content_type)
+    if not content_type.lower().startswith("multipart/form-data") or found is None:
+        raise MalformedMultipart("not multipart/form-data with a boundary")
+    delimiter = b"--" + (found.group(1) or found.group(2)).encode()
+    sections = raw.split(delimiter)
+    if len(sections) < 3 or sections[0] not in (b"", b"\r\n") or not sections[-1].startswith(b"--"):
+        raise MalformedMultipart("no opening or closing boundary")
+    fields: dict[str, str] = {}
+    parts: list[tuple[str, Upload | str]] = []
+    for section in sections[1:-1]:
+        if not (section.startswith(b"\r\n") and section.endswith(b"\r\n")):
+            raise MalformedMultipart("a part not framed by CRLF")
+        head, separator, body = section[2:-2].partition(b"\r\n\r\n")
+        if not separator:
+            raise MalformedMultipart("a part without its blank line")
+        headers = {}
+        for line in head.decode("utf-8").split("\r\n"):
+            name, colon, value = line.partition(":")
+            if not colon:
+                raise MalformedMultipart("a part header without a colon")
+            headers[name.strip().lower()] = value.strip()
+        disposition = headers.get("content-disposition", "")
+        name_match = re.search(r'(?:^|;)\s*name="([^"]*)"', disposition)
+        if not disposition.startswith("form-data") or name_match is None:
+            raise MalformedMultipart("a part without its form-data name")
+        file_match = re.search(r'filename="([^"]*)"', disposition)
+        if file_match is not None:
+            upload = Upload(file_match.group(1), headers.get("content-type", "application/octet-stream"), body)
+            parts.append((name_match.group(1), upload))
+        else:
+            text = body.decode("utf-8")
+            fields[name_match.group(1)] = text
+            parts.append((name_match.group(1), text))
+    return fields, parts
+
+
 STATUSES = ("sent", "delivered", "read", "failed")  # `Message.statuses`
 _REDIRECT = re.compile(r"^/rails/active_storage/blobs/redirect/(?P<signed>[A-Za-z0-9_-]+)/(?P<name>[^/]+)$")
 _DISK = re.compile(r"^/rails/active_storage/disk/(?P<signed>[A-Za-z0-9_-]+)/(?P<name>[^/]+)$")
@@ -58,6 +136,7 @@ class Recorded:
     body: dict[str, Any] | None
     origin: str = ""
     status: int = 0
+    uploads: list[Upload] = field(default_factory=list)  # a multipart message's files, as received
 
 
 @dataclass
@@ -78,6 +157,8 @@ class FakeDownstream:
     notes: dict[int, list[str]] = field(default_factory=dict)  # contact id -> note contents
     conversations: dict[int, dict[str, Any]] = field(default_factory=dict)
     posted: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # conversation id -> messages
+    uploads: dict[int, Upload] = field(default_factory=dict)  # attachment id -> the file as received
+    voice: set[int] = field(default_factory=set)  # attachment ids tagged as voice messages
     clock: Callable[[], float] = time.time
     files: dict[str, tuple[bytes, str]] = field(default_factory=dict)  # signed id -> (bytes, content type)
     gone: set[str] = field(default_factory=set)  # signed ids whose storage answers 404
@@ -151,26 +232,58 @@ class FakeDownstream:
             return int(self._new_conversation(origin, inbox_id, contact_id)["id"])
 
     def handle(
-        self, origin: str, method: str, path: str, *, query: str, token: str | None, raw: bytes
+        self,
+        origin: str,
+        method: str,
+        path: str,
+        *,
+        query: str,
+        token: str | None,
+        raw: bytes,
+        content_type: str | None = None,
     ) -> tuple[int, Any]:
         with self._lock:
-            try:
-                body = json.loads(raw) if raw else None
-            except ValueError:
-                body = None
-                answer: tuple[int, Any] = (400, BAD_REQUEST)
+            uploads: list[Upload] = []
+            answer: tuple[int, Any]
+            if (content_type or "").lower().startswith("multipart/"):
+                try:
+                    fields, parts = parse_multipart(raw, content_type or "")
+                except (MalformedMultipart, UnicodeDecodeError):
+                    body = None
+                    answer = (400, BAD_REQUEST)
+                else:
+                    body = dict(fields)
+                    listed = [value for name, value in parts if name == "attachments[]"]
+                    uploads = [value for value in listed if isinstance(value, Upload)]
+                    if len(uploads) != len(listed):
+                        answer = (422, {"error": "Couldn't find ActiveStorage::Blob with 'id'"})
+                    else:
+                        answer = self._answer(origin, method, path, query, body, uploads=uploads)
             else:
-                answer = self._answer(origin, method, path, query, body if isinstance(body, dict) else {})
-            self.requests.append(Recorded(method, path, token, body, origin, answer[0]))
+                try:
+                    parsed = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                    answer = (400, BAD_REQUEST)
+                else:
+                    body = parsed if isinstance(parsed, dict) else None
+                    answer = self._answer(origin, method, path, query, body or {}, uploads=[])
+            self.requests.append(Recorded(method, path, token, body, origin, answer[0], uploads))
             return answer
 
-    def _answer(self, origin: str, method: str, path: str, query: str, body: dict[str, Any]) -> tuple[int, Any]:
+    def _answer(
+        self, origin: str, method: str, path: str, query: str, body: dict[str, Any], *, uploads: list[Upload]
+    ) -> tuple[int, Any]:
         found = _ACCOUNT.match(path)
         if not found:
             return 404, {"error": "not_found"}
         rest = found.group("rest")
         answer = self._contacts_api(origin, method, rest, query, body)
-        return answer if answer is not None else self._conversations_api(origin, method, rest, query, body)
+        return (
+            answer
+            if answer is not None
+            else self._conversations_api(origin, method, rest, query, body, uploads=uploads)
+        )
 
     def _contacts_api(
         self, origin: str, method: str, rest: str, query: str, body: dict[str, Any]
@@ -220,7 +333,7 @@ class FakeDownstream:
         return 200, {"payload": self._view(contact_id)}
 
     def _conversations_api(
-        self, origin: str, method: str, rest: str, query: str, body: dict[str, Any]
+        self, origin: str, method: str, rest: str, query: str, body: dict[str, Any], *, uploads: list[Upload]
     ) -> tuple[int, Any]:
         if method == "GET" and (listed := re.fullmatch(r"/contacts/([0-9]+)/conversations", rest)):
             contact_id = int(listed.group(1))
@@ -246,32 +359,94 @@ class FakeDownstream:
             if method == "GET":
                 return 200, self._listing(found, parse_qs(query))
             if method == "POST":
-                return self._post_message(found, body)
+                return self._post_message(found, body, uploads)
         return 404, {"error": "not_found"}
 
-    def _post_message(self, conversation: dict[str, Any], body: dict[str, Any]) -> tuple[int, Any]:
+    def _post_message(
+        self, conversation: dict[str, Any], body: dict[str, Any], uploads: list[Upload]
+    ) -> tuple[int, Any]:
         message_type = body.get("message_type") or "outgoing"
         if message_type not in MESSAGE_TYPES:
             return 422, {"error": f"'{message_type}' is not a valid message_type"}
+        if any(len(upload.data) > MAX_FILE_BYTES for upload in uploads):
+            return 422, {"error": "Validation failed: File size is too big"}
         now = int(self.clock())
+        message_id = self._next()
         message = {
-            "id": self._next(),
+            "id": message_id,
             "content": body.get("content"),
             "inbox_id": conversation["inbox_id"],
             "conversation_id": conversation["id"],
             "message_type": MESSAGE_TYPES[message_type],
             "content_type": body.get("content_type") or "text",
             "status": "sent",
-            "content_attributes": {},
+            "content_attributes": self._content_attributes(conversation, body.get("content_attributes")),
             "created_at": now,
-            "private": bool(body.get("private")),
+            "private": _true(body.get("private")),
             "source_id": body.get("source_id"),
         }
+        if message_type == "incoming":
+            message["sender"] = {**self._view(conversation["contact_id"]), "type": "contact"}
+        voice = _true(body.get("is_voice_message"))
+        attachments = [self._attachment(conversation, message_id, upload, voice) for upload in uploads]
+        if attachments:
+            message["attachments"] = attachments
         self.posted.setdefault(conversation["id"], []).append(message)
         conversation["last_activity_at"] = now
         if message_type == "incoming" and conversation["status"] == "resolved":
             conversation["status"] = "open"  # `Message#reopen_conversation`
         return 200, message
+
+    def _content_attributes(self, conversation: dict[str, Any], given: Any) -> dict[str, Any]:
+        """`content_attributes` as `MessageBuilder` and `InReplyToMessageBuilder` leave them."""
+        if isinstance(given, str):
+            try:
+                given = json.loads(given)
+            except ValueError:
+                given = {}
+        attributes = dict(given) if isinstance(given, dict) else {}
+        if "in_reply_to" in attributes or "in_reply_to_external_id" in attributes:
+            wanted = attributes.get("in_reply_to")
+            quoted = next(
+                (
+                    m
+                    for m in self.posted.get(conversation["id"], [])
+                    if wanted is not None and str(m["id"]) == str(wanted)
+                ),
+                None,
+            )
+            attributes["in_reply_to"] = quoted["id"] if quoted else None
+            attributes["in_reply_to_external_id"] = quoted["source_id"] if quoted else None
+        return attributes
+
+    def _attachment(self, conversation: dict[str, Any], message_id: int, upload: Upload, voice: bool) -> dict[str, Any]:
+        """`Attachment#push_event_data` of a file just attached (its bytes kept in `uploads`)."""
+        attachment_id = self._next()
+        self.uploads[attachment_id] = upload
+        signed = f"blob{attachment_id}"
+        self.files[signed] = (upload.data, upload.content_type)  # served as an agent's file is
+        kind = _file_type(upload.content_type)
+        extension = upload.file_name.rsplit(".", 1)[-1] if "." in upload.file_name else None
+        url = f"{conversation['origin']}/rails/active_storage/blobs/redirect/{signed}/{quote(upload.file_name)}"
+        data: dict[str, Any] = {
+            "id": attachment_id,
+            "message_id": message_id,
+            "file_type": kind,
+            "account_id": 1,
+            "extension": extension,
+            "content_type": upload.content_type,
+            "data_url": url,
+            "thumb_url": url if kind == "image" else "",
+            "file_size": len(upload.data),
+            "width": None,
+            "height": None,
+        }
+        if kind == "audio":
+            data["data_url"] = f"{url}?disposition=inline"
+            data["transcribed_text"] = ""
+            if voice:
+                self.voice.add(attachment_id)
+        return data
 
     def _update_status(self, conversation: dict[str, Any], message_id: int, body: dict[str, Any]) -> tuple[int, Any]:
         message = next((m for m in self.posted.get(conversation["id"], []) if m["id"] == message_id), None)
@@ -289,7 +464,7 @@ class FakeDownstream:
         """An agent's reply written in the helpdesk (what its webhook then announces): its id."""
         with self._lock:
             found = self.conversations[conversation_id]
-            _, message = self._post_message(found, {"content": content, "message_type": "outgoing"})
+            _, message = self._post_message(found, {"content": content, "message_type": "outgoing"}, [])
             return int(message["id"])
 
     def status_of(self, message_id: int) -> tuple[str, str | None]:
@@ -371,6 +546,10 @@ class FakeDownstream:
         self._ids += 1
         return self._ids
 
+    def message_uploads(self, message: dict[str, Any]) -> list[Upload]:
+        """The files of a posted message, as they were received."""
+        return [self.uploads[attachment["id"]] for attachment in message.get("attachments", [])]
+
     # --- transports ------------------------------------------------------------------------
 
     def transport(self) -> httpx.MockTransport:
@@ -386,6 +565,7 @@ class FakeDownstream:
                 query=request.url.query.decode(),
                 token=request.headers.get("api_access_token"),
                 raw=request.content,
+                content_type=request.headers.get("content-type"),
             )
             return httpx.Response(status, json=payload)
 
@@ -393,6 +573,20 @@ class FakeDownstream:
 
     def serve(self) -> ServedDownstream:
         return ServedDownstream(self)
+
+
+def _true(value: Any) -> bool:
+    """A Rails boolean parameter: JSON's true, or a form's "true" / "1"."""
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
+
+
+def _file_type(content_type: str) -> str:
+    """`FileTypeHelper#file_type`: previewable images, videos and audio, else a file."""
+    if content_type in _IMAGES:
+        return "image"
+    if content_type in _VIDEOS:
+        return "video"
+    return "audio" if "audio/" in content_type else "file"
 
 
 class ServedDownstream:
@@ -427,6 +621,7 @@ class ServedDownstream:
                     query=parts.query,
                     token=self.headers.get("api_access_token"),
                     raw=raw,
+                    content_type=self.headers.get("content-type"),
                 )
                 data = json.dumps(payload).encode()
                 # Applied; a client killed meanwhile never reads the answer (the crash after the effect).

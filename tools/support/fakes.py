@@ -611,6 +611,44 @@ class FakeForwardAttempts:
         return None if earlier is at else earlier
 
 
+class FakeMessageLinks:
+    """`routing.domain.MessageLinks` in memory: the first link of each key stands."""
+
+    def __init__(self) -> None:
+        self.by_provider: dict[tuple[str, str], Any] = {}
+        self.by_downstream: dict[tuple[str, int], Any] = {}
+
+    def link(self, link: Any) -> None:
+        self.by_provider.setdefault((link.instance, link.provider_message_id), link)
+        self.by_downstream.setdefault((link.instance, link.downstream_message_id), link)
+
+    def by_provider_id(self, instance: str, provider_message_id: str) -> Any:
+        return self.by_provider.get((instance, provider_message_id))
+
+    def by_downstream_id(self, instance: str, downstream_message_id: int) -> Any:
+        return self.by_downstream.get((instance, downstream_message_id))
+
+
+class FakeMedia:
+    """`routing.forwarder.ForwardMedia`: each message's file by its provider id, or the error its
+    fetch raises (once per item of `errors`, then the file); `resolved` counts the fetches."""
+
+    def __init__(self, stored: dict[str, tuple[Any, bytes]] | None = None) -> None:
+        self.stored = dict(stored or {})  # provider message id -> (MediaRef, bytes)
+        self.errors: dict[str, list[Exception]] = {}
+        self.resolved: list[str] = []
+
+    def resolve(self, owner_tag: str | None, instance: str, message_id: str, media: Any) -> Any:
+        self.resolved.append(message_id)
+        pending = self.errors.get(message_id)
+        if pending:
+            raise pending.pop(0)
+        return self.stored[message_id][0]
+
+    def read(self, ref: Any) -> bytes:
+        return next(data for stored, data in self.stored.values() if stored == ref)
+
+
 @dataclass
 class FakeDownstreams:
     """`routing.outbox.Downstreams`: every owner tag resolves to `target`."""
@@ -627,7 +665,7 @@ class FakeDownstreamClient:
     def __init__(self) -> None:
         self.notes: list[tuple[int, str]] = []
 
-    def post_incoming(self, target: DownstreamTarget, message: Any, *, earlier_attempt: Any = None) -> int:
+    def post_incoming(self, target: DownstreamTarget, message: Any, post: Any, *, earlier_attempt: Any = None) -> Any:
         raise AssertionError("not used")
 
     def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:

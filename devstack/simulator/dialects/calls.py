@@ -137,11 +137,19 @@ class CallsDialect:
         return message_id, post(records, instance, "message", data)
 
     def media_arrived(
-        self, records: Records, instance: Instance, sender: str, caption: str, kind: str
+        self,
+        records: Records,
+        instance: Instance,
+        sender: str,
+        caption: str,
+        kind: str,
+        *,
+        options: incoming.ArrivalOptions,
     ) -> tuple[str, str]:
         message_id = wire.whatsapp_message_id()
         reacted_id = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
-        arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        arrival = incoming.arrival(kind, message_id, sender, caption, reacted_id=reacted_id, options=options)
+        records.keep_file(arrival, self.flavour)
         data = incoming.envelope_message(arrival, rfc3339_nano(time.time_ns()))
         return message_id, post(records, instance, "message", data)
 
@@ -188,6 +196,7 @@ class CallsServer:
             Rule("/call/video", methods=["POST"], endpoint=self.video),
             Rule("/call/<call_id>", methods=["GET"], endpoint=self.get_call),
             Rule("/call/<call_id>/attach", methods=["POST"], endpoint=self.attach_media),
+            Rule(f"{incoming.FILES_PATH}/<key>", methods=["GET"], endpoint=self.media_file),
         ]
         real = [
             Rule("/chat/send/text", methods=["POST"], endpoint=partial(wuzapi.send_text, self._state, flavour="calls")),
@@ -293,6 +302,16 @@ class CallsServer:
 
     def call_history(self, request: Request) -> Response:
         return json_answer({"calls": self._state.call_history(self._instance_id(request))})
+
+    def media_file(self, request: Request, key: str) -> Response:
+        """`GET /files/<message id><ext>`: a customer's file the envelope gave by its `url` (no
+        token: the URL is the capability, as a storage link is); `404 media_not_found` for an
+        unknown one, or one made to fail."""
+        with self._state.locked() as records:
+            found = incoming.served_file(records.url_files, records.failing_media, key)
+        if found is None:
+            return error_answer(404, "media_not_found", "no such file")
+        return Response(found[0], status=200, content_type=found[1])
 
     def get_call(self, request: Request, call_id: str) -> Response:
         return json_answer({"call": self._state.get_call(self._instance_id(request), call_id)})

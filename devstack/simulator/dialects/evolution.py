@@ -125,13 +125,21 @@ class EvolutionDialect:
         return message_id, post(records, instance, "messages.upsert", data)
 
     def media_arrived(
-        self, records: Records, instance: Instance, sender: str, caption: str, kind: str
+        self,
+        records: Records,
+        instance: Instance,
+        sender: str,
+        caption: str,
+        kind: str,
+        *,
+        options: incoming.ArrivalOptions,
     ) -> tuple[str, str]:
         message_id = wire.phone_message_id()
         reacted_id = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
-        arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        arrival = incoming.arrival(kind, message_id, sender, caption, reacted_id=reacted_id, options=options)
+        records.keep_file(arrival, self.flavour)
         if kind in incoming.DOWNLOADABLE:
-            records.message_media[message_id] = (incoming.media_file(kind), incoming.declared_type(kind), kind)
+            records.message_media[message_id] = (arrival.data, incoming.declared_type(kind), kind)
         return message_id, post(records, instance, "messages.upsert", incoming.evolution_upsert(arrival, instance.uuid))
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:

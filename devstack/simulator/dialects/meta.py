@@ -79,14 +79,24 @@ class MetaDialect:
         return message_id, post(records, instance, "messages", value)
 
     def media_arrived(
-        self, records: Records, instance: Instance, sender: str, caption: str, kind: str
+        self,
+        records: Records,
+        instance: Instance,
+        sender: str,
+        caption: str,
+        kind: str,
+        *,
+        options: incoming.ArrivalOptions,
     ) -> tuple[str, str]:
         message_id = wire.wamid(sender)
         reacted_id = records.last_sent_to(instance, sender) or wire.wamid(sender)
-        arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        arrival = incoming.arrival(kind, message_id, sender, caption, reacted_id=reacted_id, options=options)
+        records.keep_file(arrival, self.flavour)
         media_id = incoming.new_media_id()
         if kind in incoming.DOWNLOADABLE:
-            records.meta_media[media_id] = (incoming.media_file(kind), incoming.declared_type(kind))
+            records.meta_media[media_id] = (arrival.data, incoming.declared_type(kind))
+            if options.media_fails:
+                records.failing_downloads.add(media_id)
         return message_id, post(records, instance, "messages", incoming.meta_message(arrival, media_id))
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
@@ -207,7 +217,7 @@ class MetaServer:
         with self._state.locked() as records:
             self._bearer_owner(records, request)
             found = records.meta_media.get(media_id)
-            if found is None or media_id in records.failing_media:
+            if found is None or media_id in records.failing_media or media_id in records.failing_downloads:
                 return Response(b"", status=404)
             data, mime = found
         return Response(data, status=200, content_type=mime.split(";")[0])

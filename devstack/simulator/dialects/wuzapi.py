@@ -7,6 +7,7 @@ The calls-capable server's messaging routes are these (`send_text`, `session_sta
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import time
 from functools import partial
@@ -159,11 +160,19 @@ class WuzapiDialect:
         return message_id, post(records, instance, {"event": event, "type": "Message"})
 
     def media_arrived(
-        self, records: Records, instance: Instance, sender: str, caption: str, kind: str
+        self,
+        records: Records,
+        instance: Instance,
+        sender: str,
+        caption: str,
+        kind: str,
+        *,
+        options: incoming.ArrivalOptions,
     ) -> tuple[str, str]:
         message_id = wire.phone_message_id()
         reacted_id = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
-        arrival = incoming.Arrival(kind, message_id, sender, caption, reacted_id, time.time())
+        arrival = incoming.arrival(kind, message_id, sender, caption, reacted_id=reacted_id, options=options)
+        records.keep_file(arrival, self.flavour)
         return message_id, post(records, instance, incoming.wuzapi_postmap(arrival, "Cliente"))
 
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
@@ -203,6 +212,7 @@ class WuzapiServer:
                 methods=["POST"],
                 endpoint=self.download,
             ),
+            Rule(f"{incoming.S3_PATH}/<bucket>/<path:key>", methods=["GET"], endpoint=self.s3_object),
         ]
         return [Route(rule, fault_answer) for rule in rules]
 
@@ -221,12 +231,29 @@ class WuzapiServer:
         with self._state.locked() as records:
             user(records, request, "wuzapi")
             failed = str(body.get("DirectPath") or "") in records.failing_media
-        found = None if failed else incoming.file_by_sha256(digest)
+            sent = list(records.message_files.values())
+            failed |= any(
+                hashlib.sha256(data).digest() == digest
+                for message_id, data in records.message_files.items()
+                if message_id in records.failing_media
+            )
+        found = None if failed else incoming.file_by_sha256(digest, sent)
         if found is None:
             raise payloads.wuzapi_refused(500, f"Failed to download {kind} failed to download media")
         mime = str(body.get("Mimetype") or incoming.declared_type(found[0]))
         data = {"Mimetype": mime, "Data": f"data:{mime};base64,{base64.b64encode(found[1]).decode()}"}
         return raw_answer(payloads.wuzapi_answer(data), WUZAPI_JSON)
+
+    def s3_object(self, request: Request, bucket: str, key: str) -> Response:
+        """`GET <public_url>/<bucket>/<key>`: the user's S3 bucket, where `media_delivery` `s3` or
+        `both` put a customer's file (public, as wuzapi's `GetPublicURL` links it); a missing key
+        answers S3's 404 `NoSuchKey`."""
+        with self._state.locked() as records:
+            found = incoming.served_file(records.url_files, records.failing_media, key)
+        if bucket != incoming.S3_BUCKET or found is None:
+            body = b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchKey</Code></Error>'
+            return Response(body, status=404, content_type="application/xml")
+        return Response(found[0], status=200, content_type=found[1])
 
     def not_found(self) -> Response:
         return raw_answer(b"404 page not found\n", "text/plain; charset=utf-8", 404)

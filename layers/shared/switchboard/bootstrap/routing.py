@@ -10,6 +10,7 @@ from switchboard.bootstrap.audit import audit_log
 from switchboard.bootstrap.catalog import catalog_repository
 from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
+from switchboard.bootstrap.media import message_media
 from switchboard.bootstrap.messages import incoming_log, media_uploads
 from switchboard.bootstrap.providers import targets
 from switchboard.bootstrap.usage import usage_recorder
@@ -137,7 +138,13 @@ def forward_once(c: Components) -> Callable[..., int | None]:
     phones = ProviderPhones(catalog_repository(c), targets(c))
     attempts = ForwardAttemptsRepository(table(c))
     forwarder = DownstreamForwarder(
-        downstream_resolver(c), downstream_client(c), attempts, phones, outcomes=incoming_log(c)
+        downstream_resolver(c),
+        downstream_client(c),
+        attempts,
+        phones,
+        outcomes=incoming_log(c),
+        media=message_media(c),
+        links=message_links(c),
     )
     persistence = DynamoDBPersistenceLayer(
         table_name=c.settings.idempotency_table_name, boto3_client=c.client("dynamodb")

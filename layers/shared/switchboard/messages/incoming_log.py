@@ -4,7 +4,8 @@ The ingest's acceptance of a `message` event writes its row (an `AcceptWrite`: i
 transaction that accepts the event, costs no request of its own and is written exactly once per
 event). A message the forward will not take (no sender, no content) is logged `ignored: <reason>`
 there and then; every other one is `received` until the forwarder reports `forwarded`,
-`no_downstream` or `failed: <reason>` through `IncomingOutcomes`.
+`forwarded: placeholder (<reason>)` (its file could not be had: the agent got a placeholder
+saying why), `no_downstream` or `failed: <reason>` through `IncomingOutcomes`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class IncomingOutcomes(Protocol):
     """What the forwarder reports of an incoming message, by its forward's event id."""
 
     def forwarded(self, event_key: str) -> None: ...
+
+    def forwarded_with_placeholder(self, event_key: str, reason: str) -> None:
+        """Posted, its file replaced by a placeholder saying `reason`."""
+        ...
 
     def no_downstream(self, event_key: str) -> None: ...
 
@@ -106,6 +111,9 @@ class IncomingLog:
 
     def forwarded(self, event_key: str) -> None:
         self._outcome(event_key, INCOMING_FORWARDED, "forwarded", None)
+
+    def forwarded_with_placeholder(self, event_key: str, reason: str) -> None:
+        self._outcome(event_key, INCOMING_FORWARDED, f"forwarded: placeholder ({reason})", reason)
 
     def no_downstream(self, event_key: str) -> None:
         self._outcome(event_key, INCOMING_NO_DOWNSTREAM, "no_downstream", "no_downstream")

@@ -39,7 +39,13 @@ def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, ma
         return DownloadedMedia(data=data)
     if source.via != "provider_download":
         raise MediaNotFetched("no_source", "an Evolution file is fetched by its URL or its message key")
-    key: Any = source.fields.get("key") or ({"id": source.fields["id"]} if source.fields.get("id") else None)
+    # The webhook mapping names the message as the route's own body does (`{"message": {"key"}}`).
+    wrapped = source.fields.get("message")
+    key: Any = (
+        (wrapped.get("key") if isinstance(wrapped, dict) else None)
+        or source.fields.get("key")
+        or ({"id": source.fields["id"]} if source.fields.get("id") else None)
+    )
     if not isinstance(key, dict) or not key.get("id"):
         raise MediaNotFetched("no_source", "no message key to ask the server for")
     label = http.label("POST", BASE64_ROUTE)

@@ -1,9 +1,11 @@
-"""A customer's message as the text an agent reads, for the forward that posts text only.
+"""A customer's message in the words an agent reads, in the helpdesk's UI language (pt-BR).
 
-Files are not attached yet: the agent is told what arrived (its kind, its file name, its caption)
-rather than nothing; a location is a map link, a contact card its name and numbers, a tapped
-option its title and id, a reaction, an edit or a deletion what it did to which message. The
-words are the helpdesk's UI language, pt-BR.
+A file reaches the helpdesk attached to its message (`routing.incoming_post`); the words here
+are what stands beside it or instead of it: a location is a map link, a contact card its name
+and numbers, a tapped option its title and id, a poll its question and options; a file that
+could not be had is a placeholder saying which kind it was and why; a reaction, an edit or a
+deletion says what it did, threaded to its message, or which message it meant when that one is
+not in the conversation.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from switchboard.providers.content import (
     Content,
     Edit,
     Location,
+    Media,
     MediaKind,
     MediaMessage,
     Poll,
@@ -22,13 +25,27 @@ from switchboard.providers.content import (
     Text,
 )
 
-_KIND: dict[MediaKind, str] = {
+KIND_WORDS: dict[MediaKind, str] = {
     "image": "imagem",
     "video": "vídeo",
     "audio": "áudio",
     "voice": "mensagem de voz",
     "document": "documento",
     "sticker": "figurinha",
+}
+
+# Why a file is not attached, by the reason's code (`media.ports.UnavailableReason`, and the
+# helpdesk's own limit).
+REASON_WORDS: dict[str, str] = {
+    "expired": "o arquivo expirou no provedor",
+    "not_found": "o provedor não encontrou o arquivo",
+    "too_large": "o arquivo passa do limite do WhatsApp para este tipo",
+    "bad_type": "o tipo do arquivo não é permitido",
+    "mismatch": "o arquivo recebido não confere com o anunciado",
+    "provider_error": "o provedor não entregou o arquivo",
+    "forbidden_url": "o endereço do arquivo não é permitido",
+    "no_source": "o provedor não enviou o arquivo",
+    "helpdesk_limit": "o arquivo passa do limite de 40 MB do helpdesk",
 }
 
 
@@ -39,7 +56,7 @@ def as_text(content: Content) -> str:
     if isinstance(content, MediaMessage):
         media = content.media
         named = f" {media.file_name}" if media.file_name else ""
-        head = f"[{_KIND[media.kind]}{named} recebido(a): o arquivo ainda não é encaminhado ao helpdesk]"
+        head = f"[{KIND_WORDS[media.kind]}{named}]"
         return f"{head}\n{media.caption}" if media.caption else head
     if isinstance(content, Location):
         place = ", ".join(part for part in (content.name, content.address) if part)
@@ -64,3 +81,21 @@ def as_text(content: Content) -> str:
     if isinstance(content, Revoke):
         return f"[O cliente apagou a mensagem {content.target_id}]"
     raise TypeError(f"no text for {type(content).__name__}")  # every Content type is handled above
+
+
+def unavailable_text(media: Media, reason: str) -> str:
+    """The placeholder of a file that is not attached: its kind, why, its name, its caption."""
+    why = REASON_WORDS.get(reason, "o arquivo não pôde ser obtido")
+    head = f"[{KIND_WORDS[media.kind]} indisponível: {why}]"
+    if media.file_name:
+        head += f" {media.file_name}"
+    return f"{head}\n{media.caption}" if media.caption else head
+
+
+def change_text(content: Reaction | Edit | Revoke) -> str:
+    """What a reaction, an edit or a deletion did, as a reply threaded to its message."""
+    if isinstance(content, Reaction):
+        return f"Reagiu com {content.emoji}" if content.emoji else "Removeu a reação"
+    if isinstance(content, Edit):
+        return f"Editou esta mensagem para: {content.body}"
+    return "Apagou esta mensagem no WhatsApp"

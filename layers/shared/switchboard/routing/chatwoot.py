@@ -9,6 +9,7 @@ errors name the route template and status, never the host, the token or the answ
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -21,7 +22,7 @@ from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
-from switchboard.routing.domain import DownstreamTarget, IncomingMessage
+from switchboard.routing.domain import DownstreamPost, DownstreamTarget, FileToPost, IncomingMessage, PostedIncoming
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
@@ -75,6 +76,8 @@ class _Posted(Model):
     id: int
     source_id: str | None = None
     created_at: int | None = None  # epoch seconds
+    private: bool = False
+    content_attributes: dict[str, Any] | None = None
 
 
 class _Messages(Model):
@@ -128,24 +131,64 @@ class ChatwootClient:
         self._client.close()
 
     def post_incoming(
-        self, target: DownstreamTarget, message: IncomingMessage, *, earlier_attempt: datetime | None = None
-    ) -> int:
+        self,
+        target: DownstreamTarget,
+        message: IncomingMessage,
+        post: DownstreamPost,
+        *,
+        earlier_attempt: datetime | None = None,
+    ) -> PostedIncoming:
         contact_id = self._contact(target, message)
         conversations = self._conversations(target, contact_id)
         if earlier_attempt is not None:
             found = self._posted_in(target, conversations, message.provider_message_id, earlier_attempt)
             if found is not None:
-                logger.info("message already in the downstream: not posted again", extra={"conversation": found})
+                logger.info(
+                    "message already in the downstream: not posted again", extra={"conversation": found.conversation_id}
+                )
                 return found
         conversation_id = self._conversation(target, contact_id, conversations)
-        self._call(
-            target,
-            "POST",
-            f"/conversations/{conversation_id}/messages",
-            route="/conversations/{id}/messages",
-            body={"content": message.text, "message_type": "incoming", "source_id": message.provider_message_id},
-        )
-        return conversation_id
+        refers_to = post.refers_to
+        threaded = refers_to is not None and refers_to.conversation_id == conversation_id
+        note = post.change_note is not None and not threaded
+        fields: dict[str, Any] = {
+            "content": post.change_note if note else post.content,
+            "message_type": "outgoing" if note else "incoming",
+            "source_id": message.provider_message_id,
+        }
+        if note:
+            fields["private"] = True
+        if threaded and refers_to is not None:
+            # Chatwoot keeps the reply's link only to a message of the same conversation.
+            fields["content_attributes"] = {"in_reply_to": refers_to.downstream_message_id}
+        if post.voice:
+            fields["is_voice_message"] = True
+        posted = self._post_message(target, conversation_id, fields, post.files)
+        return PostedIncoming(conversation_id=conversation_id, message_id=posted, threaded=threaded, note=note)
+
+    def _post_message(
+        self, target: DownstreamTarget, conversation_id: int, fields: dict[str, Any], files: list[FileToPost]
+    ) -> int:
+        """One message: JSON, or multipart with its files as `attachments[]` (Chatwoot's
+        `MessageBuilder` reads `content_attributes` from a JSON string there)."""
+        route = "/conversations/{id}/messages"
+        path = f"/conversations/{conversation_id}/messages"
+        if not files:
+            body = {name: value for name, value in fields.items() if value is not None}
+            return self._parse(self._call(target, "POST", path, route=route, body=body), _Id, route).id
+        form: dict[str, str] = {}
+        for name, value in fields.items():
+            if value is None:
+                continue
+            if isinstance(value, dict):
+                form[name] = json.dumps(value)
+            elif isinstance(value, bool):
+                form[name] = "true" if value else "false"
+            else:
+                form[name] = str(value)
+        parts = [("attachments[]", (file.file_name, file.data, file.mime_type)) for file in files]
+        answer = self._call(target, "POST", path, route=route, form=form, files=parts)
+        return self._parse(answer, _Id, route).id
 
     def post_note(self, target: DownstreamTarget, conversation_id: int, text: str) -> None:
         self._call(
@@ -255,9 +298,9 @@ class ChatwootClient:
 
     def _posted_in(
         self, target: DownstreamTarget, conversations: list[_Conversation], source_id: str, since: datetime
-    ) -> int | None:
-        """The conversation of the inbox holding a message with this `source_id`, among those
-        active since `since` (a post makes its conversation active), or None.
+    ) -> PostedIncoming | None:
+        """The message with this `source_id` in a conversation of the inbox, among those active
+        since `since` (a post makes its conversation active), or None.
 
         Chatwoot neither refuses nor merges a repeated `source_id` and cannot filter a listing
         by it, so the messages are read, newest first, back to `since`."""
@@ -267,27 +310,34 @@ class ChatwootClient:
                 continue
             if conversation.last_activity_at is not None and conversation.last_activity_at < oldest:
                 continue
-            if self._holds(target, conversation.id, source_id, oldest):
-                return conversation.id
+            found = self._holds(target, conversation.id, source_id, oldest)
+            if found is not None:
+                return PostedIncoming(
+                    conversation_id=conversation.id,
+                    message_id=found.id,
+                    threaded=bool((found.content_attributes or {}).get("in_reply_to")),
+                    note=found.private,
+                )
         return None
 
-    def _holds(self, target: DownstreamTarget, conversation_id: int, source_id: str, oldest: int) -> bool:
+    def _holds(self, target: DownstreamTarget, conversation_id: int, source_id: str, oldest: int) -> _Posted | None:
         route = "/conversations/{id}/messages"
         path = f"/conversations/{conversation_id}/messages"
         params: dict[str, str] | None = None
         for _ in range(LOOKUP_PAGES):
             page = self._parse(self._call(target, "GET", path, route=route, params=params), _Messages, route)
             messages: list[_Posted] = page.payload
-            if any(message.source_id == source_id for message in messages):
-                return True
+            found = next((message for message in messages if message.source_id == source_id), None)
+            if found is not None:
+                return found
             if len(messages) < PAGE_SIZE:
-                return False  # the conversation's first message is on this page
+                return None  # the conversation's first message is on this page
             earliest = min(messages, key=lambda message: message.id)
             if earliest.created_at is not None and earliest.created_at < oldest:
-                return False  # older than the earlier attempt: it cannot be there
+                return None  # older than the earlier attempt: it cannot be there
             params = {"before": str(earliest.id)}
         logger.warning("helpdesk search stopped before the earlier attempt", extra={"conversation": conversation_id})
-        return False
+        return None
 
     def _conversation(self, target: DownstreamTarget, contact_id: int, conversations: list[_Conversation]) -> int:
         for conversation in conversations:
@@ -311,6 +361,8 @@ class ChatwootClient:
         route: str,
         body: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
+        form: dict[str, str] | None = None,
+        files: list[tuple[str, tuple[str, bytes, str]]] | None = None,
     ) -> httpx.Response:
         label = f"downstream {method} {route}"
         url = f"{target.base_url.rstrip('/')}/api/v1/accounts/{target.account_id}{path}"
@@ -318,7 +370,13 @@ class ChatwootClient:
         check_outbound_url(url, resolve=False, policy=self._policy)
         try:
             response = self._client.request(
-                method, url, json=body, params=params, headers={"api_access_token": target.api_token}
+                method,
+                url,
+                json=body,
+                params=params,
+                data=form,
+                files=files,
+                headers={"api_access_token": target.api_token},
             )
         except httpx.HTTPError as exc:
             raise DownstreamError(f"{label}: no answer ({type(exc).__name__})") from exc

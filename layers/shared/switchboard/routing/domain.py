@@ -8,9 +8,9 @@ The API token is write-only: stored in the secret store, only a hint is kept her
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
@@ -45,7 +45,13 @@ class IncomingMessage(Model):
 
     The sender is known by its phone number (`sender`), its LID (`sender_lid`, WhatsApp's
     address for a user whose number it hides) or both; `sender_name` is their WhatsApp profile
-    name, when the provider sent it."""
+    name, when the provider sent it.
+
+    `content` is what the customer sent, as the JSON of a `providers.content.Content` (a file by
+    its claim check, never its bytes; JSON here, so that the functions that name this record
+    without forwarding never load the contents' schema), and `reply_to` the WhatsApp id of the
+    message they quoted; `text` is the content as the agent reads it in words
+    (`routing.as_text`), what a job queued before contents existed carries alone."""
 
     event_id: str  # provider event id: the idempotency key of the forward
     instance: str
@@ -57,6 +63,13 @@ class IncomingMessage(Model):
     sender_name: str | None = None
     text: str
     sent_at: str | None = None
+    content: dict[str, Any] | None = None
+    reply_to: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content_json(cls, value: Any) -> Any:
+        return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
     @model_validator(mode="after")
     def _someone(self) -> IncomingMessage:
@@ -96,11 +109,51 @@ class MessageLinks(Protocol):
     def by_downstream_id(self, instance: str, downstream_message_id: int) -> MessageLink | None: ...
 
 
+class FileToPost(Model):
+    """A file posted with a message, as bytes (the helpdesk never gets a URL of the media bucket)."""
+
+    file_name: str
+    mime_type: str
+    data: bytes = Field(repr=False)
+
+
+class DownstreamPost(Model):
+    """What one incoming message becomes in the helpdesk: its content, its files, and the message
+    it refers to (a quote; what a reaction, an edit or a deletion changes).
+
+    `refers_to` is the link of that message. A quote is threaded to it when it is in the
+    conversation posted to, and posted unthreaded otherwise. A change (`change_note` set) is shown
+    only threaded to its message: when that is not in the conversation, `change_note` (which says
+    which message it meant) is posted as a private note instead of a customer's message."""
+
+    content: str | None
+    files: list[FileToPost] = Field(default_factory=list)
+    voice: bool = False  # the file is a voice note (Chatwoot's `is_voice_message`)
+    refers_to: MessageLink | None = None
+    change_note: str | None = None
+
+
+class PostedIncoming(Model):
+    """Where an incoming message was posted: its conversation and its message there; `threaded`
+    when it was posted as a reply to the message it refers to, `note` when it became a private note."""
+
+    conversation_id: int
+    message_id: int
+    threaded: bool = False
+    note: bool = False
+
+
 class DownstreamClient(Protocol):
     def post_incoming(
-        self, target: DownstreamTarget, message: IncomingMessage, *, earlier_attempt: datetime | None = None
-    ) -> int:
-        """Find or create the contact and its conversation, post the message; returns the conversation id.
+        self,
+        target: DownstreamTarget,
+        message: IncomingMessage,
+        post: DownstreamPost,
+        *,
+        earlier_attempt: datetime | None = None,
+    ) -> PostedIncoming:
+        """Find or create the contact and its conversation, post `post` with the message's
+        provider id as its `source_id`; returns where it went.
 
         The contact is found by phone number, else by LID; it is created with the sender's
         profile name, and given it while it is still named by its number. A contact known by its

@@ -9,7 +9,20 @@ cannot see is a forward that died after its POST and before its completion was r
 crash, a timeout, an answer lost): the redelivery would post the message again, and Chatwoot
 takes a repeated `source_id` as a new message. So every forward records its start first (one
 conditional write); a forward that finds an earlier start looks for the message, by its
-`source_id`, in the contact's conversations before posting it.
+`source_id`, in the contact's conversations before posting it. A file is posted in the same
+request as its message (multipart), so this holds for files too; the file is fetched into the
+media bucket before the forward starts (`media.service`: found there again after a crash, never
+fetched twice).
+
+Whatever the content, the agent hears of it: a file that cannot be had (the provider no longer
+has it, refused by type or size, over the helpdesk's limit) is posted as a placeholder saying
+why, with its caption. A failure a later try may cure (the provider answered 5xx or timed out)
+is retried by the queue up to `MEDIA_ATTEMPTS` receives; the last one posts the placeholder.
+The forward queue is FIFO, grouped by conversation (`forward_queue`): a retried file holds back
+the customer's later messages, so a text sent after a photo is never shown before it.
+
+Once posted, the WhatsApp id is linked to the helpdesk's message id (`MessageLinks`): a later
+quote, reaction, edit or deletion of it is threaded to it.
 """
 
 from __future__ import annotations
@@ -20,12 +33,33 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from switchboard.catalog.events import ProviderEvent
-from switchboard.core.errors import SwitchboardError
+from switchboard.core.errors import NotFound, SwitchboardError
 from switchboard.core.observability import logger
+from switchboard.media import limits
+from switchboard.media.ports import MediaReader, MediaResolver, MediaUnavailable
 from switchboard.providers.base import ContactDirectory
-from switchboard.providers.content import content_from
+from switchboard.providers.content import (
+    Content,
+    Edit,
+    MediaMessage,
+    Reaction,
+    Revoke,
+    Text,
+    content_data,
+    content_from,
+)
 from switchboard.routing.as_text import as_text
-from switchboard.routing.domain import DownstreamClient, DownstreamTarget, IncomingMessage
+from switchboard.routing.domain import (
+    DownstreamClient,
+    DownstreamPost,
+    DownstreamTarget,
+    FileToPost,
+    IncomingMessage,
+    MessageLink,
+    MessageLinks,
+    PostedIncoming,
+)
+from switchboard.routing.incoming_post import HELPDESK_MAX_BYTES, downstream_post, file_name_for
 from switchboard.usage.service import count_metric
 
 if TYPE_CHECKING:
@@ -34,8 +68,17 @@ if TYPE_CHECKING:
     from switchboard.messages.incoming_log import IncomingOutcomes
 
 
+# The receive on which a file a later try may still get is given up for a placeholder: about
+# two visibility timeouts of retries, while the conversation's later messages wait behind it.
+MEDIA_ATTEMPTS = 3
+
+
 class ForwardQueue(Protocol):
     def send(self, message: IncomingMessage) -> None: ...
+
+
+class ForwardMedia(MediaResolver, MediaReader, Protocol):
+    """A message's file fetched into the media bucket, and read back from it."""
 
 
 class TargetResolver(Protocol):
@@ -67,15 +110,12 @@ class IncomingForwardHandler:
         data = event.data
         message_id = data.get("id")
         try:
-            content = content_from(data)
+            content: Content | None = content_from(data)
         except ValueError:
             content = None
-        # Every content reaches the agent as text (files are not attached yet: the agent is told
-        # what arrived; the file stays in the media bucket or with its provider).
-        text = as_text(content) if content is not None else None
         sender, lid, name = (_text(data.get(field)) for field in ("from", "lid", "name"))
-        if not (isinstance(text, str) and isinstance(message_id, str) and (sender or lid)):
-            logger.info("message event without text not forwarded", extra={"instance": event.instance.key})
+        if not (content is not None and isinstance(message_id, str) and (sender or lid)):
+            logger.info("message event without content not forwarded", extra={"instance": event.instance.key})
             return
         self._queue.send(
             IncomingMessage(
@@ -87,8 +127,10 @@ class IncomingForwardHandler:
                 sender=sender.lstrip("+") if sender else None,
                 sender_lid=lid,
                 sender_name=name,
-                text=text,
+                text=as_text(content),
                 sent_at=_text(data.get("timestamp")),
+                content=content_data(content),
+                reply_to=_text(data.get("replyTo")),
             )
         )
 
@@ -107,6 +149,8 @@ class DownstreamForwarder:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         outcomes: IncomingOutcomes | None = None,
+        media: ForwardMedia | None = None,
+        links: MessageLinks | None = None,
     ) -> None:
         self._outcomes = outcomes
         self._resolver = resolver
@@ -114,14 +158,19 @@ class DownstreamForwarder:
         self._attempts = attempts
         self._phones = phones
         self._clock = clock
+        self._media = media
+        self._links = links
 
-    def forward(self, message: IncomingMessage) -> int | None:
+    def forward(self, message: IncomingMessage, *, receive_count: int = 1) -> int | None:
         """Post one message; returns the conversation id, or None when no downstream is configured.
 
         A sender known only by a LID is first looked up at the instance's provider; unresolved,
         the conversation is kept by the LID (the downstream contact says why it has no number).
         A forward that an earlier one of the same message preceded posts only if that one did not.
-        Raises DownstreamError (the queue retries it, then parks it in the DLQ).
+        `receive_count` is how many times the queue has handed this message out (this one
+        included): from `MEDIA_ATTEMPTS` on, a file still out of reach becomes a placeholder.
+        Raises DownstreamError (the queue retries it, then parks it in the DLQ), or
+        MediaUnavailable for a file a later receive may get (nothing was posted).
         """
         target = self._resolver.target_for(message.owner_tag)
         if target is None:
@@ -139,11 +188,13 @@ class DownstreamForwarder:
         if message.inbox_id is not None:
             # The instance's own inbox, in the same downstream account (same URL and token).
             target = target.model_copy(update={"inbox_id": message.inbox_id})
+        post, placeholder = self._post_of(message, receive_count)
         earlier = self._attempts.begin(message, self._clock())
         if earlier is not None:
             logger.info("forward retried: the helpdesk is searched first", extra={"instance": message.instance})
         try:
-            conversation = self._client.post_incoming(target, message, earlier_attempt=earlier)
+            posted = self._client.post_incoming(target, message, post, earlier_attempt=earlier)
+            self._link(message, posted)
         except Exception as exc:
             count_metric("ForwardFailures", message.instance)
             if self._outcomes is not None:
@@ -151,12 +202,91 @@ class DownstreamForwarder:
             raise
         logger.info(
             "message forwarded",
-            extra={"instance": message.instance, "downstream": target.source, "conversation": conversation},
+            extra={
+                "instance": message.instance,
+                "downstream": target.source,
+                "conversation": posted.conversation_id,
+                "files": len(post.files),
+                "threaded": posted.threaded,
+                "note": posted.note,
+            },
         )
+        self._report(message, placeholder)
+        return posted.conversation_id
+
+    def _link(self, message: IncomingMessage, posted: PostedIncoming) -> None:
+        """The WhatsApp id and the helpdesk's message id, linked (a failure fails the forward: its
+        retry finds the message posted and links it then)."""
+        if self._links is None:
+            return
+        self._links.link(
+            MessageLink(
+                instance=message.instance,
+                provider_message_id=message.provider_message_id,
+                conversation_id=posted.conversation_id,
+                downstream_message_id=posted.message_id,
+                direction="in",
+            )
+        )
+
+    def _report(self, message: IncomingMessage, placeholder: str | None) -> None:
         count_metric("MessagesForwarded", message.instance)
-        if self._outcomes is not None:
+        if placeholder is not None:
+            count_metric("MediaPlaceholders", message.instance)
+        if self._outcomes is None:
+            return
+        if placeholder is None:
             self._outcomes.forwarded(message.event_id)
-        return conversation
+        else:
+            self._outcomes.forwarded_with_placeholder(message.event_id, placeholder)
+
+    def _post_of(self, message: IncomingMessage, receive_count: int) -> tuple[DownstreamPost, str | None]:
+        """The message as the helpdesk takes it, and why its file is a placeholder (None: it is not)."""
+        content = content_from({"content": message.content}) if message.content else Text(body=message.text)
+        refers = content.target_id if isinstance(content, Reaction | Edit | Revoke) else message.reply_to
+        refers_to = self._links.by_provider_id(message.instance, refers) if refers and self._links else None
+        if not isinstance(content, MediaMessage):
+            return downstream_post(content, refers_to=refers_to), None
+        file, reason = self._file(message, content, receive_count)
+        return downstream_post(content, file=file, unavailable=reason, refers_to=refers_to), reason
+
+    def _file(
+        self, message: IncomingMessage, content: MediaMessage, receive_count: int
+    ) -> tuple[FileToPost | None, str | None]:
+        """The message's file as bytes to post, or why it cannot be (a placeholder's reason).
+
+        Raises MediaUnavailable when a later receive may still get it."""
+        media = content.media
+        if media.unavailable:
+            return None, media.unavailable  # refused at the ingest, and counted there
+        if media.stored is None and media.size is not None:
+            # Not fetched: over WhatsApp's limit for its kind (the claim is refused as the bytes
+            # would be), or over what the helpdesk takes.
+            if media.size > limits.max_bytes(media):
+                return None, "too_large"
+            if media.size > HELPDESK_MAX_BYTES:
+                return None, "helpdesk_limit"
+        if self._media is None:
+            return None, "no_source"
+        final = receive_count >= MEDIA_ATTEMPTS
+        try:
+            ref = self._media.resolve(message.owner_tag, message.instance, message.provider_message_id, media)
+            if ref.size > HELPDESK_MAX_BYTES:
+                return None, "helpdesk_limit"
+            data = self._media.read(ref)
+        except MediaUnavailable as refused:
+            if refused.retryable and not final:
+                raise
+            return None, refused.reason
+        except NotFound:
+            return None, "no_source"  # the instance left the catalog: nothing can fetch it now
+        except Exception:
+            if not final:
+                raise
+            # The bucket or the provider failed on every try: the agent is still told.
+            logger.exception("media not had on the last try", extra={"instance": message.instance})
+            return None, "provider_error"
+        return FileToPost(file_name=file_name_for(media, ref), mime_type=ref.mime_type, data=data), None
 
 
 LOOKUP_CACHE_SECONDS = 3600.0

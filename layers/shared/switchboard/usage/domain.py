@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
+from pydantic import Field
+
 from switchboard.core.model import Model
 
 Direction = Literal["in", "out"]
@@ -17,3 +19,5 @@ class DailyUsage(Model):
     day: date
     messages_in: int = 0
     messages_out: int = 0
+    # The incoming ones by what they were (`providers.content.kind_of`: text, image, voice, ...).
+    messages_in_by_type: dict[str, int] = Field(default_factory=dict)

@@ -1,6 +1,7 @@
 """Usage counters: one item per (instance, owner tag, day) with atomic `ADD`s, listed per (owner_tag, month).
 
-`USAGE#<instance key>` / `DAY#<yyyy-mm-dd>#<owner_tag>` holds `messages_in` and `messages_out`: a
+`USAGE#<instance key>` / `DAY#<yyyy-mm-dd>#<owner_tag>` holds `messages_in` and `messages_out`, and
+each incoming message's type beside (`in_type_<type>`: `in_type_text`, `in_type_image`, ...): a
 count belongs to the owner tag in force when it was counted, so changing an instance's tag moves
 nothing already counted (the next count starts the new tag's item). GSI1
 `USAGE#<owner_tag>#<yyyy-mm>` lists a tenant's month (one partition per tenant and month, so
@@ -21,7 +22,14 @@ from pynamodb.expressions.update import Action
 
 from switchboard.catalog.domain import Instance
 from switchboard.core import store
-from switchboard.core.store import EpochAttribute, IntegerAttribute, TableItem, TenantIndex, UnitOfWork
+from switchboard.core.store import (
+    AttributeFamily,
+    EpochAttribute,
+    IntegerAttribute,
+    TableItem,
+    TenantIndex,
+    UnitOfWork,
+)
 from switchboard.usage.domain import DailyUsage, Direction
 
 UNTAGGED = "_untagged"  # cannot collide with an owner tag (they start with [a-z0-9])
@@ -46,6 +54,10 @@ class UsageDay(TableItem):
     def month_key(cls, tag: str, month: str) -> str:
         """GSI1's partition: one tag's month."""
         return store.SEPARATOR.join((cls.PREFIX, tag, month))
+
+
+# The incoming messages of a day by type: a bounded family (`providers.content.kind_of`'s labels).
+IN_BY_TYPE = AttributeFamily("in_type_", IntegerAttribute)
 
 
 class UsageMark(TableItem):
@@ -82,10 +94,11 @@ class UsageRepository:
             return False
         return True
 
-    def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date) -> None:
-        """One incoming message, counted by the transaction that accepts its provider event."""
+    def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date, kind: str) -> None:
+        """One incoming message of type `kind`, counted by the transaction that accepts its
+        provider event."""
         day_item, actions = self._counter(instance, day, "in")
-        uow.update(day_item, actions)
+        uow.update(day_item, [*actions, IN_BY_TYPE[kind].add(1)])
 
     def record_outgoing(self, uow: UnitOfWork, instance: Instance, day: date) -> None:
         """One message sent through `instance`, counted by the transaction that records it SENT
@@ -119,6 +132,7 @@ class UsageRepository:
                 day=date.fromisoformat(item.day or ""),
                 messages_in=item.messages_in or 0,
                 messages_out=item.messages_out or 0,
+                messages_in_by_type=IN_BY_TYPE.read(item),
             )
             for item in UsageDay.by_month.query(UsageDay.month_key(tag, month))
         ]

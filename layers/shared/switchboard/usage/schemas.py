@@ -10,6 +10,10 @@ from pydantic import Field, StringConstraints
 from switchboard.core.wire import View
 from switchboard.usage.service import TenantMonthUsage
 
+BY_TYPE = (
+    "The incoming messages by type, only the types that came: text, image, video, audio, voice, document, "
+    "sticker, location, contacts, choice (a button, list or flow answer), poll, reaction, edit, revoke, other."
+)
 Month = Annotated[str, StringConstraints(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$")]
 
 
@@ -24,6 +28,7 @@ class InstanceUsageView(View):
     instance: str
     messages_in: int
     messages_out: int
+    messages_in_by_type: dict[str, int] = Field(description=BY_TYPE)
     days: list[DayUsageView] = Field(description="The month's days that had messages, in order.")
 
 
@@ -32,6 +37,7 @@ class UsageView(View):
     month: str
     messages_in: int
     messages_out: int
+    messages_in_by_type: dict[str, int] = Field(description=BY_TYPE)
     instances: list[InstanceUsageView]
 
     @classmethod

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime
+from functools import reduce
 from typing import TYPE_CHECKING, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from pydantic import Field
 
 from switchboard.catalog.domain import Instance
 from switchboard.core.identity import Principal, Scope
@@ -25,7 +27,7 @@ class UsageStore(Protocol):
 
 
 class IncomingCounts(Protocol):
-    def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date) -> None: ...
+    def record_incoming(self, uow: UnitOfWork, instance: Instance, day: date, kind: str) -> None: ...
 
 
 class OutgoingCounts(Protocol):
@@ -43,6 +45,7 @@ class InstanceUsage(Model):
     instance: str
     messages_in: int
     messages_out: int
+    messages_in_by_type: dict[str, int] = Field(default_factory=dict)
     days: list[DayUsage] = []
 
 
@@ -51,7 +54,15 @@ class TenantMonthUsage(Model):
     month: str
     messages_in: int
     messages_out: int
+    messages_in_by_type: dict[str, int] = Field(default_factory=dict)
     instances: list[InstanceUsage]
+
+
+_NONE: dict[str, int] = {}
+
+
+def _added(counts: dict[str, int], more: dict[str, int]) -> dict[str, int]:
+    return {kind: counts.get(kind, 0) + more.get(kind, 0) for kind in sorted(counts.keys() | more.keys())}
 
 
 def count_metric(name: str, instance: str, value: float = 1) -> None:
@@ -89,6 +100,7 @@ class UsageRecorder:
                 )
                 usage.messages_in += day.messages_in
                 usage.messages_out += day.messages_out
+                usage.messages_in_by_type = _added(usage.messages_in_by_type, day.messages_in_by_type)
                 usage.days.append(DayUsage(day=day.day, messages_in=day.messages_in, messages_out=day.messages_out))
             if not per_instance and principal.has(Scope.PLATFORM):
                 continue
@@ -101,6 +113,7 @@ class UsageRecorder:
                     month=month,
                     messages_in=sum(usage.messages_in for usage in instances),
                     messages_out=sum(usage.messages_out for usage in instances),
+                    messages_in_by_type=reduce(_added, (usage.messages_in_by_type for usage in instances), _NONE),
                     instances=instances,
                 )
             )
@@ -117,10 +130,23 @@ class IncomingUsage:
         self._counts = counts
 
     def record(self, uow: UnitOfWork, event: ProviderEvent) -> None:
-        self._counts.record_incoming(uow, event.instance, event.received_at.astimezone(UTC).date())
+        self._counts.record_incoming(uow, event.instance, event.received_at.astimezone(UTC).date(), message_type(event))
 
     def received(self, event: ProviderEvent) -> None:
         count_metric("MessagesReceived", event.instance.key)
+
+
+def message_type(event: ProviderEvent) -> str:
+    """What an incoming message was, for its count by type: `text`, a media kind, `location`,
+    `contacts`, `choice`, `poll`, `reaction`, `edit`, `revoke`; `other` for a message without a
+    content (an event stored before contents existed, or not mapped)."""
+    # Imported here: the usage API's function never reads a content, and never pays for its schema.
+    from switchboard.providers.content import content_from, kind_of  # noqa: PLC0415 - cold start
+
+    try:
+        return kind_of(content_from(event.data))
+    except ValueError:
+        return "other"
 
 
 class OutgoingUsage:
