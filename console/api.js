@@ -179,6 +179,9 @@ export const api = {
   reorderPool: (id, numberIds) => request("PUT", `/api/api-keys/${enc(id)}/pool/reorder`, { numberIds }),
 
   message: (id) => request("GET", `/api/messages/${enc(id)}`),
+  contactWindow: (phone) => request("GET", `/api/contacts/${enc(phone)}/window`),
+  templates: (numberId, refresh = false) =>
+    request("GET", `/api/numbers/${enc(numberId)}/templates${refresh ? "?refresh=true" : ""}`),
   usage: (month) => request("GET", `/api/usage/summary?month=${enc(month)}`),
   audit: (limit = 100) => request("GET", `/api/audit?limit=${enc(limit)}`),
 

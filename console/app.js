@@ -23,6 +23,7 @@ import * as conversation from "./screens/conversation.js";
 import * as deliveries from "./screens/deliveries.js";
 // A person's own account (two-step verification), for admins and attendants alike.
 import * as account from "./screens/account.js";
+import * as templates from "./screens/templates.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
 const ACCOUNT_ROUTE = { pattern: /^#\/account$/, screen: account, nav: "account" };
@@ -30,6 +31,7 @@ const ADMIN_ROUTES = [
   { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
   { pattern: /^#\/numbers\/connect$/, screen: connect, nav: "numbers" },
   { pattern: /^#\/instances\/([^/]+)$/, screen: instance, nav: "numbers" },
+  { pattern: /^#\/numbers\/([^/]+)\/templates$/, screen: templates, nav: "numbers" },
   CALLS_ROUTE,
   { pattern: /^#\/keys$/, screen: keys, nav: "keys" },
   { pattern: /^#\/keys\/([^/]+)$/, screen: keyEdit, nav: "keys" },

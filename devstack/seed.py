@@ -273,9 +273,12 @@ def _seed_other_kind(
     verify_token = secrets.token_urlsafe(16) if other.kind == "meta" else None
     provider = _create_provider(api, admin, body, verify_token, notes)
     meta_phone_id = f"1065{digits}" if other.kind == "meta" else None
+    # The number's WhatsApp Business Account, where its templates are listed (one per tenant here).
+    waba_id = f"1077{digits}" if other.kind == "meta" else None
     number_body: dict[str, Any] = {"number": digits, "displayName": f"{owner_tag} {other.flavour}"}
     if meta_phone_id is not None:
         number_body["metaPhoneId"] = meta_phone_id
+        number_body["wabaId"] = waba_id
     number = api.call("POST", "/api/numbers", admin, number_body).json()
     name = f"{owner_tag}-{index}"
     token = secrets.token_urlsafe(24)
@@ -301,7 +304,7 @@ def _seed_other_kind(
         "webhookSecret": secret,
     }
     if meta_phone_id is not None:
-        sim_fields |= {"metaPhoneId": meta_phone_id, "verifyToken": verify_token}
+        sim_fields |= {"metaPhoneId": meta_phone_id, "wabaId": waba_id, "verifyToken": verify_token}
     sim.create_instance(**sim_fields)
     instance = SeededInstance(name, name, token, "messages", number["id"], digits, other.flavour, provider["id"])
     return _SeededOther(number, instance, [secret] + ([verify_token] if verify_token else []))

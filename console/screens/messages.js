@@ -348,7 +348,9 @@ function mountMessage(main, { params, navigate }, messageId) {
   async function reload() {
     result.setAttribute("aria-busy", "true");
     try {
-      render(await api.message(messageId));
+      const message = await api.message(messageId);
+      // The contact's window is context: a lookup that fails leaves the message shown without it.
+      render(message, await api.contactWindow(message.to).catch(() => null));
       clearRefusal(null, slot);
     } catch (error) {
       clear(result);
@@ -358,7 +360,7 @@ function mountMessage(main, { params, navigate }, messageId) {
     }
   }
 
-  function render(message) {
+  function render(message, windows) {
     const failed = message.status === "FAILED";
     const rows = [
       ["messages.status", h("span", { class: `state state-${message.status.toLowerCase()}` }, statusWords(message.status))],
@@ -388,6 +390,7 @@ function mountMessage(main, { params, navigate }, messageId) {
         h("dl", { class: "pairs" }, rows.map(([label, value]) => [h("dt", {}, t(label)), h("dd", {}, value)])),
       ),
       message.media ? mediaSection(message.media) : null,
+      windowSection(windows),
       h(
         "section",
         { class: "card", "aria-labelledby": "trace-title" },
@@ -406,6 +409,42 @@ function mountMessage(main, { params, navigate }, messageId) {
 
 /** A media message's file: its type, caption, name, format and size, and a thumbnail of an image
  * (its `previewUrl` is a short-lived link to the file itself). */
+// The customer-service window of each Cloud API number with the message's recipient.
+function windowSection(windows) {
+  const cloud = windows ? windows.numbers.filter((item) => item.serviceWindow) : [];
+  if (!cloud.length) return null;
+  return h(
+    "section",
+    { class: "card", "aria-labelledby": "window-title" },
+    h("h2", { id: "window-title" }, t("messages.window")),
+    h("p", { class: "hint" }, t("messages.windowHint")),
+    h(
+      "ul",
+      { "aria-label": t("messages.window") },
+      cloud.map((item) =>
+        h(
+          "li",
+          { dataset: { window: item.open ? "open" : "closed" } },
+          h(
+            "span",
+            { class: `badge ${item.open ? "ok" : "off"}` },
+            h("span", { class: "dot", "aria-hidden": "true" }),
+            t(item.open ? "messages.windowOpen" : "messages.windowClosed"),
+          ),
+          " ",
+          formatPhone(item.number),
+          " — ",
+          item.open
+            ? t("messages.windowUntil", { date: formatDate(item.windowOpenUntil) })
+            : item.lastHeardAt
+              ? t("messages.windowLastHeard", { date: formatDate(item.lastHeardAt) })
+              : t("messages.windowNeverWrote"),
+        ),
+      ),
+    ),
+  );
+}
+
 function mediaSection(media) {
   const name = media.fileName || contentWords(media.type);
   const rows = [

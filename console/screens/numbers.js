@@ -90,7 +90,14 @@ export function mount(main) {
             "tr",
             { dataset: { number: row.number.id } },
             h("th", { scope: "row", class: "phone" }, formatPhone(row.number.number)),
-            h("td", {}, row.number.displayName),
+            h(
+              "td",
+              {},
+              row.number.displayName,
+              row.number.wabaId
+                ? [" ", h("a", { href: `#/numbers/${encodeURIComponent(row.number.id)}/templates` }, t("numbers.templates"))]
+                : null,
+            ),
             h(
               "td",
               {},

@@ -15,6 +15,7 @@ import re
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,7 +25,7 @@ from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import incoming, schemas
-from devstack.simulator.dialects import calls, evolution, meta, wuzapi
+from devstack.simulator.dialects import calls, evolution, meta, meta_templates, wuzapi
 from devstack.simulator.media import MediaSessions
 from devstack.simulator.model import SimError
 from devstack.simulator.payloads import Refused
@@ -166,6 +167,10 @@ class SimulatorApp:
             Rule(f"{instance}/calls/<call_id>/<{actions}:action>", methods=["POST"], endpoint=self.call_action),
             Rule(f"{instance}/calls/<call_id>/media", methods=["GET"], endpoint=self.call_media),
             Rule(f"{instance}/messages/<path:message_id>/status", methods=["POST"], endpoint=self.receipt),
+            Rule(f"{instance}/incoming-choice", methods=["POST"], endpoint=self.incoming_choice),
+            Rule(f"{instance}/window", methods=["POST"], endpoint=self.window),
+            Rule(f"{CONTROL_PREFIX}/refused", methods=["GET"], endpoint=self.refused),
+            Rule(f"{CONTROL_PREFIX}/waba/<waba_id>/templates", methods=["POST"], endpoint=self.set_template),
             Rule(f"{CONTROL_PREFIX}/sent", methods=["GET"], endpoint=self.sent),
             Rule(f"{CONTROL_PREFIX}/events", methods=["GET"], endpoint=self.events),
             Rule(f"{CONTROL_PREFIX}/media/fail", methods=["POST"], endpoint=self.fail_media),
@@ -275,6 +280,28 @@ class SimulatorApp:
     def receipt(self, request: Request, instance_id: str, message_id: str) -> Response:
         self.state.receipt(instance_id, message_id, parse_body(request, schemas.ReceiptBody).status)
         return json_answer({"ok": True})
+
+    def incoming_choice(self, request: Request, instance_id: str) -> Response:
+        body = parse_body(request, schemas.IncomingChoiceBody)
+        return json_answer(self.state.incoming_choice(instance_id, body.from_, body.kind, body.option_id, body.title))
+
+    def window(self, request: Request, instance_id: str) -> Response:
+        body = parse_body(request, schemas.WindowBody)
+        with self.state.locked() as records:
+            instance = records.instance(instance_id)
+            instance.heard[body.with_.lstrip("+")] = body.at if body.at is not None else time.time()
+        return json_answer({"ok": True})
+
+    def refused(self, request: Request) -> Response:
+        """Sends a server accepted and WhatsApp never delivered (a Cloud API number outside the window)."""
+        with self.state.locked() as records:
+            return json_answer({"messages": list(records.refused)})
+
+    def set_template(self, request: Request, waba_id: str) -> Response:
+        body = parse_body(request, schemas.TemplateBody)
+        with self.state.locked() as records:
+            template = meta_templates.set_template(records, waba_id, body.model_dump())
+            return json_answer(template)
 
     def sent(self, request: Request) -> Response:
         return json_answer({"messages": self.state.sent_messages()})

@@ -142,6 +142,32 @@ class SimulatorControl:
         view: dict[str, Any] = answer.json()
         return view
 
+    def incoming_choice(self, instance_id: str, sender: str, option_id: str, title: str, *, kind: str = "list") -> str:
+        """`sender` taps a list row (`kind` list) or a reply button (`button`) of the last message
+        the instance sent them (Meta's servers; Evolution's lists); the message id."""
+        body = {"from": sender, "optionId": option_id, "title": title, "kind": kind}
+        message_id: str = self._post(f"/_sim/instances/{instance_id}/incoming-choice", body)["id"]
+        return message_id
+
+    def open_window(self, instance_id: str, phone: str, *, at: float | None = None) -> None:
+        """`phone` last wrote to the number at `at` (unix seconds; now), posting nothing: the Cloud
+        API number's customer-service window with them is open for 24 h from then."""
+        body: dict[str, Any] = {"with": phone}
+        if at is not None:
+            body["at"] = at
+        self._post(f"/_sim/instances/{instance_id}/window", body)
+
+    def set_template(self, waba_id: str, **fields: Any) -> dict[str, Any]:
+        """Add or change a Meta business account's template (`name`, `language`, `status`, ...)."""
+        return self._post(f"/_sim/waba/{waba_id}/templates", fields)
+
+    def refused(self) -> list[dict[str, Any]]:
+        """Sends a server accepted that never reached the user (a Cloud API number outside the window)."""
+        response = self._client.get("/_sim/refused")
+        response.raise_for_status()
+        messages: list[dict[str, Any]] = response.json()["messages"]
+        return messages
+
     def receipt(self, instance_id: str, message_id: str, status: str) -> None:
         """The recipient got (`delivered`), read (`read`) or never got (`failed`) a sent message."""
         path = f"/_sim/instances/{instance_id}/messages/{quote(message_id, safe='/+=')}/status"

@@ -169,6 +169,9 @@ class Instance:
     contacts: set[str] = field(default_factory=set)
     # Evolution's contact rows: the last pushName heard, by the chat's `remoteJid`.
     push_names: dict[str, str] = field(default_factory=dict)
+    # When each user last wrote to the number (unix seconds): a Cloud API number's
+    # customer-service window with them.
+    heard: dict[str, float] = field(default_factory=dict)
 
     def take_send_error(self, recipient: str) -> str | None:
         """The injected refusal for a send to `recipient`, if any, counting it down. A 463 spares

@@ -229,6 +229,35 @@ class ReceiptBody(ControlBody):
     status: ReceiptStatus
 
 
+class IncomingChoiceBody(ControlBody):
+    """The user taps a reply button or a list row of the last message the instance sent them."""
+
+    from_: StrictStr = Field(alias="from", min_length=1)
+    kind: Literal["button", "list"] = "list"
+    option_id: StrictStr = Field(alias="optionId", min_length=1)
+    title: StrictStr = Field(min_length=1)
+
+
+class WindowBody(ControlBody):
+    """When the user last wrote to the number (unix seconds; now by default), posting nothing: a
+    message from before the run."""
+
+    with_: StrictStr = Field(alias="with", min_length=1)
+    at: float | None = None
+
+
+class TemplateBody(ControlBody):
+    """A Meta business account's template, added or changed (`status` APPROVED, PENDING,
+    REJECTED, PAUSED, DISABLED; `components` as the Graph API lists them)."""
+
+    name: StrictStr = Field(pattern=r"^[a-z0-9_]{1,512}$")
+    language: StrictStr = Field(min_length=2, max_length=20)
+    status: Literal["APPROVED", "PENDING", "REJECTED", "PAUSED", "DISABLED"] | None = None
+    category: StrictStr | None = None
+    components: list[dict[str, Any]] | None = None
+    reason: StrictStr | None = None
+
+
 class FaultBody(ControlBody):
     route: StrictStr
     mode: FaultMode

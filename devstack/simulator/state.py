@@ -141,6 +141,10 @@ class Records:
         self.failing_downloads: set[str] = set()  # Meta media ids whose node answers, their URL 404
         # Files a server keeps by the message that brought them (Evolution's getBase64 route).
         self.message_media: dict[str, tuple[bytes, str, str]] = {}  # message id -> (bytes, type, kind)
+        # Each WhatsApp Business Account's templates (`meta_templates`): waba id -> (name, language) -> template.
+        self.meta_templates: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        # Sends a server accepted and WhatsApp did not deliver (a Cloud API number outside the window).
+        self.refused: list[dict[str, Any]] = []
         # Every file a customer sent, by message id (a download route finds it by its digest).
         self.message_files: dict[str, bytes] = {}
         # Files served at a URL (wuzapi's S3 bucket, the envelope's media URLs): key -> (bytes,
@@ -584,6 +588,7 @@ class SimulatorState:
                 raise SimError(400, "not_on_this_server", "only the Evolution server simulates LID-addressed chats")
             sender = sender.lstrip("+")
             instance.contacts.add(sender)
+            instance.heard[sender] = time.time()
             options = options or ArrivalOptions()
             try:
                 incoming.checked_mode(dialect.flavour, options)
@@ -595,6 +600,23 @@ class SimulatorState:
                 message_id, event_id = dialect.text_arrived(
                     records, instance, sender, text, push_name=push_name, addressing=addressing
                 )
+            return {"id": message_id, "eventId": event_id}
+
+    def incoming_choice(self, instance_id: str, sender: str, kind: str, option_id: str, title: str) -> dict[str, Any]:
+        """`sender` taps a button or a row of the last message the instance sent them, on a server
+        whose interactive messages reach the user (Meta's; Evolution's lists): `{id, eventId}`."""
+        with self._lock:
+            records = self._records
+            instance = records.instance(instance_id)
+            dialect = self._dialect(instance)
+            arrived = getattr(dialect, "choice_arrived", None)
+            if arrived is None:
+                raise SimError(400, "not_native", "this server's users answer a menu by typing the option's number")
+            if not dialect.always_connected and not instance.connected:
+                raise SimError(409, "not_connected", "the instance has no WhatsApp session")
+            sender = sender.lstrip("+")
+            instance.heard[sender] = time.time()
+            message_id, event_id = arrived(records, instance, sender, kind=kind, option_id=option_id, title=title)
             return {"id": message_id, "eventId": event_id}
 
     def receipt(self, instance_id: str, message_id: str, status: str) -> None:

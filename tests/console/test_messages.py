@@ -29,6 +29,7 @@ from tools.support.provider_webhooks import envelope, signed_headers
 RECIPIENT = "5511944440001"
 CUSTOMER = "5511955510001"
 KEY_NAME = "campanhas"
+ASKED = "quais são as ofertas de hoje?"
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +85,9 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(stack: Stack, tenant: SeededTenant) -> Iterator[World]:
-    """Three messages to one customer through the tenant's Meta number (the first refused with
-    131049), the customer's answer (no helpdesk: not forwarded), and the three client webhooks an
-    endpoint that is down missed."""
+    """A customer asks for offers, then three messages to them within their 24 h window through the
+    tenant's Meta number (the first refused with 131049), the customer's answer (no helpdesk: neither
+    is forwarded), and the three client webhooks an endpoint that is down missed."""
     endpoint = Endpoint()
     meta = next(instance for instance in tenant.instances if instance.flavour == "meta")
     key = stack.api(
@@ -96,6 +97,8 @@ def world(stack: Stack, tenant: SeededTenant) -> Iterator[World]:
         json={"name": KEY_NAME, "scopes": ["send"], "defaultNumber": meta.number, "webhookUrl": endpoint.url},
     )
     assert key.status_code == 201, key.text
+    stack.sim.incoming_message(meta.sim_id, CUSTOMER, ASKED)  # a Cloud API number answers who wrote in
+    stack.wait_for(lambda: incoming_logged(stack, tenant, 1), timeout=15)
     stack.sim.send_error(meta.sim_id, "131049", times=1)
     ids = []
     for text in ("primeira oferta", "segunda oferta", "terceira oferta"):
@@ -111,7 +114,7 @@ def world(stack: Stack, tenant: SeededTenant) -> Iterator[World]:
         return [item["id"] for item in page["items"]] if len(page["items"]) == 3 else None
 
     deliveries = stack.wait_for(missed, timeout=30, interval=0.3)
-    stack.wait_for(lambda: incoming_logged(stack, tenant), timeout=15)
+    stack.wait_for(lambda: incoming_logged(stack, tenant, 2), timeout=15)
     statuses = {message_id: final(stack, tenant, message_id) for message_id in ids}
     (failed,) = [message_id for message_id, status in statuses.items() if status == "FAILED"]
     yield World(tenant, endpoint, failed, [i for i in ids if i != failed], deliveries)
@@ -123,9 +126,9 @@ def final(stack: Stack, tenant: SeededTenant, message_id: str) -> str | None:
     return status if status in ("SENT", "FAILED") else None
 
 
-def incoming_logged(stack: Stack, tenant: SeededTenant) -> bool:
+def incoming_logged(stack: Stack, tenant: SeededTenant, count: int) -> bool:
     page = stack.api("GET", "/api/messages?direction=in&status=NO_DOWNSTREAM", key=tenant.admin_key).json()
-    return len(page["items"]) == 1
+    return len(page["items"]) == count
 
 
 def sent_message(stack: Stack) -> dict[str, Any]:
@@ -204,7 +207,7 @@ def test_the_list_shows_every_message_and_a_failure_in_red_in_metas_own_words(
     listing = page.get_by_role("table", name="Mensagens deste tenant")
     rows = listing.locator("tbody tr")
 
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(5)
     received = rows.filter(has_text="não quero mais ofertas")
     expect(received).to_contain_text("não encaminhada: sem helpdesk configurado")
     expect(received).to_contain_text("nenhum helpdesk configurado para este número")
@@ -239,7 +242,7 @@ def test_a_filter_nothing_matches_says_what_to_do(console: Console, world: World
     expect(page.get_by_text("Nenhuma mensagem com esses filtros.")).to_be_visible()
     expect(page.get_by_text("Limpe os filtros para ver tudo.", exact=False)).to_be_visible()
     page.get_by_role("button", name="Limpar filtros").click()
-    expect(page.get_by_role("table", name="Mensagens deste tenant").locator("tbody tr")).to_have_count(4)
+    expect(page.get_by_role("table", name="Mensagens deste tenant").locator("tbody tr")).to_have_count(5)
 
 
 def test_a_customers_conversation_reads_in_order_both_ways(
@@ -252,11 +255,12 @@ def test_a_customers_conversation_reads_in_order_both_ways(
 
     expect(page.get_by_role("heading", level=1, name=f"Conversa com {customer}")).to_be_visible()
     bubbles = page.get_by_role("list", name=f"Mensagens com {customer}").get_by_role("listitem")
-    expect(bubbles).to_have_count(4)
-    texts = [bubbles.nth(n).locator(".text").inner_text() for n in range(4)]
-    assert texts[-1] == "não quero mais ofertas"
-    assert sorted(texts[:3]) == sorted(["primeira oferta", "segunda oferta", "terceira oferta"])
-    expect(bubbles.nth(3)).to_contain_text("Contato")
+    expect(bubbles).to_have_count(5)
+    texts = [bubbles.nth(n).locator(".text").inner_text() for n in range(5)]
+    assert (texts[0], texts[-1]) == (ASKED, "não quero mais ofertas")
+    assert sorted(texts[1:4]) == sorted(["primeira oferta", "segunda oferta", "terceira oferta"])
+    expect(bubbles.nth(0)).to_contain_text("Contato")
+    expect(bubbles.nth(4)).to_contain_text("Contato")
     expect(bubbles.filter(has_text="(131049)")).to_have_count(1)
     screenshot(page, "conversation")
 
@@ -361,3 +365,59 @@ PNG_PIXEL = (
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f8cfc0000003010100c9fe92ef0000000049454e44ae426082"
 )
+
+
+def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contacts_window(
+    console: Console, stack: Stack
+) -> None:
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    created = stack.api(
+        "POST",
+        "/api/api-keys",
+        key=demo.admin_key,
+        json={"name": "cloud sender", "scopes": ["send"], "defaultNumber": cloud.number},
+    )
+    assert created.status_code == 201, created.text
+    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json={"to": "5511944440077", "text": "oi"})
+    assert answer.status_code == 202, answer.text
+    path = f"/api/messages/{answer.json()['id']}"
+
+    def ended() -> dict[str, Any] | None:
+        message: dict[str, Any] = stack.api("GET", path, key=demo.admin_key).json()
+        return message if message["status"] == "FAILED" else None
+
+    failed = stack.wait_for(ended)
+    assert failed["failureReason"] == "outside_service_window"
+    page = console.sign_in_as_admin(demo)
+
+    page.evaluate("route => { location.hash = route; }", f"#/messages/{failed['id']}")
+
+    details = page.get_by_role("region", name=f"Mensagem {failed['id']}")
+    expect(details).to_contain_text("fora da janela de atendimento de 24 h")
+    window = page.get_by_role("region", name="Janela de atendimento").get_by_role("listitem")
+    expect(window.filter(has_text=phone(cloud.number))).to_contain_text("fechada")
+    expect(window.filter(has_text=phone(cloud.number))).to_contain_text("o contato nunca escreveu a este número")
+
+
+def test_a_cloud_numbers_templates_are_listed_with_their_status(
+    console: Console, stack: Stack, screenshot: Callable[[Page, str], Path]
+) -> None:
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    page = console.sign_in_as_admin(demo)
+    page.get_by_role("navigation").get_by_role("link", name="Números").click()
+
+    page.get_by_role("row").filter(has_text=phone(cloud.number)).get_by_role(
+        "link", name="Modelos de mensagem (Meta)"
+    ).click()
+
+    expect(page).to_have_url(f"{stack.api_url}/console/#/numbers/{cloud.number_id}/templates")
+    rows = page.get_by_role("table").get_by_role("row")
+    hello = rows.filter(has=page.get_by_role("rowheader", name="hello_world"))
+    expect(hello).to_contain_text("en_US")
+    expect(hello).to_contain_text("aprovado")
+    expect(hello).to_contain_text("marketing")
+    screenshot(page, "templates")
+    page.get_by_role("button", name="Ler de novo na Meta").click()
+    expect(page.get_by_text("lida na Meta agora")).to_be_visible()

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Stack
+from tests.e2e.test_templates_e2e import contact_wrote
 from tools.support.downstream import FakeDownstream, ServedDownstream
 
 CONTACT = "5511977770001"
@@ -201,7 +202,8 @@ def test_paired_wuzapi_and_evolution_numbers_are_connected_at_once_send_and_are_
 def test_a_meta_number_is_connected_its_chatwoot_reply_is_sent_and_a_restricted_number_is_paused(
     stack: Stack, tenant: Tenant
 ) -> None:
-    meta = tenant.register("meta")
+    meta = tenant.register("meta", webhook=True)
+    contact_wrote(stack, tenant.admin, meta.sim_id, CONTACT, meta.digits)  # an agent answers who wrote in
 
     assert meta.state_on_save == tenant.states()[meta.name] == "CONNECTED"
     assert meta.reply("resposta pelo número oficial", 5001)["status"] == "SENT"
@@ -223,6 +225,7 @@ def test_the_demo_meta_number_answers_its_chatwoot_replies(stack: Stack) -> None
     name = f"{demo.owner_tag}-6"
     assert demo.instance(name).flavour == "meta"
     secret = stack.api("POST", f"/api/instances/{name}/webhook-secret", key=demo.admin_key).json()["secret"]
+    contact_wrote(stack, demo.admin_key, name, CONTACT, demo.instance(name).number)
 
     outcome = reply(stack, demo.owner_tag, name, secret=secret, text="olá do demo-6", message_id=5002)
 

@@ -20,6 +20,7 @@ from switchboard.routing.parts import split_text
 from tests.e2e.conftest import Stack
 from tests.e2e.test_provider_kinds_e2e import instance_of
 from tests.e2e.test_routing_e2e import map_downstream, messages_with
+from tests.e2e.test_templates_e2e import contact_wrote
 from tools.support.downstream import FakeDownstream
 
 PARAGRAPH = (
@@ -173,6 +174,7 @@ def test_given_a_9000_character_reply_through_a_cloud_api_number_then_it_reaches
     instance = instance_of(fresh_tenant, "meta")
     secret = webhook_secret(stack, fresh_tenant, instance.name)
     phone = contact_phone()
+    contact_wrote(stack, fresh_tenant.admin_key, instance.sim_id, phone, instance.number)  # within the 24 h window
     reply = reply_webhook(91_000, LONG_REPLY, phone=phone)
 
     first = post_reply(stack, fresh_tenant, instance.name, secret, reply)

@@ -27,6 +27,7 @@ from switchboard import bootstrap
 from tests.e2e.conftest import Stack
 from tests.e2e.test_provider_kinds_e2e import instance_of
 from tests.e2e.test_routing_e2e import map_downstream
+from tests.e2e.test_templates_e2e import contact_wrote
 from tools.support.downstream import FakeDownstream, ServedDownstream
 
 KINDS = ("wuzapi", "evolution", "meta")
@@ -121,6 +122,9 @@ def test_given_a_pool_of_three_kinds_then_each_kind_gets_a_photo_a_pdf_a_voice_n
     pdf = upload(stack, key, PDF, "application/pdf", "Pedido 4711.pdf")
     voice = upload(stack, key, VOICE, "audio/ogg")
     people = [recipient() for _ in KINDS]
+    meta = instance_of(tenant, "meta")
+    for to in people:  # within the Meta number's 24 h window, so the pool passes over no number
+        contact_wrote(stack, tenant.admin_key, meta.sim_id, to, meta.number)
 
     # The first message to each new recipient goes round the pool; the next ones stay (affinity).
     first = {
@@ -294,6 +298,8 @@ def test_given_agents_attachments_then_each_reaches_the_customer_through_its_ins
     instances = {kind: instance_of(tenant, kind) for kind in KINDS}
     secrets = {kind: webhook_secret(stack, tenant, instance.name) for kind, instance in instances.items()}
     green = files.png(8, 8, (30, 200, 30))
+    meta = instances["meta"]
+    contact_wrote(stack, tenant.admin_key, meta.sim_id, phone, meta.number)  # the Meta number answers within 24 h
 
     def reply(kind: str, content: str | None, *attachments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         body = agent_message(fake, conversation, phone, content, list(attachments))

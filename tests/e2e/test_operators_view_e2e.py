@@ -1,10 +1,10 @@
-"""The operators' view on the whole local stack: 50 sends through a Meta number, some refused with
-Meta's 131049; 10 customer messages, half before the tenant had a helpdesk; a client webhook
-endpoint down while all that happens, then back. The admin lists today's failures with Meta's code,
-reads one customer's conversation in order, finds the incoming messages that were not forwarded
-and why, and replays the webhook deliveries that ran out of attempts: each arrives once, signed
-with the key's secret, under its first webhook-id. Another tenant sees none of it; every listing
-pages with a cursor, and no request is a Scan."""
+"""The operators' view on the whole local stack: 10 customer messages to a Meta number, half before
+the tenant had a helpdesk; 50 sends through it to those customers (within their 24 h window), some
+refused with Meta's 131049; a client webhook endpoint down while all that happens, then back. The
+admin lists today's failures with Meta's code, reads one customer's conversation in order, finds
+the incoming messages that were not forwarded and why, and replays the webhook deliveries that ran
+out of attempts: each arrives once, signed with the key's secret, under its first webhook-id.
+Another tenant sees none of it; every listing pages with a cursor, and no request is a Scan."""
 
 from __future__ import annotations
 
@@ -115,7 +115,11 @@ def test_an_admin_sees_failures_conversations_and_unforwarded_messages_and_repla
     secret = ok(stack.api("POST", f"/api/api-keys/{key_id}/webhook-secret", key=admin), 201)["secret"]
     stack.sim.send_error(meta.sim_id, "131049", times=REFUSED)
 
-    # 50 sends to five customers while the client's endpoint is down.
+    # Five customers write in before the tenant has a helpdesk (a Cloud API number may then write
+    # to them for 24 h), then 50 sends to them while the client's endpoint is down.
+    for n in range(5):
+        stack.sim.incoming_message(meta.sim_id, CUSTOMERS[n], f"pergunta {n}")
+    stack.wait_for(lambda: len(incoming(stack, admin, "NO_DOWNSTREAM")) == 5, timeout=30, interval=0.3)
     for n in range(SENDS):
         message = {"to": CUSTOMERS[n % len(CUSTOMERS)], "text": f"oferta {n}"}
         ok(stack.api("POST", "/api/messages", key=sender, json=message), 202)
@@ -127,13 +131,10 @@ def test_an_admin_sees_failures_conversations_and_unforwarded_messages_and_repla
     sent = stack.wait_for(settled, timeout=60, interval=0.5)
     assert Counter(row["status"] for row in sent) == {"SENT": SENDS - REFUSED, "FAILED": REFUSED}
 
-    # Ten customer messages: five before the tenant had a helpdesk, five after.
+    # Five more customer messages, once the tenant has a helpdesk.
     helpdesk = FakeDownstream()
     served = helpdesk.serve()
     try:
-        for n in range(5):
-            stack.sim.incoming_message(meta.sim_id, CUSTOMERS[n], f"pergunta {n}")
-        stack.wait_for(lambda: len(incoming(stack, admin, "NO_DOWNSTREAM")) == 5, timeout=30, interval=0.3)
         map_downstream(stack, tenant, served.url, inbox=41)
         for n in range(5):
             stack.sim.incoming_message(meta.sim_id, CUSTOMERS[n], f"obrigado {n}")

@@ -36,6 +36,7 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.lambdas import Functions
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard.core import store
+from switchboard.core.clock import utcnow
 from switchboard.core.errors import RetryLater
 from switchboard.messages.domain import (
     Claim,
@@ -322,6 +323,13 @@ class World:
             document = MediaMessage(media=Media(kind="document", file_name="receipt.pdf", stored=PDF_REF))
             message = message.model_copy(update={"content": document, "text": content_signature(document, None)})
         self.messages.create(message)
+        if self.flavour == "meta":  # the recipient wrote to both numbers: their 24-hour windows are open
+            for number in self.config.pool:
+                uow = store.unit_of_work()  # one incoming message each
+                self.messages.record_heard(uow, TENANT, recipient, number.number_id, utcnow())
+                uow.commit()
+            for instance_id in self.instance_ids:
+                self.control.open_window(instance_id, recipient)
         return message
 
     def stored(self, message: Message) -> Message:

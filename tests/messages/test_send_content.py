@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import timedelta
 
 import httpx
@@ -14,7 +15,7 @@ import httpx
 from switchboard.core.clock import utcnow
 from switchboard.messages.domain import Message, MessageStatus, SendJob, body_hash, content_signature
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
-from switchboard.providers.content import Content, Media, MediaMessage, MediaRef, Reaction
+from switchboard.providers.content import Content, Media, MediaMessage, MediaRef, Reaction, Template
 from switchboard.providers.kinds import spec_for
 from tests.support.sending import sending_service
 from tools.support.fakes import FakeMessages, FakeNotifier, FakeSecrets, FakeTickets
@@ -97,9 +98,14 @@ class World:
     def __init__(self) -> None:
         self.config = SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", pool=NUMBERS)
         self.messages = FakeMessages()
+        # The recipient wrote to the Cloud API number an hour ago: its customer-service window is open.
+        self.messages.affinities[("acme", RECIPIENT)] = Affinity(
+            heard={"num_5511900000003": utcnow() - timedelta(hours=1)}
+        )
         self.recorder = Recorder()
+        self._answer: Callable[[httpx.Request], httpx.Response] = self.recorder
         self.uploads = Uploads()
-        transport = httpx.MockTransport(self.recorder)
+        transport = httpx.MockTransport(self._respond)
         clients = {
             kind: spec_for(kind).client(local_mode=False, read_timeout=5, transport=transport)
             for kind in ("wuzapi", "evolution", "meta")
@@ -121,7 +127,16 @@ class World:
     def get(self, tenant: str, api_key_id: str) -> SendingConfig:
         return self.config
 
-    def send(self, content: Content, reply_to: str | None = None) -> Message:
+    def _respond(self, request: httpx.Request) -> httpx.Response:
+        return self._answer(request)
+
+    def use(self, answer: Callable[[httpx.Request], httpx.Response]) -> None:
+        """How the providers answer from now on (the recorder by default)."""
+        self._answer = answer
+
+    def send(
+        self, content: Content, reply_to: str | None = None, *, fallback_template: Template | None = None
+    ) -> Message:
         signature = content_signature(content, reply_to)
         message = Message(
             tenant="acme",
@@ -131,6 +146,7 @@ class World:
             text=signature,
             content=content,
             reply_to=reply_to,
+            fallback_template=fallback_template,
             body_hash=body_hash(RECIPIENT, signature),
         )
         self.messages.items[message.id] = message

@@ -14,6 +14,9 @@ import pytest
 
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
+from switchboard.bootstrap.messages import message_repository
+from switchboard.core import store
+from switchboard.core.clock import utcnow
 from switchboard.routing.parts import split_text
 from tools.support.api import SECRET_WATCH, Client
 from tools.support.downstream import FakeDownstream
@@ -81,6 +84,17 @@ def post_reply(client: Client, flavour: str, secret: str, body: dict[str, Any]) 
     return client.post(f"/api/tenants/acme/instances/{flavour}-main/webhook?token={secret}", json_body=body)
 
 
+def contact_wrote(sim_id: str, control: SimulatorControl) -> None:
+    """The contact's message to the instance's number, as the ingest records it (its heard mark),
+    and as Meta knows it (the simulator's window)."""
+    instance = bootstrap.catalog_repository().find_instance(f"acme:{sim_id.split('-', maxsplit=1)[0]}-main")
+    assert instance is not None
+    uow = store.unit_of_work()
+    message_repository().record_heard(uow, "acme", PHONE, instance.number_id, utcnow())
+    uow.commit()
+    control.open_window(sim_id, PHONE)
+
+
 def sent_by(control: SimulatorControl, sim_id: str) -> list[dict[str, Any]]:
     return [message for message in control.sent() if message["instance"] == sim_id]
 
@@ -89,6 +103,7 @@ def test_given_a_9000_character_reply_through_a_cloud_api_number_then_it_arrives
     client: Client, admin: str, simulator: Simulator, control: SimulatorControl
 ) -> None:
     sim_id, secret = make_instance(client, admin, simulator, control, "meta")
+    contact_wrote(sim_id, control)  # an agent answers who wrote in: within the 24-hour window
     reply = chatwoot_webhook("webhook_message_created_outgoing.json", content=LONG_REPLY)
 
     first = post_reply(client, "meta", secret, reply)

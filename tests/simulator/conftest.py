@@ -223,6 +223,9 @@ SCHEME_OF: dict[str, WebhookScheme] = {
 
 
 FlavourFactory = Callable[..., FlavourInstance]
+# The users the tests send to, who wrote to a Meta number before the test: its customer-service
+# window with them is open (a test of the window passes `window_with=()`).
+WROTE_IN = ("5511988887777", "5511977776666")
 
 
 @pytest.fixture
@@ -230,7 +233,12 @@ def make_flavoured(simulator: Simulator, control: SimulatorControl, receiver: We
     """An instance of `flavour`, its webhook at `receiver.url_for(id)` (unless `subscribed=False`)."""
 
     def create(
-        flavour: str, *, subscribed: bool = True, secret: str | None = HOOK_KEY, **fields: Any
+        flavour: str,
+        *,
+        subscribed: bool = True,
+        secret: str | None = HOOK_KEY,
+        window_with: tuple[str, ...] = WROTE_IN,
+        **fields: Any,
     ) -> FlavourInstance:
         instance_id = f"{flavour}-{uuid.uuid4().hex[:12]}"
         token = f"tok-{uuid.uuid4()}"
@@ -244,6 +252,9 @@ def make_flavoured(simulator: Simulator, control: SimulatorControl, receiver: We
             if secret is not None:
                 body["webhookSecret"] = secret
         control.create_instance(**(body | fields))
+        if flavour == "meta":
+            for phone in window_with:  # they wrote earlier: the number may answer them freely
+                control.open_window(instance_id, phone)
         prefix = "" if flavour == "calls" else f"/{flavour}"
         return FlavourInstance(instance_id, token, flavour, simulator.base_url + prefix, OWN_NUMBER, meta_phone_id)
 

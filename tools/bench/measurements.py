@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORD = ROOT / "docs" / "measurements.json"
 PAGE = ROOT / "docs" / "measurements.md"
 # In the order `make bench` runs them.
-BENCHMARKS = ("pool", "shards", "routing", "calls", "quotas", "workloads", "reconcile", "proxy", "logs")
+BENCHMARKS = ("pool", "shards", "routing", "templates", "calls", "quotas", "workloads", "reconcile", "proxy", "logs")
 
 
 def load(path: Path = RECORD) -> dict[str, Figures]:
@@ -196,6 +196,43 @@ def _routing(figures: Figures, _: Mapping[str, Figures]) -> list[str]:
         "\n".join(replies),
         f"Cutting Chatwoot's longest content ({cut['characters']:,} characters) at {cut['limit']:,}: "
         f"{cut['parts']} parts in {_n(cut['ms'], 1)} ms.",
+    ]
+
+
+# --- templates ----------------------------------------------------------------------------------
+
+
+def _templates(figures: Figures, _: Mapping[str, Figures]) -> list[str]:
+    rows = [
+        "| sends | send API (AWS requests) | send worker (AWS requests) | Graph API reads | Meta sends | "
+        "send API by operation | send worker by operation |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in figures["rows"]:
+        rows.append(
+            f"| {row['sends']} | {_n(row['api_requests'])} | {_n(row['worker_requests'])} | "
+            f"{_n(row['graph_reads'])} | {_n(row['meta_sends'])} | {_ops(row['api_by_operation'])} | "
+            f"{_ops(row['worker_by_operation'])} |"
+        )
+    rates = ["| sends a minute | for | checks | Graph API reads | cache hit rate |", "|---|---|---|---|---|"]
+    for row in figures["hit_rate"]:
+        rates.append(
+            f"| {row['per_minute']} | {row['minutes']} min | {row['checks']:,} | {row['graph_reads']:,} | "
+            f"{_pct(row['hit_rate'])} |"
+        )
+    return [
+        "Template sends (`tools/bench/templates.py`): in-process moto, the real send API service and "
+        "send worker, a Cloud API number of one business account, the Graph API and Meta answering at "
+        f"once ({figures['sends']} sends of `2023_april_promo`, Meta's documented example). The first "
+        "send of a container also reads the key, its number and routes, and the instance's token; the "
+        "first of the account reads its template list from the Graph API (a miss). Each later send's "
+        "check is one GetItem of the cached template; the worker reads the recipient's heard marks "
+        "(the window) with its affinity.",
+        "\n".join(rows),
+        f"### The template cache ({figures['ttl_seconds']} s fresh)",
+        "Checks at a steady rate against the cache in the table (shared by every container): a miss "
+        "reads the account's list from the Graph API once and caches it for every template of the account.",
+        "\n".join(rates),
     ]
 
 
@@ -491,6 +528,7 @@ SECTIONS: dict[str, tuple[Callable[[Figures], str], Section]] = {
     "pool": (_fixed("Send worker"), _pool),
     "shards": (_fixed("Round-robin shards"), _shards),
     "routing": (_fixed("Webhook ingest"), _routing),
+    "templates": (_fixed("Template sends"), _templates),
     "calls": (_fixed("Slot admission"), _calls),
     "quotas": (_fixed("Quotas under a flood"), _quotas),
     "workloads": (_fixed("Cost per million"), _workloads),

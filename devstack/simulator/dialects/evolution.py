@@ -16,7 +16,7 @@ from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import incoming, pairing, payloads, wire
 from devstack.simulator.dialects import hook
-from devstack.simulator.model import Instance, SentMessage
+from devstack.simulator.model import Instance, SentMessage, SimError
 from devstack.simulator.responses import Route, raw_answer, refused_answer
 from devstack.simulator.schemas import CreateInstanceBody
 from devstack.simulator.state import Records, SimulatorState
@@ -145,6 +145,25 @@ class EvolutionDialect:
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
         data = payloads.evolution_update(message.id, message.phone, status, instance.uuid)
         post(records, instance, "messages.update", data)
+
+    def choice_arrived(
+        self, records: Records, instance: Instance, sender: str, *, kind: str, option_id: str, title: str
+    ) -> tuple[str, str]:
+        """The user taps a row of the list the instance sent them: Baileys' `listResponseMessage`
+        (`singleSelectReply.selectedRowId`, the row's title, the list's id as `stanzaId`). Only a
+        list: Evolution's reply buttons are sent as a text menu."""
+        if kind != "list":
+            raise SimError(400, "not_native", "Evolution's buttons do not reach the user: they answer by number")
+        message_id = wire.phone_message_id()
+        replied = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
+        data = payloads.evolution_upsert(message_id, sender, "", time.time(), instance.uuid)
+        data["message"] = {
+            "listResponseMessage": {"title": title, "listType": 1, "singleSelectReply": {"selectedRowId": option_id}}
+        }
+        data["messageType"] = "listResponseMessage"
+        data["contextInfo"] = {"stanzaId": replied}
+        remember_contact(records, instance, data["key"], "Cliente")
+        return message_id, post(records, instance, "messages.upsert", data)
 
 
 class EvolutionServer:

@@ -23,7 +23,15 @@ from devstack.simulator.responses import raw_answer
 if TYPE_CHECKING:
     from devstack.simulator.dialects.evolution import EvolutionServer
 
-ACTIONS = ("sendMedia", "sendWhatsAppAudio", "sendSticker", "sendLocation", "sendContact", "sendReaction")
+ACTIONS = (
+    "sendMedia",
+    "sendWhatsAppAudio",
+    "sendSticker",
+    "sendLocation",
+    "sendContact",
+    "sendReaction",
+    "sendList",
+)
 # What each action's schema requires.
 REQUIRED = {
     "sendMedia": ("number", "mediatype"),
@@ -32,6 +40,7 @@ REQUIRED = {
     "sendLocation": ("number", "latitude", "longitude", "name", "address"),
     "sendContact": ("number", "contact"),
     "sendReaction": ("key", "reaction"),
+    "sendList": ("number", "title", "footerText", "buttonText", "sections"),
 }
 
 
@@ -45,6 +54,32 @@ def _file(value: Any) -> bytes:
 def _quoted(payload: dict[str, Any]) -> str | None:
     key = (payload.get("quoted") or {}).get("key") or {}
     return str(key["id"]) if key.get("id") else None
+
+
+def _list(payload: dict[str, Any]) -> dict[str, Any]:
+    """`listMessageSchema`: each section's `title` and each row's `title` and `rowId` required and
+    not empty (`description` not empty when given)."""
+    sections = payload["sections"]
+    if not isinstance(sections, list) or not sections:
+        raise payloads.evolution_refused(400, [["instance.sections does not meet minimum length of 1"]])
+    for section in sections:
+        if not isinstance(section, dict) or not section.get("title") or not section.get("rows"):
+            raise payloads.evolution_refused(400, [['instance.sections[0] requires property "title"']])
+        for row in section["rows"]:
+            if (
+                not isinstance(row, dict)
+                or not row.get("title")
+                or not row.get("rowId")
+                or row.get("description") == ""
+            ):
+                raise payloads.evolution_refused(400, [['instance.sections[0].rows[0] requires property "rowId"']])
+    return {
+        "title": payload["title"],
+        "description": payload.get("description"),
+        "footerText": payload["footerText"],
+        "buttonText": payload["buttonText"],
+        "sections": sections,
+    }
 
 
 def _content(action: str, payload: dict[str, Any]) -> tuple[str, str]:
@@ -76,6 +111,8 @@ def _content(action: str, payload: dict[str, Any]) -> tuple[str, str]:
         )
     if action == "sendContact":
         return number, media_record.record("contacts", contacts=payload["contact"], quoted=quoted)
+    if action == "sendList":
+        return number, media_record.record("list", **_list(payload), quoted=quoted)
     key = payload["key"]
     jid = str(key.get("remoteJid") or "")
     return jid.split("@", maxsplit=1)[0], media_record.record(
@@ -106,7 +143,7 @@ def send(server: EvolutionServer, request: Request, instance: str, action: str) 
         message = records.record_send(found, number, body, wire.whatsapp_message_id(), idempotency_key)
         data = payloads.evolution_sent(message.id, number, "", time.time(), found.uuid)
         data["message"] = json.loads(body)
-        data["messageType"] = json.loads(body)["type"]
+        data["messageType"] = "listMessage" if action == "sendList" else json.loads(body)["type"]
     return raw_answer(wire.node_json(data), "application/json; charset=utf-8", 201)
 
 

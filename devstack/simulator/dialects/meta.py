@@ -16,7 +16,7 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import incoming, payloads, wire
-from devstack.simulator.dialects import hook
+from devstack.simulator.dialects import hook, meta_templates
 from devstack.simulator.model import Instance, SentMessage, SimError
 from devstack.simulator.responses import Route, raw_answer, refused_answer
 from devstack.simulator.schemas import CreateInstanceBody
@@ -102,6 +102,25 @@ class MetaDialect:
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
         post(records, instance, "statuses", payloads.meta_status(message.id, message.phone, status, time.time()))
 
+    def choice_arrived(
+        self, records: Records, instance: Instance, sender: str, *, kind: str, option_id: str, title: str
+    ) -> tuple[str, str]:
+        """The user taps a reply button or a list row of the last message the number sent them:
+        an `interactive` message (`button_reply` / `list_reply`) with the tapped message in `context`."""
+        message_id = wire.wamid(sender)
+        replied = records.last_sent_to(instance, sender) or wire.wamid(sender)
+        reply = "button_reply" if kind == "button" else "list_reply"
+        value = payloads.meta_message(message_id, sender, "", time.time())
+        value["messages"][0] = {
+            "context": {"from": instance.number.lstrip("+"), "id": replied},
+            "from": sender,
+            "id": message_id,
+            "timestamp": str(int(time.time())),
+            "type": "interactive",
+            "interactive": {"type": reply, reply: {"id": option_id, "title": title}},
+        }
+        return message_id, post(records, instance, "messages", value)
+
 
 class MetaServer:
     """The Graph API's routes of a phone number: its node, and its `messages` edge."""
@@ -117,6 +136,7 @@ class MetaServer:
         prefix = self.prefix
         rules = [
             Rule(f"{prefix}/<version>/<phone_number_id>/messages", methods=["POST"], endpoint=self.send),
+            Rule(f"{prefix}/<version>/<waba_id>/message_templates", methods=["GET"], endpoint=self.templates),
             Rule(f"{prefix}/<version>/<phone_number_id>", methods=["GET"], endpoint=self.phone_number),
             *meta_media_send.rules(self, prefix),
             Rule(f"{prefix}/whatsapp_business/attachments/", methods=["GET"], endpoint=self.media_download),
@@ -148,6 +168,15 @@ class MetaServer:
                 error_subcode=33,
             )
         return owner
+
+    def templates(self, request: Request, version: str, waba_id: str) -> Response:
+        """The business account's templates, page by page (`meta_templates`)."""
+        if not _META_VERSION.fullmatch(version):
+            raise payloads.meta_refused(400, 2500, f"Unknown path components: /{version}")
+        with self._state.locked() as records:
+            owner = self._bearer_owner(records, request)
+            data = meta_templates.page(records, owner, waba_id, dict(request.args))
+        return raw_answer(json.dumps(data, separators=(",", ":")).encode(), META_JSON)
 
     def phone_number(self, request: Request, version: str, phone_number_id: str) -> Response:
         """The phone number node, with the fields asked for; or a media id's node (same path)."""
@@ -234,6 +263,9 @@ class MetaServer:
             wa_id = "".join(ch for ch in to if ch.isdigit())
             if (code := instance.take_send_error(wa_id)) is not None:
                 raise payloads.meta_send_error(code)
+            if not meta_templates.window_open(instance, wa_id):
+                data = payloads.meta_sent(to, meta_templates.outside_window(records, instance, wa_id, text))
+                return raw_answer(json.dumps(data, separators=(",", ":")).encode(), META_JSON)
             message = records.record_send(instance, wa_id, text, wire.wamid(wa_id), idempotency_key)
             data = payloads.meta_sent(to, message.id)
         return raw_answer(json.dumps(data, separators=(",", ":")).encode(), META_JSON)

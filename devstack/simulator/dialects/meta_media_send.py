@@ -15,11 +15,12 @@ from werkzeug.routing import Rule
 from werkzeug.wrappers import Request, Response
 
 from devstack.simulator import payloads, wire
-from devstack.simulator.dialects import media_record
+from devstack.simulator.dialects import media_record, meta_templates
 from devstack.simulator.responses import raw_answer
 
 if TYPE_CHECKING:
     from devstack.simulator.dialects.meta import MetaServer
+
 
 META_JSON = "application/json; charset=UTF-8"
 MEDIA_TYPES = ("image", "video", "audio", "document", "sticker")
@@ -48,6 +49,10 @@ def upload(server: MetaServer, request: Request, version: str, phone_number_id: 
     return raw_answer(json.dumps({"id": media_id}).encode(), META_JSON)
 
 
+def quoted_id(payload: dict[str, Any]) -> str | None:
+    return (payload.get("context") or {}).get("message_id")
+
+
 def _record(phone_number_id: str, payload: dict[str, Any]) -> str:
     kind = payload["type"]
     quoted = (payload.get("context") or {}).get("message_id")
@@ -72,6 +77,8 @@ def _record(phone_number_id: str, payload: dict[str, Any]) -> str:
     if kind == "reaction":
         reaction = payload["reaction"]
         return media_record.record("reaction", messageId=reaction["message_id"], emoji=reaction.get("emoji", ""))
+    if kind == "interactive":
+        return media_record.record("interactive", interactive=payload.get("interactive"), quoted=quoted)
     raise payloads.meta_refused(400, 100, f"(#100) Param type {kind} is not valid")
 
 
@@ -84,7 +91,15 @@ def send(server: MetaServer, request: Request, version: str, phone_number_id: st
         wa_id = "".join(ch for ch in to if ch.isdigit())
         if not wa_id:
             raise payloads.meta_refused(400, 100, "(#100) The parameter to is required.")
-        body = _record(phone_number_id, payload)
+        if payload.get("type") == "template":
+            # A template is sent whatever the window; its header's file by its uploaded id.
+            meta_templates.check_template(records, instance, payload.get("template") or {})
+            body = media_record.record("template", template=payload["template"], quoted=quoted_id(payload))
+        else:
+            body = _record(phone_number_id, payload)
+            if not meta_templates.window_open(instance, wa_id):
+                data = payloads.meta_sent(to, meta_templates.outside_window(records, instance, wa_id, body))
+                return raw_answer(json.dumps(data, separators=(",", ":")).encode(), META_JSON)
         message = records.record_send(instance, wa_id, body, wire.wamid(wa_id), idempotency_key)
         data = payloads.meta_sent(to, message.id)
     return raw_answer(json.dumps(data, separators=(",", ":")).encode(), META_JSON)

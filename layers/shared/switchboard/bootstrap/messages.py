@@ -17,9 +17,10 @@ from switchboard.core.queue import SqsQueue
 
 if TYPE_CHECKING:
     from switchboard.media.uploads import MediaUploads
+    from switchboard.messages.choices import Answers
     from switchboard.messages.client_webhooks import ClientWebhookDeliverer, ClientWebhookPublisher, ClientWebhookWorker
     from switchboard.messages.delivery_log import DeliveryLog
-    from switchboard.messages.dynamo import MessageLogRepository, MessageRepository
+    from switchboard.messages.dynamo import MenuRepository, MessageLogRepository, MessageRepository
     from switchboard.messages.heard import HeardFrom
     from switchboard.messages.incoming_log import IncomingLog
     from switchboard.messages.pinned import PinnedMessages
@@ -104,6 +105,8 @@ def message_service(c: Components) -> MessageService:
     persistence = DynamoDBPersistenceLayer(
         table_name=c.settings.idempotency_table_name, boto3_client=c.client("dynamodb")
     )
+    from switchboard.bootstrap.templates import template_service
+
     return MessageService(
         message_repository(c),
         send_queue(c),
@@ -113,6 +116,8 @@ def message_service(c: Components) -> MessageService:
         log=message_log(c),
         status=status_changes(c),
         media=media_uploads(c),
+        templates=template_service(c),
+        numbers=catalog_repository(c),
     )
 
 
@@ -130,6 +135,7 @@ def pinned_messages(c: Components) -> PinnedMessages:
 @component
 def send_worker(c: Components) -> SendWorker:
     from switchboard.bootstrap.health import health_watch, pacer
+    from switchboard.messages.choices import Menus
     from switchboard.messages.dynamo import SpamHistoryRepository, UploadedMediaRepository
     from switchboard.messages.sending import SendingService, SendWorker
     from switchboard.messages.sending.attempt import Attempts
@@ -160,6 +166,7 @@ def send_worker(c: Components) -> SendWorker:
             usage=outgoing_usage(c),
             jobs=send_queue(c),
             health=health_watch(c),
+            menus=Menus(menu_repository(c)),
         ),
     )
     return SendWorker(service, send_queue(c))
@@ -217,6 +224,21 @@ def heard_from(c: Components) -> HeardFrom:
     from switchboard.messages.heard import HeardFrom
 
     return HeardFrom(message_repository(c))
+
+
+@component
+def menu_repository(c: Components) -> MenuRepository:
+    from switchboard.messages.dynamo import MenuRepository
+
+    return MenuRepository(table(c))
+
+
+@component
+def answers(c: Components) -> Answers:
+    """The ingest reads a customer's message as the answer to the menu their number sent them."""
+    from switchboard.messages.choices import Answers
+
+    return Answers(menu_repository(c))
 
 
 @component

@@ -33,6 +33,7 @@ from switchboard.bootstrap import (
     providers,
     quotas,
     routing,
+    templates,
     usage,
     webhooks,
 )
@@ -137,6 +138,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
     from switchboard.pool import deps as pool_deps
     from switchboard.quotas import deps as quotas_deps
     from switchboard.routing import deps as routing_deps
+    from switchboard.templates import deps as templates_deps
     from switchboard.usage import deps as usage_deps
     from switchboard.webhooks import deps as webhooks_deps
 
@@ -167,6 +169,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         auth.request_admission: quotas.request_limiter,
         routing_deps.outbox_service: routing.outbox_service,
         routing_deps.routing_service: routing.routing_service,
+        templates_deps.template_service: templates.template_service,
         usage_deps.usage_recorder: usage.usage_recorder,
         webhooks_deps.ingest_service: webhooks.ingest_service,
         webhooks_deps.ignored_events: webhooks.ignored_events,
@@ -210,9 +213,10 @@ def catalog_api(
 ) -> APIGatewayHttpResolver:
     from switchboard.catalog import routes as catalog_routes
     from switchboard.health import routes as health_routes
+    from switchboard.templates import routes as templates_routes
 
     components = _components("catalog_api", settings, aws, overrides)
-    return _api(components, catalog_routes.router, health_routes.router)
+    return _api(components, catalog_routes.router, health_routes.router, templates_routes.router)
 
 
 def live_tickets_api(

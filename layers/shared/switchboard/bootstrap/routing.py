@@ -72,11 +72,14 @@ def downstream_client(c: Components) -> DownstreamClient:
 @component
 def outbox_service(c: Components) -> OutboxService:
     """Also used by reconciliation: `drain(instance_key)`, `drain_all()`."""
+    from switchboard.bootstrap.messages import message_repository
     from switchboard.messages.dynamo import UploadedMediaRepository
     from switchboard.routing.outbox import OutboxService, ReplyStatusClient
     from switchboard.routing.outbox_dynamo import OutboxRepository
+    from switchboard.routing.reply_window import ReplyWindow
 
     client = downstream_client(c)
+    window = ReplyWindow(message_repository(c), downstream_resolver(c), client)
     return OutboxService(
         OutboxRepository(table(c)),
         catalog_repository(c),
@@ -92,6 +95,7 @@ def outbox_service(c: Components) -> OutboxService:
         links=message_links(c),
         numbers=catalog_repository(c),
         statuses=client if isinstance(client, ReplyStatusClient) else None,
+        window=window,
     )
 
 

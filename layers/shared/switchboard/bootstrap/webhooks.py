@@ -18,7 +18,7 @@ from switchboard.bootstrap.components import Components, component
 from switchboard.bootstrap.core import secrets, table
 from switchboard.bootstrap.lines import calls_config_service
 from switchboard.bootstrap.media import message_media
-from switchboard.bootstrap.messages import heard_from, incoming_log, receipt_effect
+from switchboard.bootstrap.messages import answers, heard_from, incoming_log, receipt_effect
 from switchboard.bootstrap.usage import incoming_usage
 from switchboard.core.observability import logger
 
@@ -40,7 +40,13 @@ def ingest_service(c: Components) -> IngestService:
     # pending events, it never receives a delivery) gets none.
     media = message_media(c) if c.settings.media_bucket else None
     return IngestService(
-        catalog_repository(c), secrets(c), EventStore(table(c)), event_handlers(c), writes=accept_writes(c), media=media
+        catalog_repository(c),
+        secrets(c),
+        EventStore(table(c)),
+        event_handlers(c),
+        writes=accept_writes(c),
+        media=media,
+        answers=answers(c),
     )
 
 
@@ -89,6 +95,13 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
     def received_metric(event: ProviderEvent) -> None:
         incoming_usage(c).received(event)
 
+    def choice_webhook(event: ProviderEvent) -> None:
+        """The customer's answer to a menu, to the client webhook of the key that sent it."""
+        from switchboard.bootstrap.messages import client_webhook_queue
+        from switchboard.messages.choices import ChoiceWebhooks
+
+        ChoiceWebhooks(client_webhook_queue(c))(event)
+
     def connection_state(event: ProviderEvent) -> None:
         """The state by `seq`, or confirmed by a status read; then the ban watch and the outbox."""
         from switchboard.bootstrap.connection_state import connection_state_service
@@ -131,8 +144,23 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
     def call_event(event: ProviderEvent) -> None:
         call_service(c).on_call_event(event)
 
+    def template_status(event: ProviderEvent) -> None:
+        """A template's new status, in the cache its account's sends are checked against."""
+        from switchboard.bootstrap.templates import template_service
+
+        data = event.data
+        template_service(c).on_status(
+            event.instance.tenant,
+            data["wabaId"],
+            name=data["name"],
+            language=data["language"],
+            status=data["status"],
+            category=data.get("category"),
+        )
+
     return {
-        "message": [forward_incoming, received_metric],  # the downstream, then the metric
+        # The downstream, the metric, then the answer to a menu to the key that sent it.
+        "message": [forward_incoming, received_metric, choice_webhook],
         # status, then the client webhook; the ban watch; an agent's reply's status in the helpdesk
         "receipt": [apply_receipt, health_on_receipt, reply_status],
         "connection": [
@@ -142,4 +170,5 @@ def event_handlers(c: Components) -> dict[str, list[EffectHandler]]:
         ],
         "call": [call_event],
         "call_settings": [call_settings],
+        "template_status": [template_status],
     }

@@ -131,6 +131,8 @@ class Number(Record):
     number: str
     display_name: str
     meta_phone_id: str | None = None
+    # A Cloud API number's WhatsApp Business Account: where its message templates are listed.
+    waba_id: str | None = None
     pacing: PacingOverride | None = None  # None: the deployment's pacing
 
 
@@ -147,6 +149,15 @@ class Provider(Record):
     # saved before it was stored: the first delivery authentic under one of the kind's schemes
     # stores that one (the ingest), and from then on no other verifies.
     webhook_scheme: WebhookScheme | None = None
+
+
+class TemplateRef(Model):
+    """An approved template named by its name and language (`pt_BR`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    language: str
 
 
 InstanceState = Literal["CONNECTED", "DISCONNECTED"]
@@ -175,6 +186,9 @@ class Instance(Record):
     spamguard_enabled: bool = False
     inbox_id: int | None = None  # overrides the owner tag's downstream inbox (same downstream account)
     events_webhook_url: str | None = None
+    # A Cloud API instance's template sent instead of an agent's reply outside the contact's
+    # customer-service window (None: the reply is not sent and the agent is told).
+    reengagement_template: TemplateRef | None = None
 
     @property
     def key(self) -> str:

@@ -465,6 +465,19 @@ class CatalogRepository:
                         return instance
         return None
 
+    def instance_for_waba(self, provider_id: str, waba_id: str) -> Instance | None:
+        """An instance of `provider_id` on a number of the WhatsApp Business Account `waba_id`
+        (an account's events, such as a template's status, are bound to it)."""
+        provider = self.find_provider(provider_id)
+        if provider is None:
+            return None
+        for number in self.list_numbers(provider.tenant):
+            if number.waba_id == waba_id:
+                for instance in self.instances_of_number(number.id):
+                    if instance.provider_id == provider_id:
+                        return instance
+        return None
+
     def list_instances(self, tenant: str) -> list[Instance]:
         return [_record(Instance, item) for item in _listed(InstanceItem, InstanceItem.listing, tenant)]
 
@@ -570,6 +583,7 @@ _INSTANCE_CONFIGURATION: tuple[Attribute[Any], ...] = (
     InstanceItem.spamguard_enabled,
     InstanceItem.inbox_id,
     InstanceItem.events_webhook_url,
+    InstanceItem.reengagement_template,
     InstanceItem.gsi1pk,
     InstanceItem.gsi1sk,
     InstanceItem.gsi2pk,

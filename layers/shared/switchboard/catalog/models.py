@@ -113,6 +113,7 @@ class NumberItem(_Listed):
     number = UnicodeAttribute()
     display_name = UnicodeAttribute()
     meta_phone_id = UnicodeAttribute(null=True)
+    waba_id = UnicodeAttribute(null=True)
     pacing = DocumentAttribute(null=True)
     listing = TenantIndex["NumberItem"]()
 
@@ -163,6 +164,7 @@ class InstanceItem(_Listed):
     spamguard_enabled = BooleanAttribute(null=True)
     inbox_id = IntegerAttribute(null=True)
     events_webhook_url = UnicodeAttribute(null=True)
+    reengagement_template = DocumentAttribute(null=True)
     gsi2pk = UnicodeAttribute(null=True)
     gsi2sk = UnicodeAttribute(null=True)
     listing = TenantIndex["InstanceItem"]()

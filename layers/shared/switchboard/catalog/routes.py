@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.catalog.deps import catalog_service, pacing_defaults, pairing_service, webhook_setup
+from switchboard.catalog.domain import TemplateRef
 from switchboard.catalog.schemas import (
     INSTANCE_CONFIGURATION,
     ApiKeyView,
@@ -27,6 +28,7 @@ from switchboard.catalog.schemas import (
     ProviderView,
     PutInstance,
     SendTestMessage,
+    TemplateRefBody,
     TestMessageView,
     UpdateApiKey,
     UpdateNumber,
@@ -140,7 +142,7 @@ def delete_api_key(catalog: Catalog, key_id: ID, principal: Admin) -> Response[N
 
 @router.post("/api/numbers", status_code=201, tags=["numbers"], responses=ERRORS)
 def create_number(catalog: Catalog, body: CreateNumber, principal: Admin, defaults: Pacing) -> NumberView:
-    number = catalog.create_number(principal, body.number, body.display_name, body.meta_phone_id)
+    number = catalog.create_number(principal, body.number, body.display_name, body.meta_phone_id, body.waba_id)
     return NumberView.of(number, catalog.number_connected(number), defaults)
 
 
@@ -161,10 +163,11 @@ def get_number(catalog: Catalog, number_id: ID, principal: Admin, defaults: Paci
 def update_number(
     catalog: Catalog, number_id: ID, body: UpdateNumber, principal: Admin, defaults: Pacing
 ) -> NumberView:
-    """Change a number's display name, Meta phone number id or its own pacing. `pacing` replaces
-    the number's override as a whole: each field it sets replaces the deployment's default for this
-    number only (`messagesPerMinute: 0` turns pacing off for it, above 0 turns it on even where the
-    deployment's is off); a field left out follows the default; `"pacing": null` clears it."""
+    """Change a number's display name, Meta phone number id, WhatsApp Business Account id or its
+    own pacing. `pacing` replaces the number's override as a whole: each field it sets replaces the
+    deployment's default for this number only (`messagesPerMinute: 0` turns pacing off for it,
+    above 0 turns it on even where the deployment's is off); a field left out follows the
+    default; `"pacing": null` clears it."""
     changes = body.model_dump(exclude_unset=True, exclude={"pacing"})
     if "pacing" in body.model_fields_set:
         changes["pacing"] = body.pacing.override() if body.pacing is not None else None
@@ -254,7 +257,9 @@ def put_instance(
         kind=body.kind,
         owner_tag=body.owner_tag,
         owner_tag_given="owner_tag" in body.model_fields_set,
-        configuration={name: getattr(body, name) for name in INSTANCE_CONFIGURATION if name in body.model_fields_set},
+        configuration={
+            name: _configured(getattr(body, name)) for name in INSTANCE_CONFIGURATION if name in body.model_fields_set
+        },
     )
     setup.configure(instance)
     return Response(
@@ -262,6 +267,13 @@ def put_instance(
         content_type=content_types.APPLICATION_JSON,
         body=InstanceView.of(instance),
     )
+
+
+def _configured(value: Any) -> Any:
+    """A configuration field as the instance record stores it (a body model as its fields)."""
+    if isinstance(value, TemplateRefBody):
+        return TemplateRef(name=value.name, language=value.language)
+    return value
 
 
 @router.get("/api/instances", tags=["instances"], responses=ERRORS)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, Self
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from switchboard.catalog.domain import ApiKey, Instance, Number, PacingOverride, Provider, Tenant
 from switchboard.core import model as core_model
@@ -126,10 +126,24 @@ class CreatedTenantView(View):
 # --- numbers -------------------------------------------------------------------------------
 
 
+WABA_ID = (
+    "A Cloud API number's WhatsApp Business Account id (Meta's `WABA-ID`): its approved message "
+    "templates are listed from it (`GET /api/numbers/{id}/templates`). Only with `metaPhoneId`."
+)
+MetaId = Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")]
+
+
 class CreateNumber(Body):
     number: Phone
     display_name: Name
-    meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
+    meta_phone_id: MetaId | None = None
+    waba_id: MetaId | None = Field(default=None, description=WABA_ID)
+
+    @model_validator(mode="after")
+    def _waba_of_a_cloud_number(self) -> Self:
+        if self.waba_id is not None and self.meta_phone_id is None:
+            raise ValueError("wabaId is a Cloud API number's: give metaPhoneId too")
+        return self
 
 
 MESSAGES_PER_MINUTE = "Messages a minute this number may send (a token bucket); 0: this number is not paced."
@@ -161,7 +175,8 @@ class UpdateNumber(PatchBody):
     not_nullable = ("display_name",)
 
     display_name: Name | None = None
-    meta_phone_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,32}$")] | None = None
+    meta_phone_id: MetaId | None = None
+    waba_id: MetaId | None = Field(default=None, description=WABA_ID)
     pacing: PacingBody | None = Field(
         default=None, description="This number's own pacing; null (or an empty object) clears it. Left out: kept."
     )
@@ -202,6 +217,7 @@ class NumberView(View):
     number: str
     display_name: str
     meta_phone_id: str | None
+    waba_id: str | None = Field(default=None, description=WABA_ID)
     connected: bool
     pacing: PacingView | None = Field(description="This number's own pacing; null: it follows `pacingDefaults`.")
     pacing_defaults: PacingDefaultsView = Field(
@@ -298,6 +314,21 @@ INBOX_ID = (
     "downstream (null: that downstream's own inbox). Left out: kept as it is."
 )
 EVENTS_WEBHOOK_URL = "An https URL for this instance's events, or null. Left out: kept as it is."
+REENGAGEMENT_TEMPLATE = (
+    "A Cloud API instance's approved template without parameters (`name`, `language`), sent instead of an "
+    "agent's reply when the contact has not written within 24 hours (the agent's private note says so); "
+    "null: such a reply is not sent and the note asks for a template. Left out: kept as it is."
+)
+
+
+class TemplateRefBody(Body):
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,512}$")]
+    language: Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$")]
+
+
+class TemplateRefView(View):
+    name: str
+    language: str
 
 
 class PutInstance(Body):
@@ -313,10 +344,11 @@ class PutInstance(Body):
     # JavaScript client (the console) reads numbers above 2^53 wrong.
     inbox_id: Annotated[int, Field(ge=1, lt=2**53)] | None = Field(default=None, description=INBOX_ID)
     events_webhook_url: HttpUrl | None = Field(default=None, description=EVENTS_WEBHOOK_URL)
+    reengagement_template: TemplateRefBody | None = Field(default=None, description=REENGAGEMENT_TEMPLATE)
 
 
 # The per-instance configuration: a PUT that leaves one of these out keeps its current value.
-INSTANCE_CONFIGURATION = ("spamguard_enabled", "inbox_id", "events_webhook_url")
+INSTANCE_CONFIGURATION = ("spamguard_enabled", "inbox_id", "events_webhook_url", "reengagement_template")
 
 
 class ConnectionView(View):
@@ -353,6 +385,7 @@ class InstanceView(View):
     spamguard_enabled: bool = Field(description=SPAMGUARD_ENABLED)
     inbox_id: int | None = Field(description=INBOX_ID)
     events_webhook_url: str | None = Field(description=EVENTS_WEBHOOK_URL)
+    reengagement_template: TemplateRefView | None = Field(default=None, description=REENGAGEMENT_TEMPLATE)
     created_at: datetime
 
     @classmethod

@@ -191,13 +191,21 @@ class CatalogService:
 
     # --- numbers -------------------------------------------------------------------------
 
-    def create_number(self, principal: Principal, number: str, display_name: str, meta_phone_id: str | None) -> Number:
+    def create_number(
+        self,
+        principal: Principal,
+        number: str,
+        display_name: str,
+        meta_phone_id: str | None,
+        waba_id: str | None = None,
+    ) -> Number:
         record = Number(
             tenant=principal.tenant,
             id=new_id("num"),
             number=number,
             display_name=display_name,
             meta_phone_id=meta_phone_id,
+            waba_id=waba_id,
         )
         self._repository.create_number(record)
         self._audit.record(principal, "number.created", record.id, after=record)
@@ -216,8 +224,11 @@ class CatalogService:
         return any(instance.connected for instance in self._repository.instances_of_number(number.id))
 
     def update_number(self, principal: Principal, number_id: str, changes: dict[str, Any]) -> Number:
+        """Raises InvalidInput for an account id on a number that is not a Cloud API number."""
         current = self._repository.get_number(principal.tenant, number_id)
         updated = current.model_copy(update=changes)
+        if updated.waba_id is not None and updated.meta_phone_id is None:
+            raise InvalidInput("wabaId is a Cloud API number's: give metaPhoneId too", code="waba_without_phone_id")
         self._repository.save_number(updated)
         self._audit.record(principal, "number.updated", number_id, before=current, after=updated)
         return updated
@@ -335,7 +346,7 @@ class CatalogService:
         was created.
 
         `configuration` holds the per-instance settings given (`spamguard_enabled`, `inbox_id`,
-        `events_webhook_url`); one left out keeps its current value. Bound to another session
+        `events_webhook_url`, `reengagement_template`); one left out keeps its current value. Bound to another session
         (another provider or `providerInstanceId`), its connection state starts over as
         DISCONNECTED. A new instance, a new binding or a new token is then read from its provider
         (best effort: a provider that cannot answer leaves the state to the reconciliation).
@@ -380,6 +391,7 @@ class CatalogService:
             spamguard_enabled=previous.spamguard_enabled if previous else False,
             inbox_id=previous.inbox_id if previous else None,
             events_webhook_url=previous.events_webhook_url if previous else None,
+            reengagement_template=previous.reengagement_template if previous else None,
             **({"created_at": previous.created_at} if previous else {}),
         ).model_copy(update=configuration)
         if token:

@@ -88,6 +88,14 @@ class UnknownReference(SwitchboardError):
     code = "unknown_reference"
 
 
+class InvalidTemplate(SwitchboardError):
+    """A template the send cannot use: unknown or not approved in the WhatsApp Business Account of
+    the key's Cloud API numbers, or parameters that do not fit its definition (the message says
+    what is wrong)."""
+
+    code = "template_parameters"
+
+
 class UnsupportedByProvider(SwitchboardError):
     """The provider server does not announce the capability the request needs."""
 

@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field
 from switchboard.catalog.domain import Record
 from switchboard.core.clock import utcnow
 from switchboard.core.model import Model
-from switchboard.providers.content import Content, MediaMessage, Reaction, Text
+from switchboard.providers.content import Content, MediaMessage, Reaction, Template, Text
 
 MAX_TEXT_LENGTH = 4096  # WhatsApp's limit for a text body
 # A recipient in E.164, with or without the leading +; stored (and keyed) as its digits only.
@@ -97,6 +97,9 @@ class Message(Record):
     # The one instance it may leave through (the console's test message of that instance), not
     # the key's number or pool; None for every message sent through the API.
     pinned_instance: str | None = None
+    # Sent instead of free-form content that no number may send: a Cloud API number outside the
+    # recipient's customer-service window, with no other number of the key able to take it.
+    fallback_template: Template | None = None
     body_hash: str
     idempotency_key: str | None = None
     status: MessageStatus = MessageStatus.QUEUED
@@ -144,6 +147,9 @@ class SendJob(Model):
     wake: str | None = None
     # The message's `pinned_instance`: the plan is that instance alone, not the key's numbers.
     instance: str | None = None
+    # True on a template's job: its first route may be one whose customer-service window is
+    # closed (the claim, which reads no content, marks it in flight at once).
+    template: bool | None = None
 
 
 class Claim(Model):
@@ -167,7 +173,14 @@ class SendOutcome(Model):
     failure_reason: str | None = None
 
 
-ClientEvent = Literal["message.waiting", "message.sent", "message.failed", "message.delivered", "message.read"]
+ClientEvent = Literal[
+    "message.waiting",
+    "message.sent",
+    "message.failed",
+    "message.delivered",
+    "message.read",
+    "message.choice",  # the customer's answer to reply buttons or a list the key sent
+]
 # Events of an instance, for its `eventsWebhookUrl` rather than an API key's webhook.
 InstanceEvent = Literal["number.health.changed"]
 
@@ -227,6 +240,12 @@ def quoted_id(message: Message) -> str | None:
     if isinstance(message.content, Reaction):
         return message.content.target_id
     return message.reply_to
+
+
+def is_free_form(content: Content | None) -> bool:
+    """Whether `content` is what a Cloud API number may send only inside the customer-service
+    window: anything but an approved template."""
+    return not isinstance(content, Template)
 
 
 def is_plain_text(message: Message) -> bool:

@@ -16,7 +16,10 @@ Items (main table), one PynamoDB model each:
 - spam guard history (`SpamHistoryItem`): pk `SPAMGUARD#<instance key>#<recipient>`, sk `#META`
   (see `spam_guard.py`), owned by `SpamHistoryRepository`;
 - incoming message (`IncomingItem`): pk `INCOMING#<provider>#<instance id>#<event id>`, sk
-  `#META`: a customer's message as the ingest accepted it and its downstream outcome.
+  `#META`: a customer's message as the ingest accepted it and its downstream outcome;
+- open menu (`MenuItem`): pk `MENU#<tenant>#<number id>#<contact>`, sk `#META`: the options of
+  the last interactive message the number sent the contact (`messages/choices.py`), TTL
+  `expiresAt`.
 
 Both messages carry the message log's keys (`MessageLogRepository`): `logpk` `MSGLOG#<tenant>`
 and `contactpk` `MSGCONTACT#<tenant>#<contact>`, each with the sort key `<created at>#<id>`.
@@ -44,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel
-from pynamodb.attributes import Attribute, UnicodeAttribute
+from pynamodb.attributes import Attribute, BooleanAttribute, UnicodeAttribute
 from pynamodb.constants import LIST
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
@@ -53,6 +56,7 @@ from pynamodb.indexes import GlobalSecondaryIndex, IncludeProjection, KeysOnlyPr
 from switchboard.core import store
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound
+from switchboard.core.observability import logger
 from switchboard.core.store import (
     AttributeFamily,
     DocumentAttribute,
@@ -62,6 +66,7 @@ from switchboard.core.store import (
     TableItem,
     UnitOfWork,
 )
+from switchboard.messages.choices import MENU_DAYS, OpenMenu
 from switchboard.messages.domain import (
     RECEIPT_TRANSITIONS,
     Claim,
@@ -76,7 +81,7 @@ from switchboard.messages.domain import (
 )
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity
-from switchboard.providers.content import MediaMessage, Text, kind_of
+from switchboard.providers.content import Interactive, MediaMessage, Option, Template, Text, kind_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -143,6 +148,7 @@ class MessageItem(TableItem):
     content = DocumentAttribute(null=True)  # `providers.content`: a media message holds its bucket reference
     reply_to = UnicodeAttribute(null=True)
     pinned_instance = UnicodeAttribute(null=True)
+    fallback_template = DocumentAttribute(null=True)  # `providers.content.Template`
     body_hash = UnicodeAttribute()
     idempotency_key = UnicodeAttribute(null=True)
     status = UnicodeAttribute()
@@ -493,14 +499,24 @@ class MessageRepository:
             return None
         return item.message_id if item.tenant == tenant else None
 
-    def advance(self, tenant: str, message_id: str, status: MessageStatus, at: datetime, event: TraceEvent) -> Message:
-        """Move the message forward to `status` (delivered/read/failed receipts).
+    def advance(
+        self,
+        tenant: str,
+        message_id: str,
+        status: MessageStatus,
+        at: datetime,
+        event: TraceEvent,
+        *,
+        reason: str | None = None,
+    ) -> Message:
+        """Move the message forward to `status` (delivered/read/failed receipts); a failed one
+        with `reason` when the provider's kind knows why (`outside_service_window`).
 
         Raises AlreadyFinal when it is already there or beyond (a duplicate or late receipt).
         """
         fields: dict[str, Any] = {"status": status, "updated_at": at}
         if status is MessageStatus.FAILED:
-            fields["failure_reason"] = RECEIPT_FAILED
+            fields["failure_reason"] = reason or RECEIPT_FAILED
             fields.update(_provider_words([event]))
         else:
             fields["delivered_at" if status is MessageStatus.DELIVERED else "read_at"] = at
@@ -608,6 +624,72 @@ class SpamHistoryRepository:
         uow.put(item)
 
 
+class MenuItem(TableItem):
+    """The open menu of a (number, contact): `messages/choices.py`."""
+
+    PREFIX = "MENU"  # pk: MENU#<tenant>#<number id>#<contact>
+
+    tenant = UnicodeAttribute()
+    number_id = UnicodeAttribute()
+    number = UnicodeAttribute()
+    contact = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    api_key_id = UnicodeAttribute()
+    kind = UnicodeAttribute()
+    native = BooleanAttribute()
+    options = JsonListAttribute()
+    sent_at = IsoDateTimeAttribute()
+    expires_at = EpochAttribute(attr_name="expiresAt", null=True)
+
+
+class MenuRepository:
+    """One item per (number, contact): the last interactive message's options, with the table's
+    TTL `MENU_DAYS` after it was sent. Kept by a conditional put (only a menu sent no earlier
+    than the kept one replaces it); read once per incoming choice or number."""
+
+    def __init__(self, table: Any) -> None:
+        """`table`: the composition root's table, whose building bound the item models."""
+        self._table = table
+
+    def remember(self, menu: OpenMenu) -> None:
+        item = MenuItem(
+            MenuItem.pk_for(menu.tenant, menu.number_id, menu.contact),
+            MenuItem.sk_for(),
+            tenant=menu.tenant,
+            number_id=menu.number_id,
+            number=menu.number,
+            contact=menu.contact,
+            message_id=menu.message_id,
+            api_key_id=menu.api_key_id,
+            kind=menu.kind,
+            native=menu.native,
+            options=[option.model_dump(mode="json", exclude_none=True) for option in menu.options],
+            sent_at=menu.sent_at,
+            expires_at=menu.sent_at + timedelta(days=MENU_DAYS),
+        )
+        try:
+            store.put(item, MenuItem.pk.does_not_exist() | (MenuItem.sent_at <= menu.sent_at))
+        except store.ConditionFailed:
+            logger.info("a newer menu is kept", extra={"message_id": menu.message_id})
+
+    def open_menu(self, tenant: str, number_id: str, contact: str) -> OpenMenu | None:
+        item = store.get(MenuItem, MenuItem.pk_for(tenant, number_id, contact), MenuItem.sk_for(), consistent=True)
+        if item is None:
+            return None
+        return OpenMenu(
+            tenant=item.tenant,
+            number_id=item.number_id,
+            number=item.number,
+            contact=item.contact,
+            message_id=item.message_id,
+            api_key_id=item.api_key_id,
+            kind=item.kind,
+            native=item.native,
+            options=[Option.model_validate(option) for option in item.options],
+            sent_at=item.sent_at,
+        )
+
+
 class UploadedMediaItem(TableItem):
     PREFIX = "UPLOADEDMEDIA"  # pk: UPLOADEDMEDIA#<phone number id>#<sha256>
 
@@ -679,6 +761,10 @@ def _log_kind_and_preview(message: Message) -> tuple[str, str | None]:
     content = message.content
     if content is None or isinstance(content, Text):
         return "text", preview_of(message.text)
+    if isinstance(content, Interactive):
+        return kind_of(content), preview_of(content.body)
+    if isinstance(content, Template):
+        return kind_of(content), preview_of(f"{content.name} ({content.language})")
     caption = content.media.caption if isinstance(content, MediaMessage) else None
     return kind_of(content), preview_of(caption)
 

@@ -16,7 +16,17 @@ if TYPE_CHECKING:
     from switchboard.core.store import UnitOfWork
     from switchboard.pool.domain import NumberRoutes, SendingConfig, Ticket
     from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote, SentMessage, UploadedMedia
-    from switchboard.providers.content import Content, MediaRef
+    from switchboard.providers.content import Content, MediaRef, Template
+
+
+class TemplateChecks(Protocol):
+    """The templates of the WhatsApp Business Accounts of a key's Cloud API numbers."""
+
+    def check(self, tenant: str, api_key_id: str, template: Template) -> None:
+        """Raise `InvalidTemplate` (422) when no Cloud API number of the key has `template`
+        approved, or its parameters do not fit the template's definition (what is wrong, in
+        words). Raises `ProviderError` when the template list could not be read."""
+        ...
 
 
 class MessageLog(Protocol):

@@ -25,7 +25,14 @@ class Receipts(Protocol):
     def message_for_receipt(self, provider_id: str, provider_message_id: str, tenant: str) -> str | None: ...
 
     def advance(
-        self, tenant: str, message_id: str, status: MessageStatus, at: datetime, event: TraceEvent
+        self,
+        tenant: str,
+        message_id: str,
+        status: MessageStatus,
+        at: datetime,
+        event: TraceEvent,
+        *,
+        reason: str | None = None,
     ) -> Message: ...
 
 
@@ -35,6 +42,7 @@ class ReceiptData(Model):
     id: StrictStr
     status: ReceiptStatus
     errors: list[dict[str, Any]] = []  # a failed receipt's: the provider's `{code, title}` (Meta)
+    reason: StrictStr | None = None  # a failed receipt's reason, when the kind knows it
 
     def provider_words(self) -> dict[str, Any]:
         """The first error's code and title, as the trace carries a provider's words."""
@@ -79,7 +87,7 @@ class ReceiptEffect:
             data={"instance": event.instance.name, "eventId": event.event_id, **data.provider_words()},
         )
         try:
-            message = self._receipts.advance(tenant, message_id, status, event.received_at, trace)
+            message = self._receipts.advance(tenant, message_id, status, event.received_at, trace, reason=data.reason)
         except AlreadyFinal:
             logger.info("receipt ignored: status already reached", extra={"message_id": message_id})
             return

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.clock import utcnow
 from switchboard.core.errors import InvalidInput, UnsupportedByProvider
 from switchboard.core.identity import Principal, Scope
 from switchboard.messages.deps import client_webhook_deliverer, media_uploads, message_service
@@ -28,6 +29,7 @@ from switchboard.messages.schemas import (
     IDEMPOTENCY_KEY_PATTERN,
     AcceptedView,
     ClientWebhookSecretView,
+    ContactWindowView,
     CreateUpload,
     MessageView,
     SendMessage,
@@ -65,7 +67,7 @@ IdempotencyKey = Annotated[
     "/api/messages",
     status_code=202,
     tags=["messages"],
-    responses=documented(400, 401, 403, 409, 422, 500),
+    responses=documented(400, 401, 403, 409, 422, 500, 502),
 )
 def send_message(
     messages: Messages, body: SendMessage, principal: Sender, idempotency_key: IdempotencyKey = None
@@ -74,9 +76,16 @@ def send_message(
 
     Exactly one of `text`, `media` (`mediaId` from `POST /api/media`, or an https `url`
     fetched once; `type` image, video, audio, voice, document or sticker; `caption`,
-    `fileName`), `location`, `contacts` (each sent as a vCard) or `reaction` (`emoji` "" removes
-    it), plus `replyTo` on any but a reaction. A reaction or a quoted reply leaves only through
-    the number the conversation is on; when that number cannot send it, it ends FAILED.
+    `fileName`), `location`, `contacts` (each sent as a vCard), `reaction` (`emoji` "" removes
+    it), `template` (an approved template of the key's Cloud API numbers, checked against its
+    definition: 422 `unknown_template` or `template_parameters` says what is wrong) or
+    `interactive` (reply buttons or a list), plus `replyTo` on any but a reaction. A reaction or
+    a quoted reply leaves only through the number the conversation is on; when that number cannot
+    send it, it ends FAILED.
+
+    A Cloud API number sends free-form content (anything but a template) only within the
+    contact's 24-hour customer-service window: outside it the pool tries the key's next number,
+    else the message ends FAILED `outside_service_window`, or sends `fallbackTemplate` when given.
 
     Send an `Idempotency-Key` header (kept 24 h per API key) to retry safely: the same key and
     body answer the same message; another body is 422 `idempotency_key_reused`; a request still
@@ -91,6 +100,7 @@ def send_message(
             "Idempotency-Key must be 1 to 255 printable ASCII characters", code="invalid_idempotency_key"
         )
     content, media = body.content()
+    fallback, fallback_media = body.fallback()
     accepted = messages.submit(
         principal,
         body.to,
@@ -100,6 +110,8 @@ def send_message(
         content=content,
         reply_to=body.reply_to,
         media=media,
+        fallback_template=fallback,
+        fallback_media=fallback_media,
     )
     return AcceptedView(id=accepted.id, status=accepted.status)
 
@@ -186,6 +198,17 @@ def contact_messages(
     """One customer's whole conversation across the pool, both directions, oldest first."""
     query = LogFilter(contact=_digits(number), limit=limit, cursor=cursor, oldest_first=True)
     return LogPageView.of(messages.log(principal, query))
+
+
+@router.get("/api/contacts/<number>/window", tags=["messages"], responses=documented(400, 401, 403, 422))
+def contact_window(
+    messages: Messages, number: Annotated[str, Path(pattern=RECIPIENT_PATTERN)], principal: Reader
+) -> ContactWindowView:
+    """The customer-service window of each of the tenant's numbers with this contact: when they
+    last wrote to it, and until when it may answer freely (24 h later). A Cloud API number
+    (`serviceWindow`) sends anything but a template only while it is `open`."""
+    contact = _digits(number) or number
+    return ContactWindowView.of(contact, messages.windows(principal, contact), utcnow())
 
 
 @router.get("/api/messages/<message_id>", tags=["messages"], responses=documented(401, 403, 404))

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 
 from switchboard.core.model import Text
 from switchboard.core.wire import Body, View
@@ -19,16 +20,22 @@ from switchboard.messages.domain import (
     MessageStatus,
     recipient_digits,
 )
-from switchboard.messages.service import MediaSource
+from switchboard.messages.service import MediaSource, NumberWindow
 from switchboard.providers.content import (
     ContactCard,
     Contacts,
     Content,
+    Interactive,
     Location,
     Media,
     MediaMessage,
     MediaRef,
+    Option,
     Reaction,
+    Section,
+    Template,
+    TemplateComponent,
+    TemplateParameter,
     kind_of,
 )
 from switchboard.providers.vcard import vcard_of
@@ -116,6 +123,237 @@ class ReactionBody(Body):
         return value
 
 
+# --- templates ----------------------------------------------------------------------------------
+
+# Meta's template names: lower-case letters, digits and underscores, at most 512 characters.
+TEMPLATE_NAME_PATTERN = r"^[a-z0-9_]{1,512}$"
+# A template's language and locale code (`en_US`, `pt_BR`, `es`, `zh_HK`).
+TEMPLATE_LANGUAGE_PATTERN = r"^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$"
+MAX_TEMPLATE_TEXT = 1024  # a body parameter's text (a header's is checked against its template)
+MAX_TEMPLATE_PARAMETERS = 100
+TemplateName = Annotated[str, StringConstraints(pattern=TEMPLATE_NAME_PATTERN)]
+TemplateLanguage = Annotated[str, StringConstraints(pattern=TEMPLATE_LANGUAGE_PATTERN)]
+_PARAMETER_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "payload": ("payload",),
+    "coupon_code": ("coupon_code",),
+    "image": ("media_id", "url"),
+    "video": ("media_id", "url"),
+    "document": ("media_id", "url"),
+}
+
+
+class TemplateParameterBody(Body):
+    """One value of the template's placeholders: `text` (header, body, URL button), `payload`
+    (a quick reply button), `couponCode` (a copy-code button), or a header's file (`image`,
+    `video`, `document`: `mediaId` from `POST /api/media`, or an https `url` fetched once)."""
+
+    type: Literal["text", "payload", "coupon_code", "image", "video", "document"]
+    text: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_TEMPLATE_TEXT)] | None = None
+    parameter_name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,128}$")] | None = Field(
+        default=None, description="The placeholder's name, for a template with named parameters."
+    )
+    payload: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = Field(
+        default=None, description="What a quick reply button sends back when tapped."
+    )
+    coupon_code: Annotated[str, StringConstraints(min_length=1, max_length=20)] | None = None
+    media_id: Annotated[str, StringConstraints(pattern=MEDIA_ID_PATTERN)] | None = None
+    url: Annotated[str, StringConstraints(pattern=r"^https://[^\s]+$", max_length=2048)] | None = None
+    file_name: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_FILE_NAME_LENGTH)] | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_its_type(self) -> Self:
+        given = {
+            name for name in ("text", "payload", "coupon_code", "media_id", "url") if getattr(self, name) is not None
+        }
+        expected = set(_PARAMETER_FIELDS[self.type])
+        if self.type in ("image", "video", "document"):
+            if len(given) != 1 or not given <= expected:
+                raise ValueError(f"a {self.type} parameter takes exactly one of mediaId and url")
+        elif given != expected:
+            wanted = " and ".join(to_camel(name) for name in sorted(expected))
+            raise ValueError(f"a {self.type} parameter takes {wanted} only")
+        if self.file_name is not None and self.type != "document":
+            raise ValueError("only a document parameter has a fileName")
+        if self.parameter_name is not None and self.type != "text":
+            raise ValueError("only a text parameter has a parameterName")
+        return self
+
+
+class TemplateComponentBody(Body):
+    type: Literal["header", "body", "button"]
+    sub_type: Literal["quick_reply", "url", "copy_code"] | None = Field(
+        default=None, description="A button's: quick_reply, url or copy_code."
+    )
+    index: int | None = Field(default=None, ge=0, le=9, description="A button's position in the template, from 0.")
+    parameters: list[TemplateParameterBody] = Field(default_factory=list, max_length=MAX_TEMPLATE_PARAMETERS)
+
+    @model_validator(mode="after")
+    def _button_fields(self) -> Self:
+        if self.type == "button":
+            if self.sub_type is None or self.index is None:
+                raise ValueError("a button component takes subType and index")
+        elif self.sub_type is not None or self.index is not None:
+            raise ValueError(f"a {self.type} component has no subType or index")
+        return self
+
+
+class TemplateBody(Body):
+    """An approved template of the WhatsApp Business Account of the key's Cloud API numbers, by
+    `name` and `language`, with the values of its placeholders (`GET /api/numbers/{id}/templates`
+    lists them). Checked against the template's definition before the message is queued."""
+
+    name: TemplateName
+    language: TemplateLanguage = Field(description="The template's language and locale code, as listed (`pt_BR`).")
+    components: list[TemplateComponentBody] = Field(default_factory=list, max_length=12)
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> Self:
+        for part in ("header", "body"):
+            if sum(component.type == part for component in self.components) > 1:
+                raise ValueError(f"a template has at most one {part} component")
+        indexes = [component.index for component in self.components if component.type == "button"]
+        if len(indexes) != len(set(indexes)):
+            raise ValueError("each button index may be given once")
+        for component in self.components:
+            media = [p for p in component.parameters if p.type in ("image", "video", "document")]
+            if media and (component.type != "header" or len(component.parameters) != 1):
+                raise ValueError("a file parameter is the one parameter of a header component")
+        return self
+
+    def template(self) -> tuple[Template, MediaSource | None]:
+        """The content, and where its header's file is (None: no file)."""
+        source: MediaSource | None = None
+        components: list[TemplateComponent] = []
+        for component in self.components:
+            parameters: list[TemplateParameter] = []
+            for p in component.parameters:
+                media = None
+                if p.type in ("image", "video", "document"):
+                    media = Media(kind=p.type, file_name=p.file_name)
+                    source = MediaSource(media_id=p.media_id, url=p.url)
+                parameters.append(
+                    TemplateParameter(
+                        type=p.type,
+                        text=p.text,
+                        name=p.parameter_name,
+                        payload=p.payload,
+                        coupon_code=p.coupon_code,
+                        media=media,
+                    )
+                )
+            components.append(
+                TemplateComponent(
+                    type=component.type, sub_type=component.sub_type, index=component.index, parameters=parameters
+                )
+            )
+        return Template(name=self.name, language=self.language, components=components), source
+
+
+# --- interactive messages ------------------------------------------------------------------------
+
+# Meta's limits for interactive messages (reply buttons, lists).
+MAX_INTERACTIVE_BODY = 1024
+MAX_INTERACTIVE_HEADER = 60
+MAX_INTERACTIVE_FOOTER = 60
+MAX_REPLY_BUTTONS = 3
+MAX_BUTTON_TITLE = 20
+MAX_BUTTON_ID = 256
+MAX_LIST_ROWS = 10
+MAX_LIST_SECTIONS = 10
+MAX_ROW_TITLE = 24
+MAX_ROW_ID = 200
+MAX_ROW_DESCRIPTION = 72
+MAX_SECTION_TITLE = 24
+MAX_LIST_BUTTON = 20
+
+
+def _line(limit: int) -> Any:
+    """A one-line label of at most `limit` characters (trimmed, never blank)."""
+    return StringConstraints(strip_whitespace=True, min_length=1, max_length=limit)
+
+
+HeaderLine = Annotated[Text, _line(MAX_INTERACTIVE_HEADER)]
+FooterLine = Annotated[Text, _line(MAX_INTERACTIVE_FOOTER)]
+ButtonTitle = Annotated[Text, _line(MAX_BUTTON_TITLE)]
+RowTitle = Annotated[Text, _line(MAX_ROW_TITLE)]
+RowDescription = Annotated[Text, _line(MAX_ROW_DESCRIPTION)]
+SectionTitle = Annotated[Text, _line(MAX_SECTION_TITLE)]
+ListButton = Annotated[Text, _line(MAX_LIST_BUTTON)]
+
+
+class ReplyButtonBody(Body):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=MAX_BUTTON_ID, pattern=r"^[^\s].*$")]
+    title: ButtonTitle
+
+
+class RowBody(Body):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=MAX_ROW_ID, pattern=r"^[^\s].*$")]
+    title: RowTitle
+    description: RowDescription | None = None
+
+
+class SectionBody(Body):
+    title: SectionTitle | None = None
+    rows: list[RowBody] = Field(min_length=1, max_length=MAX_LIST_ROWS)
+
+
+class InteractiveBody(Body):
+    """Reply buttons (`type: buttons`, 1 to 3 `buttons`) or a list (`type: list`, a `button`
+    label and 1 to 10 `sections` with 10 rows in all), within Meta's limits: body 1,024
+    characters, header and footer 60, a button's title 20 (id 256), a row's title 24 (id 200,
+    description 72), a section's title 24 (required with more than one section)."""
+
+    type: Literal["buttons", "list"]
+    body: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_INTERACTIVE_BODY)]
+    header: HeaderLine | None = None
+    footer: FooterLine | None = None
+    buttons: list[ReplyButtonBody] | None = Field(default=None, min_length=1, max_length=MAX_REPLY_BUTTONS)
+    button: ListButton | None = Field(default=None, description="A list's: the label of the button that opens it.")
+    sections: list[SectionBody] | None = Field(default=None, min_length=1, max_length=MAX_LIST_SECTIONS)
+
+    @model_validator(mode="after")
+    def _its_parts(self) -> Self:
+        if self.type == "buttons":
+            if self.buttons is None or self.sections is not None or self.button is not None:
+                raise ValueError("reply buttons take buttons, and no button or sections")
+            ids = [button.id for button in self.buttons]
+            titles = [button.title for button in self.buttons]
+        else:
+            if self.sections is None or self.button is None or self.buttons is not None:
+                raise ValueError("a list takes button and sections, and no buttons")
+            rows = [row for section in self.sections for row in section.rows]
+            if len(rows) > MAX_LIST_ROWS:
+                raise ValueError(f"a list holds at most {MAX_LIST_ROWS} rows in all its sections")
+            if len(self.sections) > 1 and any(section.title is None for section in self.sections):
+                raise ValueError("each section of a list with more than one takes a title")
+            ids = [row.id for row in rows]
+            titles = []
+        if len(ids) != len(set(ids)):
+            raise ValueError("each option's id must be unique")
+        if len(titles) != len(set(titles)):
+            raise ValueError("each button's title must be unique")
+        if not self.body.strip():
+            raise ValueError("body must not be blank")
+        return self
+
+    def interactive(self) -> Interactive:
+        buttons = [Option(id=b.id, title=b.title) for b in self.buttons or []]
+        sections = [
+            Section(title=s.title, rows=[Option(id=r.id, title=r.title, description=r.description) for r in s.rows])
+            for s in self.sections or []
+        ]
+        return Interactive(
+            kind=self.type,
+            body=self.body,
+            header=self.header,
+            footer=self.footer,
+            buttons=buttons,
+            button=self.button,
+            sections=sections,
+        )
+
+
 class SendMessage(Body):
     to: Annotated[str, StringConstraints(pattern=RECIPIENT_PATTERN)] = Field(
         description="Recipient in E.164, with or without the leading +."
@@ -125,6 +363,16 @@ class SendMessage(Body):
     location: LocationBody | None = None
     contacts: list[ContactBody] | None = Field(default=None, min_length=1, max_length=MAX_CONTACTS)
     reaction: ReactionBody | None = None
+    template: TemplateBody | None = None
+    interactive: InteractiveBody | None = None
+    fallback_template: TemplateBody | None = Field(
+        default=None,
+        description=(
+            "Sent instead when no number can send this free-form message: a Cloud API number outside "
+            "the contact's 24-hour customer-service window (and no other number of the key could take "
+            "it). Traced as such. Checked like `template` before the message is queued."
+        ),
+    )
     reply_to: MessageId | None = Field(
         default=None,
         description=(
@@ -170,10 +418,18 @@ class SendMessage(Body):
             raise ValueError(f"give exactly one of {', '.join(CONTENT_FIELDS)} (got {', '.join(given) or 'none'})")
         if self.reaction is not None and self.reply_to is not None:
             raise ValueError("a reaction cannot quote a message (replyTo)")
+        if self.fallback_template is not None and (self.template is not None or self.reaction is not None):
+            raise ValueError("fallbackTemplate replaces free-form content: not a template or a reaction")
         return self
 
+    def fallback(self) -> tuple[Template | None, MediaSource | None]:
+        """The fallback template, and where its header's file is."""
+        if self.fallback_template is None:
+            return None, None
+        return self.fallback_template.template()
 
-CONTENT_FIELDS = ("text", "media", "location", "contacts", "reaction")
+
+CONTENT_FIELDS = ("text", "media", "location", "contacts", "reaction", "template", "interactive")
 
 
 def _content_of(body: SendMessage) -> tuple[Content | None, MediaSource | None]:
@@ -189,6 +445,10 @@ def _content_of(body: SendMessage) -> tuple[Content | None, MediaSource | None]:
         return Contacts(cards=[card.model_copy(update={"vcard": vcard_of(card)}) for card in cards]), None
     if body.reaction is not None:
         return Reaction(target_id=body.reaction.message_id, emoji=body.reaction.emoji), None
+    if body.template is not None:
+        return body.template.template()
+    if body.interactive is not None:
+        return body.interactive.interactive(), None
     return None, None
 
 
@@ -221,7 +481,10 @@ class MessageView(View):
     id: str
     status: MessageStatus
     type: str = Field(
-        description="text, image, video, audio, voice, document, sticker, location, contacts or reaction."
+        description=(
+            "text, image, video, audio, voice, document, sticker, location, contacts, reaction, template "
+            "or interactive."
+        )
     )
     media: MediaView | None = Field(default=None, description="A media message's file; null for other types.")
     reply_to: str | None = None
@@ -262,6 +525,43 @@ class MessageView(View):
         if isinstance(message.content, MediaMessage):
             view["media"] = _media_view(message.content.media, preview)
         return cls.model_validate(view)
+
+
+class NumberWindowView(View):
+    number_id: str
+    number: str
+    display_name: str
+    service_window: bool = Field(
+        description="Whether the number sends free-form content only within the window (a Cloud API number)."
+    )
+    last_heard_at: datetime | None = Field(description="When the contact last wrote to this number.")
+    window_open_until: datetime | None = Field(description="Until when the number may answer freely.")
+    open: bool = Field(description="Whether the window is open now.")
+
+
+class ContactWindowView(View):
+    contact: str
+    checked_at: datetime
+    numbers: list[NumberWindowView]
+
+    @classmethod
+    def of(cls, contact: str, windows: list[NumberWindow], now: datetime) -> ContactWindowView:
+        return cls(
+            contact=contact,
+            checked_at=now,
+            numbers=[
+                NumberWindowView(
+                    number_id=w.number.id,
+                    number=w.number.number,
+                    display_name=w.number.display_name,
+                    service_window=w.service_window,
+                    last_heard_at=w.window.last_heard_at,
+                    window_open_until=w.window.open_until,
+                    open=w.window.is_open(now),
+                )
+                for w in windows
+            ],
+        )
 
 
 def _media_view(media: Media, preview: Callable[[MediaRef], str | None] | None) -> MediaView:

@@ -25,6 +25,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
 
+from switchboard.catalog.domain import Number
 from switchboard.core.clock import new_id, utcnow
 from switchboard.core.errors import (
     AlreadyExists,
@@ -32,6 +33,7 @@ from switchboard.core.errors import (
     IdempotencyKeyReused,
     InvalidInput,
     QueueUnavailable,
+    UnsupportedByProvider,
 )
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
@@ -48,8 +50,9 @@ from switchboard.messages.domain import (
     content_signature,
     keyed_message_id,
 )
-from switchboard.messages.ports import DailyQuota, MessageLog, Messages, StatusNotifier
-from switchboard.providers.content import Content, MediaKind, MediaMessage, MediaRef, Text, kind_of
+from switchboard.messages.ports import DailyQuota, MessageLog, Messages, StatusNotifier, TemplateChecks
+from switchboard.messages.window import ServiceWindow, window_of
+from switchboard.providers.content import Content, Media, MediaKind, MediaMessage, MediaRef, Template, Text, kind_of
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 
@@ -86,15 +89,35 @@ class Outgoing(Model):
     content: Content | None = None
     reply_to: str | None = None
     media: MediaSource | None = None
+    fallback_template: Template | None = None
+    fallback_media: MediaSource | None = None
 
 
-def _accepted_data(content: Content | None, reply_to: str | None, valid_for: int) -> dict[str, Any]:
+def _accepted_data(
+    content: Content | None, reply_to: str | None, valid_for: int, fallback: Template | None = None
+) -> dict[str, Any]:
     data: dict[str, Any] = {"validFor": valid_for} if valid_for else {}
     if content is not None and not isinstance(content, Text):
         data["type"] = kind_of(content)
+    if isinstance(content, Template):
+        data["template"] = {"name": content.name, "language": content.language}
     if reply_to is not None:
         data["replyTo"] = reply_to
+    if fallback is not None:
+        data["fallbackTemplate"] = {"name": fallback.name, "language": fallback.language}
     return data
+
+
+class NumberDirectory(Protocol):
+    def list_numbers(self, tenant: str) -> list[Number]: ...
+
+
+class NumberWindow(Model):
+    """One number's customer-service window with a contact."""
+
+    number: Number
+    window: ServiceWindow
+    service_window: bool  # whether the number sends free-form only within it (a Cloud API number)
 
 
 class Accepted(Model):
@@ -123,7 +146,13 @@ class MessageService:
         status: StatusNotifier | None = None,
         media: MediaStore | None = None,
         log: MessageLog | None = None,
+        templates: TemplateChecks | None = None,
+        numbers: NumberDirectory | None = None,
     ) -> None:
+        """`templates`: how a template is checked before it is queued (None: this deployment
+        sends no templates, and a message with one is refused)."""
+        self._templates = templates
+        self._numbers = numbers
         self._messages = messages
         self._media = media
         self._log = log
@@ -155,16 +184,25 @@ class MessageService:
         content: Content | None = None,
         reply_to: str | None = None,
         media: MediaSource | None = None,
+        fallback_template: Template | None = None,
+        fallback_media: MediaSource | None = None,
     ) -> Accepted:
-        """Accept `text`, or `content` (a media message's file given by `media`), quoting `reply_to`."""
+        """Accept `text`, or `content` (a media message's file, or a template header's, given by
+        `media`), quoting `reply_to`; `fallback_template` is sent instead when no number may send
+        the free-form content (its header's file given by `fallback_media`)."""
         if content is None or isinstance(content, Text):
             body = text if text is not None else content.body if isinstance(content, Text) else ""
             content = None if reply_to is None else Text(body=body)
         else:
             body = ""
         signed = body if content is None else content_signature(content, reply_to)
-        if isinstance(content, MediaMessage) and media is not None:
+        if isinstance(content, MediaMessage | Template) and media is not None:
             signed = f"{signed}\n{media.model_dump_json()}"
+        if fallback_template is not None:
+            # Another fallback is another body for the Idempotency-Key.
+            signed = f"{signed}\n{content_signature(fallback_template, None)}"
+            if fallback_media is not None:
+                signed = f"{signed}\n{fallback_media.model_dump_json()}"
         submission = Submission(
             tenant=principal.tenant,
             api_key_id=principal.key_id,
@@ -177,6 +215,8 @@ class MessageService:
             content=content,
             reply_to=reply_to,
             media=media,
+            fallback_template=fallback_template,
+            fallback_media=fallback_media,
         )
         if idempotency_key is None:
             return self._accept(submission=submission, outgoing=outgoing, valid_for=valid_for)
@@ -189,32 +229,60 @@ class MessageService:
         return accepted
 
     def _stored_media(self, tenant: str, content: Content | None, media: MediaSource | None) -> Content | None:
-        """`content` with its file checked and referenced in the bucket (a URL fetched once)."""
-        if not isinstance(content, MediaMessage) or media is None:
+        """`content` with its file (a media message's, a template header's) checked and
+        referenced in the bucket (a URL fetched once)."""
+        if media is None:
             return content
+        if isinstance(content, MediaMessage):
+            return MediaMessage(media=self._stored_file(tenant, content.media, media))
+        if isinstance(content, Template) and (header := content.header_media()) is not None:
+            return content.with_header_media(self._stored_file(tenant, header, media))
+        return content
+
+    def _stored_file(self, tenant: str, media: Media, source: MediaSource) -> Media:
         if self._media is None:
             raise InvalidInput("this deployment sends no media", code="media_unsupported")
-        kind = content.media.kind
-        if media.media_id is not None:
-            ref = self._media.claim(tenant, media.media_id, kind)
-        elif media.url is not None:
-            ref = self._media.fetch_url(tenant, media.url, kind, content.media.file_name)
+        kind = media.kind
+        if source.media_id is not None:
+            ref = self._media.claim(tenant, source.media_id, kind)
+        elif source.url is not None:
+            ref = self._media.fetch_url(tenant, source.url, kind, media.file_name)
         else:
             raise InvalidInput("media takes exactly one of mediaId and url")
-        file_name = content.media.file_name or ref.file_name
-        stored = content.media.model_copy(
+        return media.model_copy(
             update={
                 "stored": ref,
                 "mime_type": ref.mime_type,
                 "size": ref.size,
                 "sha256": ref.sha256,
-                "file_name": file_name,
+                "file_name": media.file_name or ref.file_name,
             }
         )
-        return MediaMessage(media=stored)
+
+    def _checked(self, submission: Submission, outgoing: Outgoing) -> None:
+        """Each template of the message against its definition, before anything is stored."""
+        for template in (outgoing.content, outgoing.fallback_template):
+            if not isinstance(template, Template):
+                continue
+            if self._templates is None:
+                raise UnsupportedByProvider("this deployment sends no templates", code="templates_unsupported")
+            self._templates.check(submission.tenant, submission.api_key_id, template)
 
     def get(self, principal: Principal, message_id: str) -> Message:
         return self._messages.get(principal.tenant, message_id)
+
+    def windows(self, principal: Principal, contact: str) -> list[NumberWindow]:
+        """The customer-service window of each of the tenant's numbers with `contact` (one read
+        of the contact's heard marks, one of the numbers)."""
+        if self._numbers is None:
+            raise RuntimeError("the number directory is not provided")
+        affinity = self._messages.affinity(principal.tenant, contact)
+        return [
+            NumberWindow(
+                number=number, window=window_of(affinity, number.id), service_window=number.meta_phone_id is not None
+            )
+            for number in sorted(self._numbers.list_numbers(principal.tenant), key=lambda n: n.number)
+        ]
 
     def log(self, principal: Principal, query: LogFilter) -> LogPage:
         """One page of the caller's tenant's message log, newest first (a contact's: in order)."""
@@ -225,7 +293,9 @@ class MessageService:
     def _accept(self, *, submission: Submission, outgoing: Outgoing, valid_for: int = 0) -> Accepted:
         key = submission.idempotency_key
         now = utcnow()
+        self._checked(submission, outgoing)
         content = self._stored_media(submission.tenant, outgoing.content, outgoing.media)
+        fallback = self._stored_media(submission.tenant, outgoing.fallback_template, outgoing.fallback_media)
         message = Message(
             tenant=submission.tenant,
             id=keyed_message_id(submission.api_key_id, key) if key else new_id("msg"),
@@ -234,6 +304,7 @@ class MessageService:
             text=outgoing.text,
             content=content,
             reply_to=outgoing.reply_to,
+            fallback_template=fallback if isinstance(fallback, Template) else None,
             body_hash=submission.body_hash,
             idempotency_key=key,
             created_at=now,
@@ -241,7 +312,11 @@ class MessageService:
             # The validity counts from acceptance: time spent in the queue is time waited.
             expires_at=now + timedelta(seconds=valid_for) if valid_for else None,
             trace=[
-                TraceEvent(stage="message.accepted", at=now, data=_accepted_data(content, outgoing.reply_to, valid_for))
+                TraceEvent(
+                    stage="message.accepted",
+                    at=now,
+                    data=_accepted_data(content, outgoing.reply_to, valid_for, outgoing.fallback_template),
+                )
             ],
         )
         # Counted by the write that stores the message, so a message is charged once: a replay of an
@@ -260,7 +335,13 @@ class MessageService:
                 raise IdempotencyKeyReused("this Idempotency-Key was used with a different body") from None
             if message.status is not MessageStatus.QUEUED:
                 return Accepted(id=message.id, status=message.status)
-        job = SendJob(message_id=message.id, tenant=message.tenant, api_key_id=message.api_key_id, to=message.to)
+        job = SendJob(
+            message_id=message.id,
+            tenant=message.tenant,
+            api_key_id=message.api_key_id,
+            to=message.to,
+            template=True if isinstance(message.content, Template) else None,
+        )
         try:
             self._queue.send(job.model_dump_json(exclude_none=True))
         except Exception as exc:

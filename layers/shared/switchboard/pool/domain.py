@@ -111,6 +111,7 @@ class NumberRoutes(Model):
     routes: tuple[Route, ...] = ()
     # The number's own pacing, read with the number: the pacer needs no read of its own per send.
     pacing: PacingOverride | None = None
+    waba_id: str | None = None  # a Cloud API number's business account: where its templates are
 
     @property
     def connected(self) -> bool:

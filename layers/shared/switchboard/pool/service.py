@@ -282,7 +282,11 @@ class SendingConfigSource:
         number = self._catalog.get_number(tenant, instance.number_id)
         route = instance_route(number, instance, self._catalog.get_provider(tenant, instance.provider_id))
         pinned = NumberRoutes(
-            number_id=number.id, digits=number.number, routes=(route,) if route else (), pacing=number.pacing
+            number_id=number.id,
+            digits=number.number,
+            routes=(route,) if route else (),
+            pacing=number.pacing,
+            waba_id=number.waba_id,
         )
         return SendingConfig(tenant=tenant, api_key_id=api_key_id, mode="default", default=pinned)
 
@@ -315,4 +319,5 @@ class SendingConfigSource:
             added_at=entry.added_at if entry else None,
             routes=routes_of(number, self._catalog.instances_of_number(number.id), providers),
             pacing=number.pacing,
+            waba_id=number.waba_id,
         )

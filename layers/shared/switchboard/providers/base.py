@@ -349,8 +349,11 @@ class InboundEvent(Model):
       sender's WhatsApp profile name), "lid" (the sender's LID JID, `<digits>@lid`)}`: `from`
       and `lid` as the provider knows them (at least one), `timestamp` and `name` when it sent
       them (events stored before `content` existed hold `"text"` instead);
-    - receipt: `{"id" (the provider's message id), "status": delivered|read|failed, "errors"?: [...]}`;
+    - receipt: `{"id" (the provider's message id), "status": delivered|read|failed, "errors"?: [...],
+      "reason"?: our failure reason when the kind knows it (`outside_service_window`)}`;
     - connection: `{"connected": bool, "reason"?: str}`;
+    - template_status: `{"wabaId", "name", "language", "status", "id"?, "category"?, "reason"?}`
+      (a cloud API's template approved, rejected, paused, ...);
     - call, call_settings: the calls-capable server's own `data`.
     An event that cannot be mapped (groups, unknown message types, unknown events) has `ignored`
     set to the reason and `ignored_kind` to its code: it is acknowledged and recorded, never applied.
@@ -360,7 +363,9 @@ class InboundEvent(Model):
 
     name: str = Field(min_length=1, max_length=64)
     binding: str = Field(min_length=1, max_length=128)  # the instance on the provider's side
-    binding_field: Literal["provider_instance_id", "meta_phone_id"] = "provider_instance_id"
+    # What `binding` names: the instance on the provider, a Cloud API phone number id, or a
+    # WhatsApp Business Account (an account's events, bound to an instance on one of its numbers).
+    binding_field: Literal["provider_instance_id", "meta_phone_id", "waba_id"] = "provider_instance_id"
     event_id: str = Field(min_length=1, max_length=256)  # deduplicates redeliveries on this instance
     seq: int | None = Field(default=None, ge=0, lt=2**63)  # order of the provider's events, when it has one
     data: dict[str, Any] = Field(default_factory=dict)
@@ -404,6 +409,17 @@ class Credentials(Protocol):
 
 
 @runtime_checkable
+class TemplateDirectory(Protocol):
+    """A client whose API lists a business account's message templates (a cloud API)."""
+
+    def list_templates(self, target: ProviderTarget, account_id: str) -> list[dict[str, Any]]:
+        """Every template of the business account `account_id`, as the API describes each
+        (`name`, `language`, `status`, `category`, `components`, ...). Raises the
+        `ProviderError`s of a request."""
+        ...
+
+
+@runtime_checkable
 class ContactDirectory(Protocol):
     """A client whose server can tell the phone number behind a LID (those that keep that map)."""
 
@@ -425,6 +441,13 @@ class ProviderKindSpec(Protocol):
     # The longest text one message of this kind may carry, in UTF-16 code units (what the
     # WhatsApp clients and the Cloud API count); a longer reply leaves in parts.
     text_limit: int
+    # A number of this kind sends free-form content (anything but an approved template) only
+    # within the customer-service window: 24 h after the customer's last message (a cloud API).
+    # Such a kind sends templates, which other kinds cannot.
+    service_window: bool
+    # The interactive messages (`buttons`, `list`) the kind's WhatsApp server delivers as such;
+    # any other is sent as a numbered text menu, the customer answering with the option's number.
+    interactive_native: frozenset[str]
     # The kind's server makes a voice note of any audio itself (it converts it to OGG/Opus); the
     # others send a voice note only as the OGG/Opus WhatsApp plays as one.
     converts_voice_notes: bool
@@ -473,9 +496,12 @@ class ProviderKindSpec(Protocol):
 
 class KindDefaults:
     """What a kind answers where it has nothing of its own: no subscription check, webhooks that
-    the operator configures on the provider's side, and voice notes sent only as OGG/Opus."""
+    the operator configures on the provider's side, voice notes sent only as OGG/Opus, no
+    customer-service window (nor templates), and every interactive message as a numbered text menu."""
 
     converts_voice_notes = False
+    service_window = False
+    interactive_native: frozenset[str] = frozenset()
 
     def verify_subscription(self, query: dict[str, str], credentials: Credentials) -> str:
         raise Forbidden("this provider kind has no subscription check", code="not_supported")

@@ -130,6 +130,96 @@ class Reaction(_Shape):
     emoji: str  # "" removes the reaction
 
 
+class TemplateParameter(_Shape):
+    """One value of an approved template's placeholder, as Meta's `parameters[]` names them:
+    `text` (a header, body or URL button variable; `name` for a named parameter), `payload` (a
+    quick reply button's), `coupon_code` (a copy-code button's), or a header's file (`media`,
+    its bytes in the media bucket once the send API took it)."""
+
+    type: Literal["text", "payload", "coupon_code", "image", "video", "document"]
+    text: str | None = None
+    name: str | None = None
+    payload: str | None = None
+    coupon_code: str | None = None
+    media: Media | None = None
+
+
+class TemplateComponent(_Shape):
+    """The parameters of one part of a template: its header, its body, or its button `index`
+    (`sub_type` quick_reply, url or copy_code)."""
+
+    type: Literal["header", "body", "button"]
+    sub_type: Literal["quick_reply", "url", "copy_code"] | None = None
+    index: int | None = Field(default=None, ge=0, le=9)
+    parameters: list[TemplateParameter] = Field(default_factory=list)
+
+
+class Template(_Shape):
+    """An approved template of the number's WhatsApp Business Account, filled in: the only
+    message a Cloud API number may send outside the customer-service window."""
+
+    type: Literal["template"] = "template"
+    name: str
+    language: str
+    components: list[TemplateComponent] = Field(default_factory=list)
+
+    def header_media(self) -> Media | None:
+        """The header's file, when the template's header is an image, a video or a document."""
+        for component in self.components:
+            if component.type == "header":
+                return next((p.media for p in component.parameters if p.media is not None), None)
+        return None
+
+    def with_header_media(self, media: Media) -> Template:
+        components = [
+            component.model_copy(
+                update={
+                    "parameters": [
+                        p.model_copy(update={"media": media}) if p.media is not None else p
+                        for p in component.parameters
+                    ]
+                }
+            )
+            if component.type == "header"
+            else component
+            for component in self.components
+        ]
+        return self.model_copy(update={"components": components})
+
+
+class Option(_Shape):
+    """A reply button or a list row: what the customer taps, and the id that comes back."""
+
+    id: str
+    title: str
+    description: str | None = None
+
+
+class Section(_Shape):
+    title: str | None = None
+    rows: list[Option] = Field(min_length=1)
+
+
+class Interactive(_Shape):
+    """Reply buttons or a list. Sent natively where the kind's WhatsApp server can, else as a
+    numbered text menu; the customer's tap (or typed number) comes back as a `Choice`."""
+
+    type: Literal["interactive"] = "interactive"
+    kind: Literal["buttons", "list"]
+    body: str
+    header: str | None = None
+    footer: str | None = None
+    buttons: list[Option] = Field(default_factory=list)
+    button: str | None = None  # a list's: the label of the button that opens it
+    sections: list[Section] = Field(default_factory=list)
+
+    def options(self) -> list[Option]:
+        """Every option in the order shown: the buttons, or the rows section after section."""
+        if self.kind == "buttons":
+            return list(self.buttons)
+        return [row for section in self.sections for row in section.rows]
+
+
 class Edit(_Shape):
     type: Literal["edit"] = "edit"
     target_id: str
@@ -142,7 +232,7 @@ class Revoke(_Shape):
 
 
 Content = Annotated[
-    Text | MediaMessage | Location | Contacts | Choice | Poll | Reaction | Edit | Revoke,
+    Text | MediaMessage | Location | Contacts | Choice | Poll | Reaction | Edit | Revoke | Template | Interactive,
     Field(discriminator="type"),
 ]
 _CONTENT: TypeAdapter[Content] = TypeAdapter(Content)

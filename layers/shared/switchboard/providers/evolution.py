@@ -736,6 +736,9 @@ def parse_events(body: bytes) -> list[InboundEvent]:
 
 
 class EvolutionKind(KindDefaults):
+    # A list is sent native (`sendList`); reply buttons as a numbered text menu (`evolution_send`).
+    interactive_native = frozenset({"list"})
+
     name: ProviderKind = "evolution"
     retry_safe = False
     always_connected = False

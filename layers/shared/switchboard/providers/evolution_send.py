@@ -10,6 +10,16 @@ sendMessage.router.ts`, `whatsapp.baileys.service.ts`):
 - `sendContact` (`contact: [{fullName, wuid, phoneNumber}]`): one phone per contact entry, so a
   card's first phone is the one sent;
 - `sendReaction` (`key: {remoteJid, fromMe, id}`, `reaction`; an empty reaction removes it);
+- `sendList` (`title`, `description`, `footerText`, `buttonText`, `sections[{title, rows[{title,
+  description, rowId}]}]`; `footerText`, `buttonText` and each section's `title` required): a list,
+  native. Evolution sends it as a `PRODUCT_LIST` (its `listType: 2`) and turns its own device's
+  copy back into a `SINGLE_SELECT` (`patchMessageBeforeSending`): the way a list still reaches
+  recipients from an unofficial client (whatsmeow #461). The tap comes back as a
+  `listResponseMessage` with the row's id;
+- reply buttons as a numbered text menu through `sendText` (`providers.menu`): its `sendButtons`
+  sends a native-flow `interactiveMessage` inside a `viewOnceMessage`, which many WhatsApp apps
+  do not show (iOS, WhatsApp Web), so the customer could not answer at all;
+- no templates: they belong to a Cloud API number's business account;
 - a quote: `quoted: {key: {id, remoteJid, fromMe}}` without `message`: Evolution finds the
   quoted message in its own store by its key.
 """
@@ -22,7 +32,8 @@ from typing import Any
 
 from switchboard.core.errors import UnsupportedByProvider
 from switchboard.providers.base import OutgoingFile, Quote
-from switchboard.providers.content import Contacts, Content, Location, Media, MediaMessage, Reaction, Text
+from switchboard.providers.content import Contacts, Content, Interactive, Location, Media, MediaMessage, Reaction, Text
+from switchboard.providers.menu import text_menu
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,27 @@ def _media_fields(body: dict[str, Any], media: Media, file: OutgoingFile | None)
     return "sendMedia"
 
 
+def _list_fields(content: Interactive) -> dict[str, Any]:
+    """`sendList`'s fields: its schema requires `footerText`, `buttonText` and a non-empty title
+    for each section (a single untitled section is titled with the list's button)."""
+    sections = []
+    for section in content.sections:
+        rows = []
+        for row in section.rows:
+            item: dict[str, Any] = {"title": row.title, "rowId": row.id}
+            if row.description:
+                item["description"] = row.description
+            rows.append(item)
+        sections.append({"title": section.title or content.button or content.body[:24], "rows": rows})
+    return {
+        "title": content.header or "",
+        "description": content.body,
+        "footerText": content.footer or "",
+        "buttonText": content.button or "",
+        "sections": sections,
+    }
+
+
 def request_for(
     phone: str, content: Content, *, quoted: Quote | None = None, file: OutgoingFile | None = None
 ) -> EvolutionRequest:
@@ -70,6 +102,12 @@ def request_for(
         case Text(body=text):
             action = "sendText"
             body["text"] = text
+        case Interactive(kind="list"):
+            action = "sendList"
+            body.update(_list_fields(content))
+        case Interactive():
+            action = "sendText"
+            body["text"] = text_menu(content)
         case MediaMessage(media=media):
             action = _media_fields(body, media, file)
         case Location(latitude=latitude, longitude=longitude, name=name, address=address):

@@ -70,7 +70,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import Content, MediaMessage, MediaSource, Text, content_data
+from switchboard.providers.content import Content, MediaMessage, MediaSource, Template, Text, content_data
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -82,6 +82,11 @@ SEND_ROUTE = "/{version}/{phone-number-id}/messages"
 MEDIA_ROUTE = "/{version}/{phone-number-id}/media"
 META_TEXT_CHARS = 4096
 NUMBER_ROUTE = "/{version}/{phone-number-id}"
+TEMPLATES_ROUTE = "/{version}/{waba-id}/message_templates"
+# What a listing asks of each template: enough to check a send against it and to show it.
+TEMPLATE_FIELDS = "id,name,language,status,category,parameter_format,components"
+TEMPLATE_PAGE_SIZE = 100
+MAX_TEMPLATE_PAGES = 60  # 6,000 templates: more than Meta lets one account hold
 # The phone number node's fields that tell its standing. The messaging limit tier is
 # `whatsapp_business_manager_messaging_limit` (`messaging_limit_tier` is deprecated, and asking the
 # Graph API for a field it no longer has fails the whole read with code 100).
@@ -98,6 +103,10 @@ NUMBER_LIMIT_CODES = frozenset({"130429", "131056"})
 TOKEN_CODES = frozenset({"190"})
 # Invalid parameter, undeliverable, outside the 24 h window, per-user marketing limit.
 REFUSED_CODES = frozenset({"100", "131026", "131047", "131049"})
+# "Re-engagement message": more than 24 h since the customer last wrote to this number, so only a
+# template may reach them. Our reason for it, whether Meta answers it to the send or in a status.
+OUTSIDE_WINDOW_CODE = "131047"
+OUTSIDE_SERVICE_WINDOW = "outside_service_window"
 
 
 class _Answer(Model):
@@ -110,6 +119,20 @@ class _MessageId(_Answer):
 
 class _SendAnswer(_Answer):
     messages: list[_MessageId] = Field(min_length=1)
+
+
+class _Cursors(_Answer):
+    after: StrictStr | None = None
+
+
+class _Paging(_Answer):
+    cursors: _Cursors | None = None
+    next: StrictStr | None = None
+
+
+class _TemplatePage(_Answer):
+    data: list[Any] = Field(default_factory=list)
+    paging: _Paging | None = None
 
 
 class _Throughput(_Answer):
@@ -187,7 +210,41 @@ class MetaCloudClient(MessagingOnly):
                 raise InvalidInput("a media message needs its file")
             meta_send.check_file(content.media, file)
             media_id = self._media_id(target, file, uploaded)
+        elif isinstance(content, Template) and content.header_media() is not None:
+            if file is None:
+                raise InvalidInput("a template with a file header needs its file")
+            media_id = self._media_id(target, file, uploaded)
         return self._send(target, meta_send.message_body(phone, content, quoted=quoted, media_id=media_id))
+
+    def list_templates(self, target: ProviderTarget, account_id: str) -> list[dict[str, Any]]:
+        """Every template of the WhatsApp Business Account `account_id`, page after page
+        (`GET /{version}/{waba-id}/message_templates`, the target's access token, else the
+        provider's admin token); at most `MAX_TEMPLATE_PAGES` pages of `TEMPLATE_PAGE_SIZE`."""
+        token = target.instance_token or target.admin_token
+        if not token:
+            raise InvalidInput("the target has no Cloud API access token")
+        path = f"/{path_segment(self._api_version)}/{path_segment(account_id)}/message_templates"
+        label = self._http.label("GET", TEMPLATES_ROUTE)
+        params = {"fields": TEMPLATE_FIELDS, "limit": str(TEMPLATE_PAGE_SIZE)}
+        templates: list[dict[str, Any]] = []
+        for _ in range(MAX_TEMPLATE_PAGES):
+            response = self._http.request(
+                "GET",
+                target.base_url,
+                path,
+                route=TEMPLATES_ROUTE,
+                headers={"Authorization": f"Bearer {token}"},
+                params=params,
+            )
+            if not response.is_success:
+                raise error_for(response, label)
+            page = self._http.answer(response, _TemplatePage, label)
+            templates += [item for item in page.data if isinstance(item, dict)]
+            after = page.paging.cursors.after if page.paging and page.paging.cursors else None
+            if not (page.paging and page.paging.next and after):
+                break
+            params = {**params, "after": after}
+        return templates
 
     def _media_id(self, target: ProviderTarget, file: OutgoingFile, uploaded: UploadedMedia | None) -> str:
         phone_id = target.meta_phone_id or target.provider_instance_id
@@ -273,6 +330,10 @@ def error_for(response: httpx.Response, label: str) -> ProviderError:
         return ProviderUnavailable(f"{label}: rate limited{suffix}", rate_limited=True, **details)
     if code in TOKEN_CODES:
         return ProviderRejected(f"{label}: access token refused{suffix}", **details)
+    if code == OUTSIDE_WINDOW_CODE:
+        return ProviderRejected(
+            f"{label}: outside the customer-service window{suffix}", code=OUTSIDE_SERVICE_WINDOW, **details
+        )
     if code in REFUSED_CODES:
         return ProviderRejected(f"{label}: request refused{suffix}", **details)
     if status >= 500 or status == 429:
@@ -398,9 +459,65 @@ def map_events(body: bytes) -> list[InboundEvent]:
         if not isinstance(changes, list):
             logger.warning("Cloud API entry without a list of changes dropped")
             continue
+        account = entry.get("id")
         for raw_change in changes:
+            if _is_template_status(raw_change) and notification.object == "whatsapp_business_account":
+                events += _template_status_events(account, raw_change)
+                continue
             events += _change_events(notification.object, raw_change)
     return events
+
+
+TEMPLATE_STATUS_FIELD = "message_template_status_update"
+_WABA_ID = re.compile(r"^[0-9]{1,32}$")
+
+
+class _TemplateStatus(_Payload):
+    event: StrictStr = Field(pattern=r"^[A-Z_]{1,40}$")
+    message_template_id: ErrorCode | None = None
+    message_template_name: StrictStr = Field(min_length=1, max_length=512)
+    message_template_language: StrictStr = Field(min_length=1, max_length=20)
+    message_template_category: StrictStr | None = None
+    reason: StrictStr | None = None
+
+
+def _is_template_status(raw_change: object) -> bool:
+    return isinstance(raw_change, dict) and raw_change.get("field") == TEMPLATE_STATUS_FIELD
+
+
+def _template_status_events(account: object, raw_change: dict[str, Any]) -> list[InboundEvent]:
+    """A template's new status (`APPROVED`, `REJECTED`, `PAUSED`, `DISABLED`, ...) in the WhatsApp
+    Business Account `entry.id`: bound to the account (an instance on one of its numbers), not to a
+    phone number. One that does not parse is logged and dropped: it names no template to update."""
+    if not isinstance(account, str) or not _WABA_ID.fullmatch(account):
+        logger.warning("template status change without an account id dropped")
+        return []
+    try:
+        value = _TemplateStatus.model_validate(raw_change.get("value"))
+    except ValidationError as exc:
+        logger.warning("template status change not in the Cloud API format dropped", extra={"fields": _fields(exc)})
+        return []
+    data: dict[str, Any] = {
+        "wabaId": account,
+        "name": value.message_template_name,
+        "language": value.message_template_language,
+        "status": value.event,
+    }
+    if value.message_template_id is not None:
+        data["id"] = str(value.message_template_id)
+    if value.message_template_category is not None:
+        data["category"] = _label(value.message_template_category)
+    if value.reason is not None:
+        data["reason"] = _label(value.reason)
+    return [
+        InboundEvent(
+            name="template_status",
+            binding=account,
+            binding_field="waba_id",
+            event_id=f"template_status:{_digest(raw_change)}",
+            data=data,
+        )
+    ]
 
 
 def _change_events(object_: str, raw_change: object) -> list[InboundEvent]:
@@ -503,6 +620,8 @@ def _status_event(binding: str, raw: object) -> InboundEvent:
         ignored = f"{_label(status.status)} status"
     elif mapped == "failed":
         data["errors"] = [{"code": error.code, "title": error.title} for error in status.errors]
+        if any(str(error.code) == OUTSIDE_WINDOW_CODE for error in status.errors):
+            data["reason"] = OUTSIDE_SERVICE_WINDOW
     return InboundEvent(
         name="receipt",
         binding=binding,
@@ -587,6 +706,9 @@ class MetaKind(KindDefaults):
     name: ProviderKind = "meta"
     retry_safe = False
     always_connected = True
+    service_window = True
+    # Reply buttons and lists are the Cloud API's own interactive messages.
+    interactive_native = frozenset({"buttons", "list"})
     # Meta documents 4,096 characters for a text message's `text.body`; it refuses a longer one.
     text_limit = META_TEXT_CHARS
     schemes: tuple[WebhookScheme, ...] = ("meta-signature",)

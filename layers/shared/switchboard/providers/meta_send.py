@@ -12,6 +12,13 @@ messages and media references; david-lev/pywa `pywa/api.py` `send_message`, `upl
 - a sticker must be WebP (Meta refuses any other);
 - `location` (`latitude`, `longitude`, `name`, `address`); `contacts` (`name.formatted_name`,
   `phones[{phone, type, wa_id}]`); `reaction` (`message_id`, `emoji`; an empty emoji removes it);
+- `template` (`name`, `language.code`, `components[]`: `header`/`body` with their
+  `parameters[]`, `button` with `sub_type`, `index` and its parameter; a header's file uploaded
+  like a media message's and named by its id; no `components` when nothing is filled in), as
+  Meta's messages reference documents it (`facebook/openapi`, "Send Message Template ...");
+- `interactive`: reply buttons (`type: button`, `action.buttons[].reply {id, title}`) or a list
+  (`type: list`, `action.button` and `action.sections[].rows[] {id, title, description}`), with
+  `header: {type: text, text}`, `body: {text}` and `footer: {text}`;
 - a quote: `context: {message_id}`.
 """
 
@@ -21,7 +28,20 @@ from typing import Any
 
 from switchboard.core.errors import UnsupportedByProvider
 from switchboard.providers.base import OutgoingFile, Quote
-from switchboard.providers.content import ContactCard, Contacts, Content, Location, Media, MediaMessage, Reaction, Text
+from switchboard.providers.content import (
+    ContactCard,
+    Contacts,
+    Content,
+    Interactive,
+    Location,
+    Media,
+    MediaMessage,
+    Reaction,
+    Template,
+    TemplateComponent,
+    TemplateParameter,
+    Text,
+)
 
 VOICE_MIME = "audio/ogg"
 STICKER_MIME = "image/webp"
@@ -43,6 +63,10 @@ def message_body(
 ) -> dict[str, Any]:
     """The `/messages` body that sends `content` to `phone` (a media message: its uploaded `media_id`)."""
     body: dict[str, Any] = {"messaging_product": "whatsapp", "recipient_type": "individual", "to": phone}
+    structured = _structured(content, media_id)
+    if structured is not None:
+        body.update(structured)
+        return _quoting(body, quoted)
     match content:
         case Reaction(target_id=target_id, emoji=emoji):
             body.update({"type": "reaction", "reaction": {"message_id": target_id, "emoji": emoji}})
@@ -70,9 +94,85 @@ def message_body(
             body.update({"type": "contacts", "contacts": [_contact(card) for card in cards]})
         case _:
             raise UnsupportedByProvider(f"the Cloud API cannot send a {content.type}")
+    return _quoting(body, quoted)
+
+
+def _structured(content: Content, media_id: str | None) -> dict[str, Any] | None:
+    """A template's or an interactive message's fields of the body; None for other contents."""
+    if isinstance(content, Template):
+        return {"type": "template", "template": template_object(content, media_id)}
+    if isinstance(content, Interactive):
+        return {"type": "interactive", "interactive": interactive_object(content)}
+    return None
+
+
+def _quoting(body: dict[str, Any], quoted: Quote | None) -> dict[str, Any]:
     if quoted is not None:
         body["context"] = {"message_id": quoted.id}
     return body
+
+
+def template_object(template: Template, media_id: str | None = None) -> dict[str, Any]:
+    """The `template` object of a send: its header's file by `media_id` (uploaded first)."""
+    if template.header_media() is not None and media_id is None:
+        raise UnsupportedByProvider("a template with a file header needs its uploaded media id")
+    obj: dict[str, Any] = {"name": template.name, "language": {"code": template.language}}
+    components = [_component(component, media_id) for component in template.components if component.parameters]
+    if components:
+        obj["components"] = components
+    return obj
+
+
+def _component(component: TemplateComponent, media_id: str | None) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": component.type}
+    if component.type == "button":
+        part["sub_type"] = component.sub_type
+        part["index"] = str(component.index)
+    part["parameters"] = [_parameter(parameter, media_id) for parameter in component.parameters]
+    return part
+
+
+def _parameter(parameter: TemplateParameter, media_id: str | None) -> dict[str, Any]:
+    kind = parameter.type
+    if kind == "text":
+        value: dict[str, Any] = {"type": "text", "text": parameter.text}
+        if parameter.name is not None:
+            value["parameter_name"] = parameter.name
+        return value
+    if kind == "payload":
+        return {"type": "payload", "payload": parameter.payload}
+    if kind == "coupon_code":
+        return {"type": "coupon_code", "coupon_code": parameter.coupon_code}
+    media: dict[str, Any] = {"id": media_id}
+    if kind == "document" and parameter.media is not None and parameter.media.file_name:
+        media["filename"] = parameter.media.file_name
+    return {"type": kind, kind: media}
+
+
+def interactive_object(content: Interactive) -> dict[str, Any]:
+    """The `interactive` object of reply buttons or a list."""
+    obj: dict[str, Any] = {"type": "button" if content.kind == "buttons" else "list"}
+    if content.header:
+        obj["header"] = {"type": "text", "text": content.header}
+    obj["body"] = {"text": content.body}
+    if content.footer:
+        obj["footer"] = {"text": content.footer}
+    if content.kind == "buttons":
+        obj["action"] = {
+            "buttons": [{"type": "reply", "reply": {"id": b.id, "title": b.title}} for b in content.buttons]
+        }
+    else:
+        sections = []
+        for section in content.sections:
+            rows = []
+            for row in section.rows:
+                item = {"id": row.id, "title": row.title}
+                if row.description:
+                    item["description"] = row.description
+                rows.append(item)
+            sections.append({"title": section.title, "rows": rows} if section.title else {"rows": rows})
+        obj["action"] = {"button": content.button, "sections": sections}
+    return obj
 
 
 def _contact(card: ContactCard) -> dict[str, Any]:

@@ -11,6 +11,11 @@ server extends the same `/chat/send/*` routes with the same bodies.
 - `/chat/send/contact` (`Name`, `Vcard`): one contact per message;
 - `/chat/react` (`Body` the emoji, `"remove"` to take it back; `Id` prefixed `me:` when the
   message reacted to is our own);
+- reply buttons and lists as a numbered text menu through `/chat/send/text` (`providers.menu`):
+  the server's `/chat/send/buttons` is marked in its own code "not implemented, does not work",
+  and its `/chat/send/list` sends a `SINGLE_SELECT` list that WhatsApp shows only to the sender
+  or refuses (whatsmeow #305, #439; its rows without an id all get the id "1");
+- no templates: they belong to a Cloud API number's business account;
 - a quote: `ContextInfo: {StanzaId, Participant}` (the server refuses one without the other;
   `Participant` is the JID of the quoted message's author).
 
@@ -25,7 +30,8 @@ from typing import Any
 
 from switchboard.core.errors import UnsupportedByProvider
 from switchboard.providers.base import OutgoingFile, Quote
-from switchboard.providers.content import Contacts, Content, Location, Media, MediaMessage, Reaction, Text
+from switchboard.providers.content import Contacts, Content, Interactive, Location, Media, MediaMessage, Reaction, Text
+from switchboard.providers.menu import text_menu
 from switchboard.providers.vcard import vcard_of
 
 _MEDIA_ROUTES = {
@@ -84,6 +90,9 @@ def request_for(
         case Text(body=text):
             route = "/chat/send/text"
             body["Body"] = text
+        case Interactive():
+            route = "/chat/send/text"
+            body["Body"] = text_menu(content)
         case MediaMessage(media=media):
             route = _media_fields(body, media, file)
         case Location(latitude=latitude, longitude=longitude, name=name):

@@ -58,6 +58,7 @@ from switchboard.core.errors import (
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW
 from switchboard.providers.base import MessageRevoker, OutgoingFile, Quote, SentMessage
 from switchboard.providers.content import Content, MediaMessage, Text
 from switchboard.providers.kinds import spec_for
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from switchboard.providers.base import ProviderClient, ProviderTarget, UploadedMedia
     from switchboard.providers.content import MediaRef
     from switchboard.routing.domain import MessageLinks
+    from switchboard.routing.reply_window import ReplyWindow
 
 LEASE_SECONDS = 60
 DRAIN_BATCH = 50
@@ -273,12 +275,16 @@ class OutboxService:
         links: MessageLinks | None = None,
         numbers: Numbers | None = None,
         statuses: ReplyStatusClient | None = None,
+        window: ReplyWindow | None = None,
     ) -> None:
         """`attachments`, `files`: the media bucket (None: a reply with attachments has them
         refused, told to the agent); `uploaded`: the media ids a cloud API gave each number;
         `links`: the message map (quotes, and every part sent linked to its downstream message);
         `numbers`: the instance's number (the author of a quoted reply of ours); `statuses`: the
-        downstream's message status (a reply that failed is marked so there too)."""
+        downstream's message status (a reply that failed is marked so there too); `window`: a
+        Cloud API instance's reply outside the contact's customer-service window
+        (`routing/reply_window.py`; None: every reply is sent as it is)."""
+        self._window = window
         self._attachments = attachments
         self._files = files
         self._uploaded = uploaded
@@ -472,6 +478,24 @@ class OutboxService:
         target: ProviderTarget,
         deadline: float | None,
     ) -> Step:
+        """A claimed entry to a contact outside the customer-service window of a Cloud API
+        instance goes the window's way (`_outside_window`); any other is sent (`_send_parts`)."""
+        if (
+            entry.parts_sent == 0
+            and self._window is not None
+            and self._window.closed(instance, entry.phone, target.kind)
+        ):
+            return self._outside_window(instance, entry, client, target)
+        return self._send_parts(instance, entry, client, target, deadline)
+
+    def _send_parts(
+        self,
+        instance: Instance,
+        entry: OutboxEntry,
+        client: ProviderClient,
+        target: ProviderTarget,
+        deadline: float | None,
+    ) -> Step:
         """Send the parts of a claimed entry still to go, in order: a part leaves only once the
         one before it was accepted, and each accepted part is recorded before the next is sent,
         so no drain sends a part twice. Each part has its own stable id (the reply's, plus its
@@ -505,11 +529,7 @@ class OutboxService:
                     idempotency_key=f"outbox-{key}-{part}",
                 )
             except (ProviderRejected, UnsupportedByProvider, AttachmentUnavailable) as exc:
-                self._store.release(entry)
-                reason = _refusal(exc, target.kind)
-                if index:
-                    reason = f"part {index + 1} of {len(parts)} {reason}; the {index} before it were sent"
-                return "failed" if self._fail(instance, entry, reason) else "gone"
+                return self._refused(instance, entry, exc, part=(index, len(parts)), sender=(client, target))
             except ProviderTimeout:
                 if not spec.retry_safe:
                     return self._fail_in_doubt(instance, entry, target.kind, index, len(parts))
@@ -540,6 +560,38 @@ class OutboxService:
             )
         self._store.release(entry)
         return "gone"
+
+    def _refused(
+        self,
+        instance: Instance,
+        entry: OutboxEntry,
+        error: ProviderRejected | UnsupportedByProvider | AttachmentUnavailable,
+        *,
+        part: tuple[int, int],
+        sender: tuple[ProviderClient, ProviderTarget],
+    ) -> Step:
+        """Part `part[0]` of `part[1]` refused: the reply fails and the agent is told; a first
+        part Meta refused for the customer-service window (131047) goes the window's way."""
+        index, parts = part
+        if index == 0 and self._window is not None and error.code == OUTSIDE_SERVICE_WINDOW:
+            return self._outside_window(instance, entry, *sender)
+        self._store.release(entry)
+        reason = _refusal(error, sender[1].kind)
+        if index:
+            reason = f"part {index + 1} of {parts} {reason}; the {index} before it were sent"
+        return "failed" if self._fail(instance, entry, reason) else "gone"
+
+    def _outside_window(
+        self, instance: Instance, entry: OutboxEntry, client: ProviderClient, target: ProviderTarget
+    ) -> Step:
+        """Outside the contact's window: the instance's re-engagement template instead, or
+        nothing; the agent's note says which (`ReplyWindow.reengage`)."""
+        assert self._window is not None
+        reason, sent_id = self._window.reengage(instance, entry, client, target)
+        if not self._store.finish(entry, "SENT" if sent_id else "FAILED", reason, sent_id):
+            return "gone"
+        logger.info("reply outside the service window", extra={"instance": instance.key, "reason": reason})
+        return "sent" if sent_id else "failed"
 
     def _send_part(
         self,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from switchboard.catalog.domain import Instance, Provider
 from switchboard.core.ports import Secrets
 
-BindingField = str  # `InboundEvent.binding_field`: "provider_instance_id" or "meta_phone_id"
+BindingField = str  # `InboundEvent.binding_field`: "provider_instance_id", "meta_phone_id" or "waba_id"
 
 if TYPE_CHECKING:
     from switchboard.core.store import UnitOfWork
@@ -34,6 +34,7 @@ class ProviderCatalog(Protocol):
     def settle_webhook_scheme(self, provider_id: str, scheme: str) -> bool: ...
     def instance_for_binding(self, provider_id: str, provider_instance_id: str) -> Instance | None: ...
     def instance_for_meta_phone(self, provider_id: str, meta_phone_id: str) -> Instance | None: ...
+    def instance_for_waba(self, provider_id: str, waba_id: str) -> Instance | None: ...
     def find_instance(self, key: str) -> Instance | None: ...
 
 
@@ -79,6 +80,8 @@ class ProviderViews:
             provider_id = view.provider.id
             if binding_field == "meta_phone_id":
                 found = self._catalog.instance_for_meta_phone(provider_id, binding)
+            elif binding_field == "waba_id":
+                found = self._catalog.instance_for_waba(provider_id, binding)
             else:
                 found = self._catalog.instance_for_binding(provider_id, binding)
             if found is not None:

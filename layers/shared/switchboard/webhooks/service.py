@@ -95,6 +95,13 @@ class EventRepository(Protocol):
     def pending(self, received_before: datetime, limit: int) -> list[StoredEvent]: ...
 
 
+class ContentAnswers(Protocol):
+    def resolve(self, instance: Instance, data: dict[str, Any]) -> dict[str, Any]:
+        """A `message` event's data read as what it answers (a typed option number becomes the
+        option chosen); the data as it came when it answers nothing. Never raises."""
+        ...
+
+
 class _Stale(Exception):
     """The provider's view changed since it was read (or may have): nothing was stored."""
 
@@ -120,7 +127,10 @@ class IngestService:
         *,
         writes: Mapping[str, list[AcceptWrite]] | None = None,
         media: MediaIntake | None = None,
+        answers: ContentAnswers | None = None,
     ) -> None:
+        """`answers` reads a customer's message as the answer to the menu its number sent them."""
+        self._answers = answers
         self._media = media
         self._views = ProviderViews(catalog, secrets)
         self._catalog = catalog
@@ -148,7 +158,10 @@ class IngestService:
             try:
                 # Every event is bound before any is stored (404 before anything is written).
                 bound = [(event, self._bind(verified.view, event, verified.fresh)) for event in inbound[len(results) :]]
-                results += [self._receive_one(verified, event, instance, now, digest) for event, instance in bound]
+                results += [
+                    _unbound(event) if instance is None else self._receive_one(verified, event, instance, now, digest)
+                    for event, instance in bound
+                ]
                 return _summary(results)
             except _Stale:
                 if retried:  # changed again meanwhile: the provider's retry finds it settled
@@ -170,6 +183,8 @@ class IngestService:
     ) -> IngestResult:
         view = verified.view
         data = self._claim_checked(inbound, instance, view.provider.kind)
+        if self._answers is not None and inbound.name == "message" and not inbound.ignored:
+            data = self._answers.resolve(instance, data)
         stored = StoredEvent(
             provider_id=view.provider.id,
             provider_instance_id=instance.provider_instance_id,
@@ -343,8 +358,14 @@ class IngestService:
         logger.warning("webhook token replayed with another body", extra={"instance": instance.key})
         return envelope.refused()
 
-    def _bind(self, view: ProviderView, inbound: InboundEvent, fresh: bool) -> Instance:
+    def _bind(self, view: ProviderView, inbound: InboundEvent, fresh: bool) -> Instance | None:
+        """The instance the event is bound to. None for an account's event (a template's status)
+        whose account no number of the provider names: the account's numbers may be elsewhere,
+        and refusing the delivery would only make the provider retry it for days."""
         instance = self._views.instance(view, inbound.binding_field, inbound.binding)
+        if instance is None and inbound.binding_field == "waba_id":
+            logger.info("account event of no known number acknowledged", extra={"event": inbound.name})
+            return None
         if instance is None or instance.tenant != view.provider.tenant:
             # A kept view may predate a rotated secret (401 comes before 404): its stamp is
             # checked, and only a changed one drops it (a provider sending events of an instance
@@ -491,6 +512,10 @@ def _committed(uow: store.UnitOfWork) -> Acceptance:
     except NotAccepted as refused:
         return refused.acceptance
     return "accepted"
+
+
+def _unbound(event: InboundEvent) -> IngestResult:
+    return IngestResult(outcome="ignored", event=event.name, reason="an account no number of this provider names")
 
 
 def _summary(results: list[IngestResult]) -> IngestResult:

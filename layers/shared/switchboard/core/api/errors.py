@@ -26,6 +26,7 @@ STATUS_BY_ERROR: list[tuple[type[errors.SwitchboardError], HTTPStatus]] = [
     (errors.PayloadTooLarge, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (errors.UnsupportedMediaType, HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     (errors.UnknownReference, HTTPStatus.UNPROCESSABLE_ENTITY),
+    (errors.InvalidTemplate, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.RateLimited, HTTPStatus.TOO_MANY_REQUESTS),
     (errors.UnsupportedByProvider, HTTPStatus.UNPROCESSABLE_ENTITY),
     (errors.ProviderLineBusy, HTTPStatus.CONFLICT),
@@ -148,7 +149,10 @@ def _field_problem(problem: dict[str, Any]) -> FieldProblem:
 
 
 def _describe(problem: dict[str, Any]) -> str:
-    location = ".".join(str(part) for part in problem.get("loc", ()) if part not in ("body",))
+    # The validator puts the request body first ("body"); a field of the body may itself be named
+    # `body` (an interactive message's), so only that first part is dropped.
+    parts = list(problem.get("loc", ()))
+    location = ".".join(str(part) for part in (parts[1:] if parts[:1] == ["body"] else parts))
     message = problem.get("msg") or problem.get("type", "invalid")
     return f"{location}: {message}" if location else str(message)
 

@@ -22,6 +22,7 @@ ROUTE_MODULES = (
     "quotas.routes",
     "catalog.routes",
     "health.routes",
+    "templates.routes",
     "lines.routes",
     "calls.routes",
     "webhooks.routes",

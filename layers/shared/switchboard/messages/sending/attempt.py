@@ -7,7 +7,8 @@ where the send may have gone. The provider's answer is sorted into what the pipe
 - `Sent`: the provider took it;
 - `Lost`: this worker's lease ran out and another worker claimed the message (that one sends);
 - `Refused`: `ProviderDisconnected`, `ProviderRejected` or a misconfigured route: the next
-  instance, then the next number, may send it;
+  instance, then the next number, may send it (a Cloud API number's refusal for the
+  customer-service window, Meta's 131047, is `outside_service_window`: never retried);
 - `Throttled`: WhatsApp refused the number (463, Meta 130429 / 131056), not the message;
 - `Transient`: `ProviderTimeout` or `ProviderUnavailable`: the job is retried (or the message
   ends, see `outcome.Outcomes.transient`).
@@ -38,7 +39,7 @@ from switchboard.messages.domain import is_plain_text, media_of, quoted_id
 from switchboard.messages.ports import ContentSender
 from switchboard.messages.sending.trace import at, pending_route, provider_words, skip
 from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
-from switchboard.providers.content import Content, Reaction
+from switchboard.providers.content import Content, Reaction, Template
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Secrets
@@ -103,13 +104,22 @@ class Attempts:
         self._client_for = client_for
         self._health = health
 
-    def make(self, message: Message, number: NumberRoutes, route: Route, events: list[TraceEvent]) -> Tried:
+    def make(
+        self,
+        message: Message,
+        number: NumberRoutes,
+        route: Route,
+        events: list[TraceEvent],
+        *,
+        instead: Template | None = None,
+    ) -> Tried:
+        """Send `message` through `route` (`instead`: its fallback template in its place)."""
         try:
             message = self._mark_in_flight(message, number, route)
         except AlreadyFinal:
             return Lost(message)
         try:
-            provider_message_id = self._send(route, message)
+            provider_message_id = self._send(route, message, instead)
         except ProviderThrottled as exc:
             # WhatsApp refused the number, not the message (nothing was sent): the ban watch
             # hears it, and the next number may send it now.
@@ -138,7 +148,7 @@ class Attempts:
             return message
         return self._messages.record_in_flight(message, marked)
 
-    def _send(self, route: Route, message: Message) -> str:
+    def _send(self, route: Route, message: Message, instead: Template | None = None) -> str:
         name = (
             instance_token_name(self._secrets, message.tenant, route.instance)
             if route.instance is not None
@@ -156,17 +166,17 @@ class Attempts:
             meta_phone_id=route.meta_phone_id,
         )
         client = self._client_for(route.kind)
-        if is_plain_text(message):
+        if instead is None and is_plain_text(message):
             return client.send_text(target, message.to, message.text, idempotency_key=message.id).provider_message_id
-        if not isinstance(client, ContentSender) or message.content is None:
+        if not isinstance(client, ContentSender) or (instead is None and message.content is None):
             raise UnsupportedByProvider(f"a {route.kind} route sends text only")
         sent = client.send_content(
             target,
             message.to,
-            self._resolved(message),
+            instead or self._resolved(message),
             message.id,
             quoted=self._quote(message),
-            file=self._file(message),
+            file=self._file(message, instead),
             uploaded=self._uploaded,
         )
         return sent.provider_message_id
@@ -195,18 +205,25 @@ class Attempts:
             return Quote(id=ours.provider_message_id, from_me=True, author=ours.source_number)
         return Quote(id=about, from_me=False, author=message.to)
 
-    def _file(self, message: Message) -> OutgoingFile | None:
-        media = media_of(message)
+    def _file(self, message: Message, instead: Template | None = None) -> OutgoingFile | None:
+        """The file leaving with the message: a media message's, or its template's header's."""
+        if instead is not None:
+            media = instead.header_media()
+        else:
+            found = media_of(message)
+            media = found.media if found is not None else None
+            if media is None and isinstance(message.content, Template):
+                media = message.content.header_media()
         if media is None:
             return None
-        ref = media.media.stored
+        ref = media.stored
         if ref is None or self._media is None:
             raise InvalidInput("the message's file is not in the media bucket")
         try:
             data = self._media.read(ref)
         except Exception as exc:  # the bucket is unreachable: retried, then FAILED
             raise ProviderUnavailable("the message's file could not be read") from exc
-        return OutgoingFile(data=data, mime_type=ref.mime_type, sha256=ref.sha256, file_name=media.media.file_name)
+        return OutgoingFile(data=data, mime_type=ref.mime_type, sha256=ref.sha256, file_name=media.file_name)
 
     def _observe_refusal(self, route: Route, provider_code: object) -> None:
         if self._health is None or route.source is None:

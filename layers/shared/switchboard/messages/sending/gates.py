@@ -6,7 +6,10 @@
 - the spam guard (`spam_guard.py`): an instance whose guard refuses the text is passed over like
   a refusal;
 - pacing (`health/pacing.py`): a number over its pacing is passed over; the hold that frees up
-  soonest is kept, for the message to come back then.
+  soonest is kept, for the message to come back then;
+- the customer-service window (`messages/window.py`): a Cloud API route is passed over for
+  free-form content when the recipient has not written to its number within 24 h (no request to
+  the provider); the routes so passed over are kept, for a fallback template to leave through.
 
 Each skip is traced when its route comes up, so the trace keeps the order of the attempts. The
 gates open before the message is claimed (`first_open` names the route the claim marks in flight);
@@ -22,9 +25,11 @@ from typing import TYPE_CHECKING
 
 from switchboard.core.clock import utcnow
 from switchboard.core.observability import logger
-from switchboard.messages.sending.trace import skip
+from switchboard.messages.sending.trace import at, skip
 from switchboard.messages.spam_guard import SPAM_GUARD, SpamCheck, SpamGuard
+from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW, WindowGate, has_window
 from switchboard.pool.domain import known_to
+from switchboard.providers.content import Template
 
 if TYPE_CHECKING:
     from switchboard.messages.domain import Message, PendingRoute, TraceEvent
@@ -32,6 +37,9 @@ if TYPE_CHECKING:
     from switchboard.messages.sending.plan import Draft, Plan
     from switchboard.messages.spam_guard import KeptTexts
     from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
+
+
+TEMPLATE_NEEDS_CLOUD_API = "template_needs_cloud_api"
 
 
 class Gates:
@@ -51,8 +59,10 @@ class Gates:
     def open(self, plan: Draft | Plan) -> MessageGates:
         """The gates of one message: the health of every instance its plan may use, read once."""
         health = self._health_gate(plan.config, plan.selection.numbers, plan.affinity)
-        pace = PaceRecord(plan.config, plan.affinity, self._clock())
-        return MessageGates(health, pace, spam_guard=self._spam_guard, pacer=self._pacer)
+        now = self._clock()
+        pace = PaceRecord(plan.config, plan.affinity, now)
+        window = WindowGate(plan.affinity, now)
+        return MessageGates(health, pace, spam_guard=self._spam_guard, pacer=self._pacer, window=window)
 
     def _health_gate(
         self, config: SendingConfig, numbers: list[NumberRoutes], affinity: Affinity | None
@@ -84,19 +94,23 @@ class MessageGates:
         *,
         spam_guard: SpamGuard | None,
         pacer: Pacing | None,
+        window: WindowGate | None = None,
     ) -> None:
         self._health = health
         self._pace = pace
         self._spam_guard = spam_guard
         self._pacer = pacer
+        self._window = window
         self._checks: dict[str, SpamCheck] = {}  # this message's spam guard reads, by instance key
+        # The routes a closed window kept the message from (or whose provider said so), in order.
+        self.window_closed: list[tuple[NumberRoutes, Route]] = []
 
     @property
     def held(self) -> Hold | None:
         """The pacing hold that frees up soonest among the numbers pacing passed over."""
         return self._pace.held
 
-    def first_open(self, numbers: list[NumberRoutes]) -> tuple[NumberRoutes, Route] | None:
+    def first_open(self, numbers: list[NumberRoutes], *, free_form: bool = True) -> tuple[NumberRoutes, Route] | None:
         """The route a message with no route pending tries first, as far as the ban watch decides
         (nothing traced, nothing spent): the one its claim records in flight. None when no route
         is open (nothing is marked)."""
@@ -104,9 +118,18 @@ class MessageGates:
             if not number.connected:
                 continue
             for route in number.routes:
+                # The claim reads the content: only the job says whether it is a template. A route
+                # whose window is closed on the recipient is not marked for free-form content.
+                if free_form and self._window is not None and self._window.closed(number.number_id, route.kind, None):
+                    continue
                 if self._health is None or self._health.holds(number, route) is None:
                     return number, route
         return None
+
+    def note_window_closed(self, number: NumberRoutes, route: Route) -> None:
+        """The provider refused a send through `route` for the window (Meta's 131047)."""
+        if (number, route) not in self.window_closed:
+            self.window_closed.append((number, route))
 
     def routes(self, number: NumberRoutes, message: Message, events: list[TraceEvent]) -> Iterator[Route]:
         """The number's routes in order (the pending route first) that may send `message`."""
@@ -129,12 +152,26 @@ class MessageGates:
         those whose spam guard refuses the text."""
         for route in _routes_in_order(number, message.pending):
             held = self._health.holds(number, route) if self._health is not None else None
-            if held is not None:
+            closed = self._window.closed(number.number_id, route.kind, message.content) if self._window else None
+            if closed is not None:
+                events.append(
+                    skip("pool.instance.skipped", number, route, OUTSIDE_SERVICE_WINDOW, **closed.trace_data())
+                )
+                self.note_window_closed(number, route)
+            elif isinstance(message.content, Template) and not has_window(route.kind):
+                # Only a Cloud API number sends templates (its business account approved them).
+                events.append(skip("pool.instance.skipped", number, route, TEMPLATE_NEEDS_CLOUD_API))
+            elif held is not None:
                 reason, codes = held
                 events.append(skip("pool.instance.skipped", number, route, reason, healthReasons=codes))
             elif self._spam_refuses(route, message):
                 events.append(skip("pool.instance.skipped", number, route, SPAM_GUARD))
             else:
+                opened = (
+                    self._window.open_window(number.number_id, route.kind, message.content) if self._window else None
+                )
+                if opened is not None:
+                    events.append(at("pool.window.open", number, route, **opened.trace_data()))
                 yield route
 
     def _spam_refuses(self, route: Route, message: Message) -> bool:

@@ -10,7 +10,8 @@
 - nothing sent: when every number able to send is paced, back to QUEUED with a fresh delayed job;
   when every number tried was throttled, `RetryLater`; a message with validity left and no
   provider refusal WAITING for a delayed job to try again; else FAILED `no_number_available` (or
-  the provider's refusal code).
+  the provider's refusal code, or `outside_service_window` when a Cloud API number was passed over
+  for the customer-service window).
 
 A message finished meanwhile by another delivery ends SKIPPED: its write is refused, and nothing
 is told twice.
@@ -38,8 +39,10 @@ from switchboard.messages.domain import (
 from switchboard.messages.sending.plan import AMBIGUOUS_OUTCOME, may_resend
 from switchboard.messages.sending.trace import pending_route
 from switchboard.messages.spam_guard import SPAM_GUARD
+from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW
 
 if TYPE_CHECKING:
+    from switchboard.messages.choices import Menus
     from switchboard.messages.ports import DelayedJobs, Hold, Messages, StatusNotifier, Usage, Watch
     from switchboard.messages.spam_guard import KeptTexts
     from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
@@ -65,10 +68,13 @@ class Outcomes:
         usage: Usage | None = None,
         jobs: DelayedJobs | None = None,
         health: Watch | None = None,
+        menus: Menus | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         """`jobs` queues the delayed job that wakes a WAITING message; without it (a worker that
-        never waits) a message with a validity fails at once like one without."""
+        never waits) a message with a validity fails at once like one without. `menus` keeps the
+        options of an interactive message once it is SENT, for the customer's answer."""
+        self._menus = menus
         self._messages = messages
         self._notifier = notifier
         self._max_attempts = max_attempts
@@ -119,6 +125,8 @@ class Outcomes:
         metrics.add_metric(name="MessagesSent", unit="Count", value=1)
         if self._usage is not None and route.source is not None:
             self._usage.sent(route.source)
+        if self._menus is not None:
+            self._menus.sent(sent, number_id=number.number_id, number=number.digits, kind=route.kind)
         self._observe_sent(route, sent)
         self._notify(sent, config)
         return SendOutcome(
@@ -252,7 +260,7 @@ class Outcomes:
         """No number took it: with validity left and no provider refusal it waits, else it fails."""
         if refusal is None and message.expires_at is not None and self._jobs is not None:
             return self._wait(job, message, config, events)
-        return self.failed(message, config, refusal or NO_NUMBER, events)
+        return self.failed(message, config, refusal or _window_refusal(events) or NO_NUMBER, events)
 
     def _wait(self, job: SendJob, message: Message, config: SendingConfig, events: list[TraceEvent]) -> SendOutcome:
         """No number could take it: WAITING until a delayed job tries the normal selection again.
@@ -303,6 +311,15 @@ class Outcomes:
             self._notifier.message_changed(message, config.webhook_url if config else None)
         except Exception:  # the client webhook must never fail or block the send
             logger.exception("client webhook not queued", extra={"message_id": message.id})
+
+
+def _window_refusal(events: list[TraceEvent]) -> str | None:
+    """`outside_service_window` when a Cloud API number was passed over for the window: what kept
+    the message from the number that would have sent it, rather than "no number"."""
+    closed = any(
+        event.data.get("reason") == OUTSIDE_SERVICE_WINDOW for event in events if event.stage == "pool.instance.skipped"
+    )
+    return OUTSIDE_SERVICE_WINDOW if closed else None
 
 
 def _spam_guard_refusal(events: list[TraceEvent]) -> str | None:

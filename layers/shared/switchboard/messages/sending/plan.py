@@ -32,6 +32,7 @@ from switchboard.messages.domain import (
     needs_conversation_number,
     quoted_id,
 )
+from switchboard.messages.window import has_window
 from switchboard.pool.domain import NumberPlan, plan_numbers
 from switchboard.providers.kinds import spec_for
 
@@ -109,7 +110,10 @@ class Planner:
             config = self._configs.get(job.tenant, job.api_key_id)
         except NotFound:
             return Unsendable(None, API_KEY_REVOKED, [])
-        affinity = self._messages.affinity(job.tenant, job.to) if config.mode == "pool" and config.pool else None
+        # The affinity item also holds who heard from the recipient: read in pool mode, and where a
+        # number of the key sends only within the customer-service window.
+        wanted = (config.mode == "pool" and bool(config.pool)) or _has_window_route(config)
+        affinity = self._messages.affinity(job.tenant, job.to) if wanted else None
         selection = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
         return Draft(config, affinity, selection, [TraceEvent(stage="pool.number.resolved", data=selection.resolved)])
 
@@ -200,6 +204,11 @@ class Planner:
             # route is retried as usual).
             return Unsendable(config, EXPIRED, [])
         return message
+
+
+def _has_window_route(config: SendingConfig) -> bool:
+    numbers = [config.default] if config.default is not None else []
+    return any(has_window(route.kind) for number in numbers for route in number.routes)
 
 
 def may_resend(kind: str | None, config: SendingConfig) -> bool:

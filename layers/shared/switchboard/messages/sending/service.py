@@ -13,12 +13,16 @@ Per job:
   calls the provider; a refusal, a throttle or
   a disconnected instance moves on to the next instance, then the next number (each skip in the
   trace), a transient failure ends the loop;
+- a fallback template: when no route sent a free-form message and a Cloud API number was passed
+  over for the customer-service window (or refused it for that, 131047), the message's
+  `fallback_template` leaves through that number instead (`message.fallback_template` traced);
 - `outcome`: SENT, FAILED, retried later, back to QUEUED (paced) or WAITING, each one conditional
   write, then a client webhook queued, best effort: it never fails the send.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -29,15 +33,17 @@ from switchboard.core.observability import logger, metrics
 from switchboard.messages.domain import Claim, MessageStatus, SendJob, SendOutcome
 from switchboard.messages.sending.attempt import Lost, Refused, Sent, Throttled, Transient
 from switchboard.messages.sending.plan import Unsendable
-from switchboard.messages.sending.trace import pending_route, skip
+from switchboard.messages.sending.trace import at, pending_route, skip
+from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Backoff
+    from switchboard.messages.domain import Message
     from switchboard.messages.ports import Messages
-    from switchboard.messages.sending.attempt import Attempts
+    from switchboard.messages.sending.attempt import Attempts, Tried
     from switchboard.messages.sending.gates import Gates, MessageGates
     from switchboard.messages.sending.outcome import Outcomes
-    from switchboard.messages.sending.plan import Draft, Planner
+    from switchboard.messages.sending.plan import Draft, Plan, Planner
     from switchboard.pool.domain import NumberRoutes, Route
 
 INTERNAL_ERROR = "internal_error"
@@ -63,7 +69,11 @@ class SendingService:
         """
         draft, gates = self._prepare(job, attempt)
         planned = None if isinstance(draft, Unsendable) else draft
-        first = gates.first_open(planned.selection.numbers) if planned is not None and gates is not None else None
+        first = (
+            gates.first_open(planned.selection.numbers, free_form=not job.template)
+            if planned is not None and gates is not None
+            else None
+        )
         claim = self._claim(job, first)
         if claim is None:
             if job.wake is not None and self._woken_early(job):
@@ -121,8 +131,7 @@ class SendingService:
         if isinstance(plan, Unsendable):
             return self._outcomes.failed(claim.message, plan.config, plan.reason, plan.events)
         message, config, events = plan.message, plan.config, plan.events
-        refusal: str | None = None
-        throttled: ProviderThrottled | None = None
+        unsent = _Unsent()
         # A message that may already have left through its pending route (an ambiguous end there)
         # is resent through that route only, where the provider recognises the resend: through any
         # other route it would be a second copy, unless the key accepts copies.
@@ -141,40 +150,102 @@ class SendingService:
                     break
                 tried = self._attempts.make(message, number, route, events)
                 message = tried.message
-                match tried:
-                    case Lost():
-                        return self._outcomes.skipped(message.id)
-                    case Refused(code=code) if code is not None:
-                        refusal = code
-                    case Throttled(error=error):
-                        throttled = error
-                    case Transient(error=error):
-                        return self._outcomes.transient(
-                            message,
-                            config=config,
-                            number=number,
-                            route=route,
-                            error=error,
-                            events=events,
-                            attempt=attempt,
-                        )
-                    case Sent(provider_message_id=provider_message_id):
-                        return self._outcomes.sent(
-                            message,
-                            config=config,
-                            number=number,
-                            route=route,
-                            provider_message_id=provider_message_id,
-                            events=events,
-                            remember_affinity=not plan.selection.keeps_affinity_after(number),
-                            spam_history=gates.kept_after(route),
-                        )
+                ended = self._after(
+                    tried, plan=plan, gates=gates, number=number, route=route, unsent=unsent, attempt=attempt
+                )
+                if ended is not None:
+                    return ended
             events.extend(gates.passed_over(number))
+        if in_doubt is None and message.fallback_template is not None and gates.window_closed:
+            ended = self._fallback(message, plan, gates, unsent, attempt)
+            if ended is not None:
+                return ended
         if in_doubt is not None:
             return self._outcomes.in_doubt(message, config=config, pending=in_doubt, events=events, attempt=attempt)
         return self._outcomes.unsent(
-            job, message, config, events, refusal=refusal, throttled=throttled, held=gates.held, attempt=attempt
+            job,
+            message,
+            config,
+            events,
+            refusal=unsent.refusal,
+            throttled=unsent.throttled,
+            held=gates.held,
+            attempt=attempt,
         )
+
+    def _fallback(
+        self, message: Message, plan: Plan, gates: MessageGates, unsent: _Unsent, attempt: int
+    ) -> SendOutcome | None:
+        """No number sent the free-form content, and a Cloud API number was passed over for the
+        window: the message's fallback template leaves through it instead, traced as such."""
+        template = message.fallback_template
+        assert template is not None
+        number, route = gates.window_closed[0]
+        plan.events.append(
+            at(
+                "message.fallback_template",
+                number,
+                route,
+                reason=OUTSIDE_SERVICE_WINDOW,
+                template=template.name,
+                language=template.language,
+            )
+        )
+        tried = self._attempts.make(message, number, route, plan.events, instead=template)
+        return self._after(
+            tried,
+            plan=plan,
+            gates=gates,
+            number=number,
+            route=route,
+            unsent=unsent,
+            attempt=attempt,
+        )
+
+    def _after(
+        self,
+        tried: Tried,
+        *,
+        plan: Plan,
+        gates: MessageGates,
+        number: NumberRoutes,
+        route: Route,
+        unsent: _Unsent,
+        attempt: int,
+    ) -> SendOutcome | None:
+        """The outcome when the attempt ends the message's send, else None (what it left noted)."""
+        message, config, events = tried.message, plan.config, plan.events
+        match tried:
+            case Lost():
+                return self._outcomes.skipped(message.id)
+            case Refused(code=code) if code is not None:
+                unsent.refusal = code
+                if code == OUTSIDE_SERVICE_WINDOW:
+                    gates.note_window_closed(number, route)
+            case Throttled(error=error):
+                unsent.throttled = error
+            case Transient(error=error):
+                return self._outcomes.transient(
+                    message,
+                    config=config,
+                    number=number,
+                    route=route,
+                    error=error,
+                    events=events,
+                    attempt=attempt,
+                )
+            case Sent(provider_message_id=provider_message_id):
+                return self._outcomes.sent(
+                    message,
+                    config=config,
+                    number=number,
+                    route=route,
+                    provider_message_id=provider_message_id,
+                    events=events,
+                    remember_affinity=not plan.selection.keeps_affinity_after(number),
+                    spam_history=gates.kept_after(route),
+                )
+        return None
 
     def _woken_early(self, job: SendJob) -> bool:
         """The wake job arrived before the worker that queued it recorded WAITING (it still holds
@@ -184,6 +255,14 @@ class SendingService:
         except NotFound:
             return False
         return current.status is MessageStatus.SENDING and current.lease_token == job.wake
+
+
+@dataclass
+class _Unsent:
+    """Why no route has sent the message so far: a provider's refusal, a throttled number."""
+
+    refusal: str | None = None
+    throttled: ProviderThrottled | None = None
 
 
 class SendWorker:

@@ -1,0 +1,1 @@
+"""Message templates of the Cloud API numbers' business accounts: listed, cached, checked."""
