@@ -1,6 +1,6 @@
 // Messages in and out per owner tag and month, and per instance; the incoming ones by type.
 import { api } from "../api.js";
-import { h, clear, field, table, throttle } from "../dom.js";
+import { h, clear, field, table, throttle, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t } from "../i18n.js";
 import { contentWords } from "../words.js";
 
@@ -19,9 +19,10 @@ function thisMonth() {
   return new Date().toISOString().slice(0, 7);
 }
 
-export function mount(main, { notify }) {
+export function mount(main) {
   const month = h("input", { type: "month", name: "month", required: true, value: thisMonth() });
   const result = h("div", {});
+  const slot = refusalSlot(); // a refused month at its field, anything else after the button
   const form = h(
     "form",
     {
@@ -34,11 +35,13 @@ export function mount(main, { notify }) {
     field(t("usage.month"), month, t("usage.monthHint")),
     h("button", { type: "submit" }, t("usage.show")),
   );
+  form.append(slot);
   main.append(h("h1", {}, t("usage.title")), form, result);
 
   async function reload() {
     const value = month.value || thisMonth();
     result.setAttribute("aria-busy", "true");
+    clearRefusal(form, slot);
     try {
       const summaries = await api.usage(value);
       if (!summaries.length) {
@@ -90,7 +93,7 @@ export function mount(main, { notify }) {
       );
     } catch (error) {
       clear(result);
-      notify.error(error, t("usage.loadFailed"));
+      showRefusal(error, { form, slot, context: t("usage.loadFailed") });
     } finally {
       result.setAttribute("aria-busy", "false");
     }

@@ -173,12 +173,25 @@ def test_a_message_sent_through_the_api_shows_its_source_number_and_trace(
     screenshot(page, "message-trace")
 
 
-def test_an_unknown_message_is_refused_in_words(console: Console, stack: Stack) -> None:
+def test_an_unknown_message_and_a_malformed_contact_are_refused_where_they_were_typed(
+    console: Console, stack: Stack
+) -> None:
     page = console.sign_in_as_admin(stack.demo)
     page.evaluate("route => { location.hash = route; }", "#/messages/msg_does_not_exist")
 
-    expect(page.get_by_role("alert")).to_contain_text("Não foi possível ler a mensagem msg_does_not_exist: ")
+    search = page.get_by_role("search")
+    expect(search.get_by_role("alert")).to_contain_text("Não foi possível ler a mensagem msg_does_not_exist: ")
     expect(page.get_by_role("region", name="Como o número foi escolhido")).to_have_count(0)
+
+    # A filter the API refuses (422, its query parameter named) is said at the field it came from.
+    page.get_by_role("link", name="Voltar à lista de mensagens").click()
+    filters = page.get_by_role("form", name="Filtrar mensagens")
+    contact = filters.get_by_label("Contato (telefone)")
+    contact.fill("12")
+    filters.get_by_role("button", name="Filtrar", exact=True).click()
+    expect(contact).to_have_attribute("aria-invalid", "true")
+    expect(filters.get_by_text("Use o número com código do país e DDD, só dígitos")).to_be_visible()
+    expect(page.locator("#alert")).to_be_empty()
 
 
 def open_messages(console: Console, world: World) -> Page:

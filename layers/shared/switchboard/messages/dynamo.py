@@ -147,6 +147,7 @@ class MessageItem(TableItem):
     text = UnicodeAttribute()
     content = DocumentAttribute(null=True)  # `providers.content`: a media message holds its bucket reference
     reply_to = UnicodeAttribute(null=True)
+    pinned_instance = UnicodeAttribute(null=True)
     fallback_template = DocumentAttribute(null=True)  # `providers.content.Template`
     body_hash = UnicodeAttribute()
     idempotency_key = UnicodeAttribute(null=True)

@@ -492,6 +492,11 @@ class MessageView(View):
     to: str
     source_number: str | None
     instance: str | None
+    pinned_instance: str | None = Field(
+        default=None,
+        description="The one instance it may leave through: a test message sent from an instance's "
+        "screen in the console. Null for a message sent here (the key's number or pool).",
+    )
     attempts: int
     failure_reason: str | None
     last_error: str | None
