@@ -255,6 +255,7 @@ export default {
   "stage.message.read": "Read",
   "stage.pool.window.open": "Within the 24-hour window",
   "stage.message.fallback_template": "Fallback template sent instead",
+  "stage.send.voice_as_audio": "Voice note sent as an audio file: this provider plays only OGG/Opus as a voice note",
 
   "field.selectionMode": "Selection mode",
   "field.affinityNumber": "Recipient's number (affinity)",
@@ -299,6 +300,9 @@ export default {
   "usage.byInstance": "Usage by instance in {month}",
   "usage.instance": "Instance",
   "usage.loadFailed": "Could not load the usage",
+  "usage.byType": "Incoming messages by type in {month}",
+  "usage.type": "Type",
+  "usage.inByType": "Incoming by type",
 
   "audit.title": "Audit log",
   "audit.intro": "Who changed what, and when (the 100 most recent changes).",
@@ -749,6 +753,17 @@ export default {
   "messages.noKey": "—",
   "messages.unknownKey": "key {id} (revoked)",
   "messages.outcome": "Helpdesk outcome",
+  "outcome.placeholder": "forwarded with a placeholder instead of its file: {reason}",
+  "media.unavailable.expired": "the file expired at the provider",
+  "media.unavailable.not_found": "the provider did not find the file",
+  "media.unavailable.too_large": "the file is over WhatsApp's limit for its type",
+  "media.unavailable.bad_type": "the type of the file is not allowed",
+  "media.unavailable.mismatch": "the file received does not match the one announced",
+  "media.unavailable.provider_error": "the provider did not hand the file over",
+  "media.unavailable.too_slow": "the provider took too long to hand the file over",
+  "media.unavailable.forbidden_url": "the file's address is not allowed",
+  "media.unavailable.no_source": "the provider sent no way to fetch the file",
+  "media.unavailable.helpdesk_limit": "the file is over the helpdesk's 40 MB limit",
 
   "status.RECEIVED": "received (forwarding)",
   "status.FORWARDED": "forwarded to the helpdesk",
@@ -772,6 +787,7 @@ export default {
   "content.template": "template",
   "content.interactive": "buttons or list",
   "content.unknown": "unknown content",
+  "content.other": "other",
 
   "reason.provider_rejected": "the provider refused the send",
   "reason.provider_throttled": "the provider throttled the send (too many messages)",

@@ -255,6 +255,7 @@ export default {
   "stage.message.read": "Lida",
   "stage.pool.window.open": "Dentro da janela de 24 h",
   "stage.message.fallback_template": "Modelo de reserva enviado no lugar",
+  "stage.send.voice_as_audio": "Mensagem de voz enviada como arquivo de áudio: este provedor só toca OGG/Opus como mensagem de voz",
 
   "field.selectionMode": "Modo de seleção",
   "field.affinityNumber": "Número do destinatário (afinidade)",
@@ -299,6 +300,9 @@ export default {
   "usage.byInstance": "Uso por instância em {month}",
   "usage.instance": "Instância",
   "usage.loadFailed": "Não foi possível carregar o uso",
+  "usage.byType": "Mensagens recebidas por tipo em {month}",
+  "usage.type": "Tipo",
+  "usage.inByType": "Recebidas por tipo",
 
   "audit.title": "Auditoria",
   "audit.intro": "Quem mudou o quê, e quando (as 100 mudanças mais recentes).",
@@ -749,6 +753,17 @@ export default {
   "messages.noKey": "—",
   "messages.unknownKey": "chave {id} (revogada)",
   "messages.outcome": "Destino no helpdesk",
+  "outcome.placeholder": "encaminhada com um aviso no lugar do arquivo: {reason}",
+  "media.unavailable.expired": "o arquivo expirou no provedor",
+  "media.unavailable.not_found": "o provedor não encontrou o arquivo",
+  "media.unavailable.too_large": "o arquivo passa do limite do WhatsApp para este tipo",
+  "media.unavailable.bad_type": "o tipo do arquivo não é permitido",
+  "media.unavailable.mismatch": "o arquivo recebido não confere com o anunciado",
+  "media.unavailable.provider_error": "o provedor não entregou o arquivo",
+  "media.unavailable.too_slow": "o provedor demorou demais para entregar o arquivo",
+  "media.unavailable.forbidden_url": "o endereço do arquivo não é permitido",
+  "media.unavailable.no_source": "o provedor não enviou o arquivo",
+  "media.unavailable.helpdesk_limit": "o arquivo passa do limite de 40 MB do helpdesk",
 
   "status.RECEIVED": "recebida (encaminhando)",
   "status.FORWARDED": "encaminhada ao helpdesk",
@@ -772,6 +787,7 @@ export default {
   "content.template": "modelo",
   "content.interactive": "botões ou lista",
   "content.unknown": "conteúdo desconhecido",
+  "content.other": "outro",
 
   "reason.provider_rejected": "o provedor recusou o envio",
   "reason.provider_throttled": "o provedor limitou o envio (excesso de mensagens)",

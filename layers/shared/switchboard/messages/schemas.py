@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from switchboard.core.model import Text
 from switchboard.core.wire import Body, View
+from switchboard.media import limits
 from switchboard.messages.domain import (
     MAX_TEXT_LENGTH,
     MAX_VALID_FOR_SECONDS,
@@ -40,7 +41,7 @@ from switchboard.providers.content import (
 )
 from switchboard.providers.vcard import vcard_of
 
-MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # a document's limit, the largest kind's: checked per kind on use
+MAX_UPLOAD_BYTES = limits.LARGEST  # a document's limit, the largest kind's: checked per kind on use
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
 MAX_CAPTION_LENGTH = 1024  # WhatsApp's (and the Cloud API's) limit for a media caption
 MAX_FILE_NAME_LENGTH = 240
