@@ -77,8 +77,22 @@ export class ApiError extends Error {
   }
 }
 
+let unauthorized = () => {};
+
+/** `fn` is called when the API refuses the tab's own credential (401): the key was revoked, the
+ * person disabled or signed out elsewhere, the session ended. Whatever screen asked, the shell
+ * signs the tab out and says why; the screen's own refusal is then gone with it. */
+export function whenUnauthorized(fn) {
+  unauthorized = fn;
+}
+
 async function request(method, path, body, extraHeaders = {}) {
-  return send(method, path, body, extraHeaders, await freshToken());
+  try {
+    return await send(method, path, body, extraHeaders, await freshToken());
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) unauthorized(error);
+    throw error;
+  }
 }
 
 async function send(method, path, body, extraHeaders, key) {
@@ -125,6 +139,11 @@ export const api = {
   answerMfa: (email, session, code) => send("POST", "/api/sign-in/mfa", { email, session, code }, {}, null),
   // Ends every token of the person (this tab's, and their other tabs' and devices'); a key is just forgotten.
   signOut: () => (session.isPerson() ? request("POST", "/api/sign-out") : Promise.resolve(null)),
+  // A person's own authenticator app (two-step verification).
+  authenticator: () => request("GET", "/api/me/authenticator"),
+  startAuthenticator: () => request("POST", "/api/me/authenticator"),
+  confirmAuthenticator: (code) => request("POST", "/api/me/authenticator/confirm", { code }),
+  turnOffAuthenticator: () => request("DELETE", "/api/me/authenticator"),
   users: () => request("GET", "/api/users"),
   inviteUser: (body) => request("POST", "/api/users", body),
   updateUser: (id, changes) => request("PATCH", `/api/users/${enc(id)}`, changes),

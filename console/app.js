@@ -1,7 +1,7 @@
 // The console's shell: sign-in, the header and navigation, hash routing, live updates, and the
 // two announcement regions every screen reports through.
 
-import { api, ApiError, session } from "./api.js";
+import { api, ApiError, session, whenUnauthorized } from "./api.js";
 import { h, clear, debounce } from "./dom.js";
 import { t, lang, setLang } from "./i18n.js";
 import { Live } from "./live.js";
@@ -21,9 +21,12 @@ import { refusal } from "./dom.js";
 // The operators' view: a customer's conversation and the webhook deliveries.
 import * as conversation from "./screens/conversation.js";
 import * as deliveries from "./screens/deliveries.js";
+// A person's own account (two-step verification), for admins and attendants alike.
+import * as account from "./screens/account.js";
 import * as templates from "./screens/templates.js";
 
 const CALLS_ROUTE = { pattern: /^#\/calls$/, screen: calls, nav: "calls" };
+const ACCOUNT_ROUTE = { pattern: /^#\/account$/, screen: account, nav: "account" };
 const ADMIN_ROUTES = [
   { pattern: /^#\/numbers$/, screen: numbers, nav: "numbers" },
   { pattern: /^#\/numbers\/connect$/, screen: connect, nav: "numbers" },
@@ -48,6 +51,7 @@ const NAV = [
   ["usage", "#/usage"],
   ["audit", "#/audit"],
   ["users", "#/users"],
+  ["account", "#/account"],
 ];
 
 const root = document.getElementById("app");
@@ -88,7 +92,6 @@ export const notify = {
     const said = error instanceof ApiError ? refusal(error, context) : h("p", {}, describeError(error, context));
     said.removeAttribute("role"); // the region is the alert already
     clear(alertRegion, said);
-    if (error instanceof ApiError && error.status === 401) signOut(t("signin.expired"));
   },
   clear() {
     clear(statusRegion);
@@ -144,8 +147,9 @@ function header(activeNav) {
           h(
             "ul",
             {},
-            // An agent key has the calls panel only; the administration screens need an admin key.
-            NAV.filter(([name]) => isAdmin || name === "calls").map(([name, href]) =>
+            // An agent key has the calls panel only; the administration screens need an admin key; a
+            // person (admin or attendant) also has their own account.
+            NAV.filter(([name]) => (name === "account" ? session.isPerson() : isAdmin || name === "calls")).map(([name, href]) =>
               h(
                 "li",
                 {},
@@ -231,6 +235,9 @@ async function signInWith(key) {
   navigate(me.scopes.includes("admin") ? wanted : "#/calls");
 }
 
+// A 401 on any screen's request: the tab's credential no longer counts (see api.js).
+whenUnauthorized(() => me && signOut(t("signin.expired")));
+
 function signOut(reason) {
   const wasPerson = session.isPerson();
   live.stop();
@@ -260,7 +267,10 @@ function route({ keepMessages = false } = {}) {
   const isAdmin = me.scopes.includes("admin");
   let match = null;
   let found = null;
-  if (isAdmin) {
+  if (session.isPerson() && ACCOUNT_ROUTE.pattern.test(location.hash)) {
+    found = ACCOUNT_ROUTE;
+    match = [location.hash];
+  } else if (isAdmin) {
     for (const candidate of ADMIN_ROUTES) {
       match = candidate.pattern.exec(location.hash);
       if (match) {

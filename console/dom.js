@@ -194,9 +194,10 @@ export function refusalSlot() {
 /**
  * Say `error` where the user is: each field of a validation error at its control in `form`
  * (found by `name`, the API's field name or its last part), the rest in `slot` next to the
- * action. Returns true when a field took it (focus then goes to the first field named).
+ * action. Returns true when a field took it (focus then goes to the first field named, unless
+ * `focus` is false: a screen saying it again as it re-renders leaves the focus where it is).
  */
-export function showRefusal(error, { form = null, slot = null, context = "", fields = {} } = {}) {
+export function showRefusal(error, { form = null, slot = null, context = "", fields = {}, focus = true } = {}) {
   if (slot) clear(slot);
   let first = null;
   const problems = (error && error.body && Array.isArray(error.body.fields) && error.body.fields) || [];
@@ -226,7 +227,7 @@ export function showRefusal(error, { form = null, slot = null, context = "", fie
     }
   }
   if (first) {
-    first.focus();
+    if (focus) first.focus();
     if (unplaced.length && slot) slot.append(refusal(error, context));
     return true;
   }

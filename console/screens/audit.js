@@ -1,11 +1,11 @@
 // The audit log: who changed what, when (newest first), with what each change altered.
 import { api } from "../api.js";
-import { h, clear, table } from "../dom.js";
+import { h, clear, table, showRefusal, refusalSlot } from "../dom.js";
 import { t, tMaybe, formatDate } from "../i18n.js";
 
 const HIDDEN_FIELDS = new Set(["tenant", "createdAt", "created_at"]);
 
-export function mount(main, { notify }) {
+export function mount(main) {
   const result = h("div", { "aria-busy": "true" });
   main.append(h("h1", {}, t("audit.title")), h("p", {}, t("audit.intro")), result);
 
@@ -28,7 +28,7 @@ export function mount(main, { notify }) {
               "tr",
               {},
               h("td", {}, h("time", { datetime: entry.at }, formatDate(entry.at))),
-              h("td", {}, who(entry.actorKeyId, keyNames)),
+              h("td", {}, who(entry, keyNames)),
               h("td", {}, tMaybe(`action.${entry.action}`) || entry.action, h("span", { class: "code" }, ` ${entry.action}`)),
               h("td", { class: "mono" }, entry.target),
               h("td", {}, changes(entry.before, entry.after)),
@@ -37,14 +37,18 @@ export function mount(main, { notify }) {
         ),
       );
     } catch (error) {
-      clear(result);
-      notify.error(error, t("audit.loadFailed"));
+      const slot = refusalSlot();
+      clear(result, slot);
+      showRefusal(error, { slot, context: t("audit.loadFailed") });
     } finally {
       result.setAttribute("aria-busy", "false");
     }
   }
 
-  function who(keyId, names) {
+  /** A person by their email; a key by its name (or as revoked); else the system itself. */
+  function who(entry, names) {
+    if (entry.actorUser) return t("audit.person", { email: entry.actor || entry.actorUser });
+    const keyId = entry.actorKeyId;
     if (!keyId) return t("audit.system");
     const name = names.get(keyId);
     return name ? `${name} (${keyId})` : t("audit.revokedKey", { id: keyId });

@@ -9,7 +9,7 @@
 // panel (and reconnecting live updates) asks the backend to reconcile with the provider; its 429
 // inside the 10 s window means the data is already that fresh, so it is not reported.
 import { api, ApiError } from "../api.js";
-import { h, clear, field, table, badge } from "../dom.js";
+import { h, clear, field, table, badge, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, formatDate, formatPhone } from "../i18n.js";
 
 const MEDIA_KEY = "switchboard.media"; // calls this tab had media attached to: reattached after a reload
@@ -31,6 +31,10 @@ const dialing = new Set(); // instances with a dial in flight: its button stays 
 const media = new Map(); // "instance/callId" -> MediaAttachment
 const NOTIFY_ASKED_KEY = "switchboard.callNotifications"; // asked once per browser, whatever the answer
 const notified = new Set(); // "instance/callId" of incoming calls already announced
+// A refusal is said next to the action that failed (a field of its form, or after its button)
+// and kept there across the panel's re-reads, which live frames make often, until that action
+// is tried again: action key ("dial/<line>", "call/<line>/<call id>", ...) -> {error, context}.
+const said = new Map();
 
 /** The ring: a soft two-tone beep every 2 s while an incoming call waits for someone. Web Audio
  * needs no file (the page's CSP loads none) and starts once the page had a click. */
@@ -268,12 +272,41 @@ export function mount(main, { me, notify }) {
   const ownerName = (owner) => (owner === myself && String(me.keyId).startsWith("user:") ? me.name : owner);
 
   const body = h("div", { class: "stack", "aria-busy": "true" });
+  const loadSlot = refusalSlot(); // what could not be read, above the lines
   const busy = new Map(); // instance -> the last line_busy refusal, shown until the next dial
   const ringing = h("div", { class: "ringing", dataset: { field: "ringing" } });
   const person = String(me.keyId).startsWith("user:");
   // Element.append writes a null as the text "null": only the parts this attendant has go in.
   const intro = isAdmin ? null : h("p", {}, t(person ? "calls.personIntro" : "calls.agentIntro", { name: me.name }));
-  main.append(...[h("h1", {}, t("calls.title")), h("p", { class: "note" }, t("calls.honest")), intro, notificationsOffer(), ringing, body].filter(Boolean));
+  main.append(
+    ...[h("h1", {}, t("calls.title")), h("p", { class: "note" }, t("calls.honest")), intro, notificationsOffer(), ringing, loadSlot, body].filter(Boolean),
+  );
+
+  /** The slot where `key`'s refusal is said, showing the one kept for it (its form's fields too). */
+  function slotFor(key) {
+    const slot = refusalSlot();
+    slot.dataset.refusal = key;
+    const kept = said.get(key);
+    // Once the slot is in its form (the form is built around its children).
+    if (kept) queueMicrotask(() => showRefusal(kept.error, { form: slot.closest("form"), slot, context: kept.context, focus: false }));
+    return slot;
+  }
+
+  function slotsOf(key) {
+    return main.querySelectorAll(`[data-refusal="${CSS.escape(key)}"]`);
+  }
+
+  /** `key`'s action was refused: say it at its slots and keep it for the next renders. */
+  function sayAt(key, error, context) {
+    said.set(key, { error, context });
+    slotsOf(key).forEach((slot, index) => showRefusal(error, { form: slot.closest("form"), slot, context, focus: index === 0 }));
+  }
+
+  /** `key`'s action is tried again: what was said of it goes. */
+  function unsay(key) {
+    said.delete(key);
+    for (const slot of slotsOf(key)) clearRefusal(slot.closest("form"), slot);
+  }
 
   /** Ask once whether this browser may show a notification when a call rings. */
   function notificationsOffer() {
@@ -345,6 +378,7 @@ export function mount(main, { me, notify }) {
             t("calls.ringingOn", { line: instance }),
             " ",
             answerButton(instance, call),
+            slotFor(`answer/${instance}/${call.callId}`),
           ),
         ),
       ),
@@ -360,14 +394,16 @@ export function mount(main, { me, notify }) {
         "aria-label": t("calls.answer", { call: phone(call.from) }),
         onclick: async (event) => {
           const button = event.currentTarget;
+          const key = `answer/${instance}/${call.callId}`;
           button.disabled = true;
+          unsay(key);
           try {
             await api.claimCall(instance, call.callId);
             notify.info(t("calls.answered", { call: phone(call.from) }));
             startMedia(instance, { ...call, owner: myself });
             reload();
           } catch (error) {
-            notify.error(error, t("calls.answer", { call: phone(call.from) }));
+            sayAt(key, error, t("calls.answer", { call: phone(call.from) }));
             button.disabled = false;
           }
         },
@@ -378,14 +414,16 @@ export function mount(main, { me, notify }) {
 
   async function reconcileAll(connections) {
     await Promise.all(
-      connections.map((connection) =>
-        api.reconcile(connection.name).catch((error) => {
+      connections.map((connection) => {
+        const key = `reconcile/${connection.name}`;
+        said.delete(key);
+        return api.reconcile(connection.name).catch((error) => {
           // 429: reconciled by someone within the last 10 s; the data is that fresh.
           if (!(error instanceof ApiError) || (error.status !== 429 && error.status !== 409)) {
-            notify.error(error, t("calls.reconcileFailed", { name: connection.name }));
+            said.set(key, { error, context: t("calls.reconcileFailed", { name: connection.name }) });
           }
-        }),
-      ),
+        });
+      }),
     );
   }
 
@@ -411,8 +449,9 @@ export function mount(main, { me, notify }) {
       }
       resumeMedia(views);
       announce(views);
+      clearRefusal(null, loadSlot);
     } catch (error) {
-      notify.error(error, t("calls.loadFailed"));
+      showRefusal(error, { slot: loadSlot, context: t("calls.loadFailed") });
     } finally {
       body.setAttribute("aria-busy", "false");
     }
@@ -438,11 +477,8 @@ export function mount(main, { me, notify }) {
     const attachment = new MediaAttachment(instance, call, {
       onChange: () => renderMedia(attachment),
       onError: (error) => {
-        if (error instanceof ApiError && error.code === "not_call_owner") {
-          notify.error(error, t("media.notOwner", { call: call.callId }));
-        } else {
-          notify.error(error, t("media.failed", { call: call.callId }));
-        }
+        const context = error instanceof ApiError && error.code === "not_call_owner" ? "media.notOwner" : "media.failed";
+        sayAt(`media/${instance}/${call.callId}`, error, t(context, { call: call.callId }));
       },
     });
     media.set(attachment.id, attachment);
@@ -488,7 +524,7 @@ export function mount(main, { me, notify }) {
       fact(t("calls.occupancy"), "occupancy", String(view.occupancy)),
       fact(t("calls.available"), "available", view.available === null ? t("common.none") : String(view.available)),
     );
-    section.append(h("h2", {}, title, " ", badge(view.connected)), summary);
+    section.append(h("h2", {}, title, " ", badge(view.connected)), summary, slotFor(`reconcile/${connection.name}`));
     if (view.excess) {
       section.append(h("p", { class: "notice", dataset: { field: "excess" } }, t("calls.excess", { count: view.excess, limit: view.limit })));
     }
@@ -536,6 +572,7 @@ export function mount(main, { me, notify }) {
             class: "secondary",
             onclick: async (event) => {
               event.currentTarget.disabled = true;
+              unsay(`subscription/${view.instance}`);
               try {
                 const report = await api.prepareSubscription(view.instance);
                 clear(
@@ -547,7 +584,7 @@ export function mount(main, { me, notify }) {
                       }),
                 );
               } catch (error) {
-                notify.error(error, t("calls.subscriptionFailed"));
+                sayAt(`subscription/${view.instance}`, error, t("calls.subscriptionFailed"));
               } finally {
                 event.currentTarget && (event.currentTarget.disabled = false);
               }
@@ -556,6 +593,7 @@ export function mount(main, { me, notify }) {
           t("calls.prepareSubscription", { name: view.instance }),
         ),
         result,
+        slotFor(`subscription/${view.instance}`),
       );
     }
     return holder;
@@ -596,6 +634,7 @@ export function mount(main, { me, notify }) {
         const id = `${connection.name}/${call.callId}`;
         const mediaCell = h("td", { dataset: { media: id } });
         const actions = h("div", { class: "actions" });
+        const callKey = `call/${id}`;
         // Short visible words; the accessible name says which call.
         const run = (text, label, fn, done) =>
           h(
@@ -607,12 +646,13 @@ export function mount(main, { me, notify }) {
               onclick: async (event) => {
                 const button = event.currentTarget;
                 button.disabled = true;
+                unsay(callKey);
                 try {
                   await fn();
                   if (done) notify.info(done);
                   reload();
                 } catch (error) {
-                  notify.error(error, label);
+                  sayAt(callKey, error, label);
                   button.disabled = false;
                 }
               },
@@ -635,12 +675,18 @@ export function mount(main, { me, notify }) {
                 type: "button",
                 "aria-label": t("media.attach", { call: call.callId }),
                 disabled: media.has(id),
-                onclick: () => startMedia(connection.name, call),
+                onclick: () => {
+                  unsay(`media/${id}`);
+                  startMedia(connection.name, call);
+                },
               },
               t("media.attachShort"),
             ),
           );
         }
+        // Where a refusal of this row's actions is said (answering it included: someone else
+        // may have answered first, which leaves the call's row, not the ringing box).
+        actions.append(slotFor(`answer/${id}`), slotFor(callKey), slotFor(`media/${id}`));
         if (media.has(id)) setTimeout(() => renderMedia(media.get(id)));
         return h(
           "tr",
@@ -665,6 +711,7 @@ export function mount(main, { me, notify }) {
       transferKey,
       {
         type: "text",
+        name: "transferTo",
         autocomplete: "off",
         required: true,
         placeholder: t("calls.transferPlaceholder"),
@@ -678,18 +725,20 @@ export function mount(main, { me, notify }) {
         class: "transfer",
         onsubmit: async (event) => {
           event.preventDefault();
+          unsay(transferKey);
           try {
             await api.claimCall(connection.name, call.callId, input.value.trim());
             forget(transferKey);
             notify.info(t("calls.transferred", { call: call.callId, to: input.value.trim() }));
             reload();
           } catch (error) {
-            notify.error(error, t("calls.transferFailed", { call: call.callId }));
+            sayAt(transferKey, error, t("calls.transferFailed", { call: call.callId }));
           }
         },
       },
       input,
       h("button", { type: "submit", class: "secondary", "aria-label": t("calls.transfer", { call: call.callId }) }, t("calls.transferShort")),
+      slotFor(transferKey),
     );
   }
 
@@ -713,7 +762,8 @@ export function mount(main, { me, notify }) {
     const intent = intents.get(connection.name);
     const toKey = `dial-to/${connection.name}`;
     const videoKey = `dial-video/${connection.name}`;
-    const to = drafted(toKey, { type: "tel", inputmode: "tel", autocomplete: "off", required: true }, intent ? intent.to : "");
+    const to = drafted(toKey, { type: "tel", name: "to", inputmode: "tel", autocomplete: "off", required: true }, intent ? intent.to : "");
+    const dialKey = `dial/${connection.name}`;
     const video = drafted(videoKey, { type: "checkbox" }, intent ? intent.video : false);
     const submit = h("button", { type: "submit", disabled: !view.connected || dialing.has(connection.name), dataset: { key: `dial/${connection.name}` } }, t("calls.dial"));
     const form = h(
@@ -733,6 +783,7 @@ export function mount(main, { me, notify }) {
           submit.disabled = true;
           dialing.add(connection.name);
           busy.delete(connection.name);
+          unsay(dialKey);
           try {
             const answer = await api.dial(connection.name, number, current.video, current.key);
             if (answer.status === "pending") {
@@ -750,7 +801,7 @@ export function mount(main, { me, notify }) {
             } else {
               // A definitive refusal ends this intention; a lost answer keeps its key for the retry.
               if (error instanceof ApiError && error.status >= 400 && error.status < 500) intents.delete(connection.name);
-              notify.error(error, t("calls.dialFailed"));
+              said.set(dialKey, { error, context: t("calls.dialFailed") }); // said by the re-read below
             }
           } finally {
             dialing.delete(connection.name);
@@ -762,6 +813,7 @@ export function mount(main, { me, notify }) {
       field(t("calls.dialTo"), to),
       h("div", { class: "check" }, h("label", {}, video, " ", t("calls.dialVideo"))),
       submit,
+      slotFor(dialKey),
       view.connected ? null : h("p", { class: "hint" }, t("calls.dialDisabled")),
       intent ? h("p", { class: "hint" }, t("calls.dialRetry")) : null,
     );
@@ -770,7 +822,12 @@ export function mount(main, { me, notify }) {
 
   function limitForm(connection, view) {
     const limitKey = `limit/${connection.name}`;
-    const input = drafted(limitKey, { type: "number", min: "1", max: "8", step: "1", required: true }, view.limit === null ? "" : String(view.limit));
+    const input = drafted(
+      limitKey,
+      { type: "number", name: "callsMaxConcurrent", min: "1", max: "8", step: "1", required: true },
+      view.limit === null ? "" : String(view.limit),
+    );
+    const refusalKey = `limit-refused/${connection.name}`;
     const submit = h("button", { type: "submit", dataset: { key: `save-limit/${connection.name}` } }, t("calls.saveLimit"));
     return h(
       "form",
@@ -778,9 +835,10 @@ export function mount(main, { me, notify }) {
         "aria-label": t("calls.limitOf", { name: connection.name }),
         onsubmit: async (event) => {
           event.preventDefault();
+          unsay(refusalKey);
           const limit = Number(input.value);
           if (!Number.isInteger(limit) || limit < 1 || limit > 8) {
-            notify.error(new Error(t("calls.limitRange")), t("calls.limitFailed"));
+            sayAt(refusalKey, { code: "validation_error", body: { fields: [{ field: "callsMaxConcurrent", reason: "limit_range" }] } }, "");
             return;
           }
           submit.disabled = true;
@@ -790,7 +848,7 @@ export function mount(main, { me, notify }) {
             notify.info(t("calls.limitSaved", { limit: saved.limit, version: saved.version }));
           } catch (error) {
             // 502/504: the provider did not save it, or did not confirm it: never shown as saved.
-            notify.error(error, t("calls.limitFailed"));
+            said.set(refusalKey, { error, context: t("calls.limitFailed") }); // said by the re-read below
           } finally {
             submit.disabled = false;
           }
@@ -800,6 +858,7 @@ export function mount(main, { me, notify }) {
       h("h3", {}, t("calls.limitTitle")),
       field(t("calls.limitLabel"), input, t("calls.limitHint")),
       submit,
+      slotFor(refusalKey),
     );
   }
 

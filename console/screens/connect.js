@@ -28,10 +28,12 @@ export function mount(main, { me, notify }) {
   const numberStep = h("div", { class: "stack" });
   const instanceStep = h("div", { class: "stack" });
   const pairingStep = h("div", { class: "stack" });
+  const loadSlot = refusalSlot();
   main.append(
     h("p", {}, h("a", { href: "#/numbers" }, t("instance.back"))),
     h("h1", {}, t("connect.title")),
     h("p", {}, t("connect.intro")),
+    loadSlot,
     section(t("connect.provider.title"), providerStep),
     section(t("connect.number.title"), numberStep),
     section(t("connect.instance.title"), instanceStep),
@@ -310,7 +312,7 @@ export function mount(main, { me, notify }) {
       await renderNumber();
       renderInstance();
     } catch (error) {
-      notify.error(error, t("connect.loadFailed"));
+      showRefusal(error, { slot: loadSlot, context: t("connect.loadFailed") });
     }
   }
 

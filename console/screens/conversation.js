@@ -1,11 +1,11 @@
 // One customer's whole conversation across the pool: every message both ways, through any of the
 // tenant's numbers, oldest first, a page at a time (the next page holds the newer ones).
 import { api } from "../api.js";
-import { h, clear } from "../dom.js";
+import { h, clear, showRefusal, refusalSlot } from "../dom.js";
 import { t, formatDate, formatPhone } from "../i18n.js";
 import { statusWords, reasonWords, outcomeWords, providerCodeWords, contentWords } from "../words.js";
 
-export function mount(main, { params, notify }) {
+export function mount(main, { params }) {
   const contact = params[0] || "";
   const shown = formatPhone(contact);
   const result = h("div", { class: "results", "aria-live": "polite", "aria-busy": "true" });
@@ -28,8 +28,9 @@ export function mount(main, { params, notify }) {
       cursor = page.cursor;
       render();
     } catch (error) {
-      clear(result);
-      notify.error(error, t("conversation.loadFailed", { contact: shown }));
+      const slot = refusalSlot();
+      clear(result, slot);
+      showRefusal(error, { slot, context: t("conversation.loadFailed", { contact: shown }) });
     } finally {
       result.setAttribute("aria-busy", "false");
     }
@@ -45,7 +46,7 @@ export function mount(main, { params, notify }) {
       render();
     } catch (error) {
       button.disabled = false;
-      notify.error(error, t("conversation.loadFailed", { contact: shown }));
+      showRefusal(error, { slot: button.parentElement.querySelector(".refusal-slot"), context: t("conversation.loadFailed", { contact: shown }) });
     } finally {
       result.setAttribute("aria-busy", "false");
     }
@@ -67,6 +68,7 @@ export function mount(main, { params, notify }) {
             "div",
             { class: "actions" },
             h("button", { type: "button", class: "secondary", onclick: (event) => more(event.currentTarget) }, t("conversation.more")),
+            refusalSlot(),
           )
         : null,
     );

@@ -1,8 +1,9 @@
 // Webhook deliveries: every event posted to the tenant's webhook URLs (API keys' and instances'),
 // each attempt's answer, the next try; a replay of one (after a confirmation) and of every failed
-// delivery of a period.
+// delivery of a period. A refusal is said where it happened: a filter or a period at its field, a
+// replay next to its button, a page that could not be read next to the button that asked for it.
 import { api } from "../api.js";
-import { h, clear, field, table, uid, confirmDialog } from "../dom.js";
+import { h, clear, field, table, uid, confirmDialog, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, formatDate } from "../i18n.js";
 
 const STATUSES = ["retrying", "delivered", "failed", "dropped", "replaying"];
@@ -49,6 +50,8 @@ export function mount(main, { notify }) {
       h("button", { type: "button", class: "secondary", onclick: reset }, t("deliveries.clear")),
     ),
   );
+  const slot = refusalSlot();
+  form.append(slot);
   const result = h("div", { class: "results", "aria-live": "polite", "aria-busy": "true" });
   main.append(h("h1", {}, t("deliveries.title")), h("p", {}, t("deliveries.intro")), form, result, rangeForm());
 
@@ -76,6 +79,7 @@ export function mount(main, { notify }) {
   async function reload() {
     result.setAttribute("aria-busy", "true");
     if (!items.length) clear(result, h("p", { class: "loading" }, t("deliveries.loading")));
+    clearRefusal(form, slot);
     try {
       const [page, keys] = await Promise.all([api.deliveries(query()), api.keys().catch(() => [])]);
       keyNames = new Map(keys.map((key) => [key.id, key.name]));
@@ -84,7 +88,7 @@ export function mount(main, { notify }) {
       render();
     } catch (error) {
       clear(result);
-      notify.error(error, t("deliveries.listFailed"));
+      showRefusal(error, { form, slot, context: t("deliveries.listFailed"), fields: { "query.status": "status", "query.event": "event" } });
     } finally {
       result.setAttribute("aria-busy", "false");
     }
@@ -99,7 +103,7 @@ export function mount(main, { notify }) {
       render();
     } catch (error) {
       button.disabled = false;
-      notify.error(error, t("deliveries.listFailed"));
+      showRefusal(error, { slot: button.parentElement.querySelector(".refusal-slot"), context: t("deliveries.listFailed") });
     }
   }
 
@@ -125,7 +129,12 @@ export function mount(main, { notify }) {
         items.map(row),
       ),
       cursor
-        ? h("div", { class: "actions" }, h("button", { type: "button", class: "secondary", onclick: (e) => more(e.currentTarget) }, t("deliveries.more")))
+        ? h(
+            "div",
+            { class: "actions" },
+            h("button", { type: "button", class: "secondary", onclick: (e) => more(e.currentTarget) }, t("deliveries.more")),
+            refusalSlot(),
+          )
         : null,
     );
   }
@@ -142,7 +151,7 @@ export function mount(main, { notify }) {
       h("td", {}, String(delivery.attempts), history(delivery)),
       h("td", {}, answer(delivery.statusCode, delivery.latencyMs), errorWords(delivery.error, delivery.statusCode)),
       h("td", {}, delivery.nextRetryAt ? h("time", { datetime: delivery.nextRetryAt }, formatDate(delivery.nextRetryAt)) : t("common.none")),
-      h("td", {}, replayButton(delivery)),
+      h("td", {}, replayButton(delivery), refusalSlot()),
     );
   }
 
@@ -201,6 +210,8 @@ export function mount(main, { notify }) {
       danger: false,
     });
     if (!confirmed) return;
+    const rowSlot = button.parentElement.querySelector(".refusal-slot");
+    clearRefusal(null, rowSlot);
     button.disabled = true;
     try {
       await api.replayDelivery(delivery.id);
@@ -208,7 +219,8 @@ export function mount(main, { notify }) {
       await reload();
     } catch (error) {
       button.disabled = false;
-      notify.error(error, t("deliveries.replayFailed", { id: delivery.id }));
+      showRefusal(error, { slot: rowSlot, context: t("deliveries.replayFailed", { id: delivery.id }) });
+      button.focus();
     }
   }
 
@@ -217,10 +229,14 @@ export function mount(main, { notify }) {
     const until = h("input", { type: "date", name: "until" });
     const submit = h("button", { type: "submit" }, t("deliveries.rangeSubmit"));
     const titleId = uid("range");
+    const rangeSlot = refusalSlot();
+    let form = null;
     async function send(e) {
       e.preventDefault();
-      if (!since.value || !until.value) {
-        notify.error(new Error(t("deliveries.rangeMissing")), t("deliveries.rangeFailed"));
+      clearRefusal(form, rangeSlot);
+      const missing = [since, until].filter((input) => !input.value).map((input) => ({ field: input.name, reason: "missing" }));
+      if (missing.length) {
+        showRefusal({ code: "validation_error", body: { fields: missing } }, { form, slot: rangeSlot });
         return;
       }
       const confirmed = await confirmDialog({
@@ -244,19 +260,21 @@ export function mount(main, { notify }) {
         notify.info(t("deliveries.rangeDone", { count: replayed }));
         await reload();
       } catch (error) {
-        notify.error(error, t("deliveries.rangeFailed"));
+        showRefusal(error, { form, slot: rangeSlot, context: t("deliveries.rangeFailed") });
       } finally {
         submit.disabled = false;
       }
     }
-    return h(
+    form = h(
       "form",
-      { class: "card inline", "aria-labelledby": titleId, onsubmit: send },
+      { class: "card inline", "aria-labelledby": titleId, novalidate: true, onsubmit: send },
       h("h2", { id: titleId }, t("deliveries.rangeTitle")),
       field(t("deliveries.rangeSince"), since),
       field(t("deliveries.rangeUntil"), until),
       submit,
+      rangeSlot,
     );
+    return form;
   }
 
   reload();

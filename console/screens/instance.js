@@ -261,9 +261,11 @@ export function replyWebhook(name) {
 export function mount(main, { params, notify }) {
   const name = params[0];
   const body = h("div", { class: "stack", "aria-busy": "true" });
+  const loadSlot = refusalSlot();
   main.append(
     h("p", {}, h("a", { href: "#/numbers" }, t("instance.back"))),
     h("h1", {}, t("instance.title", { instance: name })),
+    loadSlot,
     body,
   );
   let panel = null;
@@ -312,9 +314,10 @@ export function mount(main, { params, notify }) {
         const again = body.querySelector(`[name="${CSS.escape(focusedName)}"]`);
         if (again) again.focus();
       }
+      clear(loadSlot);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) clear(body, h("p", {}, t("instance.notFound", { instance: name })));
-      else notify.error(error, t("instance.loadFailed", { instance: name }));
+      else showRefusal(error, { slot: loadSlot, context: t("instance.loadFailed", { instance: name }) });
     } finally {
       body.setAttribute("aria-busy", "false");
     }

@@ -2,9 +2,10 @@
 // ("Balanceamento de envios"): the selection mode, the ordered pool (drag and drop, or the keyboard:
 // Alt+ArrowUp / Alt+ArrowDown on a row, or the move buttons), adding numbers that can send, removing.
 // Whenever the API refuses a change the pool is re-read from the API: the screen never keeps a
-// state the API did not accept.
+// state the API did not accept. A refusal is said next to what was done: at the details' fields,
+// under the pool's switch and list, in the picker of numbers to add.
 import { api } from "../api.js";
-import { h, clear, field, uid, debounce, badge } from "../dom.js";
+import { h, clear, field, uid, debounce, badge, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, formatPhone } from "../i18n.js";
 
 export const MAX_POOL_SIZE = 10;
@@ -20,6 +21,10 @@ export function mount(main, { params, notify }) {
 
   const heading = h("h1", {}, t("keyEdit.loading"));
   const back = h("p", {}, h("a", { href: "#/keys" }, t("keyEdit.back")));
+  const loadSlot = refusalSlot(); // what could not be read, under the heading
+  const detailsSlot = refusalSlot();
+  const poolSlot = refusalSlot(); // the pool's switch, order and removals
+  const pickerSlot = refusalSlot();
 
   // --- details --------------------------------------------------------------------------------
   const name = h("input", { type: "text", name: "name", required: true, maxlength: "120", autocomplete: "off" });
@@ -40,6 +45,7 @@ export function mount(main, { params, notify }) {
     h("div", { class: "check" }, atLeastOnce, h("label", { for: atLeastOnce.id }, t("keys.atLeastOnce"))),
     h("p", { class: "hint", id: "edit-key-alo-hint" }, t("keys.atLeastOnceHint")),
     save,
+    detailsSlot,
   );
 
   // --- pool -----------------------------------------------------------------------------------
@@ -67,12 +73,14 @@ export function mount(main, { params, notify }) {
       h("button", { type: "submit" }, t("pool.addSelected")),
       h("button", { type: "button", class: "secondary", onclick: () => openPicker(false, true) }, t("common.cancel")),
     ),
+    pickerSlot,
   );
   const poolSection = h(
     "section",
     { class: "card", "aria-labelledby": "pool-box-title" },
     h("h2", { id: "pool-box-title" }, t("pool.title")),
     h("div", { class: "check switch" }, toggle, h("label", { for: toggle.id }, t("pool.toggle"))),
+    poolSlot,
     h("h3", { id: poolTitleId }, t("pool.numbers")),
     list,
     emptyNote,
@@ -84,7 +92,7 @@ export function mount(main, { params, notify }) {
     h("p", { class: "info" }, h("span", { "aria-hidden": "true" }, "ℹ️ "), t("pool.explain")),
   );
 
-  main.append(back, heading, details, poolSection);
+  main.append(back, heading, loadSlot, details, poolSection);
 
   // --- reads ----------------------------------------------------------------------------------
 
@@ -133,6 +141,7 @@ export function mount(main, { params, notify }) {
   }
 
   async function reload() {
+    clearRefusal(null, loadSlot);
     try {
       await Promise.all([loadKey(), loadPool()]);
     } catch (error) {
@@ -141,18 +150,24 @@ export function mount(main, { params, notify }) {
         details.hidden = true;
         poolSection.hidden = true;
       }
-      notify.error(error, t("keyEdit.loadFailed"));
+      showRefusal(error, { slot: loadSlot, context: t("keyEdit.loadFailed") });
     }
   }
 
-  /** After a refusal: say why, in the API's words, then show what the API holds now. */
-  async function refused(error, context) {
+  /** A new change of the pool: what was said of the last one goes. */
+  function clearPoolRefusals() {
+    clearRefusal(null, poolSlot);
+    clearRefusal(null, pickerSlot);
+  }
+
+  /** After a refusal: show what the API holds now, then say why in `slot` (next to the action). */
+  async function refused(error, context, slot = poolSlot) {
     try {
       await Promise.all([loadKey(), loadPool()]);
     } catch (reloadError) {
       if (!(error.status >= 400)) error = reloadError;
     }
-    notify.error(error, context);
+    showRefusal(error, { slot, context });
   }
 
   // --- pool rendering ---------------------------------------------------------------------------
@@ -315,6 +330,7 @@ export function mount(main, { params, notify }) {
 
   async function changeMode() {
     const mode = toggle.checked ? "pool" : "default";
+    clearPoolRefusals();
     setBusy(true);
     let failure = null;
     try {
@@ -335,6 +351,7 @@ export function mount(main, { params, notify }) {
     const [moved] = order.splice(index, 1);
     order.splice(target, 0, moved);
     const movedLabel = label(pool[index]);
+    clearPoolRefusals();
     setBusy(true);
     let failure = null;
     try {
@@ -358,6 +375,7 @@ export function mount(main, { params, notify }) {
   async function removeEntry(entry) {
     const text = label(entry);
     const index = pool.indexOf(entry);
+    clearPoolRefusals();
     setBusy(true);
     let failure = null;
     try {
@@ -371,7 +389,7 @@ export function mount(main, { params, notify }) {
       failure = failure || error;
     }
     setBusy(false);
-    if (failure) notify.error(failure, t("pool.removeFailed", { number: text }));
+    if (failure) showRefusal(failure, { slot: poolSlot, context: t("pool.removeFailed", { number: text }) });
     else notify.info(t("pool.removed", { number: text }));
     const next = list.children[Math.min(index, list.children.length - 1)];
     if (next && next.tabIndex >= 0) next.focus();
@@ -380,14 +398,12 @@ export function mount(main, { params, notify }) {
 
   async function addSelected(event) {
     event.preventDefault();
+    clearPoolRefusals();
     const chosen = [...choices.querySelectorAll("input:checked")].map((box) => box.value);
-    if (!chosen.length) {
-      notify.error(t("pool.chooseOne"));
-      return;
-    }
     const room = MAX_POOL_SIZE - pool.length;
-    if (chosen.length > room) {
-      notify.error(t("pool.tooMany", { room, max: MAX_POOL_SIZE }));
+    const problem = !chosen.length ? t("pool.chooseOne") : chosen.length > room ? t("pool.tooMany", { room, max: MAX_POOL_SIZE }) : null;
+    if (problem) {
+      showRefusal({ message: problem }, { slot: pickerSlot });
       return;
     }
     setBusy(true);
@@ -408,7 +424,7 @@ export function mount(main, { params, notify }) {
       failure = failure || error;
     }
     setBusy(false);
-    if (failure) notify.error(failure, t("pool.addFailed"));
+    if (failure) showRefusal(failure, { slot: picker.hidden ? poolSlot : pickerSlot, context: t("pool.addFailed") });
     else notify.info(t("pool.added", { count: added }));
     if (picker.hidden) addButton.disabled ? list.focus() : addButton.focus();
   }
@@ -425,6 +441,7 @@ export function mount(main, { params, notify }) {
     const newWebhook = webhook.value.trim() || null;
     if (newWebhook !== (key.webhookUrl || null)) changes.webhookUrl = newWebhook;
     if (atLeastOnce.checked !== Boolean(key.atLeastOnce)) changes.atLeastOnce = atLeastOnce.checked;
+    clearRefusal(details, detailsSlot);
     if (!Object.keys(changes).length) {
       notify.info(t("keyEdit.nothingChanged"));
       return;
@@ -436,7 +453,7 @@ export function mount(main, { params, notify }) {
       notify.info(t("keyEdit.saved", { name: key.name }));
       await loadKey();
     } catch (error) {
-      notify.error(error, t("keyEdit.saveFailed"));
+      showRefusal(error, { form: details, slot: detailsSlot, context: t("keyEdit.saveFailed") });
     } finally {
       save.disabled = false;
     }
@@ -465,8 +482,9 @@ export function mount(main, { params, notify }) {
   async function refreshNow() {
     try {
       await Promise.all([loadKey(), loadPool()]);
+      clearRefusal(null, loadSlot);
     } catch (error) {
-      notify.error(error, t("keyEdit.loadFailed"));
+      showRefusal(error, { slot: loadSlot, context: t("keyEdit.loadFailed") });
     }
   }
 }

@@ -1,13 +1,18 @@
 // API keys: list, create (the key itself shown once, with a copy button), revoke with confirmation.
+// A refusal is said where it happened: at the fields of the new key's form, next to a row's
+// revoke button, or where the list would be.
 import { api } from "../api.js";
-import { h, clear, field, table, confirmDialog, uid } from "../dom.js";
+import { h, clear, field, table, confirmDialog, uid, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, formatDate, formatPhone } from "../i18n.js";
 
 const SCOPES = ["admin", "agent", "send"];
 
 export function mount(main, { notify, me }) {
   const list = h("div", { "aria-busy": "true" });
+  const listSlot = refusalSlot();
   const created = h("div");
+  const formSlot = refusalSlot();
+  const rowSlots = new Map(); // key id -> the refusal slot of its row
   let numbers = [];
 
   const name = h("input", { type: "text", name: "name", required: true, maxlength: "120", autocomplete: "off" });
@@ -32,7 +37,7 @@ export function mount(main, { notify, me }) {
     field(t("keys.environment"), environment),
     h(
       "fieldset",
-      {},
+      { class: "field" },
       h("legend", {}, t("keys.scopes")),
       SCOPES.map((scope, index) => {
         const id = uid("scope");
@@ -46,9 +51,10 @@ export function mount(main, { notify, me }) {
     h("div", { class: "check" }, atLeastOnce, h("label", { for: atLeastOnce.id }, t("keys.atLeastOnce"))),
     h("p", { class: "hint", id: "new-key-alo-hint" }, t("keys.atLeastOnceHint")),
     submit,
+    formSlot,
   );
 
-  main.append(h("h1", {}, t("keys.title")), created, list, form);
+  main.append(h("h1", {}, t("keys.title")), created, listSlot, list, form);
 
   function fillNumbers() {
     clear(
@@ -60,10 +66,10 @@ export function mount(main, { notify, me }) {
 
   async function create(event) {
     event.preventDefault();
+    clearRefusal(form, formSlot);
     const scopes = scopeBoxes.filter((box) => box.checked).map((box) => box.value);
     if (!scopes.length) {
-      notify.error(t("keys.scopeRequired"));
-      scopeBoxes[0].focus();
+      showRefusal({ code: "validation_error", body: { fields: [{ field: "scopes", reason: "scope_required" }] } }, { form, slot: formSlot });
       return;
     }
     const body = { name: name.value.trim(), environment: environment.value, scopes };
@@ -79,7 +85,7 @@ export function mount(main, { notify, me }) {
       notify.info(t("keys.created", { name: key.name }));
       await reload();
     } catch (error) {
-      notify.error(error, t("keys.createFailed"));
+      showRefusal(error, { form, slot: formSlot, context: t("keys.createFailed") });
     } finally {
       submit.disabled = false;
     }
@@ -145,14 +151,23 @@ export function mount(main, { notify, me }) {
       failure = error;
     }
     await reload();
-    // The row and its button are gone: keep the keyboard user at the top of the screen.
-    main.querySelector("h1").focus();
-    if (failure) notify.error(failure, t("keys.revokeFailed", { name: key.name }));
-    else notify.info(t("keys.revoked", { name: key.name }));
+    if (!failure) {
+      // The row and its button are gone: keep the keyboard user at the top of the screen.
+      main.querySelector("h1").focus();
+      notify.info(t("keys.revoked", { name: key.name }));
+      return;
+    }
+    // Said next to the key's revoke button, read again (or where the list is, if it is gone).
+    const slot = rowSlots.get(key.id) || listSlot;
+    showRefusal(failure, { slot, context: t("keys.revokeFailed", { name: key.name }) });
+    const button = slot.closest("td") && slot.closest("td").querySelector("button.danger");
+    if (button) button.focus();
   }
 
   async function reload() {
     list.setAttribute("aria-busy", "true");
+    clearRefusal(null, listSlot);
+    rowSlots.clear();
     try {
       const [keys, loadedNumbers] = await Promise.all([api.keys(), api.numbers()]);
       const firstLoad = !numbers.length;
@@ -183,16 +198,23 @@ export function mount(main, { notify, me }) {
                   { type: "button", class: "danger", "aria-label": t("keys.revokeNamed", { name: key.name }), onclick: () => revoke(key) },
                   t("keys.revoke"),
                 ),
+                rowSlot(key.id),
               ),
             ),
           ),
         ),
       );
     } catch (error) {
-      notify.error(error, t("keys.loadFailed"));
+      showRefusal(error, { slot: listSlot, context: t("keys.loadFailed") });
     } finally {
       list.setAttribute("aria-busy", "false");
     }
+  }
+
+  function rowSlot(keyId) {
+    const slot = refusalSlot();
+    rowSlots.set(keyId, slot);
+    return slot;
   }
 
   reload();

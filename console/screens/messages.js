@@ -2,9 +2,11 @@
 // toggle, the text's start, the key's name, the number, the status and the reason in words, a link
 // to each message's trace and to the customer's conversation), a page at a time; and one message
 // looked up by id: status, source number, instance, attempts, the failure in the provider's own
-// words, its media, and the trace of how its number was chosen, as a timeline.
+// words, its media, and the trace of how its number was chosen, as a timeline. A refusal is said
+// where it happened: a filter the API refused at its field, a page that could not be read next
+// to the button that asked for it.
 import { api } from "../api.js";
-import { h, clear, field, table, uid } from "../dom.js";
+import { h, clear, field, table, uid, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, tMaybe, lang, formatDate, formatPhone } from "../i18n.js";
 import {
   statusWords,
@@ -30,6 +32,16 @@ const STATUSES = [
   "IGNORED",
 ];
 const PAGE = 50;
+// The API's query parameters and the filter fields that set them.
+const FILTER_FIELDS = {
+  "query.to": "contact",
+  "query.from": "contact",
+  "query.number": "number",
+  "query.since": "since",
+  "query.until": "until",
+  "query.status": "status",
+  "query.direction": "direction",
+};
 // The list's filters survive going to a message and back.
 let filters = { direction: "", status: "", failuresOnly: false, contact: "", number: "", since: "", until: "" };
 
@@ -90,7 +102,7 @@ function query(current, cursor) {
   };
 }
 
-function mountList(main, { notify, navigate }) {
+function mountList(main, { navigate }) {
   const direction = h(
     "select",
     { name: "direction" },
@@ -138,13 +150,16 @@ function mountList(main, { notify, navigate }) {
       h("button", { type: "button", class: "secondary", onclick: reset }, t("messages.clear")),
     ),
   );
+  const slot = refusalSlot();
+  form.append(slot);
   const result = h("div", { class: "results", "aria-live": "polite", "aria-busy": "true" });
   main.append(h("h1", {}, t("messages.title")), h("p", {}, t("messages.intro")), lookUp(navigate), form, result);
 
   let items = [];
   let cursor = null;
   let pages = 0; // live updates re-read the first page only while no other page was loaded
-  let keyNames = new Map();
+  let reading = 0; // the latest read: an older one answering late is not shown over it
+  let keyNames = new Map(); // an API key's id, or a person's `user:<id>`, -> its name
   let numberOf = new Map(); // number id -> digits: an incoming row names its number by id
 
   function read() {
@@ -175,21 +190,30 @@ function mountList(main, { notify, navigate }) {
   async function reload() {
     result.setAttribute("aria-busy", "true");
     clear(result, h("p", { class: "loading" }, t("messages.loading")));
+    clearRefusal(form, slot);
+    const read = ++reading;
     try {
-      const [page, keys, numbers] = await Promise.all([
+      const [page, keys, numbers, people] = await Promise.all([
         api.messages(query(filters)),
         api.keys().catch(() => []),
         api.numbers().catch(() => []),
+        api.users().catch(() => ({ users: [] })),
       ]);
-      keyNames = new Map(keys.map((key) => [key.id, key.name]));
+      keyNames = new Map([
+        ...keys.map((key) => [key.id, key.name]),
+        // A person's messages (an instance's test message) are theirs, not a key's.
+        ...people.users.map((user) => [`user:${user.id}`, t("messages.person", { name: user.email })]),
+      ]);
+      if (read !== reading) return;
       numberOf = new Map(numbers.map((each) => [each.id, each.number]));
       items = page.items;
       cursor = page.cursor;
       pages = 1;
       render();
     } catch (error) {
+      if (read !== reading) return;
       clear(result);
-      notify.error(error, t("messages.listFailed"));
+      showRefusal(error, { form, slot, context: t("messages.listFailed"), fields: FILTER_FIELDS });
     } finally {
       result.setAttribute("aria-busy", "false");
     }
@@ -206,7 +230,7 @@ function mountList(main, { notify, navigate }) {
       render();
     } catch (error) {
       button.disabled = false;
-      notify.error(error, t("messages.listFailed"));
+      showRefusal(error, { slot: button.parentElement.querySelector(".refusal-slot"), context: t("messages.listFailed") });
     } finally {
       result.setAttribute("aria-busy", "false");
     }
@@ -218,6 +242,7 @@ function mountList(main, { notify, navigate }) {
       return;
     }
     const loadMore = cursor ? h("button", { type: "button", class: "secondary", onclick: (event) => more(event.currentTarget) }, t("messages.more")) : null;
+    const moreSlot = loadMore ? refusalSlot() : null;
     clear(
       result,
       table(
@@ -235,7 +260,7 @@ function mountList(main, { notify, navigate }) {
         ],
         items.map(row),
       ),
-      loadMore ? h("div", { class: "actions" }, loadMore) : null,
+      loadMore ? h("div", { class: "actions" }, loadMore, moreSlot) : null,
     );
   }
 
@@ -278,7 +303,8 @@ function mountList(main, { notify, navigate }) {
 
   function keyName(keyId) {
     if (!keyId) return t("messages.noKey");
-    return keyNames.get(keyId) || t("messages.unknownKey", { id: keyId });
+    if (keyNames.has(keyId)) return keyNames.get(keyId);
+    return keyId.startsWith("user:") ? t("messages.aPerson") : t("messages.unknownKey", { id: keyId });
   }
 
   reload();
@@ -311,14 +337,13 @@ function why(item) {
 
 // --- one message --------------------------------------------------------------------------------
 
-function mountMessage(main, { params, notify, navigate }, messageId) {
+function mountMessage(main, { params, navigate }, messageId) {
   const result = h("div", { "aria-live": "polite" });
-  main.append(
-    h("h1", {}, t("messages.title")),
-    h("p", {}, h("a", { href: "#/messages" }, t("messages.back"))),
-    lookUp(navigate, params[0]),
-    result,
-  );
+  const search = lookUp(navigate, params[0]);
+  // A message that cannot be read is said under the search for it.
+  const slot = refusalSlot();
+  search.append(slot);
+  main.append(h("h1", {}, t("messages.title")), h("p", {}, h("a", { href: "#/messages" }, t("messages.back"))), search, result);
 
   async function reload() {
     result.setAttribute("aria-busy", "true");
@@ -326,9 +351,10 @@ function mountMessage(main, { params, notify, navigate }, messageId) {
       const message = await api.message(messageId);
       // The contact's window is context: a lookup that fails leaves the message shown without it.
       render(message, await api.contactWindow(message.to).catch(() => null));
+      clearRefusal(null, slot);
     } catch (error) {
       clear(result);
-      notify.error(error, t("messages.loadFailed", { id: messageId }));
+      showRefusal(error, { slot, context: t("messages.loadFailed", { id: messageId }) });
     } finally {
       result.setAttribute("aria-busy", "false");
     }
@@ -343,6 +369,7 @@ function mountMessage(main, { params, notify, navigate }, messageId) {
       // The message keeps its own type; this says its fallback template left in its place.
       ["messages.sentAs", message.sentAs ? t("messages.sentAsTemplate", message.sentAs) : t("messages.sentAsItself")],
       ["messages.instance", message.instance || t("common.none")],
+      ...(message.pinnedInstance ? [["messages.pinnedInstance", message.pinnedInstance]] : []),
       ["messages.attempts", String(message.attempts)],
       ["messages.failureReason", message.failureReason ? reasonWords(message.failureReason) : t("common.none")],
       ["messages.providerCode", providerCodeWords(message.providerCode) || t("common.none")],

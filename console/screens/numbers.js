@@ -3,7 +3,7 @@
 // and filtered by connection and health. An instance's settings, its number's pace and its
 // pairing are on its own screen (#/instances/<name>); connecting a new number on #/numbers/connect.
 import { api } from "../api.js";
-import { h, clear, field, table, badge, healthBadge } from "../dom.js";
+import { h, clear, field, table, badge, healthBadge, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, formatPhone } from "../i18n.js";
 import { healthDetails } from "./instance.js";
 
@@ -24,8 +24,9 @@ function today() {
   return new Date().toISOString().slice(0, 10); // UTC, as the usage counts days
 }
 
-export function mount(main, { notify }) {
+export function mount(main) {
   const body = h("div", { class: "stack", "aria-busy": "true" });
+  const slot = refusalSlot(); // what could not be read, where the table is
   const count = h("p", { role: "status", class: "hint", dataset: { field: "count" } });
   const search = h("input", { type: "search", name: "search", value: filters.text, autocomplete: "off", spellcheck: "false" });
   const connection = h(
@@ -51,6 +52,7 @@ export function mount(main, { notify }) {
     h("p", {}, h("a", { href: "#/numbers/connect", class: "button" }, t("numbers.connect"))),
     filterForm,
     count,
+    slot,
     body,
   );
 
@@ -180,8 +182,9 @@ export function mount(main, { notify }) {
         };
       });
       render();
+      clearRefusal(null, slot);
     } catch (error) {
-      notify.error(error, t("numbers.loadFailed"));
+      showRefusal(error, { slot, context: t("numbers.loadFailed") });
     } finally {
       body.setAttribute("aria-busy", "false");
     }

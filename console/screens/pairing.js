@@ -1,12 +1,18 @@
 // Pairing one instance's number with its provider, from the console: the code the provider draws
 // (read again every few seconds, since the provider replaces it as it expires) until the phone
-// scans it, then connected; reconnect and log out; a test message through this instance alone.
+// scans it, then connected; reconnect and log out; a test message through this instance alone,
+// sent by the send worker like any message and followed until it has left or failed.
 // Used by the instance screen and by "connect a number".
 import { api } from "../api.js";
 import { h, clear, field, uid, badge, confirmDialog, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t } from "../i18n.js";
+import { reasonWords, statusWords } from "../words.js";
 
 const POLL_MS = 2000; // wuzapi's codes last 20 to 60 s, Evolution's 45 s: a few reads per code
+// A test message is read back every second for a minute, until it has left or failed.
+const FOLLOW_MS = 1000;
+const FOLLOW_READS = 60;
+const FINAL = new Set(["SENT", "DELIVERED", "READ"]);
 
 /**
  * pairingPanel(instance, {provider, onChange}) -> {element, stop, onFrame}
@@ -187,14 +193,16 @@ export function pairingPanel(instance, { provider, onChange = () => {} }) {
   };
 }
 
-/** A text through this instance alone, now: the provider's answer says it was sent. */
+/** A text through this instance alone, queued and sent like any message: followed until it is
+ * SENT or FAILED, with a link to how it left (its trace). */
 function testMessageForm(name) {
   const to = h("input", { type: "tel", name: "to", inputmode: "tel", autocomplete: "tel", required: true });
   const text = h("input", { type: "text", name: "text", value: t("pairing.testDefault"), required: true });
   const submit = h("button", { type: "submit" }, t("pairing.testSend"));
-  const result = h("p", { "aria-live": "polite", dataset: { field: "test-result" } });
+  const result = h("div", { "aria-live": "polite", dataset: { field: "test-result" } });
   const slot = refusalSlot();
   const titleId = uid("test");
+  let following = null; // the timer of the message being followed
   const form = h(
     "form",
     { class: "stack", "aria-labelledby": titleId, novalidate: true, dataset: { instance: name } },
@@ -205,14 +213,40 @@ function testMessageForm(name) {
     slot,
     result,
   );
+
+  function say(message) {
+    const trace = h("a", { href: `#/messages/${encodeURIComponent(message.id)}` }, t("pairing.testTrace"));
+    let words;
+    if (message.status === "FAILED") words = t("pairing.testFailedAs", { reason: reasonWords(message.failureReason) });
+    else if (FINAL.has(message.status)) words = t("pairing.testSent", { status: message.status });
+    else words = t("pairing.testQueued", { status: statusWords(message.status) });
+    clear(result, h("p", { dataset: { status: message.status } }, words, " ", trace));
+  }
+
+  /** Reads the message again every second until it is final (a paced one may wait longer:
+   * after a minute its trace says the rest). */
+  function follow(message, reads = 0) {
+    say(message);
+    if (FINAL.has(message.status) || message.status === "FAILED" || reads >= FOLLOW_READS) return;
+    following = setTimeout(async () => {
+      if (!form.isConnected) return;
+      try {
+        follow(await api.message(message.id), reads + 1);
+      } catch (error) {
+        showRefusal(error, { slot, context: t("pairing.testReadFailed") });
+      }
+    }, FOLLOW_MS);
+  }
+
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearRefusal(form, slot);
+    clearTimeout(following);
     clear(result);
     submit.disabled = true;
     try {
-      const sent = await api.testMessage(name, to.value.replace(/[^\d+]/g, ""), text.value.trim());
-      clear(result, t("pairing.testSent", { status: sent.status, id: sent.providerMessageId }));
+      const queued = await api.testMessage(name, to.value.replace(/[^\d+]/g, ""), text.value.trim());
+      follow({ id: queued.id, status: queued.status });
     } catch (error) {
       showRefusal(error, { form, slot, context: t("pairing.testFailed") });
     } finally {

@@ -1,6 +1,6 @@
 // Sign-in: a person with their email and password (an invited person sets their own password
 // first), or, for the platform operator and apps' keys, an API key (admin or agent scope).
-import { h, field, uid, fieldError, errorText } from "../dom.js";
+import { h, field, uid, fieldError, errorText, showRefusal, refusalSlot } from "../dom.js";
 import { t } from "../i18n.js";
 
 /** The interface's words for an API refusal, by its code; the API's own text as a fallback. */
@@ -111,18 +111,21 @@ function newPassword(main, { email, session, onPerson, notify }) {
   const first = input({ type: "password", name: "newPassword", autocomplete: "new-password" });
   const second = input({ type: "password", name: "confirmPassword", autocomplete: "new-password" });
   const button = h("button", { type: "submit" }, t("signin.newPassword.submit"));
+  const slot = refusalSlot();
   const form = h(
     "form",
     { class: "card narrow", novalidate: true },
     field(t("signin.newPassword.label"), first, t("signin.newPassword.hint")),
     field(t("signin.newPassword.confirm"), second),
     button,
+    slot,
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     fieldError(first, null);
     fieldError(second, null);
     notify.clear();
+    slot.replaceChildren();
     if (first.value.length < 12) {
       fieldError(first, t("signin.newPassword.short"));
       first.focus();
@@ -140,7 +143,8 @@ function newPassword(main, { email, session, onPerson, notify }) {
     } catch (failure) {
       button.disabled = false;
       if (failure.code === "sign_in_refused") {
-        notify.error(refusalText(failure));
+        // The challenge's session ended: nothing the password field can fix.
+        showRefusal(failure, { slot });
         return;
       }
       fieldError(first, refusalText(failure));
@@ -157,11 +161,13 @@ function newPassword(main, { email, session, onPerson, notify }) {
 function mfaCode(main, { email, session, onPerson, notify }) {
   const code = input({ type: "text", name: "code", inputmode: "numeric", autocomplete: "one-time-code", maxlength: "6", pattern: "[0-9]{6}" });
   const button = h("button", { type: "submit" }, t("signin.mfa.submit"));
-  const form = h("form", { class: "card narrow", novalidate: true }, field(t("signin.mfa.label"), code, t("signin.mfa.hint")), button);
+  const slot = refusalSlot();
+  const form = h("form", { class: "card narrow", novalidate: true }, field(t("signin.mfa.label"), code, t("signin.mfa.hint")), button, slot);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     fieldError(code, null);
     notify.clear();
+    slot.replaceChildren();
     const digits = code.value.replace(/\s/g, "");
     if (!/^[0-9]{6}$/.test(digits)) {
       fieldError(code, t("signin.mfa.format"));
@@ -174,7 +180,7 @@ function mfaCode(main, { email, session, onPerson, notify }) {
     } catch (failure) {
       button.disabled = false;
       if (failure.code === "sign_in_refused") {
-        notify.error(failure, t("signin.mfa.again"));
+        showRefusal(failure, { slot, context: t("signin.mfa.again") });
         return;
       }
       fieldError(code, refusalText(failure));

@@ -2,18 +2,19 @@
 // name, language, category, status, and what a send fills in. Read from switchboard's cache of a
 // few minutes; "Read again from Meta" asks for them now.
 import { api } from "../api.js";
-import { h, clear, table } from "../dom.js";
+import { h, clear, table, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, tMaybe, formatDate, formatPhone } from "../i18n.js";
 
 const STATUS_CLASS = { APPROVED: "ok", PENDING: "warn", PAUSED: "warn", REJECTED: "off", DISABLED: "off" };
 
-export function mount(main, { params, notify }) {
+export function mount(main, { params }) {
   const numberId = params[0];
   const heading = h("h1", {}, t("templates.title"));
   const intro = h("p", {}, t("templates.intro"));
   const refresh = h("button", { type: "button", onclick: () => reload(true) }, t("templates.refresh"));
   const result = h("div", { "aria-live": "polite", "aria-busy": "true" });
-  main.append(heading, intro, h("p", {}, h("a", { href: "#/numbers" }, t("templates.back")), " ", refresh), result);
+  const slot = refusalSlot(); // a listing that could not be read, next to the button that reads it again
+  main.append(heading, intro, h("p", {}, h("a", { href: "#/numbers" }, t("templates.back")), " ", refresh), slot, result);
 
   async function reload(fromMeta = false) {
     result.setAttribute("aria-busy", "true");
@@ -23,9 +24,10 @@ export function mount(main, { params, notify }) {
       const number = numbers.find((each) => each.id === numberId);
       if (number) heading.textContent = t("templates.titleOf", { number: formatPhone(number.number) });
       render(listing);
+      clearRefusal(null, slot);
     } catch (error) {
       clear(result);
-      notify.error(error, t("templates.loadFailed"));
+      showRefusal(error, { slot, context: t("templates.loadFailed") });
     } finally {
       refresh.disabled = false;
       result.setAttribute("aria-busy", "false");

@@ -1,14 +1,15 @@
 // Users: the tenant's people (admins and attendants) — invite with a temporary password,
 // change a role, disable or enable. Errors are shown at the field (or next to the row) they concern.
 import { api } from "../api.js";
-import { h, clear, field, table, uid } from "../dom.js";
+import { h, clear, field, table, uid, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t, formatDate } from "../i18n.js";
-import { fieldError, refusalText } from "./signin.js";
 
 const ROLES = ["admin", "attendant"];
 
 export function mount(main, { notify, me }) {
   const list = h("div", { "aria-busy": "true" });
+  const listSlot = refusalSlot();
+  const formSlot = refusalSlot();
   const email = h("input", { type: "email", name: "email", id: uid("user"), required: true, autocomplete: "off", spellcheck: "false" });
   const role = h("select", { name: "role", id: uid("user") }, ROLES.map((name) => h("option", { value: name }, t(`users.role.${name}`))));
   role.value = "attendant";
@@ -22,21 +23,24 @@ export function mount(main, { notify, me }) {
     field(t("users.roleLabel"), role),
     field(t("users.temporaryPassword"), password, t("users.temporaryPasswordHint")),
     submit,
+    formSlot,
   );
-  main.append(h("h1", {}, t("users.title")), list, form);
+  main.append(h("h1", {}, t("users.title")), listSlot, list, form);
+
+  /** A problem found before anything is sent, said at its field like the API's own. */
+  function refuseAt(name, reason) {
+    showRefusal({ code: "validation_error", body: { fields: [{ field: name, reason }] } }, { form, slot: formSlot });
+  }
 
   async function invite(event) {
     event.preventDefault();
-    for (const control of [email, password]) fieldError(control, null);
-    notify.clear();
+    clearRefusal(form, formSlot);
     if (!email.value.trim() || !email.checkValidity()) {
-      fieldError(email, t(email.value.trim() ? "signin.person.emailInvalid" : "signin.person.emailEmpty"));
-      email.focus();
+      refuseAt("email", email.value.trim() ? "email_invalid" : "missing");
       return;
     }
     if (password.value.length < 12) {
-      fieldError(password, t("signin.newPassword.short"));
-      password.focus();
+      refuseAt("temporaryPassword", "password_short");
       return;
     }
     submit.disabled = true;
@@ -47,9 +51,11 @@ export function mount(main, { notify, me }) {
       notify.info(t("users.invited", { email: answer.user.email }));
       await reload();
     } catch (failure) {
-      const target = failure.code === "already_exists" || /^email/.test(failure.message || "") ? email : password;
-      fieldError(target, refusalText(failure));
-      target.focus();
+      // An email already in the pool is the email's problem; the pool's password policy is the
+      // temporary password's.
+      const field = failure.code === "already_exists" ? "email" : failure.code === "invalid_input" ? "temporaryPassword" : null;
+      if (field && failure.body && !failure.body.field) failure.body = { ...failure.body, field };
+      showRefusal(failure, { form, slot: formSlot, context: t("users.inviteFailed") });
     } finally {
       submit.disabled = false;
     }
@@ -57,7 +63,7 @@ export function mount(main, { notify, me }) {
 
   function row(user) {
     const self = user.id === me.attendantId;
-    const status = h("p", { class: "row-status", role: "status" });
+    const status = refusalSlot();
     const select = h(
       "select",
       { "aria-label": t("users.roleOf", { email: user.email }), disabled: self },
@@ -81,18 +87,19 @@ export function mount(main, { notify, me }) {
   }
 
   async function change(user, changes, status) {
-    clear(status);
+    clearRefusal(null, status);
     try {
       const updated = await api.updateUser(user.id, changes);
       notify.info(t(changes.enabled === false ? "users.disabledDone" : "users.changed", { email: updated.email }));
       await reload();
     } catch (failure) {
-      clear(status, refusalText(failure));
+      showRefusal(failure, { slot: status, context: t("users.changeFailed", { email: user.email }) });
     }
   }
 
   async function reload() {
     list.setAttribute("aria-busy", "true");
+    clearRefusal(null, listSlot);
     try {
       const answer = await api.users();
       clear(
@@ -106,7 +113,8 @@ export function mount(main, { notify, me }) {
           : h("p", {}, t("users.none")),
       );
     } catch (failure) {
-      clear(list, h("p", { role: "alert" }, refusalText(failure)));
+      clear(list);
+      showRefusal(failure, { slot: listSlot, context: t("users.loadFailed") });
     } finally {
       list.removeAttribute("aria-busy");
     }

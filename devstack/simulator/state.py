@@ -199,17 +199,19 @@ class Records:
         instance.contacts.add(recipient)
         return message
 
-    def keep_file(self, arrival: incoming.Arrival, flavour: str) -> None:
+    def keep_file(self, arrival: incoming.Arrival, flavour: str, owner: str = "") -> None:
         """A customer's file, kept where its server serves it from: by its digest (download
-        routes), at its URL when it travels by one (wuzapi's S3, the envelope's own URLs)."""
+        routes), at its URL when it travels by one (wuzapi's S3, Evolution's MinIO, whose key
+        names the instance's id `owner`, the envelope's own URLs)."""
         if arrival.kind not in incoming.DOWNLOADABLE:
             return
         self.message_files[arrival.message_id] = arrival.data
         if arrival.options.media_fails and flavour != "meta":
             self.failing_media.add(arrival.message_id)
         mode = arrival.options.mode
-        if (flavour == "wuzapi" and mode in ("s3", "both")) or (flavour == "calls" and mode == "url"):
-            key = incoming.file_url(arrival, flavour)[1]
+        by_url = {"wuzapi": ("s3", "both"), "evolution": ("s3",), "calls": ("url",)}.get(flavour, ())
+        if mode in by_url:
+            key = incoming.file_url(arrival, flavour, owner)[1]
             self.url_files[key] = (arrival.data, incoming.declared_type(arrival.kind), arrival.message_id)
 
     def last_sent_to(self, instance: Instance, recipient: str) -> str | None:

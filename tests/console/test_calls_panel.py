@@ -220,10 +220,11 @@ def test_only_the_owner_attaches_media_fed_by_the_devices_and_a_reload_reattache
     other = open_tab(line.second_agent_key)
     other_row = live_calls(other, line).filter(has_text=call_id)
     other_row.get_by_role("button", name=f"Anexar mídia à ligação {call_id}").click()
-    expect(other.get_by_role("alert")).to_contain_text(
+    # Said in the call's row, next to the button, and kept there as the panel re-reads.
+    expect(other_row.get_by_role("alert")).to_contain_text(
         f"Só o atendente dono da ligação {call_id} pode anexar a mídia dela: "
     )
-    expect(other.get_by_role("alert")).to_contain_text("(not_call_owner)")
+    expect(other_row.get_by_role("alert")).to_contain_text("(not_call_owner)")
     assert stack.sim.media_session(line.name, call_id) == session  # the owner's session is untouched
 
     before = frames(row)

@@ -10,6 +10,7 @@ import base64
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -172,12 +173,25 @@ def test_a_message_sent_through_the_api_shows_its_source_number_and_trace(
     screenshot(page, "message-trace")
 
 
-def test_an_unknown_message_is_refused_in_words(console: Console, stack: Stack) -> None:
+def test_an_unknown_message_and_a_malformed_contact_are_refused_where_they_were_typed(
+    console: Console, stack: Stack
+) -> None:
     page = console.sign_in_as_admin(stack.demo)
     page.evaluate("route => { location.hash = route; }", "#/messages/msg_does_not_exist")
 
-    expect(page.get_by_role("alert")).to_contain_text("Não foi possível ler a mensagem msg_does_not_exist: ")
+    search = page.get_by_role("search")
+    expect(search.get_by_role("alert")).to_contain_text("Não foi possível ler a mensagem msg_does_not_exist: ")
     expect(page.get_by_role("region", name="Como o número foi escolhido")).to_have_count(0)
+
+    # A filter the API refuses (422, its query parameter named) is said at the field it came from.
+    page.get_by_role("link", name="Voltar à lista de mensagens").click()
+    filters = page.get_by_role("form", name="Filtrar mensagens")
+    contact = filters.get_by_label("Contato (telefone)")
+    contact.fill("12")
+    filters.get_by_role("button", name="Filtrar", exact=True).click()
+    expect(contact).to_have_attribute("aria-invalid", "true")
+    expect(filters.get_by_text("Use o número com código do país e DDD, só dígitos")).to_be_visible()
+    expect(page.locator("#alert")).to_be_empty()
 
 
 def open_messages(console: Console, world: World) -> Page:
@@ -320,6 +334,53 @@ def test_a_media_message_shows_its_file_and_a_thumbnail(console: Console, world:
     page.evaluate("route => { location.hash = route; }", f"#/messages/{world.failed_id}")
     expect(page.get_by_role("region", name=f"Mensagem {world.failed_id}")).to_be_visible()
     expect(page.get_by_role("region", name="Mídia")).to_have_count(0)
+
+
+def test_a_customers_file_the_agent_got_as_a_placeholder_says_why_in_words_and_usage_counts_types(
+    console: Console, world: World
+) -> None:
+    """The message log's outcome `forwarded: placeholder (<reason>)` in the reader's words (the
+    customer's answer shown as a photo that was too slow to fetch), and the usage screen's incoming
+    messages by type, as the usage summary counts them."""
+
+    def with_placeholder(route: Route) -> None:
+        answer = route.fetch()
+        page_of: dict[str, Any] = answer.json()
+        for item in page_of["items"]:
+            if item.get("preview") == "não quero mais ofertas":
+                item.update(type="image", preview="segue a foto", status="FORWARDED")
+                item["outcome"] = "forwarded: placeholder (too_slow)"
+        route.fulfill(response=answer, json=page_of)
+
+    def listing(url: str) -> bool:
+        return "/api/messages" in url and "/api/messages/" not in url
+
+    page = console.sign_in_as_admin(world.tenant)
+    page.route(listing, with_placeholder)
+    page.get_by_role("navigation").get_by_role("link", name="Mensagens").click()
+
+    row = page.get_by_role("table", name="Mensagens deste tenant").locator("tbody tr").filter(has_text="segue a foto")
+    expect(row).to_contain_text("[imagem] segue a foto")
+    expect(row).to_contain_text(
+        "encaminhada com um aviso no lugar do arquivo: o provedor demorou demais para entregar o arquivo (too_slow)"
+    )
+    page.unroute(listing)
+
+    month = datetime.now(UTC).strftime("%Y-%m")  # the screen's own default, the month in UTC
+    [summary] = console.api("GET", f"/api/usage/summary?month={month}", world.tenant.admin_key)
+    counted = summary["messagesInByType"]
+    assert counted.get("text", 0) >= 2  # the customer's question and answer, at least
+    page.get_by_role("navigation").get_by_role("link", name="Uso").click()
+
+    types = page.get_by_role("table", name=f"Mensagens recebidas por tipo em {month}")
+    expect(types.locator("tbody tr")).to_have_count(len(counted))
+    expect(types.locator("tr[data-type=text] th")).to_have_text("texto")
+    expect(types.locator("tr[data-type=text] td")).to_have_text(str(counted["text"]))
+    [written_to] = [instance for instance in summary["instances"] if instance["messagesInByType"].get("text")]
+    row = page.get_by_role("table", name=f"Uso por instância em {month}").get_by_role(
+        "row", name=written_to["instance"]
+    )
+    expect(row).to_contain_text(f"texto {written_to['messagesInByType']['text']}")
 
 
 def test_an_instance_shows_the_provider_events_it_ignored_and_why(console: Console, world: World) -> None:

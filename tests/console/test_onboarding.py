@@ -186,6 +186,7 @@ SCREENS = [
     ("#/usage", None),
     ("#/audit", None),
     ("#/users", "Usuários"),
+    ("#/account", "Sua conta"),
 ]
 
 

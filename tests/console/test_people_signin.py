@@ -2,21 +2,26 @@
 who signs in with the temporary password, chooses their own and lands on the calls panel; a
 refusal is shown at its field, in the interface's language; a disabled person's tab is refused
 at once, on the API and on live updates, while an app's API key goes on working; signing out ends
-the person's tokens; a person who turned on an authenticator app types its code; another tenant's
-person sees nothing of this one; an English browser gets the English console."""
+the person's tokens; a person turns on an authenticator app from the console and types its code
+at the next sign-in; another tenant's person sees nothing of this one; an English browser gets
+the English console."""
 
 from __future__ import annotations
 
 import base64
 import hmac
+import re
 import secrets
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from devstack.seed import SeededTenant
+from tests.console.axe import assert_accessible
 from tests.console.conftest import VIEWPORT, Console
 from tests.e2e.conftest import Stack
 
@@ -139,8 +144,16 @@ def totp(secret: str, at: float) -> str:
     return f"{(int.from_bytes(digest[offset : offset + 4], 'big') & 0x7FFFFFFF) % 10**6:06d}"
 
 
-def test_a_person_with_an_authenticator_app_types_its_code_after_the_password(
-    console: Console, stack: Stack, monkeypatch: pytest.MonkeyPatch
+def current_code(secret: str) -> str:
+    """The code an app shows now, with a few seconds of its 30 left: the pool checks it against
+    the current step only, so a code typed as the step turns would be refused."""
+    if 30 - time.time() % 30 < 3:
+        time.sleep(30 - time.time() % 30 + 0.1)
+    return totp(secret, time.time())
+
+
+def test_a_person_turns_on_an_authenticator_app_from_the_console_and_then_signs_in_with_its_code(
+    console: Console, stack: Stack, monkeypatch: pytest.MonkeyPatch, screenshot: Callable[[Page, str], Path]
 ) -> None:
     monkeypatch.setenv("MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP", "true")  # the local pool checks the codes
     email, password = f"bia-{secrets.token_hex(4)}@demo.example.com", f"Pass{secrets.token_hex(5)}A1"
@@ -150,12 +163,35 @@ def test_a_person_with_an_authenticator_app_types_its_code_after_the_password(
     cognito = stack.local.cognito()
     pool_id = stack.local.user_pools["UserPool"]
     cognito.admin_set_user_password(UserPoolId=pool_id, Username=email, Password=password, Permanent=True)
-    token = stack.api("POST", "/api/sign-in", json={"email": email, "password": password}).json()["accessToken"]
-    secret = cognito.associate_software_token(AccessToken=token)["SecretCode"]
-    cognito.verify_software_token(AccessToken=token, UserCode=totp(secret, time.time()))
-    cognito.set_user_mfa_preference(AccessToken=token, SoftwareTokenMfaSettings={"Enabled": True, "PreferredMfa": True})
-
     page = console.open()
+    sign_in_person(page, email, password)
+    expect(page.get_by_role("heading", level=1, name=CALLS_TITLE)).to_be_visible()
+
+    page.get_by_role("navigation", name="Principal").get_by_role("link", name="Sua conta").click()
+    expect(page.get_by_role("heading", level=1, name="Sua conta")).to_be_visible()
+    two_step = page.get_by_role("region", name="Verificação em duas etapas")
+    expect(two_step).to_contain_text("Desativada: você entra só com a senha.")
+    two_step.get_by_role("button", name="Ativar com um aplicativo autenticador").click()
+    secret = two_step.get_by_label("Chave para digitar no aplicativo").input_value().replace(" ", "")
+    link = two_step.get_by_role("link", name="Abrir no aplicativo autenticador")
+    expect(link).to_have_attribute("href", re.compile(rf"^otpauth://totp/switchboard:.+\?secret={secret}&"))
+    assert_accessible(page, "turning on an authenticator app")
+    screenshot(page, "account-authenticator")
+    code = two_step.get_by_label("Código de 6 dígitos")
+    code.fill(f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}")
+    two_step.get_by_role("button", name="Confirmar e ativar").click()
+    expect(code).to_have_attribute("aria-invalid", "true")
+    expect(two_step.get_by_text("O código não confere: digite o que o aplicativo mostra agora.")).to_be_visible()
+    code.fill(current_code(secret))
+    two_step.get_by_role("button", name="Confirmar e ativar").click()
+    expect(two_step).to_contain_text("Ativada: ao entrar, o console pede o código do aplicativo.")
+
+    page.get_by_role("button", name="Sair").click()
+    expect(page.get_by_text("Você saiu: sua sessão foi encerrada neste e em todos os seus aparelhos.")).to_be_visible()
+    # Tokens say when they were issued in whole seconds: one of the second they signed out in is
+    # refused with the rest, so they sign in again in a later one.
+    signed_out = int(time.time())
+    stack.wait_for(lambda: int(time.time()) > signed_out)
     sign_in_person(page, email, password)
     expect(page.get_by_role("heading", level=1, name="Código do aplicativo autenticador")).to_be_visible()
     code = page.get_by_label("Código de 6 dígitos")
@@ -164,7 +200,7 @@ def test_a_person_with_an_authenticator_app_types_its_code_after_the_password(
     expect(code).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_text("O código não confere: digite o que o aplicativo mostra agora.")).to_be_visible()
 
-    code.fill(totp(secret, time.time()))
+    code.fill(current_code(secret))
     page.get_by_role("button", name="Confirmar e acessar").click()
 
     expect(page.get_by_role("heading", level=1, name=CALLS_TITLE)).to_be_visible()

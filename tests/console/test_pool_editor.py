@@ -238,21 +238,60 @@ def test_a_refused_change_is_shown_in_the_apis_words_and_the_pool_read_again(
     console.api("POST", f"/api/api-keys/{key['id']}/pool", tenant.admin_key, {"whatsappNumberId": second["id"]})
     page.get_by_role("button", name="Adicionar ao pool", exact=True).click()
 
-    alert = page.get_by_role("alert")
-    expect(alert).to_contain_text("Não foi possível adicionar ao pool: O número já está no pool.")
-    expect(alert.get_by_text("the number is already in this pool (number_already_in_pool)")).to_be_hidden()
-    alert.get_by_text("detalhes").click()  # the API's own words, one click away
-    expect(alert.get_by_text("the number is already in this pool (number_already_in_pool)")).to_be_visible()
+    # Said in the picker, next to the button that failed; the alert at the top of the page says nothing.
+    picker = page.get_by_role("group", name="Números conectados fora do pool").locator("xpath=..")
+    refusal = picker.get_by_role("alert")
+    expect(refusal).to_contain_text("Não foi possível adicionar ao pool: O número já está no pool.")
+    expect(refusal.get_by_text("the number is already in this pool (number_already_in_pool)")).to_be_hidden()
+    refusal.get_by_text("detalhes").click()  # the API's own words, one click away
+    expect(refusal.get_by_text("the number is already in this pool (number_already_in_pool)")).to_be_visible()
+    expect(page.locator("#alert")).to_be_empty()
     expect_order(page, [first, second])  # what the API holds, read again
 
-    # Another admin removes a number this one is about to move: the reorder is refused (4xx).
+    # Another admin removes a number this one is about to move: the reorder is refused (4xx), said
+    # in the pool's box.
     console.api("DELETE", f"/api/api-keys/{key['id']}/pool/{first['id']}", tenant.admin_key)
     page.get_by_role("button", name=f"Descer {label(first)}").click()
 
-    expect(alert).to_contain_text("Não foi possível reordenar o pool: ")
-    expect(alert).to_contain_text("numberIds must list every number of the pool exactly once")
+    refusal = page.get_by_role("region", name="Balanceamento de envios").get_by_role("alert")
+    expect(refusal).to_contain_text("Não foi possível reordenar o pool: ")
+    expect(refusal).to_contain_text("numberIds must list every number of the pool exactly once")
     expect_order(page, [second])
     assert pool_in_api(console, tenant, key) == [second["id"]]
+
+
+def test_refusals_are_said_at_their_fields_or_where_the_screen_would_be_in_portuguese(
+    console: Console, tenant: SeededTenant
+) -> None:
+    page = console.sign_in_as_admin(tenant)
+    page.get_by_role("navigation").get_by_role("link", name="Chaves de API").click()
+    form = page.get_by_role("form", name="Nova chave")
+    form.get_by_label("Nome", exact=True).fill(f"refused {uuid.uuid4().hex[:8]}")
+    form.get_by_role("checkbox", name="send").uncheck()
+
+    # Checked before anything is sent: at the scopes.
+    form.get_by_role("button", name="Criar chave").click()
+    expect(form.get_by_role("checkbox", name="admin")).to_have_attribute("aria-invalid", "true")
+    expect(form.get_by_role("group", name="Escopos")).to_contain_text("Escolha pelo menos um escopo.")
+
+    # Refused by the API (422, the field named): at the webhook URL, in the interface's words.
+    form.get_by_role("checkbox", name="send").check()
+    webhook = form.get_by_label("URL do webhook")
+    webhook.fill("ftp://example.com/hook")
+    form.get_by_role("button", name="Criar chave").click()
+    expect(webhook).to_have_attribute("aria-invalid", "true")
+    expect(webhook).to_be_focused()
+    expect(form.get_by_text("Use um endereço http(s)://.")).to_be_visible()
+    expect(form.get_by_role("checkbox", name="admin")).not_to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#alert")).to_be_empty()
+
+    # A screen that cannot be read says so where it would be, under its heading.
+    page.evaluate("route => { location.hash = route; }", "#/keys/key_does_not_exist")
+    expect(page.get_by_role("heading", level=1, name="Chave não encontrada")).to_be_visible()
+    expect(page.get_by_role("main").get_by_role("alert")).to_contain_text(
+        "Não foi possível carregar a chave: Não encontrado: foi apagado, ou pertence a outro cliente."
+    )
+    expect(page.locator("#alert")).to_be_empty()
 
 
 def test_a_full_pool_says_so_and_offers_nothing_more(

@@ -53,7 +53,8 @@ def test_an_override_naming_no_component_is_refused() -> None:
 def test_an_api_profile_provides_its_routes_dependencies_and_a_bare_one_refuses() -> None:
     catalog = object()
     app = bootstrap.catalog_api(
-        settings=Settings.model_validate({"CLIENT_WEBHOOK_QUEUE_URL": "https://q"}), catalog_service=catalog
+        settings=Settings.model_validate({"CLIENT_WEBHOOK_QUEUE_URL": "https://q", "SEND_QUEUE_URL": "https://s"}),
+        catalog_service=catalog,
     )
     provided: Any = app.dependency_overrides[catalog_deps.catalog_service]
 

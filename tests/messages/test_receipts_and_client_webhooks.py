@@ -325,3 +325,23 @@ def test_once_sent_as_its_template_the_refused_sends_late_receipts_change_nothin
     row = world.client.get(f"/api/messages?to={RECIPIENT}", key=world.tenant.admin).json()["items"][0]
     assert (row["type"], row["outcome"]) == ("text", "sent as template hello_world (en_US)")
     assert row["sentAs"] == after["sentAs"]
+
+
+def test_an_instances_test_message_tells_no_client_webhook_though_the_admin_key_that_sent_it_has_one(
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver
+) -> None:
+    body = {"name": "ops admin", "scopes": ["admin"], "webhookUrl": receiver.url}
+    admin = world.client.post("/api/api-keys", key=world.tenant.admin, json_body=body).json()["key"]
+    instance = world.instances[NUMBERS[0]]
+    test = {"to": RECIPIENT, "text": "teste"}
+    queued = world.client.post(f"/api/instances/{instance}/test-message", key=admin, json_body=test)
+    assert queued.status == 202, queued.body
+    run_worker()
+    message = world.message(queued.json()["id"])
+    assert (message["status"], message["pinnedInstance"]) == ("SENT", instance)
+
+    receipt(world, message["providerMessageId"], "delivered")
+
+    assert world.message(message["id"])["status"] == "DELIVERED"
+    drain("ClientWebhookQueue", "ClientWebhooksFunction")
+    assert receiver.events() == []

@@ -146,3 +146,42 @@ def test_the_configuration_after_an_unexpected_error_is_none_when_it_cannot_be_r
 
     assert Planner(FakeMessages(), configs=Broken(), tickets=FakeTickets()).config_if_readable(job) is None
     assert World().planner.config_if_readable(job) == POOL
+
+
+class Pinned:
+    """The configuration of a message pinned to one instance: `B` alone (its one route), or gone."""
+
+    def __init__(self, number: Any | None) -> None:
+        self.number = number
+        self.asked: list[tuple[str, str, str]] = []
+
+    def pinned(self, tenant: str, api_key_id: str, instance_name: str) -> SendingConfig:
+        self.asked.append((tenant, api_key_id, instance_name))
+        if self.number is None:
+            raise NotFound("instance not found")
+        return SendingConfig(tenant=tenant, api_key_id=api_key_id, mode="default", default=self.number)
+
+
+def test_a_pinned_message_is_planned_through_its_instances_number_alone_and_tells_no_client_webhook() -> None:
+    pinned = Pinned(B)
+    messages = FakeMessages()
+    planner = Planner(messages, configs=Configs(POOL), tickets=FakeTickets(), pinned=pinned, clock=lambda: T0)
+    message = claimed(messages)
+    job = SendJob(message_id=message.id, tenant="acme", api_key_id="user:ana", to=message.to, instance="shop-b")
+
+    draft = planner.draft(job)
+
+    assert not isinstance(draft, Unsendable)
+    assert pinned.asked == [("acme", "user:ana", "shop-b")]
+    assert draft.selection.numbers == [B]
+    assert draft.events[0].data == {"selectionMode": "instance", "instance": "shop-b", "resolvedNumber": B.digits}
+    plan = planner.complete(draft, Claim(message=message, marked=False))
+    assert isinstance(plan, Plan) and plan.numbers == [B] and plan.config.webhook_url is None
+    assert planner.config_if_readable(job) is None  # not the key's, whatever key sent it
+
+
+def test_a_pinned_message_whose_instance_is_gone_fails_in_words() -> None:
+    planner = Planner(FakeMessages(), configs=Configs(POOL), tickets=FakeTickets(), pinned=Pinned(None))
+    job = SendJob(message_id="msg_1", tenant="acme", api_key_id="key_1", to="5511988880001", instance="gone")
+
+    assert planner.draft(job) == Unsendable(None, "instance_not_found", [])

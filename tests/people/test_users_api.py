@@ -237,31 +237,48 @@ def totp(secret: str, at: float) -> str:
     return f"{(int.from_bytes(digest[offset : offset + 4], 'big') & 0x7FFFFFFF) % 10**6:06d}"
 
 
-def test_a_person_who_turned_on_an_authenticator_app_signs_in_with_its_code(
+def test_a_person_turns_on_an_authenticator_app_then_signs_in_with_its_code_and_turns_it_off(
     api: Client, pool: Pool, acme: TenantKeys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP", "true")  # moto then checks the codes
     invite(api, acme.admin, "ana@acme.example.com", "attendant")
     token = pool.sign_in("ana@acme.example.com", PASSWORD, NEW_PASSWORD)
-    secret = pool.cognito.associate_software_token(AccessToken=token)["SecretCode"]
-    pool.cognito.verify_software_token(AccessToken=token, UserCode=totp(secret, time.time()))
-    pool.cognito.set_user_mfa_preference(
-        AccessToken=token, SoftwareTokenMfaSettings={"Enabled": True, "PreferredMfa": True}
+    assert api.get("/api/me/authenticator", key=token).json() == {"enabled": False}
+    # A key has no authenticator app.
+    assert api.get("/api/me/authenticator", key=acme.admin).json()["error"] == "not_a_person"
+
+    made = api.post("/api/me/authenticator", key=token)
+    assert made.status == 200, made.body
+    secret = made.json()["secret"]
+    assert made.json()["uri"] == (
+        f"otpauth://totp/switchboard:ana@acme.example.com?secret={secret}"
+        "&issuer=switchboard&algorithm=SHA1&digits=6&period=30"
     )
+    wrong_code = f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}"
+    refused = api.post("/api/me/authenticator/confirm", key=token, json_body={"code": wrong_code})
+    assert refused.status == 400
+    assert (refused.json()["error"], refused.json()["field"]) == ("mfa_code_refused", "code")
+    assert api.get("/api/me/authenticator", key=token).json() == {"enabled": False}
+    confirmed = api.post("/api/me/authenticator/confirm", key=token, json_body={"code": totp(secret, time.time())})
+    assert confirmed.json() == {"enabled": True}, confirmed.body
 
     first = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": NEW_PASSWORD})
     assert first.status == 200, first.body
     assert (first.json()["challenge"], first.json()["accessToken"]) == ("software_token_mfa", None)
-    wrong_code = f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}"
     body = {"email": "ana@acme.example.com", "session": first.json()["session"], "code": wrong_code}
     refused = api.post("/api/sign-in/mfa", json_body=body)
     assert refused.status == 401
     assert (refused.json()["error"], refused.json()["field"]) == ("mfa_code_refused", "code")
-
     signed = api.post("/api/sign-in/mfa", json_body=body | {"code": totp(secret, time.time())})
-
     assert signed.status == 200, signed.body
-    assert api.get("/api/me", key=signed.json()["accessToken"]).json()["scopes"] == ["agent"]
+    second_token = signed.json()["accessToken"]
+    assert api.get("/api/me", key=second_token).json()["scopes"] == ["agent"]
+    actions = [entry["action"] for entry in api.get("/api/audit", key=acme.admin).json()]
+    assert "user.authenticator.enable" in actions
+
+    assert api.delete("/api/me/authenticator", key=second_token).json() == {"enabled": False}
+    again = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": NEW_PASSWORD})
+    assert again.json()["accessToken"] and again.json()["challenge"] is None
 
 
 def test_signing_out_refuses_every_token_of_the_person_at_once(api: Client, acme: TenantKeys) -> None:

@@ -639,9 +639,13 @@ class FakeMedia:
         self.stored = dict(stored or {})  # provider message id -> (MediaRef, bytes)
         self.errors: dict[str, list[Exception]] = {}
         self.resolved: list[str] = []
+        self.deadlines: list[Any] = []  # the deadline each fetch was given
 
-    def resolve(self, owner_tag: str | None, instance: str, message_id: str, media: Any) -> Any:
+    def resolve(
+        self, owner_tag: str | None, instance: str, message_id: str, media: Any, *, deadline: Any = None
+    ) -> Any:
         self.resolved.append(message_id)
+        self.deadlines.append(deadline)
         pending = self.errors.get(message_id)
         if pending:
             raise pending.pop(0)

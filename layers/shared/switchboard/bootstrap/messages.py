@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from switchboard.messages.dynamo import MenuRepository, MessageLogRepository, MessageRepository
     from switchboard.messages.heard import HeardFrom
     from switchboard.messages.incoming_log import IncomingLog
+    from switchboard.messages.pinned import PinnedMessages
     from switchboard.messages.ports import TextSender
     from switchboard.messages.receipts import ReceiptEffect
     from switchboard.messages.sending import SendWorker
@@ -121,6 +122,17 @@ def message_service(c: Components) -> MessageService:
 
 
 @component
+def pinned_messages(c: Components) -> PinnedMessages:
+    """Test messages of an instance: accepted and queued like the send API's, without its
+    idempotency layer (the console sends each one once)."""
+    from switchboard.messages.pinned import PinnedMessages
+
+    return PinnedMessages(
+        message_repository(c), send_queue(c), daily_quota=daily_send_quota(c), status=status_changes(c)
+    )
+
+
+@component
 def send_worker(c: Components) -> SendWorker:
     from switchboard.bootstrap.health import health_watch, pacer
     from switchboard.messages.choices import Menus
@@ -135,7 +147,9 @@ def send_worker(c: Components) -> SendWorker:
     messages = message_repository(c)
     service = SendingService(
         messages,
-        planner=Planner(messages, configs=sending_config_source(c), tickets=pool_repository(c)),
+        planner=Planner(
+            messages, configs=sending_config_source(c), tickets=pool_repository(c), pinned=sending_config_source(c)
+        ),
         gates=Gates(spam_guard=SpamGuard(SpamHistoryRepository(table(c))), health=health_watch(c), pacer=pacer(c)),
         attempts=Attempts(
             messages,

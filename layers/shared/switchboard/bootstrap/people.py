@@ -11,6 +11,7 @@ from switchboard.bootstrap.core import table
 
 if TYPE_CHECKING:
     from switchboard.people.authentication import UserAuthenticator
+    from switchboard.people.authenticator import AuthenticatorService
     from switchboard.people.cognito import CognitoUserPool
     from switchboard.people.dynamo import PeopleDirectory
     from switchboard.people.ports import GrantChanges
@@ -83,3 +84,12 @@ def pool_sign_in(c: Components) -> PoolSignIn:
     if not c.settings.user_pool_client_id:
         raise RuntimeError("USER_POOL_CLIENT_ID is not configured")
     return PoolSignIn(c.client("cognito-idp"), c.settings.user_pool_client_id)
+
+
+@component
+def authenticator_service(c: Components) -> AuthenticatorService:
+    """A person's authenticator app: the pool's calls that their own access token authorizes."""
+    from switchboard.people.authenticator import AuthenticatorService
+    from switchboard.people.cognito import CognitoAuthenticatorApps
+
+    return AuthenticatorService(CognitoAuthenticatorApps(c.client("cognito-idp")), audit_log(c))

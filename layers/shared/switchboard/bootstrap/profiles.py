@@ -69,7 +69,8 @@ class MissingSetting(RuntimeError):
 _QUEUES = ("FORWARD_QUEUE_URL", "RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL")
 REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
     "calls_api": ("RECONCILE_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
-    "catalog_api": ("CLIENT_WEBHOOK_QUEUE_URL",),
+    # An instance's test message goes onto SendQueue.
+    "catalog_api": ("CLIENT_WEBHOOK_QUEUE_URL", "SEND_QUEUE_URL"),
     "live_tickets_api": ("LIVE_URL",),
     "messages_api": ("SEND_QUEUE_URL", "CLIENT_WEBHOOK_QUEUE_URL"),
     # Replays go back onto ClientWebhookQueue.
@@ -161,6 +162,7 @@ def _provided() -> dict[Callable[..., Any], Component[Any]]:
         messages_deps.media_uploads: messages.media_uploads,
         people_deps.users_service: people.users_service,
         people_deps.pool_sign_in: people.pool_sign_in,
+        people_deps.authenticator_service: people.authenticator_service,
         pool_deps.pool_service: pool.pool_service,
         catalog_deps.webhook_setup: providers.webhook_setup,
         catalog_deps.pairing_service: providers.pairing_service,

@@ -13,8 +13,10 @@ from switchboard.bootstrap.core import secrets
 if TYPE_CHECKING:
     from switchboard.catalog.domain import Instance
     from switchboard.catalog.pairing import PairingService
+    from switchboard.catalog.ports import TestMessages
     from switchboard.catalog.targets import TargetResolver
     from switchboard.catalog.webhook_setup import WebhookSetup
+    from switchboard.core.identity import Principal
     from switchboard.providers.base import ProviderClient
     from switchboard.providers.kinds import ProviderKind
 
@@ -67,4 +69,27 @@ def pairing_service(c: Components) -> PairingService:
 
         return status_reads(c).after_save(instance)
 
-    return PairingService(catalog_repository(c), targets(c), webhook_setup(c), audit_log(c), status_read=status_read)
+    def test_messages() -> TestMessages:
+        # Built on the first test message: only then does the catalog function reach the send queue.
+        from switchboard.bootstrap.messages import pinned_messages
+
+        return pinned_messages(c)
+
+    return PairingService(
+        catalog_repository(c),
+        targets(c),
+        webhook_setup(c),
+        audit_log(c),
+        status_read=status_read,
+        test_messages=_Deferred(test_messages),
+    )
+
+
+class _Deferred:
+    """`TestMessages` built on its first use."""
+
+    def __init__(self, build: Callable[[], TestMessages]) -> None:
+        self._build = build
+
+    def submit(self, principal: Principal, instance: str, to: str, text: str) -> str:
+        return self._build().submit(principal, instance, to, text)

@@ -1,10 +1,12 @@
 """Pairing an instance's number from the console: start its session, show the code its provider
 draws until the phone scans it, log the phone out, and send a test message through it.
 
-Every call goes to the instance's own provider server through its kind's client
+Every pairing call goes to the instance's own provider server through its kind's client
 (`providers.base.PairingSessions`); a kind that pairs no numbers this way (the Meta Cloud API,
 whose numbers are registered in Meta's own tools) raises `UnsupportedByProvider`. The connection
-state stays the connection state's: the provider's webhook (or a status read) moves it.
+state stays the connection state's: the provider's webhook (or a status read) moves it. A test
+message is an ordinary message pinned to the instance (`TestMessages`): queued, paced, traced,
+logged and counted like any other, its outcome read back by its id.
 """
 
 from __future__ import annotations
@@ -13,18 +15,22 @@ from collections.abc import Callable
 from typing import Protocol
 
 from switchboard.audit.ports import Audit
-from switchboard.catalog.domain import Instance
-from switchboard.catalog.ports import Targets
-from switchboard.core.clock import new_id
+from switchboard.catalog.domain import Instance, Provider
+from switchboard.catalog.ports import Targets, TestMessages
 from switchboard.core.errors import InstanceDisconnected, ProviderDisconnected, UnsupportedByProvider
 from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.providers.base import Pairing, PairingSessions, ProviderClient, ProviderTarget, SentMessage
+from switchboard.providers.base import Pairing, PairingSessions, ProviderClient, ProviderTarget
+from switchboard.providers.kinds import spec_for
 
 
 class Instances(Protocol):
     def get_instance(self, tenant: str, name: str) -> Instance: ...
+
+
+class PairingTargets(Targets, Protocol):
+    def provider_of(self, instance: Instance) -> Provider: ...
 
 
 class WebhookConfigurer(Protocol):
@@ -42,15 +48,18 @@ class PairingService:
     def __init__(
         self,
         instances: Instances,
-        targets: Targets,
+        targets: PairingTargets,
         setup: WebhookConfigurer,
         audit: Audit,
         *,
         status_read: Callable[[Instance], Instance],
+        test_messages: TestMessages | None = None,
     ) -> None:
         """`status_read` reads an instance's connection state from its provider and returns the
-        instance as it then is (best effort, never raising)."""
+        instance as it then is (best effort, never raising); `test_messages` queues a test message
+        (None: a function that sends none)."""
         self._instances = instances
+        self._test_messages = test_messages
         self._targets = targets
         self._setup = setup
         self._audit = audit
@@ -91,20 +100,21 @@ class PairingService:
         logger.info("instance logged out", extra={"instance": instance.key})
         return self._status_read(instance)
 
-    def send_test(self, principal: Principal, name: str, to: str, text: str) -> SentMessage:
-        """A text sent at once through this instance alone, to check it end to end: not queued,
-        paced or tried on another number (a customer's message goes through `POST /api/messages`).
-        Raises InstanceDisconnected when the number is not paired, and the other `ProviderError`s of
-        the send."""
+    def send_test(self, principal: Principal, name: str, to: str, text: str) -> str:
+        """A text through this instance alone, to check it end to end: queued for the send worker
+        like any message and tried through no other instance or number; the message's id, whose
+        status says how it went. Raises InstanceDisconnected at once when the instance's number is
+        not paired (a cloud kind's number needs no session)."""
+        if self._test_messages is None:
+            raise RuntimeError("test messages are not provided")
         instance = self._instances.get_instance(principal.tenant, name)
-        client, target = self._targets.target_for(instance)
-        try:
-            sent = client.send_text(target, to, text, new_id("test"))
-        except ProviderDisconnected as exc:
-            raise InstanceDisconnected("the instance's number is not connected: pair it first") from exc
-        self._audit.record(principal, "instance.test_message_sent", name, after={"to": to})
-        logger.info("test message sent", extra={"instance": instance.key})
-        return sent
+        provider = self._targets.provider_of(instance)
+        if not instance.connected and not spec_for(provider.kind).always_connected:
+            raise InstanceDisconnected("the instance's number is not connected: pair it first")
+        message_id = self._test_messages.submit(principal, instance.name, to, text)
+        self._audit.record(principal, "instance.test_message_queued", name, after={"to": to, "messageId": message_id})
+        logger.info("test message queued", extra={"instance": instance.key, "message_id": message_id})
+        return message_id
 
     def _sessions(self, principal: Principal, name: str) -> tuple[Instance, PairingSessions, ProviderTarget]:
         instance = self._instances.get_instance(principal.tenant, name)

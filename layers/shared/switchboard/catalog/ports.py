@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from switchboard.catalog.domain import Instance
 
 if TYPE_CHECKING:
+    from switchboard.core.identity import Principal
     from switchboard.core.store import UnitOfWork
     from switchboard.providers.base import ProviderClient, ProviderTarget
 
@@ -35,3 +36,13 @@ class KeyAttachment(Protocol):
     transaction that revokes the key."""
 
     def record_key_deleted(self, uow: UnitOfWork, api_key_id: str) -> None: ...
+
+
+class TestMessages(Protocol):
+    """Messages pinned to one instance, sent the way every message is (the send worker's
+    `messages.pinned.PinnedMessages`, provided by the composition root: messages sit above the
+    catalog)."""
+
+    def submit(self, principal: Principal, instance: str, to: str, text: str) -> str:
+        """Accept and queue `text` to `to` through `instance` alone; the message's id."""
+        ...

@@ -331,10 +331,17 @@ def logout_instance(pairings: Pairings, name: ID, principal: Admin) -> InstanceV
     return InstanceView.of(pairings.log_out(principal, name))
 
 
-@router.post("/api/instances/<name>/test-message", tags=["instances"], responses=PAIRING_ERRORS)
+@router.post(
+    "/api/instances/<name>/test-message",
+    status_code=202,
+    tags=["instances"],
+    responses=documented(401, 403, 404, 409, 422, 429, 500),
+)
 def send_test_message(pairings: Pairings, name: ID, body: SendTestMessage, principal: Admin) -> TestMessageView:
-    """Send a text through this instance alone, at once, to check it end to end: it is not
-    queued, paced, logged as a message or tried on another number. 409 `instance_disconnected`
-    when its number is not paired."""
-    sent = pairings.send_test(principal, name, body.to, body.text)
-    return TestMessageView.of(name, body.to, sent)
+    """Send a text through this instance alone to check it end to end: a message like any other
+    (queued for the send worker, paced, traced, in the message log and the usage), tried through
+    no other instance or number. Answers its id: read `GET /api/messages/{id}` until SENT or
+    FAILED. 409 `instance_disconnected` at once when its number is not paired; 429
+    `daily_quota_exceeded` when the tenant's day is spent."""
+    message_id = pairings.send_test(principal, name, body.to, body.text)
+    return TestMessageView.of(message_id, name, body.to)

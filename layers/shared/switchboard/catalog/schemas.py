@@ -16,7 +16,6 @@ from switchboard.providers.kinds import ProviderKind, WebhookScheme
 if TYPE_CHECKING:
     from switchboard.catalog.domain import PacingLimits
     from switchboard.catalog.pairing import InstancePairing
-    from switchboard.providers.base import SentMessage
 
 # --- tenants -------------------------------------------------------------------------------
 
@@ -428,11 +427,11 @@ class SendTestMessage(Body):
 
 
 class TestMessageView(View):
+    id: str = Field(description="The message's id: read it at `GET /api/messages/{id}` until SENT or FAILED.")
+    status: Literal["QUEUED"] = Field(description="Accepted and queued for the send worker.")
     instance: str
     to: str
-    status: Literal["SENT"] = Field(description="The provider accepted the message.")
-    provider_message_id: str
 
     @classmethod
-    def of(cls, instance: str, to: str, sent: SentMessage) -> TestMessageView:
-        return cls(instance=instance, to=to, status="SENT", provider_message_id=sent.provider_message_id)
+    def of(cls, message_id: str, instance: str, to: str) -> TestMessageView:
+        return cls(id=message_id, status="QUEUED", instance=instance, to=to)

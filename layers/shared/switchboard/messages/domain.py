@@ -123,6 +123,9 @@ class Message(Record):
     # The message this one quotes: switchboard's id of a message sent to this recipient, or
     # the provider's id of a message in this conversation.
     reply_to: str | None = None
+    # The one instance it may leave through (the console's test message of that instance), not
+    # the key's number or pool; None for every message sent through the API.
+    pinned_instance: str | None = None
     # Sent instead of free-form content that no number may send: a Cloud API number outside the
     # recipient's customer-service window, with no other number of the key able to take it.
     fallback_template: Template | None = None
@@ -177,6 +180,8 @@ class SendJob(Model):
     # Set on the delayed job that wakes a WAITING message: the lease token of the worker that
     # made it wait, which it writes as the message's `wake_token`. Any other job skips it.
     wake: str | None = None
+    # The message's `pinned_instance`: the plan is that instance alone, not the key's numbers.
+    instance: str | None = None
     # True on a template's job: its first route may be one whose customer-service window is
     # closed (the claim, which reads no content, marks it in flight at once).
     template: bool | None = None

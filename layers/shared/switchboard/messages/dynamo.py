@@ -149,6 +149,7 @@ class MessageItem(TableItem):
     text = UnicodeAttribute()
     content = DocumentAttribute(null=True)  # `providers.content`: a media message holds its bucket reference
     reply_to = UnicodeAttribute(null=True)
+    pinned_instance = UnicodeAttribute(null=True)
     fallback_template = DocumentAttribute(null=True)  # `providers.content.Template`
     window_refused_at = IsoDateTimeAttribute(null=True)
     sent_as = DocumentAttribute(null=True)  # `SentAs`

@@ -114,6 +114,14 @@ class ConfigSource(Protocol):
     def get(self, tenant: str, api_key_id: str) -> SendingConfig: ...
 
 
+class PinnedConfigs(Protocol):
+    """The configuration of a message pinned to one instance (`SendingConfigSource.pinned`)."""
+
+    def pinned(self, tenant: str, api_key_id: str, instance_name: str) -> SendingConfig:
+        """Its number with that instance as its one route. Raises NotFound when the instance is gone."""
+        ...
+
+
 class Tickets(Protocol):
     """The round-robin tickets of a key's pool (`switchboard.pool.dynamo.PoolRepository`)."""
 

@@ -147,7 +147,9 @@ class ReceiptEffect:
         tenant, message_id = message.tenant, message.id
         try:
             try:
-                webhook_url = self._configs.get(tenant, message.api_key_id).webhook_url
+                # A message pinned to an instance (its test message) is the console's: no client webhook.
+                pinned = message.pinned_instance is not None
+                webhook_url = None if pinned else self._configs.get(tenant, message.api_key_id).webhook_url
             except NotFound:
                 webhook_url = None  # the key was revoked: no client webhook, the change is still told
             self._notifier.message_changed(message, webhook_url)

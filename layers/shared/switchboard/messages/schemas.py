@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from switchboard.core.model import Text
 from switchboard.core.wire import Body, View
+from switchboard.media import limits
 from switchboard.messages.domain import (
     MAX_TEXT_LENGTH,
     MAX_VALID_FOR_SECONDS,
@@ -41,7 +42,7 @@ from switchboard.providers.content import (
 )
 from switchboard.providers.vcard import vcard_of
 
-MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # a document's limit, the largest kind's: checked per kind on use
+MAX_UPLOAD_BYTES = limits.LARGEST  # a document's limit, the largest kind's: checked per kind on use
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
 MAX_CAPTION_LENGTH = 1024  # WhatsApp's (and the Cloud API's) limit for a media caption
 MAX_FILE_NAME_LENGTH = 240
@@ -527,6 +528,11 @@ class MessageView(View):
     to: str
     source_number: str | None
     instance: str | None
+    pinned_instance: str | None = Field(
+        default=None,
+        description="The one instance it may leave through: a test message sent from an instance's "
+        "screen in the console. Null for a message sent here (the key's number or pool).",
+    )
     attempts: int
     failure_reason: str | None
     last_error: str | None

@@ -11,11 +11,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from switchboard.core.errors import AlreadyExists, InvalidInput
+from switchboard.core.errors import AlreadyExists, InvalidInput, RateLimited, Unauthenticated
 from switchboard.core.observability import logger
-from switchboard.people.domain import Role, group_name
+from switchboard.people.domain import CodeNotConfirmed, Role, group_name
 
 _INVALID = {"InvalidPasswordException", "InvalidParameterException"}
+# The name the pool keeps for a person's authenticator app (one per person).
+ISSUER_DEVICE = "authenticator app"
 
 
 class CognitoUserPool:
@@ -93,3 +95,55 @@ def _pool_message(error: ClientError, fallback: str) -> str:
     """Cognito's own explanation of a refused password (its policy), never a secret."""
     message = str(error.response.get("Error", {}).get("Message") or "")
     return message[:300] if message and "password" in message.lower() else fallback
+
+
+class CognitoAuthenticatorApps:
+    """A person's authenticator app through the pool's calls that take their access token
+    (`AssociateSoftwareToken`, `VerifySoftwareToken`, `SetUserMFAPreference`, `GetUser`): the
+    token is the authorization, no pool id and no admin permission is involved."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def enabled(self, access_token: str) -> bool:
+        answer = self._call("get_user", AccessToken=access_token)
+        return "SOFTWARE_TOKEN_MFA" in (answer.get("UserMFASettingList") or [])
+
+    def new_secret(self, access_token: str) -> str:
+        return str(self._call("associate_software_token", AccessToken=access_token)["SecretCode"])
+
+    def verify(self, access_token: str, code: str) -> None:
+        try:
+            answer = self._call(
+                "verify_software_token", AccessToken=access_token, UserCode=code, FriendlyDeviceName=ISSUER_DEVICE
+            )
+        except ClientError as error:
+            # Cognito refuses a wrong first code with EnableSoftwareTokenMFAException (moto with
+            # CodeMismatchException); without a pending secret there is nothing to verify.
+            refused = {"EnableSoftwareTokenMFAException", "CodeMismatchException", "InvalidParameterException"}
+            if error.response.get("Error", {}).get("Code") in refused:
+                raise CodeNotConfirmed("the code is not the one the app shows now", field="code") from error
+            raise
+        if answer.get("Status") != "SUCCESS":
+            raise CodeNotConfirmed("the code is not the one the app shows now", field="code")
+
+    def set_enabled(self, access_token: str, enabled: bool) -> None:
+        self._call(
+            "set_user_mfa_preference",
+            AccessToken=access_token,
+            SoftwareTokenMfaSettings={"Enabled": enabled, "PreferredMfa": enabled},
+        )
+
+    def _call(self, operation: str, **request: Any) -> dict[str, Any]:
+        try:
+            answer: dict[str, Any] = getattr(self._client, operation)(**request)
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            logger.info("authenticator app call refused", extra={"operation": operation, "error": code})
+            if code == "NotAuthorizedException":
+                # The token the authorizer let through was ended at the pool meanwhile.
+                raise Unauthenticated("your session has ended: sign in again") from error
+            if code in {"TooManyRequestsException", "LimitExceededException"}:
+                raise RateLimited("too many attempts: wait a minute", retry_after_seconds=60) from error
+            raise
+        return answer

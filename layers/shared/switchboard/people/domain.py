@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from pydantic import ConfigDict
 
+from switchboard.core.errors import InvalidInput
 from switchboard.core.identity import Principal, Scope, user_principal
 from switchboard.core.model import Model
 
@@ -85,3 +86,10 @@ class Invitation(Model):
 
     user: User
     temporary_password: str | None = None
+
+
+class CodeNotConfirmed(InvalidInput):
+    """The first code of a new authenticator app is not the one its secret gives now (or no
+    secret is pending): the app is not turned on."""
+
+    code = "mfa_code_refused"

@@ -51,3 +51,23 @@ class GrantChanges(Protocol):
         """A principal's grant was revoked or changed: what it holds on the old grant (live
         connections) is checked again. Never raises."""
         ...
+
+
+class AuthenticatorApps(Protocol):
+    """A person's authenticator app at the user pool, through their own access token."""
+
+    def enabled(self, access_token: str) -> bool:
+        """Whether the pool asks them for an app's code after their password."""
+        ...
+
+    def new_secret(self, access_token: str) -> str:
+        """A new pending secret (base32) for their app."""
+        ...
+
+    def verify(self, access_token: str, code: str) -> None:
+        """Raises CodeNotConfirmed when `code` is not the pending secret's current one."""
+        ...
+
+    def set_enabled(self, access_token: str, enabled: bool) -> None:
+        """Make the app their sign-in step (a verified secret), or stop asking for it."""
+        ...

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from switchboard.core.api.auth import requires
+from switchboard.core.api.auth import bearer_credential, requires
 from switchboard.core.api.errors import NO_API_KEY, documented
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.wire import OwnerTag
@@ -17,6 +17,9 @@ from switchboard.people import deps
 from switchboard.people.domain import Role
 from switchboard.people.schemas import (
     AnswerCode,
+    AuthenticatorSecretView,
+    AuthenticatorView,
+    ConfirmAuthenticator,
     InvitedUserView,
     InviteUser,
     RefreshSession,
@@ -29,14 +32,17 @@ from switchboard.people.schemas import (
 )
 
 if TYPE_CHECKING:
+    from switchboard.people.authenticator import AuthenticatorService
     from switchboard.people.service import UsersService
     from switchboard.people.signin import PoolSignIn
 else:
+    AuthenticatorService = Any
     UsersService = Any
     PoolSignIn = Any
 
 router = APIGatewayHttpRouter()
 Users = Annotated[UsersService, Depends(deps.users_service)]
+Authenticators = Annotated[AuthenticatorService, Depends(deps.authenticator_service)]
 SignInCalls = Annotated[PoolSignIn, Depends(deps.pool_sign_in)]
 PlatformOrAdmin = Annotated[Principal, Depends(requires(router, Scope.PLATFORM, Scope.ADMIN))]
 UserId = Annotated[str, Path(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9-]+$")]
@@ -80,6 +86,51 @@ def sign_out(users: Users, principal: Person) -> Response[None]:
     key (revoke a key instead)."""
     users.sign_out(principal)
     return Response(status_code=204, content_type=content_types.APPLICATION_JSON)
+
+
+# --- the signed-in person's authenticator app ---------------------------------------------------
+# The pool's calls about a person take their access token: the one this request came with.
+
+AUTHENTICATOR_ERRORS = documented(400, 401, 403, 422, 429)
+
+
+def access_token() -> str:
+    return bearer_credential(router)
+
+
+AccessToken = Annotated[str, Depends(access_token)]
+
+
+@router.get("/api/me/authenticator", tags=["users"], responses=AUTHENTICATOR_ERRORS)
+def get_authenticator(apps: Authenticators, principal: Person, token: AccessToken) -> AuthenticatorView:
+    """Whether the signed-in person signs in with their authenticator app's code after the
+    password. 400 `not_a_person` for an API key."""
+    return AuthenticatorView(enabled=apps.enabled(principal, token))
+
+
+@router.post("/api/me/authenticator", tags=["users"], responses=AUTHENTICATOR_ERRORS)
+def start_authenticator(apps: Authenticators, principal: Person, token: AccessToken) -> AuthenticatorSecretView:
+    """A new secret for an authenticator app (TOTP): as an `otpauth://` URI and as text. Sign-in
+    does not change until the app's first code confirms it (`/api/me/authenticator/confirm`)."""
+    made = apps.start(principal, token)
+    return AuthenticatorSecretView(secret=made.secret, uri=made.uri)
+
+
+@router.post("/api/me/authenticator/confirm", tags=["users"], responses=AUTHENTICATOR_ERRORS)
+def confirm_authenticator(
+    apps: Authenticators, principal: Person, token: AccessToken, body: ConfirmAuthenticator
+) -> AuthenticatorView:
+    """The new app's current code: from now on signing in asks for the app's code after the
+    password. 400 `mfa_code_refused` (`field`: `code`) for another code."""
+    apps.confirm(principal, token, body.code)
+    return AuthenticatorView(enabled=True)
+
+
+@router.delete("/api/me/authenticator", tags=["users"], responses=AUTHENTICATOR_ERRORS)
+def turn_off_authenticator(apps: Authenticators, principal: Person, token: AccessToken) -> AuthenticatorView:
+    """Sign in with the password alone again."""
+    apps.turn_off(principal, token)
+    return AuthenticatorView(enabled=False)
 
 
 # --- signing in (no key: these are how a person gets their token) ----------------------------

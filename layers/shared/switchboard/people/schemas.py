@@ -83,6 +83,21 @@ class SessionView(View):
         return cls.model_validate(session.model_dump())
 
 
+class ConfirmAuthenticator(Body):
+    code: Annotated[str, StringConstraints(pattern=r"^[0-9]{6}$")] = Field(
+        description="The six digits the new authenticator app shows now."
+    )
+
+
+class AuthenticatorView(View):
+    enabled: bool = Field(description="Whether signing in asks for the authenticator app's code after the password.")
+
+
+class AuthenticatorSecretView(View):
+    secret: str = Field(description="The app's secret (base32), to type into an app by hand. Shown only here.")
+    uri: str = Field(description="The same secret as an `otpauth://totp/...` URI: an app opens it, or a QR code of it.")
+
+
 class UpdateUser(Body):
     role: RoleName | None = None
     enabled: bool | None = Field(default=None, description="false: refused at once, on the API and live updates.")

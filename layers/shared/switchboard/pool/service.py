@@ -46,6 +46,8 @@ class Catalog(Protocol):
     def number_by_digits(self, tenant: str, digits: str) -> Number | None: ...
     def instances_of_number(self, number_id: str) -> list[Instance]: ...
     def list_providers(self, tenant: str) -> list[Provider]: ...
+    def get_instance(self, tenant: str, name: str) -> Instance: ...
+    def get_provider(self, tenant: str, provider_id: str) -> Provider: ...
 
 
 class Pools(Protocol):
@@ -79,19 +81,9 @@ def routes_of(number: Number, instances: list[Instance], providers: dict[str, Pr
         provider = providers.get(instance.provider_id)
         if provider is None or instance.kind != "messages":
             continue
-        is_cloud = spec_for(provider.kind).always_connected
-        if (number.meta_phone_id is not None) != is_cloud or not (is_cloud or instance.connected):
-            continue
-        route = Route(
-            provider_id=provider.id,
-            kind=provider.kind,
-            base_url=provider.base_url,
-            provider_instance_id=instance.provider_instance_id,
-            instance=instance.name,
-            meta_phone_id=number.meta_phone_id,
-            source=instance,
-        )
-        ranked.append((provider.priority, instance.priority, instance.name, route))
+        route = instance_route(number, instance, provider)
+        if route is not None:
+            ranked.append((provider.priority, instance.priority, instance.name, route))
     if number.meta_phone_id and not ranked:
         for provider in providers.values():
             if spec_for(provider.kind).always_connected and provider.admin_token_hint:
@@ -104,6 +96,24 @@ def routes_of(number: Number, instances: list[Instance], providers: dict[str, Pr
                 )
                 ranked.append((provider.priority, 0, provider.id, route))
     return tuple(route for *_, route in sorted(ranked, key=lambda ranked_route: ranked_route[:3]))
+
+
+def instance_route(number: Number, instance: Instance, provider: Provider) -> Route | None:
+    """How `number` sends through `instance` now: a connected session, or any instance of a cloud
+    kind (its number needs no session); None when it cannot send (disconnected, or a session
+    instance of a cloud number and the other way round)."""
+    is_cloud = spec_for(provider.kind).always_connected
+    if (number.meta_phone_id is not None) != is_cloud or not (is_cloud or instance.connected):
+        return None
+    return Route(
+        provider_id=provider.id,
+        kind=provider.kind,
+        base_url=provider.base_url,
+        provider_instance_id=instance.provider_instance_id,
+        instance=instance.name,
+        meta_phone_id=number.meta_phone_id,
+        source=instance,
+    )
 
 
 class PoolService:
@@ -262,6 +272,23 @@ class SendingConfigSource:
         with self._lock:
             self._cache[(tenant, api_key_id)] = (now, config)
         return config
+
+    def pinned(self, tenant: str, api_key_id: str, instance_name: str) -> SendingConfig:
+        """The configuration of a message pinned to one instance: its number, with that instance
+        (of either role) as its one route while it can send, and no client webhook (the message is
+        the console's, not an app's). Never cached: it is read once per test message. Raises
+        NotFound when the instance, its number or its provider no longer exists."""
+        instance = self._catalog.get_instance(tenant, instance_name)
+        number = self._catalog.get_number(tenant, instance.number_id)
+        route = instance_route(number, instance, self._catalog.get_provider(tenant, instance.provider_id))
+        pinned = NumberRoutes(
+            number_id=number.id,
+            digits=number.number,
+            routes=(route,) if route else (),
+            pacing=number.pacing,
+            waba_id=number.waba_id,
+        )
+        return SendingConfig(tenant=tenant, api_key_id=api_key_id, mode="default", default=pinned)
 
     def _load(self, tenant: str, api_key_id: str) -> SendingConfig:
         key = self._catalog.get_api_key(tenant, api_key_id)

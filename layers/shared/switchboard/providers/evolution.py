@@ -60,6 +60,7 @@ import httpx
 from pydantic import ConfigDict, Field, RootModel, StrictBool, StrictStr, ValidationError
 
 from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json, read_answer
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import (
     InvalidInput,
     ProviderDisconnected,
@@ -99,7 +100,6 @@ from switchboard.providers.messaging_only import MessagingOnly
 SEND_ROUTE = "/message/sendText/{instance}"
 STATE_ROUTE = "/instance/connectionState/{instance}"
 NUMBERS_ROUTE = "/chat/whatsappNumbers/{instance}"
-
 
 # --- outbound ------------------------------------------------------------------------------
 
@@ -157,10 +157,12 @@ class EvolutionClient(MessagingOnly):
     def close(self) -> None:
         self._http.close()
 
-    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+    def download_media(
+        self, target: ProviderTarget, source: MediaSource, *, max_bytes: int, deadline: Deadline | None = None
+    ) -> DownloadedMedia:
         from switchboard.providers import evolution_media  # noqa: PLC0415 - only the forwarder fetches media
 
-        return evolution_media.download(self._http, target, source, max_bytes)
+        return evolution_media.download(self._http, target, source, max_bytes, deadline)
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         """Send one text. `idempotency_key` cannot be passed on: Evolution has no such header.

@@ -10,11 +10,17 @@ the host, the query or a token. The mapping:
 - read/write timeout, connection dropped after sending: `ProviderTimeout` (outcome unknown);
 - 2xx whose body cannot be read: `ProviderTimeout` (it may have been applied);
 - 5xx and 429: `ProviderUnavailable`; any other non-2xx: `ProviderRejected`.
+
+A request may carry its caller's deadline (`core.clock.Deadline`: the forwarder's, what is left of
+its invocation): it is not sent once the deadline passed, each of its waits (connecting, each read)
+is cut to the time left, and its answer's body stops between two chunks once the deadline passes,
+however steadily a slow server sends it. It then raises `DeadlinePassed`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -22,7 +28,14 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from switchboard.core.api.body import read_answer
-from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
+from switchboard.core.clock import Deadline
+from switchboard.core.errors import (
+    DeadlinePassed,
+    ProviderError,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 
@@ -32,6 +45,7 @@ DEFAULT_READ_TIMEOUT_SECONDS = 10.0
 Answer = TypeVar("Answer", bound=BaseModel)
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+_DEADLINE = "switchboard.deadline"  # the request extension a deadline travels in to the transport
 
 
 def path_segment(value: str) -> str:
@@ -59,8 +73,9 @@ class ProviderHttp:
             timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
             follow_redirects=False,
             trust_env=False,
-            transport=transport or PinnedTransport(self._policy),
+            transport=_DeadlineTransport(transport or PinnedTransport(self._policy)),
         )
+        self._read_timeout = read_timeout
 
     def close(self) -> None:
         self._client.close()
@@ -76,24 +91,37 @@ class ProviderHttp:
         body: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
         files: dict[str, Any] | None = None,
+        deadline: Deadline | None = None,
     ) -> httpx.Response:
         """Send one request to `base_url + path` (with the query `params`); `route` is the path
         template used in errors, which never show the query.
 
         Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
         above; the caller decides what a non-2xx answer means. `files`: a multipart body
-        (httpx's `files`) instead of JSON.
+        (httpx's `files`) instead of JSON. `deadline`: the request stops there (`DeadlinePassed`).
         """
         # What the URL itself shows; the transport resolves the host and checks its addresses.
         url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
         label = self.label(method, route)
+        timing: dict[str, Any] = {}
+        if deadline is not None:
+            left = deadline.left()
+            if left <= 0:
+                raise DeadlinePassed(f"{label}: not sent, its deadline passed")
+            waits = min(self._read_timeout, left)
+            timing = {
+                "timeout": httpx.Timeout(waits, connect=min(CONNECT_TIMEOUT_SECONDS, left)),
+                "extensions": {_DEADLINE: deadline},
+            }
         try:
             if files is not None:
-                return self._client.request(method, url, headers=headers, files=files, params=params)
-            return self._client.request(method, url, headers=headers, json=body, params=params)
-        except _NOT_SENT as exc:
-            raise ProviderUnavailable(f"{label}: could not connect") from exc
+                return self._client.request(method, url, headers=headers, files=files, params=params, **timing)
+            return self._client.request(method, url, headers=headers, json=body, params=params, **timing)
         except httpx.TransportError as exc:
+            if deadline is not None and deadline.passed():
+                raise DeadlinePassed(f"{label}: stopped at its deadline ({type(exc).__name__})") from exc
+            if isinstance(exc, _NOT_SENT):
+                raise ProviderUnavailable(f"{label}: could not connect") from exc
             raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
 
     def label(self, method: str, route: str) -> str:
@@ -138,3 +166,42 @@ def error_code(response: httpx.Response) -> str | None:
         error = error.get("code")
     code = str(error) if isinstance(error, str | int) and not isinstance(error, bool) else None
     return code if code is not None and _ERROR_CODE.match(code) else None
+
+
+class _DeadlineTransport(httpx.BaseTransport):
+    """`inner`, whose answers to a request with a deadline stop between two chunks of their body
+    once it passes (a read timeout, as a server too slow to answer in time)."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = request.extensions.pop(_DEADLINE, None)
+        response = self._inner.handle_request(request)
+        if not isinstance(deadline, Deadline) or not isinstance(response.stream, httpx.SyncByteStream):
+            return response
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_DeadlineStream(response.stream, deadline, request),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, deadline: Deadline, request: httpx.Request) -> None:
+        self._inner = inner
+        self._deadline = deadline
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            if self._deadline.passed():
+                raise httpx.ReadTimeout("the caller's deadline passed while the body was read", request=self._request)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()

@@ -39,6 +39,7 @@ import httpx
 from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import (
     Forbidden,
     InvalidInput,
@@ -181,10 +182,12 @@ class MetaCloudClient(MessagingOnly):
     def close(self) -> None:
         self._http.close()
 
-    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+    def download_media(
+        self, target: ProviderTarget, source: MediaSource, *, max_bytes: int, deadline: Deadline | None = None
+    ) -> DownloadedMedia:
         from switchboard.providers import meta_media  # noqa: PLC0415 - only the forwarder fetches media
 
-        return meta_media.download(self._http, self._api_version, target, source, max_bytes)
+        return meta_media.download(self._http, self._api_version, target, source, max_bytes, deadline=deadline)
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         if not target.instance_token:

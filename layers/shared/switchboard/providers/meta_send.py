@@ -6,9 +6,8 @@ messages and media references; david-lev/pywa `pywa/api.py` `send_message`, `upl
   "caption"}}`, a document's `filename`). A media id belongs to the number that uploaded it and
   stays usable 30 days, so it is kept per number and file (`UploadedMedia`) and reused;
 - a voice note: Meta plays an audio as a voice message only when it is OGG with the Opus codec.
-  Nothing here transcodes (no codec in the function; a Lambda layer with ffmpeg would be the only
-  way): a voice note in another format is refused, with that reason, and the pool's next kind
-  (wuzapi or Evolution, which convert it themselves) may send it;
+  Every sender turns a voice note in another format into an audio first (`providers.voice`);
+  one that reaches this module still is refused, with that reason, rather than sent unplayable;
 - a sticker must be WebP (Meta refuses any other);
 - `location` (`latitude`, `longitude`, `name`, `address`); `contacts` (`name.formatted_name`,
   `phones[{phone, type, wa_id}]`); `reaction` (`message_id`, `emoji`; an empty emoji removes it);
@@ -44,8 +43,8 @@ from switchboard.providers.content import (
     TemplateParameter,
     Text,
 )
+from switchboard.providers.voice import VOICE_MIME
 
-VOICE_MIME = "audio/ogg"
 STICKER_MIME = "image/webp"
 
 

@@ -33,6 +33,7 @@ from pydantic import AliasChoices, ConfigDict, Field, StrictBool, StrictInt, Str
 from pydantic.alias_generators import to_camel
 
 from switchboard.core.api.body import read_answer
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import (
     CallEnded,
     Conflict,
@@ -256,10 +257,12 @@ class WuzapiClient:
     def close(self) -> None:
         self._http.close()
 
-    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+    def download_media(
+        self, target: ProviderTarget, source: MediaSource, *, max_bytes: int, deadline: Deadline | None = None
+    ) -> DownloadedMedia:
         from switchboard.providers import wuzapi_media  # noqa: PLC0415 - only the forwarder fetches media
 
-        return wuzapi_media.download(self._http, target, source, max_bytes)
+        return wuzapi_media.download(self._http, target, source, max_bytes, deadline)
 
     # --- messages ----------------------------------------------------------------------------
 

@@ -32,15 +32,13 @@ import httpx
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, SwitchboardError, UnknownReference
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
+from switchboard.media import limits
 from switchboard.providers.content import Content, Location, Media, MediaKind, MediaMessage, MediaRef
 from switchboard.routing.domain import DownstreamTarget
 from switchboard.routing.outbox import Attachment, AttachmentUnavailable
 
 MAX_REDIRECTS = 3
 FETCH_TIMEOUT_SECONDS = 10.0
-MB = 1024 * 1024
-# The most one attachment may hold: a document's limit, WhatsApp's largest.
-MAX_ATTACHMENT_BYTES = 100 * MB
 _FILE_TYPES: dict[str, MediaKind] = {"image": "image", "video": "video", "audio": "audio", "file": "document"}
 
 
@@ -87,7 +85,7 @@ class HelpdeskAttachments:
         if not attachment.data_url:
             raise AttachmentUnavailable(f"the {attachment.file_type} attachment has no file URL")
         try:
-            data, declared = self._fetch(attachment.data_url, downstream.base_url, MAX_ATTACHMENT_BYTES)
+            data, declared = self._fetch(attachment.data_url, downstream.base_url, limits.LARGEST)
         except FetchRefused as exc:
             raise AttachmentUnavailable(exc.message) from exc
         name = attachment.file_name

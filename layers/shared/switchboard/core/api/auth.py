@@ -55,6 +55,15 @@ def authorizer_context(router: BaseRouter) -> dict[str, Any]:
     return dict(authorizer.get("lambda") or {})
 
 
+def bearer_credential(router: BaseRouter) -> str:
+    """The request's `Authorization: Bearer` credential, which the authorizer accepted before the
+    route runs: a person's access token is what the user pool's calls about that person take."""
+    scheme, _, credential = str(router.current_event.headers.get("authorization") or "").partition(" ")
+    if scheme.lower() != "bearer" or not credential.strip():
+        raise Unauthenticated("missing or invalid API key")
+    return credential.strip()
+
+
 def requires(router: BaseRouter, *allowed: Scope) -> Callable[..., Principal]:
     """A dependency for `Depends(...)`: the caller, if it holds one of `allowed` scopes and is
     within its request rate (RateLimited, 429, before the scope check: refused calls count too)."""

@@ -252,9 +252,7 @@ class Outcomes:
             self._messages.record_retry(message, held.reason, events if first else [], None)
         except AlreadyFinal:
             return self.skipped(message.id)
-        retry = SendJob(
-            message_id=message.id, tenant=job.tenant, api_key_id=job.api_key_id, to=job.to, template=job.template
-        )
+        retry = job.model_copy(update={"wake": None})  # the same job otherwise (a pinned one stays pinned)
         self._jobs.send_later(retry.model_dump_json(exclude_none=True), delay)
         metrics.add_metric(name="SendsPaced", unit="Count", value=1)
         logger.info("send paced", extra={"message_id": message.id, "reason": held.reason, "delay": delay})
@@ -290,14 +288,7 @@ class Outcomes:
                     data={"expiresAt": message.expires_at.isoformat(), "nextCheckSeconds": delay},
                 )
             )
-        wake = SendJob(
-            message_id=message.id,
-            tenant=job.tenant,
-            api_key_id=job.api_key_id,
-            to=job.to,
-            wake=message.lease_token,
-            template=job.template,
-        )
+        wake = job.model_copy(update={"wake": message.lease_token})
         self._jobs.send_later(wake.model_dump_json(exclude_none=True), delay)
         try:
             # A re-check that still finds nothing leaves no trace: the first wait already says why.

@@ -3,7 +3,9 @@ what the claimed message decides (`complete`).
 
 - `draft`, from the job alone: the key's configuration and the numbers in order. The
   recipient's affinity, else a round-robin ticket, orders them (`pool.domain.plan_numbers`); the
-  worker claims the message with the first route it would try already in flight.
+  worker claims the message with the first route it would try already in flight. A message pinned
+  to one instance (the console's test message) has that instance's number alone, with that
+  instance as its one route.
 - `complete`, from the claimed message: a route a dead worker left in flight becomes the
   message's pending route, unless a resend through it could make a second copy (then the message
   ends `ambiguous_outcome` unsent); the pending route's number goes first. A message past its
@@ -31,12 +33,12 @@ from switchboard.messages.domain import (
     quoted_id,
 )
 from switchboard.messages.window import has_window
-from switchboard.pool.domain import plan_numbers
+from switchboard.pool.domain import NumberPlan, plan_numbers
 from switchboard.providers.kinds import spec_for
 
 if TYPE_CHECKING:
-    from switchboard.messages.ports import ConfigSource, Messages, Tickets
-    from switchboard.pool.domain import Affinity, NumberPlan, NumberRoutes, SendingConfig
+    from switchboard.messages.ports import ConfigSource, Messages, PinnedConfigs, Tickets
+    from switchboard.pool.domain import Affinity, NumberRoutes, SendingConfig
 
 AMBIGUOUS_OUTCOME = "ambiguous_outcome"
 # A reaction or quoted reply whose conversation has no number of this key (never written to
@@ -44,6 +46,8 @@ AMBIGUOUS_OUTCOME = "ambiguous_outcome"
 NO_CONVERSATION_NUMBER = "no_conversation_number"
 CONVERSATION_NUMBER_UNAVAILABLE = "conversation_number_unavailable"
 API_KEY_REVOKED = "api_key_revoked"
+# The instance a pinned message was to leave through was deleted after it was accepted.
+PINNED_INSTANCE_GONE = "instance_not_found"
 
 
 @dataclass(frozen=True)
@@ -86,16 +90,22 @@ class Planner:
         *,
         configs: ConfigSource,
         tickets: Tickets,
+        pinned: PinnedConfigs | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
+        """`pinned`: the configuration of a message pinned to one instance (None: a worker that
+        is given none fails such a job like any unexpected error)."""
         self._messages = messages
         self._configs = configs
+        self._pinned_configs = pinned
         self._tickets = tickets
         self._clock = clock
 
     def draft(self, job: SendJob) -> Draft | Unsendable:
         """The key's configuration (one read, cached per container), the recipient's affinity in
         pool mode (one read) and, when affinity does not decide, a round-robin ticket."""
+        if job.instance is not None:
+            return self._pinned(job, job.instance)
         try:
             config = self._configs.get(job.tenant, job.api_key_id)
         except NotFound:
@@ -106,6 +116,25 @@ class Planner:
         affinity = self._messages.affinity(job.tenant, job.to) if wanted else None
         selection = plan_numbers(config, affinity, lambda: self._tickets.next_ticket(config.api_key_id))
         return Draft(config, affinity, selection, [TraceEvent(stage="pool.number.resolved", data=selection.resolved)])
+
+    def _pinned(self, job: SendJob, instance: str) -> Draft | Unsendable:
+        """The plan of a message pinned to `instance`: its number alone. The recipient's affinity is
+        read all the same: who wrote to the number lately is what the ban watch asks of it."""
+        if self._pinned_configs is None:
+            raise RuntimeError("the configuration of pinned messages is not provided")
+        try:
+            config = self._pinned_configs.pinned(job.tenant, job.api_key_id, instance)
+        except NotFound:
+            return Unsendable(None, PINNED_INSTANCE_GONE, [])
+        number = config.default
+        resolved = {
+            "selectionMode": "instance",
+            "instance": instance,
+            "resolvedNumber": number.digits if number is not None and number.connected else None,
+        }
+        selection = NumberPlan(numbers=[number] if number is not None else [], resolved=resolved)
+        affinity = self._messages.affinity(job.tenant, job.to)
+        return Draft(config, affinity, selection, [TraceEvent(stage="pool.number.resolved", data=resolved)])
 
     def complete(self, draft: Draft, claim: Claim) -> Plan | Unsendable:
         """The plan for the claimed message, or why it must not be sent at all."""
@@ -149,7 +178,10 @@ class Planner:
 
     def config_if_readable(self, job: SendJob) -> SendingConfig | None:
         """The key's configuration, so a failure after an unexpected error still reaches the
-        client's webhook; None when it cannot be read either (the failure is still recorded)."""
+        client's webhook; None when it cannot be read either (the failure is still recorded), or
+        for a pinned message, which tells no client webhook."""
+        if job.instance is not None:
+            return None
         try:
             return self._configs.get(job.tenant, job.api_key_id)
         except Exception:

@@ -1,0 +1,144 @@
+// A signed-in person's own account: two-step verification with an authenticator app, turned on
+// (a new secret as a link the phone's app opens and as text to type, confirmed by the app's first
+// code) or off (after a confirmation). From then on signing in asks for the app's code.
+import { api } from "../api.js";
+import { h, clear, field, uid, copyField, confirmDialog, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
+import { t } from "../i18n.js";
+
+/** The secret in groups of four, as people copy it into an app by hand. */
+function grouped(secret) {
+  return secret.replace(/(.{4})/g, "$1 ").trim();
+}
+
+export function mount(main, { me, notify }) {
+  const titleId = uid("two-step");
+  const state = h("p", { dataset: { field: "two-step" } });
+  const body = h("div", { class: "stack" });
+  const section = h(
+    "section",
+    { class: "card stack", "aria-labelledby": titleId, "aria-busy": "true" },
+    h("h2", { id: titleId }, t("account.twoStep.title")),
+    h("p", {}, t("account.twoStep.intro")),
+    state,
+    body,
+  );
+  main.append(h("h1", {}, t("account.title")), h("p", {}, t("account.signedInAs", { email: me.name, tenant: me.tenant })), section);
+
+  async function reload() {
+    section.setAttribute("aria-busy", "true");
+    try {
+      render((await api.authenticator()).enabled);
+    } catch (error) {
+      clear(state);
+      const slot = refusalSlot();
+      clear(body, slot);
+      showRefusal(error, { slot, context: t("account.twoStep.loadFailed") });
+    } finally {
+      section.setAttribute("aria-busy", "false");
+    }
+  }
+
+  function render(enabled) {
+    clear(state, h("strong", {}, t(enabled ? "account.twoStep.on" : "account.twoStep.off")));
+    const slot = refusalSlot();
+    const button = h(
+      "button",
+      { type: "button", class: enabled ? "danger" : "", onclick: () => (enabled ? turnOff(button, slot) : start(button, slot)) },
+      t(enabled ? "account.twoStep.turnOff" : "account.twoStep.turnOn"),
+    );
+    clear(body, h("div", { class: "actions" }, button), slot);
+  }
+
+  async function start(button, slot) {
+    clearRefusal(null, slot);
+    button.disabled = true;
+    try {
+      setUp(await api.startAuthenticator());
+    } catch (error) {
+      button.disabled = false;
+      showRefusal(error, { slot, context: t("account.twoStep.startFailed") });
+    }
+  }
+
+  /** The new secret, and the app's first code to confirm it. */
+  function setUp(made) {
+    const code = h("input", {
+      type: "text",
+      name: "code",
+      inputmode: "numeric",
+      autocomplete: "one-time-code",
+      maxlength: "6",
+      pattern: "[0-9]{6}",
+      required: true,
+      spellcheck: "false",
+    });
+    const confirm = h("button", { type: "submit" }, t("account.twoStep.confirm"));
+    const cancel = h("button", { type: "button", class: "secondary", onclick: () => reload() }, t("common.cancel"));
+    const slot = refusalSlot();
+    const formTitle = uid("two-step-code");
+    const form = h(
+      "form",
+      { class: "stack", novalidate: true, "aria-labelledby": formTitle },
+      h("h3", { id: formTitle }, t("account.twoStep.codeTitle")),
+      field(t("signin.mfa.label"), code, t("signin.mfa.hint")),
+      h("div", { class: "actions" }, confirm, cancel),
+      slot,
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearRefusal(form, slot);
+      const digits = code.value.replace(/\s/g, "");
+      if (!/^[0-9]{6}$/.test(digits)) {
+        showRefusal({ code: "validation_error", body: { fields: [{ field: "code", reason: "mfa_format" }] } }, { form, slot });
+        return;
+      }
+      confirm.disabled = true;
+      try {
+        await api.confirmAuthenticator(digits);
+        render(true);
+        notify.info(t("account.twoStep.turnedOn"));
+        main.querySelector("h1").focus();
+      } catch (error) {
+        confirm.disabled = false;
+        showRefusal(error, { form, slot, context: t("account.twoStep.confirmFailed") });
+      }
+    });
+    clear(
+      body,
+      h(
+        "ol",
+        { class: "steps" },
+        h("li", {}, t("account.twoStep.step1")),
+        h("li", {}, t("account.twoStep.step2"), " ", h("a", { href: made.uri }, t("account.twoStep.openApp"))),
+        h("li", {}, t("account.twoStep.step3")),
+      ),
+      copyField(t("account.twoStep.secret"), grouped(made.secret), t("account.twoStep.copied")),
+      form,
+    );
+    code.focus();
+  }
+
+  async function turnOff(button, slot) {
+    const sure = await confirmDialog({
+      title: t("account.twoStep.turnOffTitle"),
+      text: t("account.twoStep.turnOffText"),
+      confirm: t("account.twoStep.turnOff"),
+      cancel: t("common.cancel"),
+    });
+    if (!sure) return;
+    clearRefusal(null, slot);
+    button.disabled = true;
+    try {
+      await api.turnOffAuthenticator();
+      render(false);
+      notify.info(t("account.twoStep.turnedOff"));
+      main.querySelector("h1").focus();
+    } catch (error) {
+      button.disabled = false;
+      showRefusal(error, { slot, context: t("account.twoStep.turnOffFailed") });
+    }
+  }
+
+  reload();
+  return { reload };
+}
