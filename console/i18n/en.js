@@ -209,6 +209,9 @@ export default {
   "messages.status": "Status",
   "messages.to": "Recipient",
   "messages.sourceNumber": "Source number",
+  "messages.sentAs": "Sent as",
+  "messages.sentAsItself": "itself",
+  "messages.sentAsTemplate": "its fallback template {name} ({language}), outside the 24-hour window",
   "messages.instance": "Instance",
   "messages.attempts": "Attempts",
   "messages.failureReason": "Failure reason",
@@ -255,6 +258,9 @@ export default {
   "stage.message.read": "Read",
   "stage.pool.window.open": "Within the 24-hour window",
   "stage.message.fallback_template": "Fallback template sent instead",
+  "stage.receipt.delivered": "Delivered (receipt)",
+  "stage.receipt.read": "Read (receipt)",
+  "stage.receipt.failed": "Not delivered (receipt)",
   "stage.send.voice_as_audio": "Voice note sent as an audio file: this provider plays only OGG/Opus as a voice note",
 
   "field.selectionMode": "Selection mode",
@@ -274,6 +280,7 @@ export default {
   "field.windowOpenUntil": "Window open until",
   "field.template": "Template",
   "field.language": "Language",
+  "field.after": "After",
   "field.providerCode": "Provider's code",
   "field.providerMessage": "Provider's message",
 

@@ -209,6 +209,9 @@ export default {
   "messages.status": "Situação",
   "messages.to": "Destinatário",
   "messages.sourceNumber": "Número de origem",
+  "messages.sentAs": "Enviada como",
+  "messages.sentAsItself": "ela mesma",
+  "messages.sentAsTemplate": "seu modelo de reserva {name} ({language}), fora da janela de 24 h",
   "messages.instance": "Instância",
   "messages.attempts": "Tentativas",
   "messages.failureReason": "Motivo da falha",
@@ -255,6 +258,9 @@ export default {
   "stage.message.read": "Lida",
   "stage.pool.window.open": "Dentro da janela de 24 h",
   "stage.message.fallback_template": "Modelo de reserva enviado no lugar",
+  "stage.receipt.delivered": "Entregue (confirmação)",
+  "stage.receipt.read": "Lida (confirmação)",
+  "stage.receipt.failed": "Não entregue (confirmação)",
   "stage.send.voice_as_audio": "Mensagem de voz enviada como arquivo de áudio: este provedor só toca OGG/Opus como mensagem de voz",
 
   "field.selectionMode": "Modo de seleção",
@@ -274,6 +280,7 @@ export default {
   "field.windowOpenUntil": "Janela aberta até",
   "field.template": "Modelo",
   "field.language": "Idioma",
+  "field.after": "Depois de",
   "field.providerCode": "Código do provedor",
   "field.providerMessage": "Mensagem do provedor",
 

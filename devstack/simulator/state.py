@@ -621,8 +621,10 @@ class SimulatorState:
             message_id, event_id = arrived(records, instance, sender, kind=kind, option_id=option_id, title=title)
             return {"id": message_id, "eventId": event_id}
 
-    def receipt(self, instance_id: str, message_id: str, status: str) -> None:
-        """The recipient's phone got (or read) a message the instance sent."""
+    def receipt(self, instance_id: str, message_id: str, status: str, *, outside_window: bool = False) -> None:
+        """The recipient's phone got (or read) a message the instance sent; `outside_window`: a
+        Cloud API number's `failed` status for the customer-service window (131047), which Meta
+        may post after accepting a send its own window check let through."""
         with self._lock:
             records = self._records
             instance = records.instance(instance_id)
@@ -631,7 +633,14 @@ class SimulatorState:
             )
             if message is None:
                 raise SimError(404, "message_not_found")
-            self._dialect(instance).receipt(records, instance, message, status)
+            dialect = self._dialect(instance)
+            if outside_window:
+                refused = getattr(dialect, "window_failure", None)
+                if refused is None or status != "failed":
+                    raise SimError(400, "not_meta", "only a Cloud API number fails a send for the window")
+                refused(records, instance, message)
+                return
+            dialect.receipt(records, instance, message, status)
 
     # --- calls -------------------------------------------------------------------------------
     # Calls are the calls server's alone; each change is posted as its `call` event. The answers

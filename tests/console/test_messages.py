@@ -448,6 +448,32 @@ def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contac
     expect(window.filter(has_text=phone(cloud.number))).to_contain_text("o contato nunca escreveu a este número")
 
 
+def test_a_message_sent_as_its_fallback_template_says_so_in_its_view(console: Console, stack: Stack) -> None:
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    created = stack.api(
+        "POST",
+        "/api/api-keys",
+        key=demo.admin_key,
+        json={"name": "cloud fallback", "scopes": ["send"], "defaultNumber": cloud.number},
+    )
+    assert created.status_code == 201, created.text
+    body = {"to": "5511944440078", "text": "oi", "fallbackTemplate": {"name": "hello_world", "language": "en_US"}}
+    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json=body)
+    assert answer.status_code == 202, answer.text
+    path = f"/api/messages/{answer.json()['id']}"
+    sent = stack.wait_for(lambda: stack.api("GET", path, key=demo.admin_key).json()["sentAs"])
+    assert sent == {"type": "template", "name": "hello_world", "language": "en_US"}
+    page = console.sign_in_as_admin(demo)
+
+    page.evaluate("route => { location.hash = route; }", f"#/messages/{answer.json()['id']}")
+
+    details = page.get_by_role("region", name=f"Mensagem {answer.json()['id']}")
+    expect(details).to_contain_text("seu modelo de reserva hello_world (en_US), fora da janela de 24 h")
+    trace = page.get_by_role("region", name="Como o número foi escolhido")
+    expect(trace).to_contain_text("Modelo de reserva enviado no lugar")
+
+
 def test_a_cloud_numbers_templates_are_listed_with_their_status(
     console: Console, stack: Stack, screenshot: Callable[[Page, str], Path]
 ) -> None:

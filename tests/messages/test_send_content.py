@@ -17,7 +17,16 @@ from devstack.simulator import files
 from switchboard.core.clock import utcnow
 from switchboard.messages.domain import Message, MessageStatus, SendJob, body_hash, content_signature
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
-from switchboard.providers.content import Content, Media, MediaMessage, MediaRef, Reaction, Template
+from switchboard.providers.content import (
+    Content,
+    Interactive,
+    Media,
+    MediaMessage,
+    MediaRef,
+    Option,
+    Reaction,
+    Template,
+)
 from switchboard.providers.kinds import spec_for
 from tests.support.sending import sending_service
 from tools.support.fakes import FakeMessages, FakeNotifier, FakeSecrets, FakeTickets
@@ -244,6 +253,20 @@ def test_a_reaction_with_no_conversation_fails_with_its_reason() -> None:
     sent = world.send(Reaction(target_id="3EB0CUSTOMER", emoji="👍"))
 
     assert (sent.status, sent.failure_reason) == (MessageStatus.FAILED, "no_conversation_number")
+
+
+def test_reply_buttons_with_a_file_header_carry_the_stored_file_first_where_the_kind_has_no_file_headers() -> None:
+    world = World()
+    header = Media(kind="document", file_name="menu.pdf", stored=REF)
+    buttons = Interactive(kind="buttons", body="Confirma?", header_media=header, buttons=[Option(id="y", title="Sim")])
+
+    sent = world.send(buttons)
+
+    assert (sent.status, sent.source_number) == (MessageStatus.SENT, "5511900000001")
+    (file_path, file_body), (menu_path, menu_body) = world.bodies("wuzapi")
+    assert (file_path, menu_path) == ("/chat/send/document", "/chat/send/text")
+    assert json.loads(file_body)["Document"] == "data:application/pdf;base64," + base64.b64encode(PDF).decode()
+    assert json.loads(menu_body)["Body"] == "Confirma?\n\n1. Sim"
 
 
 @pytest.mark.parametrize(

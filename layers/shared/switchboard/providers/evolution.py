@@ -92,7 +92,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import Content, MediaMessage, MediaSource, Revoke, content_data
+from switchboard.providers.content import Content, Interactive, MediaMessage, MediaSource, Revoke, content_data
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -183,7 +183,15 @@ class EvolutionClient(MessagingOnly):
         file: OutgoingFile | None = None,
         uploaded: UploadedMedia | None = None,
     ) -> SentMessage:
-        """Send `content` through its `/message/{action}/{instance}` route (`evolution_send`)."""
+        """Send `content` through its `/message/{action}/{instance}` route (`evolution_send`).
+        Reply buttons or a list with a file header go as two messages (its `sendList` and text
+        menus have no file headers): the file first (`sendMedia`), then the menu."""
+        if isinstance(content, Interactive):
+            header, content = content.header_first()
+            if header is not None:
+                first = evolution_send.request_for(phone, header, quoted=quoted, file=file)
+                self._send(target, first.action, first.body)
+                quoted, file = None, None
         request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
         return self._send(target, request.action, request.body)
 

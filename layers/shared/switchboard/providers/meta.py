@@ -71,7 +71,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import Content, MediaMessage, MediaSource, Template, Text, content_data
+from switchboard.providers.content import Content, MediaMessage, MediaSource, Text, content_data, header_file
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -213,9 +213,9 @@ class MetaCloudClient(MessagingOnly):
                 raise InvalidInput("a media message needs its file")
             meta_send.check_file(content.media, file)
             media_id = self._media_id(target, file, uploaded)
-        elif isinstance(content, Template) and content.header_media() is not None:
+        elif header_file(content) is not None:
             if file is None:
-                raise InvalidInput("a template with a file header needs its file")
+                raise InvalidInput("a template or an interactive message with a file header needs its file")
             media_id = self._media_id(target, file, uploaded)
         return self._send(target, meta_send.message_body(phone, content, quoted=quoted, media_id=media_id))
 

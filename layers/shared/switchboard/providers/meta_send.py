@@ -17,7 +17,9 @@ messages and media references; david-lev/pywa `pywa/api.py` `send_message`, `upl
   Meta's messages reference documents it (`facebook/openapi`, "Send Message Template ...");
 - `interactive`: reply buttons (`type: button`, `action.buttons[].reply {id, title}`) or a list
   (`type: list`, `action.button` and `action.sections[].rows[] {id, title, description}`), with
-  `header: {type: text, text}`, `body: {text}` and `footer: {text}`;
+  `header: {type: text, text}`, `body: {text}` and `footer: {text}`; reply buttons' file header
+  `{type: image|video|document, <type>: {id, filename?}}` (Meta's `HeaderObject`, `facebook/openapi`),
+  uploaded like a media message's file;
 - a quote: `context: {message_id}`.
 """
 
@@ -101,7 +103,7 @@ def _structured(content: Content, media_id: str | None) -> dict[str, Any] | None
     if isinstance(content, Template):
         return {"type": "template", "template": template_object(content, media_id)}
     if isinstance(content, Interactive):
-        return {"type": "interactive", "interactive": interactive_object(content)}
+        return {"type": "interactive", "interactive": interactive_object(content, media_id)}
     return None
 
 
@@ -148,10 +150,19 @@ def _parameter(parameter: TemplateParameter, media_id: str | None) -> dict[str, 
     return {"type": kind, kind: media}
 
 
-def interactive_object(content: Interactive) -> dict[str, Any]:
-    """The `interactive` object of reply buttons or a list."""
+def interactive_object(content: Interactive, media_id: str | None = None) -> dict[str, Any]:
+    """The `interactive` object of reply buttons or a list: a file header by its uploaded `media_id`."""
     obj: dict[str, Any] = {"type": "button" if content.kind == "buttons" else "list"}
-    if content.header:
+    if (media := content.header_media) is not None:
+        if media_id is None:
+            raise UnsupportedByProvider("an interactive message with a file header needs its uploaded media id")
+        if media.kind not in ("image", "video", "document"):
+            raise UnsupportedByProvider(f"an interactive message's header cannot be a {media.kind}")
+        part: dict[str, Any] = {"id": media_id}
+        if media.kind == "document" and media.file_name:
+            part["filename"] = media.file_name
+        obj["header"] = {"type": media.kind, media.kind: part}
+    elif content.header:
         obj["header"] = {"type": "text", "text": content.header}
     obj["body"] = {"text": content.body}
     if content.footer:

@@ -71,7 +71,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     WebhookSubscription,
 )
-from switchboard.providers.content import Content, MediaSource
+from switchboard.providers.content import Content, Interactive, MediaSource
 from switchboard.providers.http import (
     DEFAULT_READ_TIMEOUT_SECONDS,
     ProviderHttp,
@@ -283,7 +283,16 @@ class WuzapiClient:
         file: OutgoingFile | None = None,
         uploaded: UploadedMedia | None = None,
     ) -> SentMessage:
-        """Send `content` through its `/chat/send/*` route (`wuzapi_send`), as `send_text` sends a text."""
+        """Send `content` through its `/chat/send/*` route (`wuzapi_send`), as `send_text` sends a text.
+        Reply buttons with a file header go as two messages (the server has no file headers): the
+        file first (its `Id` derived from ours, so a resend reuses it too), then the text menu."""
+        if isinstance(content, Interactive):
+            header, content = content.header_first()
+            if header is not None:
+                key = f"{idempotency_key}-header"
+                first = wuzapi_send.request_for(phone, header, key, quoted=quoted, file=file)
+                self._send(target, first.route, first.body, key)
+                quoted, file = None, None
         request = wuzapi_send.request_for(phone, content, idempotency_key, quoted=quoted, file=file)
         return self._send(target, request.route, request.body, idempotency_key)
 

@@ -42,7 +42,7 @@ from switchboard.messages.ports import ContentSender
 from switchboard.messages.sending.trace import at, pending_route, provider_words, skip
 from switchboard.providers import voice
 from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
-from switchboard.providers.content import Content, MediaMessage, Reaction, Template
+from switchboard.providers.content import Content, MediaMessage, Reaction, Template, header_file
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Secrets
@@ -62,6 +62,7 @@ class Tried:
 @dataclass(frozen=True)
 class Sent(Tried):
     provider_message_id: str
+    instead: Template | None = None  # the fallback template that left in the message's place
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class Attempts:
             events.append(skip("send.attempt.failed", number, route, exc.code, **provider_words(exc)))
             return Transient(message, exc)
         events.append(at("message.sent", number, route, providerMessageId=provider_message_id))
-        return Sent(message, provider_message_id)
+        return Sent(message, provider_message_id, instead)
 
     def _mark_in_flight(self, message: Message, number: NumberRoutes, route: Route) -> Message:
         """Record the route before calling it. Raises AlreadyFinal when the lease was lost."""
@@ -218,14 +219,13 @@ class Attempts:
         return Quote(id=about, from_me=False, author=message.to)
 
     def _file(self, message: Message, instead: Template | None = None) -> OutgoingFile | None:
-        """The file leaving with the message: a media message's, or its template's header's."""
+        """The file leaving with the message: a media message's, or its template's or interactive
+        message's header's."""
         if instead is not None:
             media = instead.header_media()
         else:
             found = media_of(message)
-            media = found.media if found is not None else None
-            if media is None and isinstance(message.content, Template):
-                media = message.content.header_media()
+            media = found.media if found is not None else header_file(message.content)
         if media is None:
             return None
         ref = media.stored
