@@ -24,10 +24,13 @@ from devstack.aws_endpoint import AwsEndpoint
 from devstack.simulator import Simulator, SimulatorControl
 from switchboard import bootstrap
 from switchboard.core.bus import EventPublisher
+from tools.support import once_per_process
 from tools.support.api import SECRET_WATCH, Client, TenantKeys, new_platform_key, new_tenant
 from tools.support.aws import AwsResources, create_template_resources, fake_aws_environment
 from tools.support.connections import SIM_ADMIN_TOKEN
 from tools.support.provider_webhooks import Catalog, build_catalog
+
+once_per_process.install()
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,60 @@
+"""What a test process may read once instead of once per Lambda container it runs.
+
+The in-process API and the local stack start a fresh container for every function of every test,
+as Lambda starts one per cold start, and each builds its own boto3 sessions: each session parses
+botocore's service models again (JSON files that do not change while the process runs), and every
+Cognito user pool moto creates imports the same RSA key, which validates it again (~0.15 s). Both
+are pure reads of files inside installed packages; sharing them changes no behaviour under test,
+only the seconds every test spends before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import botocore.loaders
+import botocore.session
+from joserfc import jwk
+from moto.cognitoidp import models
+
+
+def share_botocore_loader() -> None:
+    """One botocore data loader (and its cache of parsed models) for every session."""
+    loaders: dict[Any, botocore.loaders.Loader] = {}
+    create = botocore.loaders.create_loader
+
+    def shared(search_path_string: Any = None) -> botocore.loaders.Loader:
+        key = search_path_string if isinstance(search_path_string, str | None) else tuple(search_path_string)
+        if key not in loaders:
+            loaders[key] = create(search_path_string)
+        return loaders[key]
+
+    botocore.session.create_loader = shared  # type: ignore[assignment]
+
+
+def share_moto_cognito_key() -> None:
+    """moto's user pools all sign with one bundled key: import it once."""
+    imported: dict[str, Any] = {}
+    import_key = jwk.RSAKey.import_key
+
+    class RSAKey:
+        @staticmethod
+        def import_key(data: Any, *args: Any, **kwargs: Any) -> Any:
+            key = json.dumps(data, sort_keys=True) if not args and not kwargs else None
+            if key is None:
+                return import_key(data, *args, **kwargs)
+            if key not in imported:
+                imported[key] = import_key(data)
+            return imported[key]
+
+    class Jwk:
+        def __getattr__(self, name: str) -> Any:
+            return RSAKey if name == "RSAKey" else getattr(jwk, name)
+
+    models.jwk = Jwk()  # type: ignore[assignment]
+
+
+def install() -> None:
+    share_botocore_loader()
+    share_moto_cognito_key()
