@@ -29,12 +29,12 @@ from tools.support.fakes import FakeReconcileQueue
 
 PEER = "5511977776666"
 
-# The leak was seen in 2 of 43 bursts. A test whose bursts each catch it with probability p misses
-# it in n bursts with probability (1 - p)^n, so catching a 2-in-43 leak 99 times in 100 takes
-# n = ceil(ln 0.01 / ln(41/43)) = 97 bursts. These bursts spread their replays over about one
-# dial's round trip, so they meet the bind far more often than that (37 of 40 bursts leaked on
-# the code before the fix); 97 are kept anyway, so that a rarer interleaving would be caught too.
-BURSTS = 97
+# The leak was seen in 2 of 43 bursts of evenly timed replays. These bursts spread their replays
+# over about one dial's round trip, so they meet the bind far more often: 37 of 40 bursts leaked on
+# the code before the fix. A burst that misses it with probability 3/40 lets 20 bursts miss it with
+# probability (3/40)^20, about 3e-23; even a rarer interleaving caught in one burst in ten is
+# missed by 20 with probability 0.9^20, about 0.12, and by the next run's bursts again.
+BURSTS = 20
 REPLAYS = 20
 SPREAD_SECONDS = 0.1  # about one dial's round trip here: replays land before, during and after the bind
 
