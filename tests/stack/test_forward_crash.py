@@ -15,7 +15,7 @@ import pytest
 from devstack.simulator import SimulatorControl
 from devstack.stack import LocalStack
 from tests.support.stacks import stack_on_free_ports
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import KillingDownstream, ServedDownstream
 
 CONTACT = "5511977770042"
 # A redelivery waits for the dead invocation's idempotency record to expire (its Lambda timeout,
@@ -23,33 +23,6 @@ CONTACT = "5511977770042"
 # dead-letter queue's 8.
 VISIBILITY_SECONDS = 8
 FUNCTION_SECONDS = 20
-
-
-class KillingDownstream(FakeDownstream):
-    """Kills the forwarder (`kill`) right after applying the first incoming message it takes:
-    the forwarder never records its success, and the job's answer never reaches SQS."""
-
-    kill: Callable[[], bool] | None = None
-    kills: int = 0
-
-    def handle(
-        self,
-        origin: str,
-        method: str,
-        path: str,
-        *,
-        query: str,
-        token: str | None,
-        raw: bytes,
-        content_type: str | None = None,
-    ) -> tuple[int, Any]:
-        status, payload = super().handle(
-            origin, method, path, query=query, token=token, raw=raw, content_type=content_type
-        )
-        incoming = isinstance(payload, dict) and payload.get("message_type") == 0
-        if method == "POST" and status == 200 and incoming and self.kill is not None and not self.kills:
-            self.kills += int(self.kill())
-        return status, payload
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream, incoming
 
 CALL_LIMIT = 2
 ACCOUNT_ID = 7
@@ -39,25 +39,10 @@ class TimedDownstream(FakeDownstream):
         self.arrivals: dict[str, list[float]] = {}
         self._arrivals_lock = threading.Lock()
 
-    def handle(
-        self,
-        origin: str,
-        method: str,
-        path: str,
-        *,
-        query: str,
-        token: str | None,
-        raw: bytes,
-        content_type: str | None = None,
-    ) -> tuple[int, Any]:
-        status, payload = super().handle(
-            origin, method, path, query=query, token=token, raw=raw, content_type=content_type
-        )
-        incoming = status == 200 and isinstance(payload, dict) and payload.get("message_type") == 0
-        if method == "POST" and path.endswith("/messages") and incoming:
+    def applied(self, method: str, path: str, payload: Any) -> None:
+        if method == "POST" and path.endswith("/messages") and isinstance(payload, dict) and incoming(payload):
             with self._arrivals_lock:
                 self.arrivals.setdefault(str(payload.get("source_id")), []).append(time.monotonic())
-        return status, payload
 
 
 @dataclass(frozen=True)
