@@ -1,5 +1,5 @@
-"""Domain objects as the services receive them: principals, instance records, provider events
-(and those events run through the effect handlers, as the webhook ingest runs them)."""
+"""Domain objects as the services receive them: principals, instance records and their routes,
+provider events (and those events run through the effect handlers, as the webhook ingest runs them)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from switchboard import bootstrap
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
+from switchboard.pool.domain import Route
 
 
 def admin(tenant: str = "acme") -> Principal:
@@ -49,6 +50,24 @@ def instance(
         kind=kind,
         token_hint="…",
         **fields,
+    )
+
+
+def connected(name: str, **fields: Any) -> Instance:
+    """A connected instance named `name` on the provider server (its provider instance id too),
+    holding the number `num_<name>`; `fields` set the rest (a `state` of its own among them)."""
+    return instance(name, provider_instance_id=name, number_id=f"num_{name}", **{"state": "CONNECTED", **fields})
+
+
+def route_through(source: Instance) -> Route:
+    """How a number sends through `source`, a wuzapi instance of the provider server `prv_1`."""
+    return Route(
+        provider_id="prv_1",
+        kind="wuzapi",
+        base_url="http://127.0.0.1:9",
+        provider_instance_id=source.provider_instance_id,
+        instance=source.name,
+        source=source,
     )
 
 
