@@ -12,6 +12,7 @@ from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
 from switchboard.pool.domain import Route
+from switchboard.routing.domain import IncomingMessage
 
 
 def admin(tenant: str = "acme") -> Principal:
@@ -69,6 +70,20 @@ def route_through(source: Instance) -> Route:
         instance=source.name,
         source=source,
     )
+
+
+def incoming_message(provider_id: str, text: str = "", **fields: Any) -> IncomingMessage:
+    """A customer's message to forward, from 5511988887777 through the instance `acme:main` of owner
+    tag acme, written as `text` (its provider id when none); `fields` set the rest."""
+    base: dict[str, Any] = {
+        "event_id": f"evt-{provider_id}",
+        "instance": "acme:main",
+        "owner_tag": "acme",
+        "provider_message_id": provider_id,
+        "sender": "5511988887777",
+        "text": text or provider_id,
+    }
+    return IncomingMessage(**(base | fields))
 
 
 def provider_event(
