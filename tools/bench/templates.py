@@ -39,27 +39,17 @@ from switchboard.bootstrap.messages import send_worker
 from switchboard.bootstrap.templates import template_service
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import logger
-from switchboard.providers.content import Template, TemplateComponent, TemplateParameter
 from switchboard.providers.kinds import spec_for
 from switchboard.templates.service import TEMPLATE_CACHE_SECONDS
 from tools.bench import tenant
 from tools.bench.measurements import Figures
+from tools.support.builders import APRIL_PROMO
 
 REGION = "us-east-1"
 SENDS = 100
 QUEUES = {"SEND_QUEUE_URL": "SendQueue", "CLIENT_WEBHOOK_QUEUE_URL": "ClientWebhookQueue"}
 WABA = "102290129340398"
 LISTING = Path(__file__).resolve().parents[2] / "tests" / "contracts" / "meta" / "templates_list.json"
-PROMO = Template(
-    name="2023_april_promo",
-    language="en_US",
-    components=[
-        TemplateComponent(
-            type="body",
-            parameters=[TemplateParameter(type="text", text="Mark"), TemplateParameter(type="text", text="FALL25")],
-        )
-    ],
-)
 # Sends per minute, and for how long each rate runs (simulated), for the hit rate.
 RATES = ((1, 12 * 60), (10, 2 * 60), (100, 30))
 
@@ -141,7 +131,7 @@ def requests_per_send() -> Figures:
                 meta.requests.clear()
                 with counted() as api, contextlib.redirect_stdout(io.StringIO()):
                     for n in range(count):
-                        service.submit(sender, f"55119{n:08d}", None, None, content=PROMO)
+                        service.submit(sender, f"55119{n:08d}", None, None, content=APRIL_PROMO)
                 api_side = dict(api)
                 with counted() as worked, contextlib.redirect_stdout(io.StringIO()):
                     received = sqs.receive_message(QueueUrl=os.environ["SEND_QUEUE_URL"], MaxNumberOfMessages=10)
@@ -198,7 +188,7 @@ def hit_rate() -> list[Figures]:
                 step = timedelta(minutes=1) / per_minute
                 with contextlib.redirect_stdout(io.StringIO()):
                     for _ in range(checks):
-                        service.check("bench", key_id, PROMO)
+                        service.check("bench", key_id, APRIL_PROMO)
                         clock.now += step
             reads = meta.requests["graph.message_templates"]
             rate = 1 - reads / checks

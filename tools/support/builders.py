@@ -12,7 +12,21 @@ from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
 from switchboard.pool.domain import Route
+from switchboard.providers.content import Template, TemplateComponent, TemplateParameter
 from switchboard.routing.domain import IncomingMessage
+
+# Meta's documented template with body parameters (`2023_april_promo` of
+# tests/contracts/meta/templates_list.json), filled as Meta's example fills it.
+APRIL_PROMO = Template(
+    name="2023_april_promo",
+    language="en_US",
+    components=[
+        TemplateComponent(
+            type="body",
+            parameters=[TemplateParameter(type="text", text="Mark"), TemplateParameter(type="text", text="FALL25")],
+        )
+    ],
+)
 
 
 def admin(tenant: str = "acme") -> Principal:
