@@ -198,7 +198,17 @@ def sent_directly(world: PoolWorld, provider_message_id: str, *, fallback: Templ
         fallback_template=fallback,
     )
     repository.create(message)
-    claimed = repository.claim(message.id, "acme", "lease-1", 60)
+    record_sent(world, message.id, provider_message_id, lease="lease-1")
+    return message.id
+
+
+def record_sent(
+    world: PoolWorld, message_id: str, provider_message_id: str, *, lease: str, sent_as: SentAs | None = None
+) -> None:
+    """The message claimed under `lease` and recorded SENT through the first number (as `sent_as`),
+    as the worker records it."""
+    repository = message_repository()
+    claimed = repository.claim(message_id, "acme", lease, 60)
     assert claimed is not None
     repository.record_sent(
         claimed,
@@ -209,8 +219,8 @@ def sent_directly(world: PoolWorld, provider_message_id: str, *, fallback: Templ
         provider_message_id=provider_message_id,
         events=[],
         remember_affinity=False,
+        sent_as=sent_as,
     )
-    return message.id
 
 
 def window_refusal(world: PoolWorld, provider_message_id: str) -> None:
@@ -269,22 +279,9 @@ def test_without_a_fallback_template_a_window_refusal_ends_the_message_failed_wi
 
 
 def test_once_sent_as_its_template_the_refused_sends_late_receipts_change_nothing(world: PoolWorld) -> None:
-    repository = message_repository()
     message_id = sent_directly(world, "wamid-late-3", fallback=HELLO)
     window_refusal(world, "wamid-late-3")
-    claimed = repository.claim(message_id, "acme", "lease-2", 60)
-    assert claimed is not None
-    repository.record_sent(
-        claimed,
-        number_id=world.numbers[NUMBERS[0]],
-        source_number=NUMBERS[0],
-        instance=world.instances[NUMBERS[0]],
-        provider_id=world.provider_id,
-        provider_message_id="wamid-template-3",
-        events=[],
-        remember_affinity=False,
-        sent_as=SentAs.template(HELLO),
-    )
+    record_sent(world, message_id, "wamid-template-3", lease="lease-2", sent_as=SentAs.template(HELLO))
 
     window_refusal(world, "wamid-late-3")  # redelivered after the template left
     receipt(world, "wamid-late-3", "delivered")
