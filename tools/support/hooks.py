@@ -58,5 +58,25 @@ class RecordingReceiver(HookReceiver):
         self.requests.append((headers, body))
         return self.statuses.pop(0) if self.statuses else 204
 
-    def events(self) -> list[dict[str, Any]]:
-        return [json.loads(body) for _, body in self.requests]
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        """The bodies received, read as JSON; with `name`, only the events of that name."""
+        received = [json.loads(body) for _, body in self.requests]
+        return [event for event in received if name is None or event.get("event") == name]
+
+
+class SwitchedReceiver(HookReceiver):
+    """Down (503 to everything, counted in `refused`) until `up`, then 204, recording each delivery
+    it took (headers, body) in `accepted`."""
+
+    def __init__(self) -> None:
+        self.up = False
+        self.accepted: list[tuple[dict[str, str], bytes]] = []
+        self.refused = 0
+        super().__init__(self._answer)
+
+    def _answer(self, headers: dict[str, str], body: bytes) -> int:
+        if not self.up:
+            self.refused += 1
+            return 503
+        self.accepted.append((headers, body))
+        return 204
