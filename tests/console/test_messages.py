@@ -18,7 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from devstack.seed import SeededTenant
+from devstack.seed import SeededInstance, SeededTenant
 from tests.console.conftest import Console
 from tests.console.test_pool_editor import phone
 from tests.e2e.conftest import Stack
@@ -395,19 +395,22 @@ PNG_PIXEL = (
 )
 
 
+def cloud_sender(stack: Stack, name: str) -> tuple[SeededInstance, str]:
+    """The demo tenant's Cloud API instance, and a new send key named `name` sending from its number."""
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    body = {"name": name, "scopes": ["send"], "defaultNumber": cloud.number}
+    created = stack.api("POST", "/api/api-keys", key=demo.admin_key, json=body)
+    assert created.status_code == 201, created.text
+    return cloud, str(created.json()["key"])
+
+
 def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contacts_window(
     console: Console, stack: Stack
 ) -> None:
     demo = stack.demo
-    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
-    created = stack.api(
-        "POST",
-        "/api/api-keys",
-        key=demo.admin_key,
-        json={"name": "cloud sender", "scopes": ["send"], "defaultNumber": cloud.number},
-    )
-    assert created.status_code == 201, created.text
-    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json={"to": "5511944440077", "text": "oi"})
+    cloud, key = cloud_sender(stack, "cloud sender")
+    answer = stack.api("POST", "/api/messages", key=key, json={"to": "5511944440077", "text": "oi"})
     assert answer.status_code == 202, answer.text
     path = f"/api/messages/{answer.json()['id']}"
 
@@ -430,16 +433,9 @@ def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contac
 
 def test_a_message_sent_as_its_fallback_template_says_so_in_its_view(console: Console, stack: Stack) -> None:
     demo = stack.demo
-    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
-    created = stack.api(
-        "POST",
-        "/api/api-keys",
-        key=demo.admin_key,
-        json={"name": "cloud fallback", "scopes": ["send"], "defaultNumber": cloud.number},
-    )
-    assert created.status_code == 201, created.text
+    _, key = cloud_sender(stack, "cloud fallback")
     body = {"to": "5511944440078", "text": "oi", "fallbackTemplate": {"name": "hello_world", "language": "en_US"}}
-    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json=body)
+    answer = stack.api("POST", "/api/messages", key=key, json=body)
     assert answer.status_code == 202, answer.text
     path = f"/api/messages/{answer.json()['id']}"
     sent = stack.wait_for(lambda: stack.api("GET", path, key=demo.admin_key).json()["sentAs"])
