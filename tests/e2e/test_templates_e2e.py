@@ -25,7 +25,7 @@ import pytest
 from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack
 from tests.e2e.test_routing_e2e import map_downstream
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream, agent_reply
 from tools.support.hooks import RecordingReceiver
 
 CONTRACTS = Path(__file__).parent.parent / "contracts" / "meta"
@@ -292,14 +292,7 @@ def test_a_reply_outside_the_window_is_a_note_to_the_agent_or_the_instances_re_e
     secret = stack.api("POST", f"/api/instances/{meta.name}/webhook-secret", key=tenant.admin_key).json()["secret"]
 
     def reply(message_id: int, text: str) -> dict[str, Any]:
-        body = {
-            "event": "message_created",
-            "id": message_id,
-            "content": text,
-            "message_type": "outgoing",
-            "private": False,
-            "conversation": {"id": conversation, "meta": {"sender": {"phone_number": f"+{contact}"}}},
-        }
+        body = agent_reply(message_id, text, conversation=conversation, phone=contact)
         path = f"/api/tenants/{tenant.owner_tag}/instances/{meta.name}/webhook"
         answer = stack.api("POST", path, json=body, headers={"X-Switchboard-Secret": secret})
         assert answer.status_code == 200, answer.text

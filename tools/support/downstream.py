@@ -595,6 +595,20 @@ def _file_type(content_type: str) -> str:
     return "audio" if "audio/" in content_type else "file"
 
 
+def agent_reply(message_id: int, content: str, *, conversation: int, phone: str, **fields: Any) -> dict[str, Any]:
+    """Chatwoot's `message_created` webhook for an agent's public reply in `conversation` to the
+    customer `phone` (digits), with the fields switchboard reads; `fields` add others."""
+    return {
+        "event": "message_created",
+        "id": message_id,
+        "content": content,
+        "message_type": "outgoing",
+        "private": False,
+        "conversation": {"id": conversation, "meta": {"sender": {"phone_number": f"+{phone}"}}},
+        **fields,
+    }
+
+
 def incoming(payload: dict[str, Any]) -> bool:
     """A message a customer sent (`message_type` 0), as the helpdesk answers its post."""
     return payload.get("message_type") == 0
