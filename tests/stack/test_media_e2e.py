@@ -27,14 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 
 from devstack.seed import SeededInstance
 from devstack.simulator import SimulatorControl
 from devstack.simulator.incoming import media_file
 from devstack.stack import LocalStack
-from tests.support.stacks import stack_on_free_ports
+from tests.support.stacks import map_demo_downstream, stack_on_free_ports
 from tools.support.downstream import KillingDownstream, ServedDownstream, Upload
 
 # A redelivery waits for the killed invocation's idempotency record to expire (its Lambda timeout,
@@ -120,19 +119,7 @@ def world() -> Iterator[World]:
     helpdesk = KillingDownstream(fatal=crashing)
     served = helpdesk.serve()
     assert stack.demo is not None and stack.functions is not None
-    mapping = {
-        "downstreamBaseUrl": served.url,
-        "downstreamApiToken": "cw-media-token-0123456789",
-        "downstreamAccountId": 4,
-        "downstreamInboxId": 41,
-    }
-    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=30) as api:
-        answer = api.put(
-            f"/api/tenants/{stack.demo.owner_tag}",
-            json=mapping,
-            headers={"authorization": f"Bearer {stack.demo.admin_key}"},
-        )
-    assert answer.status_code == 200, answer.text
+    map_demo_downstream(stack, served.url, token="cw-media-token-0123456789", account_id=4, inbox_id=41)
     functions = stack.functions
     helpdesk.kill = lambda: functions.kill("ForwarderFunction")
     sqs = boto3.session.Session().client("sqs", region_name="us-east-1", endpoint_url=stack.aws_url)
