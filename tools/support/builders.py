@@ -13,6 +13,7 @@ from switchboard.catalog.events import ProviderEvent
 from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
 from switchboard.pool.domain import Route
 from switchboard.providers.content import Template, TemplateComponent, TemplateParameter
+from switchboard.providers.kinds import ProviderKind
 from switchboard.routing.domain import IncomingMessage
 
 # Meta's documented template with body parameters (`2023_april_promo` of
@@ -70,15 +71,15 @@ def instance(
 
 def connected(name: str, **fields: Any) -> Instance:
     """A connected instance named `name` on the provider server (its provider instance id too),
-    holding the number `num_<name>`; `fields` set the rest (a `state` of its own among them)."""
-    return instance(name, provider_instance_id=name, number_id=f"num_{name}", **{"state": "CONNECTED", **fields})
+    holding the number `num_<name>`; `fields` set the rest, or others of these."""
+    return instance(name, **{"provider_instance_id": name, "number_id": f"num_{name}", "state": "CONNECTED", **fields})
 
 
-def route_through(source: Instance) -> Route:
-    """How a number sends through `source`, a wuzapi instance of the provider server `prv_1`."""
+def route_through(source: Instance, kind: ProviderKind = "wuzapi") -> Route:
+    """How a number sends through `source`, an instance of the provider server `prv_1` of `kind`."""
     return Route(
         provider_id="prv_1",
-        kind="wuzapi",
+        kind=kind,
         base_url="http://127.0.0.1:9",
         provider_instance_id=source.provider_instance_id,
         instance=source.name,
