@@ -7,16 +7,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.messages.choices import Answers, ChoiceWebhooks, Menus, OpenMenu
 from switchboard.messages.domain import ClientWebhookJob, Message, MessageStatus, body_hash
 from switchboard.providers.content import Choice, Interactive, Option, Section, Text, content_data, content_from
+from tools.support.builders import instance
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
-INSTANCE = Instance(
-    tenant="acme", name="acme-4", provider_id="prv_1", provider_instance_id="acme-4", number_id="num_4", token_hint="…"
-)
+INSTANCE = instance("acme-4", provider_instance_id="acme-4", number_id="num_4")
 OPTIONS = [Option(id="slot-09", title="09:00"), Option(id="slot-15", title="15:00")]
 
 
