@@ -110,8 +110,10 @@ def provider_event(
     event_id: str | None = None,
     envelope_instance: dict[str, Any] | None = None,
     provider_id: str | None = None,
+    received_at: datetime | None = None,
 ) -> ProviderEvent:
-    """A provider webhook event bound to `target`, as the ingest hands it to the effect handlers."""
+    """A provider webhook event bound to `target`, as the ingest hands it to the effect handlers
+    (received now unless `received_at`)."""
     return ProviderEvent(
         provider_id=provider_id or target.provider_id,
         instance=target,
@@ -120,7 +122,7 @@ def provider_event(
         seq=seq,
         data=data or {},
         envelope_instance=envelope_instance,
-        received_at=datetime.now(UTC),
+        received_at=received_at or datetime.now(UTC),
     )
 
 
