@@ -312,6 +312,12 @@ class SimulatorState:
     def _dialect(self, instance: Instance) -> Dialect:
         return self._dialects[instance.flavour]
 
+    def _pairing_dialect(self, instance: Instance) -> PairingDialect:
+        dialect = self._dialect(instance)
+        if not isinstance(dialect, PairingDialect):
+            raise SimError(400, "not_paired_by_code", "only wuzapi and Evolution sessions pair by a code")
+        return dialect
+
     # --- capabilities and faults -------------------------------------------------------------
 
     def capabilities(self) -> SimCapabilities:
@@ -446,16 +452,13 @@ class SimulatorState:
         with self._lock:
             records = self._records
             instance = records.instance(instance_id)
-            dialect = self._dialect(instance)
-            if not isinstance(dialect, PairingDialect):
-                raise SimError(400, "not_paired_by_code", "only wuzapi and Evolution sessions pair by a code")
-            dialect.advance_pairing(records, instance)
+            self._pairing_dialect(instance).advance_pairing(records, instance)
             if instance.pairing_since is None:
                 raise SimError(409, "no_code", "the session shows no code: start it first")
             instance.pairing_since = None
             instance.paired = instance.session = instance.connected = True
             instance.updated_ns = time.time_ns()
-            dialect.connection_changed(records, instance, reason=None, include_calls_config=True)
+            self._dialect(instance).connection_changed(records, instance, reason=None, include_calls_config=True)
             return self._control_view(instance)
 
     def expire_code(self, instance_id: str) -> dict[str, Any]:
@@ -463,9 +466,7 @@ class SimulatorState:
         with self._lock:
             records = self._records
             instance = records.instance(instance_id)
-            dialect = self._dialect(instance)
-            if not isinstance(dialect, PairingDialect):
-                raise SimError(400, "not_paired_by_code", "only wuzapi and Evolution sessions pair by a code")
+            dialect = self._pairing_dialect(instance)
             dialect.expire_code(instance)
             dialect.advance_pairing(records, instance)
             return self._control_view(instance)

@@ -12,18 +12,14 @@ from switchboard.calls.fleet import FleetGauges
 from switchboard.catalog.domain import Instance
 from switchboard.health.domain import Health, HealthState, Reason
 from switchboard.lines.domain import Line, Occupant
+from tools.support import builders
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
 
 def instance(name: str, *, connected: bool = True, changed_minutes_ago: int = 60, kind: str = "messages") -> Instance:
-    return Instance(
-        tenant="acme",
-        name=name,
-        provider_id="prv_1",
-        provider_instance_id=name,
-        number_id=f"num_{name}",
-        token_hint="abcd",
+    return builders.connected(
+        name,
         kind=kind,
         state="CONNECTED" if connected else "DISCONNECTED",
         state_changed_at=NOW - timedelta(minutes=changed_minutes_ago),

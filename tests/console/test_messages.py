@@ -7,12 +7,10 @@ confirmation; a media message's file; the provider events an instance ignored, o
 from __future__ import annotations
 
 import base64
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +18,12 @@ import httpx
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from devstack.seed import SeededTenant
+from devstack.seed import SeededInstance, SeededTenant
 from tests.console.conftest import Console
 from tests.console.test_pool_editor import phone
 from tests.e2e.conftest import Stack
 from tests.support.stacks import stack_on_free_ports
+from tools.support.hooks import SwitchedReceiver
 from tools.support.provider_webhooks import envelope, signed_headers
 
 RECIPIENT = "5511944440001"
@@ -51,34 +50,10 @@ def stack() -> Iterator[Stack]:
     local.stop()
 
 
-class Endpoint:
-    """A client's webhook endpoint: 503 to everything until `up`, then 204, recording what it took."""
-
-    def __init__(self) -> None:
-        self.up = False
-        self.accepted: list[str] = []  # webhook-id of each delivery taken
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["content-length"]))
-                if endpoint.up:
-                    endpoint.accepted.append(self.headers["webhook-id"])
-                self.send_response(204 if endpoint.up else 503)
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @dataclass
 class World:
     tenant: SeededTenant
-    endpoint: Endpoint
+    endpoint: SwitchedReceiver
     failed_id: str
     sent_ids: list[str]
     deliveries: list[str]
@@ -89,7 +64,7 @@ def world(stack: Stack, tenant: SeededTenant) -> Iterator[World]:
     """A customer asks for offers, then three messages to them within their 24 h window through the
     tenant's Meta number (the first refused with 131049), the customer's answer (no helpdesk: neither
     is forwarded), and the three client webhooks an endpoint that is down missed."""
-    endpoint = Endpoint()
+    endpoint = SwitchedReceiver()
     meta = next(instance for instance in tenant.instances if instance.flavour == "meta")
     key = stack.api(
         "POST",
@@ -119,7 +94,12 @@ def world(stack: Stack, tenant: SeededTenant) -> Iterator[World]:
     statuses = {message_id: final(stack, tenant, message_id) for message_id in ids}
     (failed,) = [message_id for message_id, status in statuses.items() if status == "FAILED"]
     yield World(tenant, endpoint, failed, [i for i in ids if i != failed], deliveries)
-    endpoint.server.shutdown()
+    endpoint.stop()
+
+
+def taken(endpoint: SwitchedReceiver) -> list[str]:
+    """The webhook-id of each delivery the endpoint took."""
+    return [headers["webhook-id"] for headers, _ in endpoint.accepted]
 
 
 def final(stack: Stack, tenant: SeededTenant, message_id: str) -> str | None:
@@ -291,14 +271,14 @@ def test_a_missed_delivery_is_replayed_after_a_confirmation_and_arrives_once(
     page.get_by_role("dialog", name=f"Reenviar a entrega {first}?").get_by_role("button", name="Reenviar").click()
 
     expect(page.get_by_role("status")).to_contain_text(f"Entrega {first} reenviada")
-    console.stack.wait_for(lambda: world.endpoint.accepted == [first], timeout=15)
+    console.stack.wait_for(lambda: taken(world.endpoint) == [first], timeout=15)
 
     def delivered() -> bool:
         page.get_by_role("button", name="Filtrar").click()
         return rows.filter(has_text=first).filter(has_text="entregue").count() == 1
 
     console.stack.wait_for(delivered, timeout=15, interval=0.3)
-    assert world.endpoint.accepted == [first]  # the other one, cancelled, was not sent
+    assert taken(world.endpoint) == [first]  # the other one, cancelled, was not sent
     page.get_by_label("Somente as que esgotaram as tentativas").check()
     expect(rows).to_have_count(2)
 
@@ -415,19 +395,22 @@ PNG_PIXEL = (
 )
 
 
+def cloud_sender(stack: Stack, name: str) -> tuple[SeededInstance, str]:
+    """The demo tenant's Cloud API instance, and a new send key named `name` sending from its number."""
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    body = {"name": name, "scopes": ["send"], "defaultNumber": cloud.number}
+    created = stack.api("POST", "/api/api-keys", key=demo.admin_key, json=body)
+    assert created.status_code == 201, created.text
+    return cloud, str(created.json()["key"])
+
+
 def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contacts_window(
     console: Console, stack: Stack
 ) -> None:
     demo = stack.demo
-    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
-    created = stack.api(
-        "POST",
-        "/api/api-keys",
-        key=demo.admin_key,
-        json={"name": "cloud sender", "scopes": ["send"], "defaultNumber": cloud.number},
-    )
-    assert created.status_code == 201, created.text
-    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json={"to": "5511944440077", "text": "oi"})
+    cloud, key = cloud_sender(stack, "cloud sender")
+    answer = stack.api("POST", "/api/messages", key=key, json={"to": "5511944440077", "text": "oi"})
     assert answer.status_code == 202, answer.text
     path = f"/api/messages/{answer.json()['id']}"
 
@@ -450,16 +433,9 @@ def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contac
 
 def test_a_message_sent_as_its_fallback_template_says_so_in_its_view(console: Console, stack: Stack) -> None:
     demo = stack.demo
-    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
-    created = stack.api(
-        "POST",
-        "/api/api-keys",
-        key=demo.admin_key,
-        json={"name": "cloud fallback", "scopes": ["send"], "defaultNumber": cloud.number},
-    )
-    assert created.status_code == 201, created.text
+    _, key = cloud_sender(stack, "cloud fallback")
     body = {"to": "5511944440078", "text": "oi", "fallbackTemplate": {"name": "hello_world", "language": "en_US"}}
-    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json=body)
+    answer = stack.api("POST", "/api/messages", key=key, json=body)
     assert answer.status_code == 202, answer.text
     path = f"/api/messages/{answer.json()['id']}"
     sent = stack.wait_for(lambda: stack.api("GET", path, key=demo.admin_key).json()["sentAs"])

@@ -152,6 +152,11 @@ def current_code(secret: str) -> str:
     return totp(secret, time.time())
 
 
+def wrong_code(secret: str) -> str:
+    """A code of six digits the app does not show now: the current one plus one."""
+    return f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}"
+
+
 def test_a_person_turns_on_an_authenticator_app_from_the_console_and_then_signs_in_with_its_code(
     console: Console, stack: Stack, monkeypatch: pytest.MonkeyPatch, screenshot: Callable[[Page, str], Path]
 ) -> None:
@@ -178,7 +183,7 @@ def test_a_person_turns_on_an_authenticator_app_from_the_console_and_then_signs_
     assert_accessible(page, "turning on an authenticator app")
     screenshot(page, "account-authenticator")
     code = two_step.get_by_label("Código de 6 dígitos")
-    code.fill(f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}")
+    code.fill(wrong_code(secret))
     two_step.get_by_role("button", name="Confirmar e ativar").click()
     expect(code).to_have_attribute("aria-invalid", "true")
     expect(two_step.get_by_text("O código não confere: digite o que o aplicativo mostra agora.")).to_be_visible()
@@ -195,7 +200,7 @@ def test_a_person_turns_on_an_authenticator_app_from_the_console_and_then_signs_
     sign_in_person(page, email, password)
     expect(page.get_by_role("heading", level=1, name="Código do aplicativo autenticador")).to_be_visible()
     code = page.get_by_label("Código de 6 dígitos")
-    code.fill(f"{(int(totp(secret, time.time())) + 1) % 10**6:06d}")
+    code.fill(wrong_code(secret))
     page.get_by_role("button", name="Confirmar e acessar").click()
     expect(code).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_text("O código não confere: digite o que o aplicativo mostra agora.")).to_be_visible()

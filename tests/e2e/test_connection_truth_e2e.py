@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.conftest import Stack
 from tests.e2e.test_templates_e2e import contact_wrote
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream, agent_reply
 
 CONTACT = "5511977770001"
 SCHEDULED = {"version": "0", "detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
@@ -128,14 +128,7 @@ class Line:
 
 
 def reply(stack: Stack, owner_tag: str, name: str, *, secret: str, text: str, message_id: int) -> dict[str, Any]:
-    body = {
-        "event": "message_created",
-        "id": message_id,
-        "content": text,
-        "message_type": "outgoing",
-        "private": False,
-        "conversation": {"id": 4242, "meta": {"sender": {"phone_number": f"+{CONTACT}"}}},
-    }
+    body = agent_reply(message_id, text, conversation=4242, phone=CONTACT)
     answer = stack.api(
         "POST",
         f"/api/tenants/{owner_tag}/instances/{name}/webhook",

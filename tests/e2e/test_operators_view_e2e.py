@@ -9,11 +9,9 @@ Another tenant sees none of it; every listing pages with a cursor, and no reques
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -24,45 +22,18 @@ from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack
 from tests.e2e.test_routing_e2e import map_downstream
 from tools.support.downstream import FakeDownstream
+from tools.support.hooks import SwitchedReceiver
 
 CUSTOMERS = tuple(f"55119555{n:05d}" for n in range(5))
 SENDS = 50
 REFUSED = 10  # Meta answers 131049 to the first sends
 
 
-class Endpoint:
-    """A client's webhook endpoint: `up` False answers 503 to everything (down)."""
-
-    def __init__(self) -> None:
-        self.up = False
-        self.accepted: list[tuple[dict[str, str], bytes]] = []
-        self.refused = 0
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                if endpoint.up:
-                    endpoint.accepted.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                    self.send_response(204)
-                else:
-                    endpoint.refused += 1
-                    self.send_response(503)
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    served = Endpoint()
+def endpoint() -> Iterator[SwitchedReceiver]:
+    served = SwitchedReceiver()
     yield served
-    served.server.shutdown()
+    served.stop()
 
 
 @pytest.fixture
@@ -96,7 +67,7 @@ def every_page(stack: Stack, path: str, key: str, limit: int = 20) -> list[dict[
 
 
 def test_an_admin_sees_failures_conversations_and_unforwarded_messages_and_replays_missed_webhooks(
-    stack: Stack, fresh_tenant: SeededTenant, endpoint: Endpoint, scans: list[str]
+    stack: Stack, fresh_tenant: SeededTenant, endpoint: SwitchedReceiver, scans: list[str]
 ) -> None:
     tenant = fresh_tenant
     admin = tenant.admin_key

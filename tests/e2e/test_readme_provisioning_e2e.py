@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import Stack
-from tools.support.downstream import FakeDownstream
+from tools.support.downstream import FakeDownstream, agent_reply
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACEHOLDER = re.compile(r"<([^<>]+)>")
@@ -159,14 +159,7 @@ def test_the_readme_provisioning_block_runs_as_printed_and_its_tenant_sends_rece
     [conversation] = [r for r in helpdesk.requests if (r.method, r.path) == opened]
     assert conversation.body is not None and conversation.body["inbox_id"] == 7
 
-    reply = {
-        "event": "message_created",
-        "id": 4242,
-        "content": "obrigado!",
-        "message_type": "outgoing",
-        "private": False,
-        "conversation": {"id": 1, "meta": {"sender": {"phone_number": "+5511988887777"}}},
-    }
+    reply = agent_reply(4242, "obrigado!", conversation=1, phone="5511988887777")
     answered = httpx.post(webhook_url, json=reply, timeout=30, trust_env=False)
     assert answered.status_code == 200, answered.text
     replied = stack.wait_for(

@@ -10,7 +10,7 @@ import pytest
 
 from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream, agent_reply
 
 CONTACT = "5511977771234"
 
@@ -76,14 +76,7 @@ def test_given_a_disconnected_instance_when_a_reply_arrives_then_it_waits_and_is
     stack.wait_for(
         lambda: stack.api("GET", f"/api/instances/{name}", key=fresh_tenant.admin_key).json()["state"] == "DISCONNECTED"
     )
-    reply = {
-        "event": "message_created",
-        "id": 9001,
-        "content": "obrigado pelo contato",
-        "message_type": "outgoing",
-        "private": False,
-        "conversation": {"id": 77, "meta": {"sender": {"phone_number": f"+{CONTACT}"}}},
-    }
+    reply = agent_reply(9001, "obrigado pelo contato", conversation=77, phone=CONTACT)
 
     queued = stack.api(
         "POST",

@@ -15,10 +15,8 @@ leaves again as its fallback template, once, through the same number, and the cl
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,8 @@ import pytest
 from devstack.seed import SeededTenant
 from tests.e2e.conftest import Stack
 from tests.e2e.test_routing_e2e import map_downstream
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream, agent_reply
+from tools.support.hooks import RecordingReceiver
 
 CONTRACTS = Path(__file__).parent.parent / "contracts" / "meta"
 LIST = {
@@ -48,39 +47,9 @@ LIST = {
 }
 
 
-class ClientWebhooks:
-    """The key's client webhook URL: every POST it receives, its JSON body."""
-
-    def __init__(self) -> None:
-        received: list[dict[str, Any]] = []
-        self.received = received
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                received.append(json.loads(self.rfile.read(length)))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hooks"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def events(self, name: str) -> list[dict[str, Any]]:
-        return [event for event in self.received if event.get("event") == name]
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 @pytest.fixture
-def hooks() -> Iterator[ClientWebhooks]:
-    served = ClientWebhooks()
+def hooks() -> Iterator[RecordingReceiver]:
+    served = RecordingReceiver()
     yield served
     served.stop()
 
@@ -273,7 +242,7 @@ def test_a_template_is_checked_before_it_is_queued_and_a_listed_one_leaves_as_me
 
 @pytest.mark.parametrize("flavour", ["meta", "wuzapi", "evolution"])
 def test_a_list_reaches_each_kind_in_its_form_and_the_choice_comes_back_with_its_id(
-    stack: Stack, shared: SeededTenant, helpdesk: Any, hooks: ClientWebhooks, flavour: str
+    stack: Stack, shared: SeededTenant, helpdesk: Any, hooks: RecordingReceiver, flavour: str
 ) -> None:
     tenant, contact = shared, new_contact()
     fake, _ = helpdesk
@@ -323,14 +292,7 @@ def test_a_reply_outside_the_window_is_a_note_to_the_agent_or_the_instances_re_e
     secret = stack.api("POST", f"/api/instances/{meta.name}/webhook-secret", key=tenant.admin_key).json()["secret"]
 
     def reply(message_id: int, text: str) -> dict[str, Any]:
-        body = {
-            "event": "message_created",
-            "id": message_id,
-            "content": text,
-            "message_type": "outgoing",
-            "private": False,
-            "conversation": {"id": conversation, "meta": {"sender": {"phone_number": f"+{contact}"}}},
-        }
+        body = agent_reply(message_id, text, conversation=conversation, phone=contact)
         path = f"/api/tenants/{tenant.owner_tag}/instances/{meta.name}/webhook"
         answer = stack.api("POST", path, json=body, headers={"X-Switchboard-Secret": secret})
         assert answer.status_code == 200, answer.text
@@ -372,7 +334,7 @@ def test_a_reply_outside_the_window_is_a_note_to_the_agent_or_the_instances_re_e
 
 
 def test_a_text_meta_fails_later_for_the_window_leaves_again_as_its_fallback_template_once(
-    stack: Stack, shared: SeededTenant, hooks: ClientWebhooks
+    stack: Stack, shared: SeededTenant, hooks: RecordingReceiver
 ) -> None:
     tenant, contact = shared, new_contact()
     meta = of(tenant, "meta")

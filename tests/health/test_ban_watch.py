@@ -25,8 +25,9 @@ from switchboard.health.domain import (
 from switchboard.health.dynamo import HealthRepository
 from switchboard.health.service import HEALTH_CHANGED, BanWatch
 from switchboard.messages.domain import MessageStatus
-from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
+from switchboard.pool.domain import Affinity, NumberRoutes, SendingConfig
 from tests.support.sending import SendWorld
+from tools.support import builders
 from tools.support.aws import AwsResources
 from tools.support.fakes import FakeClock
 
@@ -36,28 +37,12 @@ NEW = ("5511988880002", "5511988880003", "5511988880004")
 
 
 def instance(name: str) -> Instance:
-    return Instance(
-        tenant="acme",
-        name=name,
-        provider_id="prv_1",
-        provider_instance_id=name,
-        number_id=f"num_{name}",
-        token_hint="…",
-        state="CONNECTED",
-        events_webhook_url="https://hooks.example.com/events",
-    )
+    return builders.connected(name, events_webhook_url="https://hooks.example.com/events")
 
 
 def number_of(source: Instance) -> NumberRoutes:
-    route = Route(
-        provider_id="prv_1",
-        kind="wuzapi",
-        base_url="http://127.0.0.1:9",
-        provider_instance_id=source.provider_instance_id,
-        instance=source.name,
-        source=source,
-    )
-    return NumberRoutes(number_id=source.number_id, digits=f"55119999{len(source.name):05d}", routes=(route,))
+    routes = (builders.route_through(source),)
+    return NumberRoutes(number_id=source.number_id, digits=f"55119999{len(source.name):05d}", routes=routes)
 
 
 class Published:

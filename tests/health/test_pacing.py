@@ -13,16 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import Instance, PacingLimits
+from switchboard.catalog.domain import PacingLimits
 from switchboard.core.buckets import BucketMoved, Claim
 from switchboard.core.settings import get_settings
 from switchboard.health.dynamo import DynamoPaceStore
 from switchboard.health.pacing import PACING_NEW_CONTACTS, PACING_RATE, Pacer, new_contact_budget
 from switchboard.messages.domain import MessageStatus
-from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
+from switchboard.pool.domain import Affinity, NumberRoutes, SendingConfig
 from tests.messages.test_valid_for import DelayedJobs
 from tests.support.sending import SendWorld, instance_tokens, sending_service
 from tests.support.threads import at_once
+from tools.support import builders
 from tools.support.aws import AwsResources
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -56,25 +57,9 @@ class MemoryPaceStore:
 
 
 def number_of(name: str, *, registered: datetime = T0 - timedelta(days=30)) -> NumberRoutes:
-    source = Instance(
-        tenant="acme",
-        name=name,
-        provider_id="prv_1",
-        provider_instance_id=name,
-        number_id=f"num_{name}",
-        token_hint="…",
-        state="CONNECTED",
-        created_at=registered,
-    )
-    route = Route(
-        provider_id="prv_1",
-        kind="wuzapi",
-        base_url="http://127.0.0.1:9",
-        provider_instance_id=name,
-        instance=name,
-        source=source,
-    )
-    return NumberRoutes(number_id=source.number_id, digits=f"5511999{len(name):06d}", routes=(route,))
+    source = builders.connected(name, created_at=registered)
+    routes = (builders.route_through(source),)
+    return NumberRoutes(number_id=source.number_id, digits=f"5511999{len(name):06d}", routes=routes)
 
 
 # --- the rules ---------------------------------------------------------------------------

@@ -7,16 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from switchboard.catalog.domain import Instance
-from switchboard.catalog.events import ProviderEvent
 from switchboard.messages.choices import Answers, ChoiceWebhooks, Menus, OpenMenu
 from switchboard.messages.domain import ClientWebhookJob, Message, MessageStatus, body_hash
 from switchboard.providers.content import Choice, Interactive, Option, Section, Text, content_data, content_from
+from tools.support.builders import instance, provider_event
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
-INSTANCE = Instance(
-    tenant="acme", name="acme-4", provider_id="prv_1", provider_instance_id="acme-4", number_id="num_4", token_hint="…"
-)
+INSTANCE = instance("acme-4", provider_instance_id="acme-4", number_id="num_4")
 OPTIONS = [Option(id="slot-09", title="09:00"), Option(id="slot-15", title="15:00")]
 
 
@@ -133,9 +130,7 @@ def test_the_answer_goes_to_the_key_that_sent_the_menu_with_one_webhook_id_per_e
         **incoming(Choice(source="list", id="slot-15", title="15:00")),
         "answers": {"messageId": "msg_menu", "apiKeyId": "key_1", "number": "5511900000004"},
     }
-    event = ProviderEvent(
-        provider_id="prv_1", instance=INSTANCE, name="message", event_id="e1", data=data, received_at=NOW
-    )
+    event = provider_event(INSTANCE, "message", data, event_id="e1", received_at=NOW)
 
     ChoiceWebhooks(queue)(event)
     ChoiceWebhooks(queue)(event)  # a redelivery

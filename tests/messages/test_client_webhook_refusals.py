@@ -7,12 +7,10 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from switchboard.catalog.domain import ApiKey, Instance
-from switchboard.core.errors import InvalidInput, NotFound, RetryLater
-from switchboard.core.identity import Scope
+from switchboard.core.errors import InvalidInput, RetryLater
 from switchboard.messages.client_webhooks import ClientWebhookDeliverer
 from switchboard.messages.domain import ClientWebhookJob
-from tools.support.fakes import FakeAudit, FakeSecrets
+from tools.support.fakes import FakeAudit, FakeKeys, FakeSecrets
 
 JOB = ClientWebhookJob(
     id="whk_1",
@@ -22,24 +20,6 @@ JOB = ClientWebhookJob(
     timestamp=datetime(2026, 11, 30, tzinfo=UTC),
     data={"id": "msg_1"},
 )
-
-
-class Keys:
-    """A catalog holding every API key asked for and no instance."""
-
-    def get_api_key(self, tenant: str, key_id: str) -> ApiKey:
-        return ApiKey(
-            tenant=tenant,
-            id=key_id,
-            name="app",
-            environment="LIVE",
-            scopes=[Scope.SEND],
-            webhook_url="https://hooks.example/switchboard",
-            prefix="sk_live",
-        )
-
-    def get_instance(self, tenant: str, name: str) -> Instance:
-        raise NotFound("instance not found")
 
 
 class Poster:
@@ -56,7 +36,7 @@ class Poster:
 
 def deliverer(poster: Poster) -> ClientWebhookDeliverer:
     secrets = FakeSecrets(default=lambda name: "whsec_" + "a" * 32)
-    return ClientWebhookDeliverer(Keys(), secrets, poster, FakeAudit(), local_mode=False)
+    return ClientWebhookDeliverer(FakeKeys(), secrets, poster, FakeAudit(), local_mode=False)
 
 
 def test_a_host_that_resolves_to_a_refused_address_drops_the_webhook() -> None:

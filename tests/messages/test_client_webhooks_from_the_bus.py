@@ -12,10 +12,7 @@ from typing import Any
 import pytest
 
 from devstack import eventbridge, template
-from switchboard.catalog.domain import ApiKey, Instance
 from switchboard.core.bus import MESSAGE_STATUS_CHANGED, SOURCE
-from switchboard.core.errors import NotFound
-from switchboard.core.identity import Scope
 from switchboard.messages.client_webhooks import (
     EVENT_FOR_STATUS,
     ClientWebhookDeliverer,
@@ -24,7 +21,7 @@ from switchboard.messages.client_webhooks import (
 )
 from switchboard.messages.domain import ClientWebhookJob, Message, MessageStatus, client_event_data
 from switchboard.messages.status_events import StatusChanges, status_detail
-from tools.support.fakes import FakeAudit, FakeSecrets
+from tools.support.fakes import FakeAudit, FakeKeys, FakeSecrets
 
 AT = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 URL = "https://hooks.example/switchboard"
@@ -54,16 +51,6 @@ def envelope(detail: dict[str, Any], event_id: str = "ev-1") -> str:
     return json.dumps(event)
 
 
-class Keys:
-    def get_api_key(self, tenant: str, key_id: str) -> ApiKey:
-        return ApiKey(
-            tenant=tenant, id=key_id, name="app", environment="LIVE", scopes=[Scope.SEND], webhook_url=URL, prefix="sk"
-        )
-
-    def get_instance(self, tenant: str, name: str) -> Instance:
-        raise NotFound("instance not found")
-
-
 class Poster:
     def __init__(self) -> None:
         self.posts: list[tuple[str, dict[str, Any], dict[str, str]]] = []
@@ -80,7 +67,7 @@ class Backoff:
 
 def worker(poster: Poster) -> ClientWebhookWorker:
     secrets = FakeSecrets(default=lambda name: "whsec_" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE=")
-    deliverer = ClientWebhookDeliverer(Keys(), secrets, poster, FakeAudit(), local_mode=False)
+    deliverer = ClientWebhookDeliverer(FakeKeys(URL), secrets, poster, FakeAudit(), local_mode=False)
     return ClientWebhookWorker(deliverer, Backoff())
 
 

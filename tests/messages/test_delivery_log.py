@@ -14,10 +14,10 @@ import pytest
 from standardwebhooks import Webhook
 
 from switchboard import bootstrap
-from tests.messages.test_receipts_and_client_webhooks import Receiver
 from tools.support.api import Client
 from tools.support.aws import REGION, AwsResources
 from tools.support.fakes import FakeProvider
+from tools.support.hooks import RecordingReceiver
 from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 Drain = Callable[[str, str], list[Any]]
@@ -25,10 +25,10 @@ RECIPIENTS = ("5511988880001", "5511988880002")
 
 
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    endpoint = Receiver()
+def receiver() -> Iterator[RecordingReceiver]:
+    endpoint = RecordingReceiver()
     yield endpoint
-    endpoint.server.shutdown()
+    endpoint.stop()
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def attempts_at_once(aws: AwsResources, monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.fixture
 def world(
-    client: Client, make_tenant: Any, provider: FakeProvider, receiver: Receiver, attempts_at_once: None
+    client: Client, make_tenant: Any, provider: FakeProvider, receiver: RecordingReceiver, attempts_at_once: None
 ) -> PoolWorld:
     world = build_world(client, make_tenant("acme"), *NUMBERS)
     world.create_send_key(default_number=NUMBERS[0], webhook_url=receiver.url)
@@ -88,7 +88,7 @@ def test_each_attempt_is_logged_and_a_retry_that_succeeds_ends_delivered(
     world: PoolWorld,
     run_worker: Callable[[], list[Any]],
     drain: Drain,
-    receiver: Receiver,
+    receiver: RecordingReceiver,
     dynamo_calls: list[str],
 ) -> None:
     receiver.statuses = [503]
@@ -122,7 +122,7 @@ def test_each_attempt_is_logged_and_a_retry_that_succeeds_ends_delivered(
 
 
 def test_a_delivery_whose_every_attempt_fails_is_a_dead_letter_and_its_replay_arrives_once_signed_anew(
-    world: PoolWorld, run_worker: Callable[[], list[Any]], drain: Drain, receiver: Receiver, aws: AwsResources
+    world: PoolWorld, run_worker: Callable[[], list[Any]], drain: Drain, receiver: RecordingReceiver, aws: AwsResources
 ) -> None:
     secret = signing_secret(world)
     receiver.statuses = [500, 500]
@@ -157,7 +157,7 @@ def test_a_delivery_whose_every_attempt_fails_is_a_dead_letter_and_its_replay_ar
 
 
 def test_the_dead_letters_of_a_time_range_are_replayed_together(
-    world: PoolWorld, run_worker: Callable[[], list[Any]], drain: Drain, receiver: Receiver
+    world: PoolWorld, run_worker: Callable[[], list[Any]], drain: Drain, receiver: RecordingReceiver
 ) -> None:
     receiver.statuses = [500] * 4
     for recipient in RECIPIENTS:

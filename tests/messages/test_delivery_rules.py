@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.catalog.domain import ApiKey, Instance
-from switchboard.core.errors import DeliveryInProgress, InvalidInput, NotFound, QueueUnavailable, RetryLater
+from switchboard.core.errors import DeliveryInProgress, InvalidInput, QueueUnavailable, RetryLater
 from switchboard.core.identity import Principal, Scope
 from switchboard.messages.client_webhooks import ClientWebhookDeliverer, retry_delay_seconds
 from switchboard.messages.delivery_log import (
@@ -22,7 +21,7 @@ from switchboard.messages.delivery_log import (
     DeliveryPage,
 )
 from switchboard.messages.domain import ClientWebhookJob
-from tools.support.fakes import FakeAudit, FakeSecrets
+from tools.support.fakes import FakeAudit, FakeKeys, FakeSecrets
 
 AT = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 URL = "https://hooks.example/switchboard"
@@ -33,16 +32,6 @@ def job(webhook_id: str = "whk_1") -> ClientWebhookJob:
     return ClientWebhookJob(
         id=webhook_id, tenant="acme", api_key_id="key_1", event="message.sent", timestamp=AT, data={"messageId": "m"}
     )
-
-
-class Keys:
-    def get_api_key(self, tenant: str, key_id: str) -> ApiKey:
-        return ApiKey(
-            tenant=tenant, id=key_id, name="app", environment="LIVE", scopes=[Scope.SEND], webhook_url=URL, prefix="sk"
-        )
-
-    def get_instance(self, tenant: str, name: str) -> Instance:
-        raise NotFound("instance not found")
 
 
 class Poster:
@@ -70,7 +59,7 @@ class Recorder:
 def deliverer(poster: Poster, log: Recorder, *, max_attempts: int = 3) -> ClientWebhookDeliverer:
     ticks = iter(float(n) / 10 for n in range(1000))
     return ClientWebhookDeliverer(
-        Keys(),
+        FakeKeys(URL),
         FakeSecrets({"api-keys/key_1/webhook-secret": "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}),
         poster,
         FakeAudit(),

@@ -9,9 +9,9 @@ from typing import Any
 from standardwebhooks import Webhook
 
 from switchboard.core.errors import ProviderThrottled
-from tests.messages.test_receipts_and_client_webhooks import Receiver
 from tools.support.api import Client
 from tools.support.fakes import FakeProvider
+from tools.support.hooks import RecordingReceiver
 from tools.support.pool import NUMBERS, build_world
 
 RECIPIENT = "5511988880001"
@@ -38,7 +38,7 @@ def test_a_fresh_instance_is_healthy_and_only_its_tenants_admin_reads_its_health
 def test_a_463_pauses_the_instance_for_new_contacts_and_its_events_webhook_is_told_signed(
     client: Client, make_tenant: Any, provider: FakeProvider, run_worker: Any, drain: Any
 ) -> None:
-    receiver = Receiver()
+    receiver = RecordingReceiver()
     try:
         world = build_world(client, make_tenant("acme"), NUMBERS[0])
         world.create_send_key(default_number=NUMBERS[0])
@@ -81,4 +81,4 @@ def test_a_463_pauses_the_instance_for_new_contacts_and_its_events_webhook_is_to
         )
         assert event["data"]["numberId"] == world.numbers[NUMBERS[0]]
     finally:
-        receiver.server.shutdown()
+        receiver.stop()

@@ -17,8 +17,6 @@ import pytest
 from botocore.exceptions import ClientError
 
 from switchboard import bootstrap
-from switchboard.catalog.domain import Instance
-from switchboard.catalog.events import ProviderEvent
 from switchboard.core import store
 from switchboard.core.clock import new_id
 from switchboard.core.store import UnitOfWork
@@ -31,11 +29,13 @@ from switchboard.providers.base import WebhookRequest
 from switchboard.providers.kinds import WebhookScheme, spec_for
 from tools.support.api import Client
 from tools.support.aws import REGION, AwsResources
+from tools.support.builders import instance, provider_event
 from tools.support.fakes import FakeTickets
 from tools.support.provider_webhooks import Catalog, deliver, envelope, message_data, stored
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
 SENDER = "5511988887777"
+MAIN = instance("main", provider_instance_id="p1", number_id="num_main")
 
 
 def main_table(aws: AwsResources) -> Any:
@@ -173,14 +173,9 @@ def test_a_heard_mark_only_moves_forward(aws: AwsResources) -> None:
     ],
 )
 def test_the_mark_is_when_the_person_wrote_never_after_it_arrived(stamp: str | None, expected: datetime) -> None:
-    instance = Instance(
-        tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"
-    )
     data = {"id": "m1", "from": SENDER} | ({} if stamp is None else {"timestamp": stamp})
     arrived = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
-    event = ProviderEvent(
-        provider_id="prv_1", instance=instance, name="message", event_id="m1", data=data, received_at=arrived
-    )
+    event = provider_event(MAIN, "message", data, event_id="m1", received_at=arrived)
 
     assert written_at(event) == expected
 
@@ -252,18 +247,8 @@ def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_t
     request = WebhookRequest(headers={"content-type": content_type}, body=(CONTRACTS / fixture).read_bytes())
     [inbound] = spec_for(kind).events(request, scheme)
     assert inbound.name == "message" and inbound.ignored is None
-    instance = Instance(
-        tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"
-    )
     received = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
-    event = ProviderEvent(
-        provider_id="prv_1",
-        instance=instance,
-        name="message",
-        event_id=inbound.event_id,
-        data=inbound.data,
-        received_at=received,
-    )
+    event = provider_event(MAIN, "message", inbound.data, event_id=inbound.event_id, received_at=received)
 
     uow = offline_unit_of_work
     HeardFrom(MessageRepository(_offline_table())).record(uow, event)
@@ -283,13 +268,8 @@ def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_t
 
 @pytest.mark.parametrize("sender", [None, "", "status@broadcast", "0123", "+55 11 98888-7777"])
 def test_an_event_naming_no_phone_number_marks_nobody(sender: str | None, offline_unit_of_work: UnitOfWork) -> None:
-    instance = Instance(
-        tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"
-    )
     data = {"id": "m1", "text": "hi"} | ({} if sender is None else {"from": sender})
-    event = ProviderEvent(
-        provider_id="prv_1", instance=instance, name="message", event_id="m1", data=data, received_at=datetime.now(UTC)
-    )
+    event = provider_event(MAIN, "message", data, event_id="m1")
 
     uow = offline_unit_of_work
     HeardFrom(MessageRepository(_offline_table())).record(uow, event)

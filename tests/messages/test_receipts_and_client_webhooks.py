@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -22,47 +19,22 @@ from tools.support.api import Client
 from tools.support.aws import REGION, AwsResources
 from tools.support.builders import provider_event, run_effects
 from tools.support.fakes import FakeProvider
+from tools.support.hooks import RecordingReceiver
 from tools.support.pool import NUMBERS, PoolWorld, build_world
 
 Drain = Callable[[str, str], list[Any]]
 RECIPIENT = "5511988880001"
 
 
-class Receiver:
-    """A client's webhook endpoint: records each request; answers `statuses` in turn, then 204."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        self.statuses: list[int] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 204)
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def events(self) -> list[dict[str, Any]]:
-        return [json.loads(body) for _, body in self.requests]
-
-
 @pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    endpoint = Receiver()
+def receiver() -> Iterator[RecordingReceiver]:
+    endpoint = RecordingReceiver()
     yield endpoint
-    endpoint.server.shutdown()
+    endpoint.stop()
 
 
 @pytest.fixture
-def world(client: Client, make_tenant: Any, provider: FakeProvider, receiver: Receiver) -> PoolWorld:
+def world(client: Client, make_tenant: Any, provider: FakeProvider, receiver: RecordingReceiver) -> PoolWorld:
     world = build_world(client, make_tenant("acme"), *NUMBERS)
     world.create_send_key(default_number=NUMBERS[0], webhook_url=receiver.url)
     return world
@@ -84,7 +56,7 @@ def sent_message(world: PoolWorld, run_worker: Callable[[], list[Any]]) -> dict[
 
 
 def test_receipts_move_the_status_forward_only_and_once(
-    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: RecordingReceiver
 ) -> None:
     message = sent_message(world, run_worker)
 
@@ -146,7 +118,7 @@ def test_a_failed_receipt_is_published_as_failed(
 
 
 def test_client_webhook_is_signed_with_standard_webhooks_and_carries_the_source_number(
-    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver, client: Client
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: RecordingReceiver, client: Client
 ) -> None:
     secret = client.post(f"/api/api-keys/{world.send_key_id}/webhook-secret", key=world.tenant.admin).json()["secret"]
     message = sent_message(world, run_worker)
@@ -175,7 +147,7 @@ def test_client_webhook_is_signed_with_standard_webhooks_and_carries_the_source_
 
 
 def test_a_failing_client_endpoint_is_retried_with_backoff_and_the_same_webhook_id(
-    world: PoolWorld, aws: AwsResources, run_worker: Any, drain: Drain, receiver: Receiver
+    world: PoolWorld, aws: AwsResources, run_worker: Any, drain: Drain, receiver: RecordingReceiver
 ) -> None:
     receiver.statuses = [500]
     sent_message(world, run_worker)
@@ -197,7 +169,7 @@ def test_a_failing_client_endpoint_is_retried_with_backoff_and_the_same_webhook_
 
 
 def test_sending_never_waits_for_or_fails_on_the_client_webhook(
-    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: RecordingReceiver
 ) -> None:
     receiver.statuses = [500] * 10
     message = sent_message(world, run_worker)
@@ -226,7 +198,17 @@ def sent_directly(world: PoolWorld, provider_message_id: str, *, fallback: Templ
         fallback_template=fallback,
     )
     repository.create(message)
-    claimed = repository.claim(message.id, "acme", "lease-1", 60)
+    record_sent(world, message.id, provider_message_id, lease="lease-1")
+    return message.id
+
+
+def record_sent(
+    world: PoolWorld, message_id: str, provider_message_id: str, *, lease: str, sent_as: SentAs | None = None
+) -> None:
+    """The message claimed under `lease` and recorded SENT through the first number (as `sent_as`),
+    as the worker records it."""
+    repository = message_repository()
+    claimed = repository.claim(message_id, "acme", lease, 60)
     assert claimed is not None
     repository.record_sent(
         claimed,
@@ -237,8 +219,8 @@ def sent_directly(world: PoolWorld, provider_message_id: str, *, fallback: Templ
         provider_message_id=provider_message_id,
         events=[],
         remember_affinity=False,
+        sent_as=sent_as,
     )
-    return message.id
 
 
 def window_refusal(world: PoolWorld, provider_message_id: str) -> None:
@@ -281,7 +263,7 @@ def test_a_window_refusal_queues_the_fallback_template_once_through_the_number_t
 
 
 def test_without_a_fallback_template_a_window_refusal_ends_the_message_failed_with_metas_code(
-    world: PoolWorld, aws: AwsResources, drain: Drain, receiver: Receiver
+    world: PoolWorld, aws: AwsResources, drain: Drain, receiver: RecordingReceiver
 ) -> None:
     message_id = sent_directly(world, "wamid-late-2", fallback=None)
 
@@ -297,22 +279,9 @@ def test_without_a_fallback_template_a_window_refusal_ends_the_message_failed_wi
 
 
 def test_once_sent_as_its_template_the_refused_sends_late_receipts_change_nothing(world: PoolWorld) -> None:
-    repository = message_repository()
     message_id = sent_directly(world, "wamid-late-3", fallback=HELLO)
     window_refusal(world, "wamid-late-3")
-    claimed = repository.claim(message_id, "acme", "lease-2", 60)
-    assert claimed is not None
-    repository.record_sent(
-        claimed,
-        number_id=world.numbers[NUMBERS[0]],
-        source_number=NUMBERS[0],
-        instance=world.instances[NUMBERS[0]],
-        provider_id=world.provider_id,
-        provider_message_id="wamid-template-3",
-        events=[],
-        remember_affinity=False,
-        sent_as=SentAs.template(HELLO),
-    )
+    record_sent(world, message_id, "wamid-template-3", lease="lease-2", sent_as=SentAs.template(HELLO))
 
     window_refusal(world, "wamid-late-3")  # redelivered after the template left
     receipt(world, "wamid-late-3", "delivered")
@@ -328,7 +297,7 @@ def test_once_sent_as_its_template_the_refused_sends_late_receipts_change_nothin
 
 
 def test_an_instances_test_message_tells_no_client_webhook_though_the_admin_key_that_sent_it_has_one(
-    world: PoolWorld, run_worker: Any, drain: Drain, receiver: Receiver
+    world: PoolWorld, run_worker: Any, drain: Drain, receiver: RecordingReceiver
 ) -> None:
     body = {"name": "ops admin", "scopes": ["admin"], "webhookUrl": receiver.url}
     admin = world.client.post("/api/api-keys", key=world.tenant.admin, json_body=body).json()["key"]

@@ -17,27 +17,13 @@ from switchboard.core.errors import (
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, TraceEvent
 from switchboard.messages.ports import InstanceHealth
 from switchboard.messages.sending.attempt import Attempts, Lost, Refused, Sent, Throttled, Transient, Tried
-from switchboard.pool.domain import NumberRoutes, Route
+from switchboard.pool.domain import NumberRoutes
 from tests.support.sending import claimed, instance_tokens
+from tools.support import builders
 from tools.support.fakes import FakeMessages, FakeProvider, FakeSecrets
 
-SOURCE = Instance(
-    tenant="acme",
-    name="inst-a",
-    provider_id="prv_1",
-    provider_instance_id="inst-a",
-    number_id="num_1",
-    token_hint="…",
-    state="CONNECTED",
-)
-ROUTE = Route(
-    provider_id="prv_1",
-    kind="wuzapi",
-    base_url="http://127.0.0.1:9",
-    provider_instance_id="inst-a",
-    instance="inst-a",
-    source=SOURCE,
-)
+SOURCE = builders.connected("inst-a", number_id="num_1")
+ROUTE = builders.route_through(SOURCE)
 NUMBER = NumberRoutes(number_id="num_1", digits="5511999990001", routes=(ROUTE,))
 MARKED = PendingRoute(number_id="num_1", instance="inst-a", provider_id="prv_1", kind="wuzapi")
 

@@ -16,6 +16,7 @@ from switchboard.messages.sending.plan import Plan
 from switchboard.messages.spam_guard import SPAM_GUARD, SentText, SpamGuard
 from switchboard.pool.domain import NumberPlan, NumberRoutes, Route, SendingConfig
 from tests.support.sending import claimed
+from tools.support import builders
 from tools.support.fakes import FakeMessages, FakeSpamHistory
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -23,30 +24,11 @@ RECIPIENT = "5511988880001"
 
 
 def instance(name: str, *, guarded: bool = False) -> Instance:
-    return Instance(
-        tenant="acme",
-        name=name,
-        provider_id="prv_1",
-        provider_instance_id=name,
-        number_id=f"num_{name}",
-        token_hint="…",
-        state="CONNECTED",
-        spamguard_enabled=guarded,
-    )
+    return builders.connected(name, spamguard_enabled=guarded)
 
 
 def number_of(digits: str, *sources: Instance) -> NumberRoutes:
-    routes = tuple(
-        Route(
-            provider_id="prv_1",
-            kind="wuzapi",
-            base_url="http://127.0.0.1:9",
-            provider_instance_id=source.name,
-            instance=source.name,
-            source=source,
-        )
-        for source in sources
-    )
+    routes = tuple(builders.route_through(source) for source in sources)
     return NumberRoutes(number_id=f"num_{digits}", digits=digits, routes=routes)
 
 

@@ -17,34 +17,14 @@ from switchboard.messages.sending.plan import AMBIGUOUS_OUTCOME
 from switchboard.messages.spam_guard import SPAM_GUARD
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.support.sending import claimed
+from tools.support import builders
 from tools.support.fakes import FakeMessages, FakeNotifier, FakeUsage
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 WEBHOOK = "https://client.example/hooks"
 CONFIG = SendingConfig(tenant="acme", api_key_id="key_1", mode="pool", webhook_url=WEBHOOK)
-SOURCE = Instance(
-    tenant="acme",
-    name="inst-a",
-    provider_id="prv_1",
-    provider_instance_id="inst-a",
-    number_id="num_1",
-    token_hint="…",
-    state="CONNECTED",
-)
-
-
-def route_of(kind: str) -> Route:
-    return Route(
-        provider_id="prv_1",
-        kind=kind,
-        base_url="http://127.0.0.1:9",
-        provider_instance_id="inst-a",
-        instance="inst-a",
-        source=SOURCE,
-    )
-
-
-WUZAPI, EVOLUTION = route_of("wuzapi"), route_of("evolution")  # resend safe, and not
+SOURCE = builders.connected("inst-a", number_id="num_1")
+WUZAPI, EVOLUTION = builders.route_through(SOURCE), builders.route_through(SOURCE, "evolution")  # resend safe, and not
 NUMBER = NumberRoutes(number_id="num_1", digits="5511999990001", routes=(WUZAPI,))
 
 

@@ -16,7 +16,7 @@ from switchboard.messages.domain import Message, MessageStatus, PendingRoute, Se
 from switchboard.messages.sending import SendWorker
 from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
 from tests.support.sending import SendWorld, instance_tokens, number, sending_service
-from tools.support.builders import instance
+from tools.support.builders import instance, route_through
 from tools.support.fakes import FakeBackoff, FakeMessages, FakeSecrets, FakeUsage
 
 RECIPIENT = "5511988880001"
@@ -202,16 +202,7 @@ def test_given_another_worker_holds_the_message_then_a_duplicate_job_sends_nothi
 
 def test_a_sent_message_counts_once_on_its_instances_usage() -> None:
     a1 = instance("a1", provider_instance_id="a1", number_id="n")
-    routes = (
-        Route(
-            provider_id="prv_1",
-            kind="wuzapi",
-            base_url="http://127.0.0.1:9",
-            provider_instance_id="a1",
-            instance="a1",
-            source=a1,
-        ),
-    )
+    routes = (route_through(a1),)
     usage = FakeUsage()
     world = SendWorld(pool(NumberRoutes(number_id="n", digits="5511999990001", routes=routes)), usage=usage)
     message = world.queue_message(RECIPIENT)

@@ -18,8 +18,9 @@ from switchboard.core.clock import utcnow
 from switchboard.messages.domain import Message, MessageStatus, PendingRoute, SendJob, SentAs
 from switchboard.messages.window import SERVICE_WINDOW, WindowGate, window_of
 from switchboard.pool.domain import Affinity
-from switchboard.providers.content import Interactive, Option, Template, TemplateComponent, TemplateParameter, Text
+from switchboard.providers.content import Interactive, Option, Template, Text
 from tests.messages.test_send_content import NUMBERS, RECIPIENT, World
+from tools.support.builders import APRIL_PROMO
 
 WUZAPI, META = NUMBERS[0], NUMBERS[2]
 HELLO = Template(name="hello_world", language="en_US")
@@ -113,16 +114,7 @@ def test_a_template_leaves_whatever_the_window_and_never_through_an_unofficial_n
     world = World()
     never_wrote(world)
     world.config = world.config.model_copy(update={"pool": [WUZAPI, META]})
-    template = Template(
-        name="2023_april_promo",
-        language="en_US",
-        components=[
-            TemplateComponent(
-                type="body",
-                parameters=[TemplateParameter(type="text", text="Mark"), TemplateParameter(type="text", text="FALL25")],
-            )
-        ],
-    )
+    template = APRIL_PROMO
 
     sent = world.send(template)
 

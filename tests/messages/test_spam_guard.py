@@ -9,8 +9,9 @@ from switchboard.catalog.domain import Instance
 from switchboard.core.text import normalised, text_hash
 from switchboard.messages.domain import MessageStatus
 from switchboard.messages.spam_guard import SPAM_GUARD, SpamGuard
-from switchboard.pool.domain import NumberRoutes, Route, SendingConfig
+from switchboard.pool.domain import NumberRoutes, SendingConfig
 from tests.support.sending import SendWorld
+from tools.support import builders
 from tools.support.fakes import FakeClock, FakeSpamHistory
 
 RECIPIENT = "5511988880001"
@@ -18,30 +19,11 @@ T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def instance(name: str, *, guarded: bool = True) -> Instance:
-    return Instance(
-        tenant="acme",
-        name=name,
-        provider_id="prv_1",
-        provider_instance_id=name,
-        number_id=f"num_{name}",
-        token_hint="…",
-        state="CONNECTED",
-        spamguard_enabled=guarded,
-    )
+    return builders.connected(name, spamguard_enabled=guarded)
 
 
 def number_of(digits: str, *instances: Instance) -> NumberRoutes:
-    routes = tuple(
-        Route(
-            provider_id="prv_1",
-            kind="wuzapi",
-            base_url="http://127.0.0.1:9",
-            provider_instance_id=source.provider_instance_id,
-            instance=source.name,
-            source=source,
-        )
-        for source in instances
-    )
+    routes = tuple(builders.route_through(source) for source in instances)
     return NumberRoutes(number_id=f"num_{digits}", digits=digits, routes=routes)
 
 

@@ -174,6 +174,20 @@ def test_evolutions_error_answered_with_200_is_a_failure() -> None:
         client.pairing(target)
 
 
+def test_an_evolution_code_that_is_not_a_png_image_is_never_shown() -> None:
+    qrcode = json.loads((CONTRACTS / "evolution" / "api_instance_connect_qrcode.json").read_text())
+    _, client, target = evolution(
+        {
+            ("GET", "/instance/connect/switchboard-test"): httpx.Response(
+                200, json={**qrcode, "base64": "data:text/html;base64,PHNjcmlwdD4="}
+            )
+        }
+    )
+
+    with pytest.raises(ProviderUnavailable, match="not a PNG image"):
+        client.start_session(target)
+
+
 def test_an_unknown_evolution_instance_is_refused() -> None:
     _, client, target = evolution(
         {

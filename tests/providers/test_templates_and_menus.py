@@ -29,6 +29,7 @@ from switchboard.providers.content import (
 from switchboard.providers.kinds import spec_for
 from switchboard.providers.menu import choice_for, text_menu
 from switchboard.providers.wuzapi_send import data_url
+from tools.support.builders import APRIL_PROMO
 
 CONTRACTS = Path(__file__).parent.parent / "contracts" / "meta"
 TARGET = ProviderTarget(
@@ -69,16 +70,7 @@ def placeholders_list() -> Interactive:
 
 def test_templates_leave_exactly_as_metas_documented_examples() -> None:
     hello = meta_send.message_body("{{Recipient-Phone-Number}}", Template(name="hello_world", language="en_US"))
-    promo = Template(
-        name="2023_april_promo",
-        language="en_US",
-        components=[
-            TemplateComponent(
-                type="body",
-                parameters=[TemplateParameter(type="text", text="Mark"), TemplateParameter(type="text", text="FALL25")],
-            )
-        ],
-    )
+    promo = APRIL_PROMO
 
     assert hello["template"] == fixture("send_template_hello_world_request.json")["template"]
     assert meta_send.message_body("{{Recipient-Phone-Number}}", promo) == fixture(

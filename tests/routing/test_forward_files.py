@@ -24,6 +24,7 @@ from switchboard.routing.forwarder import DownstreamForwarder
 from tests.media.test_store_and_resolver import META, meta_server
 from tests.routing.test_forward_media import Outcomes
 from tools.support.aws import AwsResources
+from tools.support.builders import incoming_message
 from tools.support.downstream import FakeDownstream
 from tools.support.fakes import FakeDownstreams, FakeForwardAttempts
 
@@ -73,16 +74,7 @@ class World:
 
 
 def job(provider_id: str, content: Any, *, reply_to: str | None = None) -> IncomingMessage:
-    return IncomingMessage(
-        event_id=f"evt-{provider_id}",
-        instance=INSTANCE,
-        owner_tag="acme",
-        provider_message_id=provider_id,
-        sender="5511988887777",
-        text="(as text)",
-        content=content,
-        reply_to=reply_to,
-    )
+    return incoming_message(provider_id, "(as text)", instance=INSTANCE, content=content, reply_to=reply_to)
 
 
 def test_a_file_sent_inline_reaches_the_helpdesk_with_the_same_bytes(aws: AwsResources) -> None:

@@ -22,6 +22,7 @@ from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.domain import DownstreamTarget, IncomingMessage
 from switchboard.routing.forwarder import MEDIA_ATTEMPTS, DownstreamForwarder
 from switchboard.routing.incoming_post import HELPDESK_MAX_BYTES
+from tools.support.builders import incoming_message
 from tools.support.downstream import FakeDownstream
 from tools.support.fakes import FakeDownstreams, FakeForwardAttempts, FakeMedia, FakeMessageLinks
 
@@ -73,16 +74,7 @@ class World:
 
 
 def message(provider_id: str, content: Any, *, reply_to: str | None = None) -> IncomingMessage:
-    return IncomingMessage(
-        event_id=f"evt-{provider_id}",
-        instance="acme:main",
-        owner_tag="acme",
-        provider_message_id=provider_id,
-        sender="5511988887777",
-        text="(as text)",
-        content=content,
-        reply_to=reply_to,
-    )
+    return incoming_message(provider_id, "(as text)", content=content, reply_to=reply_to)
 
 
 PHOTO = MediaMessage(media=Media(kind="image", mime_type="image/jpeg", caption="Segue a foto"))

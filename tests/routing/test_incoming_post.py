@@ -35,23 +35,13 @@ from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.domain import DownstreamPost, DownstreamTarget, FileToPost, IncomingMessage, MessageLink
 from switchboard.routing.incoming_post import downstream_post, file_name_for, vcard_file
 from tests.routing.test_downstream_answers import ACCOUNT_1, CONTRACT, Chatwoot
+from tools.support.builders import incoming_message
 from tools.support.downstream import FakeDownstream, parse_multipart
 
 TARGET = DownstreamTarget(base_url="https://cw.example", account_id=1, inbox_id=2, api_token="t", source="tenant")
 ORIGIN = "https://cw.example:443"
 PNG = files.png()
 CARD = ContactCard(name="Ana Lima", phones=["+55 11 98888-7777"])
-
-
-def incoming(provider_id: str, text: str = "") -> IncomingMessage:
-    return IncomingMessage(
-        event_id=f"evt-{provider_id}",
-        instance="acme:main",
-        owner_tag="acme",
-        provider_message_id=provider_id,
-        sender="5511988887777",
-        text=text or provider_id,
-    )
 
 
 def link(message: dict[str, Any], provider_id: str) -> MessageLink:
@@ -177,7 +167,7 @@ def test_a_photo_reaches_the_helpdesk_as_a_multipart_attachment_byte_for_byte() 
     fake = FakeDownstream()
     photo = FileToPost(file_name="image.png", mime_type="image/png", data=PNG)
 
-    message = post(fake, incoming("3EB0P1"), DownstreamPost(content="Segue a foto", files=[photo]))
+    message = post(fake, incoming_message("3EB0P1"), DownstreamPost(content="Segue a foto", files=[photo]))
 
     [request] = fake.messages()
     assert request.body == {"content": "Segue a foto", "message_type": "incoming", "source_id": "3EB0P1"}
@@ -195,7 +185,7 @@ def test_a_voice_note_is_posted_as_one_and_a_caption_less_file_has_no_content() 
     fake = FakeDownstream()
     voice = FileToPost(file_name="voice.ogg", mime_type="audio/ogg", data=files.ogg_opus(3))
 
-    message = post(fake, incoming("3EB0V1"), DownstreamPost(content=None, files=[voice], voice=True))
+    message = post(fake, incoming_message("3EB0V1"), DownstreamPost(content=None, files=[voice], voice=True))
 
     [request] = fake.messages()
     assert request.body == {"message_type": "incoming", "source_id": "3EB0V1", "is_voice_message": "true"}
@@ -205,11 +195,13 @@ def test_a_voice_note_is_posted_as_one_and_a_caption_less_file_has_no_content() 
 
 def test_a_quote_is_threaded_to_its_message_in_the_conversation_and_left_unthreaded_elsewhere() -> None:
     fake = FakeDownstream()
-    first = post(fake, incoming("3EB0Q1", "qual o preço?"), DownstreamPost(content="qual o preço?"))
+    first = post(fake, incoming_message("3EB0Q1", "qual o preço?"), DownstreamPost(content="qual o preço?"))
     elsewhere = link(first, "3EB0Q1").model_copy(update={"conversation_id": first["conversation_id"] + 100})
 
-    quote = post(fake, incoming("3EB0Q2"), DownstreamPost(content="e com frete?", refers_to=link(first, "3EB0Q1")))
-    unthreaded = post(fake, incoming("3EB0Q3"), DownstreamPost(content="alô?", refers_to=elsewhere))
+    quote = post(
+        fake, incoming_message("3EB0Q2"), DownstreamPost(content="e com frete?", refers_to=link(first, "3EB0Q1"))
+    )
+    unthreaded = post(fake, incoming_message("3EB0Q3"), DownstreamPost(content="alô?", refers_to=elsewhere))
 
     assert quote["content_attributes"] == {"in_reply_to": first["id"], "in_reply_to_external_id": "3EB0Q1"}
     assert quote["message_type"] == 0 and not quote["private"]
@@ -218,10 +210,12 @@ def test_a_quote_is_threaded_to_its_message_in_the_conversation_and_left_unthrea
 
 def test_a_quoted_file_is_threaded_in_the_same_multipart_request() -> None:
     fake = FakeDownstream()
-    first = post(fake, incoming("3EB0F1"), DownstreamPost(content="manda o comprovante"))
+    first = post(fake, incoming_message("3EB0F1"), DownstreamPost(content="manda o comprovante"))
     pdf = FileToPost(file_name="comprovante.pdf", mime_type="application/pdf", data=files.pdf("pago"))
 
-    message = post(fake, incoming("3EB0F2"), DownstreamPost(content=None, files=[pdf], refers_to=link(first, "3EB0F1")))
+    message = post(
+        fake, incoming_message("3EB0F2"), DownstreamPost(content=None, files=[pdf], refers_to=link(first, "3EB0F1"))
+    )
 
     [_, request] = fake.messages()
     assert request.body is not None and json.loads(request.body["content_attributes"]) == {"in_reply_to": first["id"]}
@@ -231,12 +225,12 @@ def test_a_quoted_file_is_threaded_in_the_same_multipart_request() -> None:
 
 def test_a_reaction_is_a_reply_on_its_message_or_a_private_note_naming_it() -> None:
     fake = FakeDownstream()
-    first = post(fake, incoming("3EB0R1"), DownstreamPost(content="chegou?"))
+    first = post(fake, incoming_message("3EB0R1"), DownstreamPost(content="chegou?"))
     reacted = downstream_post(Reaction(target_id="3EB0R1", emoji="👍"), refers_to=link(first, "3EB0R1"))
     unknown = downstream_post(Reaction(target_id="3EB0GONE", emoji="👍"))
 
-    reply = post(fake, incoming("3EB0R2"), reacted)
-    note = post(fake, incoming("3EB0R3"), unknown)
+    reply = post(fake, incoming_message("3EB0R2"), reacted)
+    note = post(fake, incoming_message("3EB0R3"), unknown)
 
     assert (reply["content"], reply["message_type"], reply["private"]) == ("Reagiu com 👍", 0, False)
     assert reply["content_attributes"]["in_reply_to"] == first["id"]
@@ -275,7 +269,7 @@ def test_a_malformed_multipart_body_or_a_nameless_file_creates_nothing() -> None
 def test_a_text_is_posted_as_json_as_before() -> None:
     fake = FakeDownstream()
 
-    message = post(fake, incoming("3EB0T1"), downstream_post(Text(body="bom dia")))
+    message = post(fake, incoming_message("3EB0T1"), downstream_post(Text(body="bom dia")))
 
     [request] = fake.messages()
     assert request.uploads == [] and message["content"] == "bom dia" and "attachments" not in message
@@ -284,12 +278,12 @@ def test_a_text_is_posted_as_json_as_before() -> None:
 def test_the_fakes_answer_to_a_multipart_post_has_chatwoots_shape() -> None:
     real = json.loads((CONTRACT / "api_messages_create_incoming_attachment.json").read_text())
     fake = FakeDownstream()
-    first = post(fake, incoming("3EB0S1"), DownstreamPost(content="oi"))
+    first = post(fake, incoming_message("3EB0S1"), DownstreamPost(content="oi"))
     voice = FileToPost(file_name="voice.ogg", mime_type="audio/ogg", data=files.ogg_opus(3))
 
     message = post(
         fake,
-        incoming("3EB0S2"),
+        incoming_message("3EB0S2"),
         DownstreamPost(content=None, files=[voice], voice=True, refers_to=link(first, "3EB0S1")),
     )
 
@@ -309,7 +303,7 @@ def test_against_chatwoots_answer_a_multipart_post_is_known_by_the_message_id_it
     )
     client = ChatwootClient(local_mode=True, transport=chatwoot.transport())
     voice = FileToPost(file_name="voice.ogg", mime_type="audio/ogg", data=files.ogg_opus(3))
-    sheena = incoming("wamid.S3").model_copy(update={"sender": "16505551234"})
+    sheena = incoming_message("wamid.S3").model_copy(update={"sender": "16505551234"})
 
     posted = client.post_incoming(ACCOUNT_1, sheena, DownstreamPost(content=None, files=[voice], voice=True))
 

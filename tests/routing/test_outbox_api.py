@@ -17,7 +17,7 @@ from switchboard.routing.outbox_dynamo import OutboxRepository
 from tests.support.samples import sample_event
 from tools.support.api import SECRET_WATCH, Client
 from tools.support.aws import AwsResources
-from tools.support.downstream import FakeDownstream
+from tools.support.downstream import FakeDownstream, agent_reply
 from tools.support.provider_webhooks import INSTANCE_TOKEN, Catalog, build_catalog, deliver, envelope
 
 PHONE = "5511988887777"
@@ -59,16 +59,7 @@ def secret(client: Client, sim_catalog: Catalog) -> str:
 
 
 def reply(message_id: int, text: str, **overrides: Any) -> dict[str, Any]:
-    return {
-        "event": "message_created",
-        "id": message_id,
-        "content": text,
-        "message_type": "outgoing",
-        "private": False,
-        "conversation": {"id": 55, "meta": {"sender": {"phone_number": f"+{PHONE}"}}},
-        "account": {"id": 7},
-        **overrides,
-    }
+    return {**agent_reply(message_id, text, conversation=55, phone=PHONE, account={"id": 7}), **overrides}
 
 
 def customer(conversation: int) -> dict[str, Any]:

@@ -57,6 +57,11 @@ TARGET = DownstreamTarget(base_url="https://acme.example", account_id=1, inbox_i
 PHONE = "5511988887777"
 
 
+def agent_reply(message_id: str, text: str = "", **fields: Any) -> Reply:
+    """An agent's reply to PHONE in conversation 55."""
+    return Reply(message_id=message_id, phone=PHONE, text=text, conversation_id=55, **fields)
+
+
 def ref(data: bytes, mime: str) -> MediaRef:
     digest = hashlib.sha256(data).hexdigest()
     return MediaRef(key=f"acme/outgoing/url_{digest}", sha256=digest, mime_type=mime, size=len(data))
@@ -239,13 +244,7 @@ def test_given_attachments_only_then_they_are_the_parts() -> None:
 def test_given_two_images_and_a_caption_then_they_leave_in_order_the_first_captioned_and_each_is_linked() -> None:
     w = world()
     w.attachments.contents = {"u1": media("image", PNG, "image/png"), "u2": media("image", PNG, "image/png")}
-    reply = Reply(
-        message_id="9010",
-        phone=PHONE,
-        text="As duas cores",
-        conversation_id=55,
-        attachments=[image_attachment("u1"), image_attachment("u2")],
-    )
+    reply = agent_reply("9010", "As duas cores", attachments=[image_attachment("u1"), image_attachment("u2")])
 
     outcome = w.outbox.submit(INSTANCE, reply)
 
@@ -263,13 +262,7 @@ def test_given_an_attachment_that_cannot_be_fetched_then_the_agent_is_told_and_t
     w = world()
     w.attachments.contents = {"u2": media("image", PNG, "image/png")}
     w.attachments.refused = {"u1": "the helpdesk answered 404"}
-    reply = Reply(
-        message_id="9020",
-        phone=PHONE,
-        text="Fotos",
-        conversation_id=55,
-        attachments=[image_attachment("u1", "a.png"), image_attachment("u2", "b.png")],
-    )
+    reply = agent_reply("9020", "Fotos", attachments=[image_attachment("u1", "a.png"), image_attachment("u2", "b.png")])
 
     outcome = w.outbox.submit(INSTANCE, reply)
 
@@ -284,7 +277,7 @@ def test_given_an_attachment_that_cannot_be_fetched_then_the_agent_is_told_and_t
 def test_given_the_only_attachment_cannot_be_fetched_then_the_reply_fails_marked_failed_and_told_once() -> None:
     w = world()
     w.attachments.refused = {"u1": "the helpdesk answered 404"}
-    reply = Reply(message_id="9021", phone=PHONE, text="", conversation_id=55, attachments=[image_attachment("u1")])
+    reply = agent_reply("9021", "", attachments=[image_attachment("u1")])
 
     outcome = w.outbox.submit(INSTANCE, reply)
 
@@ -296,7 +289,7 @@ def test_given_the_only_attachment_cannot_be_fetched_then_the_reply_fails_marked
 def test_given_a_redelivered_webhook_then_its_attachments_are_fetched_once_and_sent_once() -> None:
     w = world()
     w.attachments.contents = {"u1": media("image", PNG, "image/png")}
-    reply = Reply(message_id="9022", phone=PHONE, text="", conversation_id=55, attachments=[image_attachment("u1")])
+    reply = agent_reply("9022", "", attachments=[image_attachment("u1")])
 
     w.outbox.submit(INSTANCE, reply)
     again = w.outbox.submit(INSTANCE, reply)
@@ -307,13 +300,7 @@ def test_given_a_redelivered_webhook_then_its_attachments_are_fetched_once_and_s
 def test_given_a_disconnected_instance_then_the_reply_waits_as_references_and_leaves_on_reconnect() -> None:
     w = world(connected=False)
     w.attachments.contents = {"u1": media("document", PDF, "application/pdf", "pedido.pdf")}
-    reply = Reply(
-        message_id="9023",
-        phone=PHONE,
-        text="",
-        conversation_id=55,
-        attachments=[Attachment(file_type="file", data_url="u1")],
-    )
+    reply = agent_reply("9023", "", attachments=[Attachment(file_type="file", data_url="u1")])
 
     assert w.outbox.submit(INSTANCE, reply).status == "PENDING"
     [entry] = w.store.entries
@@ -337,13 +324,7 @@ def test_given_a_waiting_attachment_whose_file_expired_then_the_reply_fails_and_
     doc = media("document", PDF, "application/pdf", "pedido.pdf")
     w.files.gone.add(doc.media.stored.key)  # type: ignore[union-attr]
     w.attachments.contents = {"u1": doc}
-    reply = Reply(
-        message_id="9024",
-        phone=PHONE,
-        text="Seu pedido",
-        conversation_id=55,
-        attachments=[Attachment(file_type="file", data_url="u1")],
-    )
+    reply = agent_reply("9024", "Seu pedido", attachments=[Attachment(file_type="file", data_url="u1")])
 
     outcome = w.outbox.submit(INSTANCE, reply)
 
@@ -357,12 +338,8 @@ def test_given_a_part_the_kind_cannot_send_then_the_reply_fails_saying_so_after_
     provider.failures["location"] = [UnsupportedByProvider("wuzapi refuses a latitude or longitude of exactly 0")]
     w = world(provider)
     w.attachments.contents = {"u1": media("image", PNG, "image/png")}
-    reply = Reply(
-        message_id="9025",
-        phone=PHONE,
-        text="",
-        conversation_id=55,
-        attachments=[image_attachment("u1"), Attachment(file_type="location", latitude=0.0, longitude=1.0)],
+    reply = agent_reply(
+        "9025", "", attachments=[image_attachment("u1"), Attachment(file_type="location", latitude=0.0, longitude=1.0)]
     )
 
     outcome = w.outbox.submit(INSTANCE, reply)
@@ -382,13 +359,7 @@ def test_given_an_unavailable_provider_mid_reply_then_it_resumes_from_the_part_t
         "u1": media("image", PNG, "image/png"),
         "u2": media("document", PDF, "application/pdf", "p.pdf"),
     }
-    reply = Reply(
-        message_id="9026",
-        phone=PHONE,
-        text="Oi",
-        conversation_id=55,
-        attachments=[image_attachment("u1"), Attachment(file_type="file", data_url="u2")],
-    )
+    reply = agent_reply("9026", "Oi", attachments=[image_attachment("u1"), Attachment(file_type="file", data_url="u2")])
 
     assert w.outbox.submit(INSTANCE, reply).status == "PENDING"
     w.outbox.drain(INSTANCE.key)
@@ -416,13 +387,7 @@ def test_given_an_agents_recording_then_it_is_a_voice_note_where_the_kind_can_se
     w = world(kind=kind)
     w.files.data[ref(data, mime).key] = data
     w.attachments.contents = {"rec": media("voice", data, mime)}
-    reply = Reply(
-        message_id="9027",
-        phone=PHONE,
-        text="",
-        conversation_id=55,
-        attachments=[Attachment(file_type="audio", data_url="rec")],
-    )
+    reply = agent_reply("9027", "", attachments=[Attachment(file_type="audio", data_url="rec")])
 
     assert w.outbox.submit(INSTANCE, reply).status == "SENT"
     assert sent_kinds(w.provider) == [leaves_as] and w.notes.notes == []
@@ -443,7 +408,7 @@ def test_given_a_lost_answer_to_an_attachment_then_it_is_never_sent_twice_as_two
     provider.failures["image"] = [ProviderTimeout("lost")]
     w = world(provider, kind=kind)
     w.attachments.contents = {"u1": media("image", PNG, "image/png")}
-    reply = Reply(message_id="9028", phone=PHONE, text="", conversation_id=55, attachments=[image_attachment("u1")])
+    reply = agent_reply("9028", "", attachments=[image_attachment("u1")])
     keys: list[str] = []
     original = provider.send_content
 
@@ -478,7 +443,7 @@ def test_given_a_reply_to_an_agents_message_sent_here_then_it_quotes_its_whatsap
         )
     )
 
-    w.outbox.submit(INSTANCE, Reply(message_id="9030", phone=PHONE, text="Isso", conversation_id=55, in_reply_to=9000))
+    w.outbox.submit(INSTANCE, agent_reply("9030", "Isso", in_reply_to=9000))
 
     [(_, content, quoted, _)] = w.provider.parts
     assert isinstance(content, Text) and content.body == "Isso"
@@ -490,14 +455,7 @@ def test_given_a_reply_to_a_customers_message_then_it_quotes_the_id_the_helpdesk
 
     w.outbox.submit(
         INSTANCE,
-        Reply(
-            message_id="9031",
-            phone=PHONE,
-            text="Sim",
-            conversation_id=55,
-            in_reply_to=8999,
-            in_reply_to_external_id="3EB0AA",
-        ),
+        agent_reply("9031", "Sim", in_reply_to=8999, in_reply_to_external_id="3EB0AA"),
     )
 
     assert w.provider.parts[0][2] == Quote(id="3EB0AA", from_me=False, author=PHONE)
@@ -506,9 +464,7 @@ def test_given_a_reply_to_a_customers_message_then_it_quotes_the_id_the_helpdesk
 def test_given_a_reply_to_a_message_of_unknown_whatsapp_id_then_it_leaves_unquoted_and_the_agent_is_told() -> None:
     w = world()
 
-    outcome = w.outbox.submit(
-        INSTANCE, Reply(message_id="9032", phone=PHONE, text="Sim", conversation_id=55, in_reply_to=1)
-    )
+    outcome = w.outbox.submit(INSTANCE, agent_reply("9032", "Sim", in_reply_to=1))
 
     assert outcome.status == "SENT" and w.provider.bodies == ["Sim"] and w.provider.parts[0][2] is None
     assert w.notes.notes == [(55, "Message 9032 leaves without quoting message 1: its WhatsApp id is not known here.")]
@@ -522,7 +478,7 @@ def test_given_a_refused_reply_then_the_helpdesk_message_is_marked_failed_with_t
     provider.failures["Oi"] = [ProviderRejected("bad phone")]
     w = world(provider)
 
-    w.outbox.submit(INSTANCE, Reply(message_id="9040", phone=PHONE, text="Oi", conversation_id=55))
+    w.outbox.submit(INSTANCE, agent_reply("9040", "Oi"))
 
     assert w.statuses.updates == [(55, 9040, "failed", "refused by the provider (provider_rejected)")]
 
@@ -532,13 +488,7 @@ def test_given_a_refused_reply_then_the_helpdesk_message_is_marked_failed_with_t
 
 def sent_reply(w: World, message_id: str = "9050", attachments: int = 0) -> None:
     w.attachments.contents = {f"u{n}": media("image", PNG, "image/png") for n in range(attachments)}
-    reply = Reply(
-        message_id=message_id,
-        phone=PHONE,
-        text="Oi",
-        conversation_id=55,
-        attachments=[image_attachment(f"u{n}") for n in range(attachments)],
-    )
+    reply = agent_reply(message_id, "Oi", attachments=[image_attachment(f"u{n}") for n in range(attachments)])
     assert w.outbox.submit(INSTANCE, reply).status == "SENT"
 
 
@@ -593,7 +543,7 @@ def test_given_a_revoke_the_provider_refuses_then_the_agent_is_told_the_customer
 def test_given_a_deleted_reply_still_waiting_then_it_never_leaves_and_nothing_is_revoked() -> None:
     provider = FakeRevokingProvider()
     w = world(provider, connected=False)
-    w.outbox.submit(INSTANCE, Reply(message_id="9051", phone=PHONE, text="Oi", conversation_id=55))
+    w.outbox.submit(INSTANCE, agent_reply("9051", "Oi"))
 
     revoked = w.outbox.revoke(INSTANCE, Revocation(message_id="9051", phone=PHONE, conversation_id=55))
     w.outbox.drain(INSTANCE.key)

@@ -9,13 +9,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 
 from devstack.simulator import SimulatorControl
 from devstack.stack import LocalStack
-from tests.support.stacks import stack_on_free_ports
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tests.support.stacks import map_demo_downstream, stack_on_free_ports
+from tools.support.downstream import KillingDownstream, ServedDownstream
 
 CONTACT = "5511977770042"
 # A redelivery waits for the dead invocation's idempotency record to expire (its Lambda timeout,
@@ -23,33 +22,6 @@ CONTACT = "5511977770042"
 # dead-letter queue's 8.
 VISIBILITY_SECONDS = 8
 FUNCTION_SECONDS = 20
-
-
-class KillingDownstream(FakeDownstream):
-    """Kills the forwarder (`kill`) right after applying the first incoming message it takes:
-    the forwarder never records its success, and the job's answer never reaches SQS."""
-
-    kill: Callable[[], bool] | None = None
-    kills: int = 0
-
-    def handle(
-        self,
-        origin: str,
-        method: str,
-        path: str,
-        *,
-        query: str,
-        token: str | None,
-        raw: bytes,
-        content_type: str | None = None,
-    ) -> tuple[int, Any]:
-        status, payload = super().handle(
-            origin, method, path, query=query, token=token, raw=raw, content_type=content_type
-        )
-        incoming = isinstance(payload, dict) and payload.get("message_type") == 0
-        if method == "POST" and status == 200 and incoming and self.kill is not None and not self.kills:
-            self.kills += int(self.kill())
-        return status, payload
 
 
 @pytest.fixture(scope="module")
@@ -83,17 +55,7 @@ def test_given_the_forwarder_killed_after_its_post_then_the_message_is_in_the_he
     assert stack.demo is not None and stack.functions is not None
     functions = stack.functions
     demo = stack.demo
-    mapping = {
-        "downstreamBaseUrl": served.url,
-        "downstreamApiToken": "cw-crash-token-0123456789",
-        "downstreamAccountId": 3,
-        "downstreamInboxId": 31,
-    }
-    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=30) as api:
-        answer = api.put(
-            f"/api/tenants/{demo.owner_tag}", json=mapping, headers={"authorization": f"Bearer {demo.admin_key}"}
-        )
-    assert answer.status_code == 200, answer.text
+    map_demo_downstream(stack, served.url, token="cw-crash-token-0123456789", account_id=3, inbox_id=31)
     fake.kill = lambda: functions.kill("ForwarderFunction")
     sqs = boto3.session.Session().client("sqs", region_name="us-east-1", endpoint_url=stack.aws_url)
     queue = stack.queues["ForwardQueue"].url

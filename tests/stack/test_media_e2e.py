@@ -27,15 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import httpx
 import pytest
 
 from devstack.seed import SeededInstance
 from devstack.simulator import SimulatorControl
 from devstack.simulator.incoming import media_file
 from devstack.stack import LocalStack
-from tests.support.stacks import stack_on_free_ports
-from tools.support.downstream import FakeDownstream, ServedDownstream, Upload
+from tests.support.stacks import map_demo_downstream, stack_on_free_ports
+from tools.support.downstream import KillingDownstream, ServedDownstream, Upload
 
 # A redelivery waits for the killed invocation's idempotency record to expire (its Lambda timeout,
 # shortened here from the template's, with time enough for a file's fetch and post): a few
@@ -56,37 +55,15 @@ KINDS = ("image", "audio", "document", "sticker", "location", "contacts", "list"
 CAPTIONS = {"image": "segue a foto", "document": "o comprovante"}
 
 
-class KillingHelpdesk(FakeDownstream):
-    """Kills the forwarder (`kill`) right after applying the multipart post of the photo captioned
-    `CRASH_CAPTION`: the forward never records its success, and its job is never acknowledged."""
-
-    kill: Callable[[], bool] | None = None
-    kills: int = 0
-
-    def handle(
-        self,
-        origin: str,
-        method: str,
-        path: str,
-        *,
-        query: str,
-        token: str | None,
-        raw: bytes,
-        content_type: str | None = None,
-    ) -> tuple[int, Any]:
-        status, payload = super().handle(
-            origin, method, path, query=query, token=token, raw=raw, content_type=content_type
-        )
-        crashing = isinstance(payload, dict) and payload.get("content") == CRASH_CAPTION and payload.get("attachments")
-        if method == "POST" and status == 200 and crashing and self.kill is not None and not self.kills:
-            self.kills += int(self.kill())
-        return status, payload
+def crashing(payload: dict[str, Any]) -> bool:
+    """The multipart post of the photo captioned `CRASH_CAPTION`, after which the forwarder is killed."""
+    return payload.get("content") == CRASH_CAPTION and bool(payload.get("attachments"))
 
 
 @dataclass
 class World:
     stack: LocalStack
-    helpdesk: KillingHelpdesk
+    helpdesk: KillingDownstream
     served: ServedDownstream
     sim: SimulatorControl
     sqs: Any
@@ -139,22 +116,10 @@ def world() -> Iterator[World]:
         function_timeout=FUNCTION_SECONDS,
         environment={"PROVIDER_TIMEOUT_SECONDS": "2"},
     ).start()
-    helpdesk = KillingHelpdesk()
+    helpdesk = KillingDownstream(fatal=crashing)
     served = helpdesk.serve()
     assert stack.demo is not None and stack.functions is not None
-    mapping = {
-        "downstreamBaseUrl": served.url,
-        "downstreamApiToken": "cw-media-token-0123456789",
-        "downstreamAccountId": 4,
-        "downstreamInboxId": 41,
-    }
-    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=30) as api:
-        answer = api.put(
-            f"/api/tenants/{stack.demo.owner_tag}",
-            json=mapping,
-            headers={"authorization": f"Bearer {stack.demo.admin_key}"},
-        )
-    assert answer.status_code == 200, answer.text
+    map_demo_downstream(stack, served.url, token="cw-media-token-0123456789", account_id=4, inbox_id=41)
     functions = stack.functions
     helpdesk.kill = lambda: functions.kill("ForwarderFunction")
     sqs = boto3.session.Session().client("sqs", region_name="us-east-1", endpoint_url=stack.aws_url)

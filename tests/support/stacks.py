@@ -6,6 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypedDict
 
+import httpx
+
 from devstack.stack import LocalStack
 
 
@@ -28,3 +30,22 @@ def stack_on_free_ports(kind: str, **settings: Any) -> LocalStack:
     """A `LocalStack` (not started) on free ports with a prefix of its own; `settings` are the
     other `LocalStack` arguments."""
     return LocalStack(**FREE_PORTS, prefix=unique_prefix(kind), **settings)
+
+
+def map_demo_downstream(stack: LocalStack, url: str, *, token: str, account_id: int, inbox_id: int) -> None:
+    """The started stack's demo tenant sends its conversations to the helpdesk at `url` (a PUT of
+    its downstream mapping, as its admin)."""
+    assert stack.demo is not None
+    mapping = {
+        "downstreamBaseUrl": url,
+        "downstreamApiToken": token,
+        "downstreamAccountId": account_id,
+        "downstreamInboxId": inbox_id,
+    }
+    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=30) as api:
+        answer = api.put(
+            f"/api/tenants/{stack.demo.owner_tag}",
+            json=mapping,
+            headers={"authorization": f"Bearer {stack.demo.admin_key}"},
+        )
+    assert answer.status_code == 200, answer.text

@@ -27,7 +27,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -41,6 +40,7 @@ from tools.bench.measurements import Figures
 from tools.bench.workloads import POOL_WEBHOOK_SECRET, CountingProvider, Stage, stage
 from tools.support.aws import REGION
 from tools.support.downstream import FakeDownstream
+from tools.support.hooks import HookReceiver
 from tools.support.pool import NUMBERS, build_world
 from tools.support.provider_webhooks import envelope, message_data, signed_headers
 from tools.support.sqs import received_record
@@ -165,31 +165,21 @@ class IndexWatch:
         return {name: value for name, value in image.items() if name in kept}
 
 
-class Endpoint:
+class Endpoint(HookReceiver):
     """A client's webhook endpoint: `refuse` is `never` (204), `first` (503 to a webhook-id's first
     request, then 204) or `always` (503)."""
 
     def __init__(self) -> None:
         self.refuse = "never"
         self.seen: set[str] = set()
-        endpoint = self
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                webhook_id = self.headers["webhook-id"]
-                first = webhook_id not in endpoint.seen
-                endpoint.seen.add(webhook_id)
-                refused = endpoint.refuse == "always" or (endpoint.refuse == "first" and first)
-                self.send_response(503 if refused else 204)
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _answer(self, headers: dict[str, str], body: bytes) -> int:
+        webhook_id = headers["webhook-id"]
+        first = webhook_id not in self.seen
+        self.seen.add(webhook_id)
+        refused = self.refuse == "always" or (self.refuse == "first" and first)
+        return 503 if refused else 204
 
 
 def _drain(run: Stage, queue: str, function: str) -> None:
@@ -316,7 +306,7 @@ def _measure(run: Stage) -> Figures:
         for n in range(MESSAGES):
             flows.webhook(f"typing_{n}", {})
         figures["ignored"] = watch.kinds["WHEVENT"].figures(MESSAGES)
-    flows.endpoint.server.shutdown()
+    flows.endpoint.stop()
     _print(figures)
     return figures
 

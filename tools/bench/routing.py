@@ -37,14 +37,12 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from devstack import template
 from devstack.aws_endpoint import AwsEndpoint
 from switchboard import bootstrap
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.dynamo import CatalogRepository
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import SwitchboardError
-from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import logger
 from switchboard.core.secrets import SecretStore
 from switchboard.providers.base import ProviderTarget, SentMessage, WebhookRequest
@@ -53,6 +51,7 @@ from switchboard.routing.outbox_dynamo import OutboxRepository
 from switchboard.routing.parts import split_text
 from switchboard.webhooks.dynamo import EventStore
 from switchboard.webhooks.service import IngestService
+from tools.bench import tenant
 from tools.bench.measurements import Figures
 
 REGION = "us-east-1"
@@ -61,60 +60,22 @@ THREADS = 10
 ROUNDS = 20
 SECRET = secrets.token_urlsafe(24)  # a fresh one per run
 PREFIX = "/switchboard/bench"
+FORWARD_QUEUE = {"FORWARD_QUEUE_URL": "ForwardQueue"}
 TARGETS = {"message, first delivery": 3, "message, duplicate": 2}  # AWS requests per event, at most
-
-
-def _environment(endpoint: str | None) -> None:
-    names = template.LocalNames(prefix="bench")
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
-            "AWS_DEFAULT_REGION": REGION,
-            "TABLE_NAME": names.table("MainTable"),
-            "IDEMPOTENCY_TABLE_NAME": names.table("IdempotencyTable"),
-            "SECRETS_PREFIX": PREFIX,
-            "LOCAL_MODE": "true",
-        }
-    )
-    if endpoint:
-        os.environ["AWS_ENDPOINT_URL"] = endpoint
-    else:
-        os.environ.pop("AWS_ENDPOINT_URL", None)
-    session = boto3.session.Session()
-    template.create_tables(session.client("dynamodb", region_name=REGION), names)
-    queues = template.create_queues(session.client("sqs", region_name=REGION), names)
-    os.environ["FORWARD_QUEUE_URL"] = queues["ForwardQueue"].url
-    bootstrap.reset()
 
 
 def _catalog() -> tuple[str, str]:
     """A tenant with one provider and one instance; returns (provider id, provider instance id)."""
-    service = bootstrap.catalog_service()
-    platform = Principal(tenant="_platform", key_id="bench", scopes=frozenset({Scope.PLATFORM}))
-    service.create_tenant(platform, "bench", "bench")
-    admin = Principal(tenant="bench", key_id="bench-admin", scopes=frozenset({Scope.ADMIN}))
-    number = service.create_number(admin, "5511999990001", "bench", None)
-    provider = service.create_provider(
-        admin,
-        name="p",
+    service = tenant.made()
+    number = service.create_number(tenant.ADMIN, "5511999990001", "bench", None)
+    provider = tenant.one_instance(
+        number,
+        provider="p",
         kind="wuzapi",
         base_url="http://127.0.0.1:9",
         webhook_secret=SECRET,
-        admin_token=None,
-        priority=0,
-    )
-    service.put_instance(
-        admin,
-        name="bench-1",
-        provider_id=provider.id,
+        instance="bench-1",
         provider_instance_id="inst-1",
-        number_id=number.id,
-        token=secrets.token_urlsafe(24),
-        priority=0,
-        kind="messages",
-        owner_tag="bench",
-        owner_tag_given=True,
     )
     return provider.id, "inst-1"
 
@@ -132,7 +93,7 @@ def _signed(name: str, data: dict[str, Any], seq: int, event_id: str | None = No
 def in_process() -> list[Figures]:
     rows: list[Figures] = []
     with mock_aws():
-        _environment(None)
+        tenant.environment(secrets_prefix=PREFIX, queues=FORWARD_QUEUE)
         provider_id, _ = _catalog()
         ingest = bootstrap.ingest_service()
         requests: Counter[str] = Counter()
@@ -175,7 +136,7 @@ def in_process() -> list[Figures]:
 def contention() -> Figures:
     endpoint = AwsEndpoint(port=0).start()
     try:
-        _environment(endpoint.url)
+        tenant.environment(secrets_prefix=PREFIX, queues=FORWARD_QUEUE, endpoint=endpoint.url)
         provider_id, _ = _catalog()
         sessions = [boto3.session.Session() for _ in range(THREADS)]
         services = []
@@ -263,7 +224,7 @@ def replies() -> Figures:
     paragraph = ("Obrigado pelo contato. Seguem os detalhes do seu pedido, item a item. " * 17).strip()
     long_reply = "\n\n".join(f"{n + 1}. {paragraph}" for n in range(8))
     with mock_aws():
-        _environment(None)
+        tenant.environment(secrets_prefix=PREFIX, queues=FORWARD_QUEUE)
         _catalog()
         key = "bench:bench-1"
         bootstrap.connection_state_repository().apply_event(key, "CONNECTED", 1, datetime.now(UTC))

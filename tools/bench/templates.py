@@ -34,31 +34,22 @@ import httpx
 from botocore.client import BaseClient
 from moto import mock_aws
 
-from devstack import template
 from switchboard import bootstrap
 from switchboard.bootstrap.messages import send_worker
 from switchboard.bootstrap.templates import template_service
 from switchboard.core.identity import Principal, Scope
 from switchboard.core.observability import logger
-from switchboard.providers.content import Template, TemplateComponent, TemplateParameter
 from switchboard.providers.kinds import spec_for
 from switchboard.templates.service import TEMPLATE_CACHE_SECONDS
+from tools.bench import tenant
 from tools.bench.measurements import Figures
+from tools.support.builders import APRIL_PROMO
 
 REGION = "us-east-1"
 SENDS = 100
+QUEUES = {"SEND_QUEUE_URL": "SendQueue", "CLIENT_WEBHOOK_QUEUE_URL": "ClientWebhookQueue"}
 WABA = "102290129340398"
 LISTING = Path(__file__).resolve().parents[2] / "tests" / "contracts" / "meta" / "templates_list.json"
-PROMO = Template(
-    name="2023_april_promo",
-    language="en_US",
-    components=[
-        TemplateComponent(
-            type="body",
-            parameters=[TemplateParameter(type="text", text="Mark"), TemplateParameter(type="text", text="FALL25")],
-        )
-    ],
-)
 # Sends per minute, and for how long each rate runs (simulated), for the hit rate.
 RATES = ((1, 12 * 60), (10, 2 * 60), (100, 30))
 
@@ -97,59 +88,22 @@ def counted() -> Iterator[Counter[str]]:
         BaseClient._make_api_call = original
 
 
-def _environment() -> None:
-    names = template.LocalNames(prefix="bench")
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
-            "AWS_DEFAULT_REGION": REGION,
-            "TABLE_NAME": names.table("MainTable"),
-            "IDEMPOTENCY_TABLE_NAME": names.table("IdempotencyTable"),
-            "SECRETS_PREFIX": "/switchboard/bench",
-            "LOCAL_MODE": "true",
-        }
-    )
-    os.environ.pop("AWS_ENDPOINT_URL", None)
-    session = boto3.session.Session()
-    template.create_tables(session.client("dynamodb", region_name=REGION), names)
-    queues = template.create_queues(session.client("sqs", region_name=REGION), names)
-    os.environ["SEND_QUEUE_URL"] = queues["SendQueue"].url
-    os.environ["CLIENT_WEBHOOK_QUEUE_URL"] = queues["ClientWebhookQueue"].url
-    bootstrap.reset()
-
-
 def _catalog() -> str:
     """Tenant bench: a Meta provider, a Cloud API number of account WABA with its instance, and a
     send key whose default number it is; returns the key's id."""
-    service = bootstrap.catalog_service()
-    platform = Principal(tenant="_platform", key_id="bench", scopes=frozenset({Scope.PLATFORM}))
-    service.create_tenant(platform, "bench", "bench")
-    admin = Principal(tenant="bench", key_id="bench-admin", scopes=frozenset({Scope.ADMIN}))
-    number = service.create_number(admin, "5511900000004", "cloud", "1065", WABA)
-    provider = service.create_provider(
-        admin,
-        name="meta",
+    service = tenant.made()
+    number = service.create_number(tenant.ADMIN, "5511900000004", "cloud", "1065", WABA)
+    tenant.one_instance(
+        number,
+        provider="meta",
         kind="meta",
         base_url="http://127.0.0.1:9/meta",
         webhook_secret=secrets.token_urlsafe(24),
-        admin_token=None,
-        priority=0,
-    )
-    service.put_instance(
-        admin,
-        name="bench-cloud",
-        provider_id=provider.id,
+        instance="bench-cloud",
         provider_instance_id="1065",
-        number_id=number.id,
-        token=secrets.token_urlsafe(24),
-        priority=0,
-        kind="messages",
-        owner_tag="bench",
-        owner_tag_given=True,
     )
     key = service.create_api_key(
-        admin,
+        tenant.ADMIN,
         tenant="bench",
         name="crm",
         environment="LIVE",
@@ -166,7 +120,7 @@ def requests_per_send() -> Figures:
     transport = httpx.MockTransport(meta)
     client = spec_for("meta").client(local_mode=True, read_timeout=5, transport=transport)
     with mock_aws():
-        _environment()
+        tenant.environment(secrets_prefix="/switchboard/bench", queues=QUEUES)
         key_id = _catalog()
         sender = Principal(tenant="bench", key_id=key_id, scopes=frozenset({Scope.SEND}))
         with bootstrap.overridden(provider_client=lambda kind: client):
@@ -177,7 +131,7 @@ def requests_per_send() -> Figures:
                 meta.requests.clear()
                 with counted() as api, contextlib.redirect_stdout(io.StringIO()):
                     for n in range(count):
-                        service.submit(sender, f"55119{n:08d}", None, None, content=PROMO)
+                        service.submit(sender, f"55119{n:08d}", None, None, content=APRIL_PROMO)
                 api_side = dict(api)
                 with counted() as worked, contextlib.redirect_stdout(io.StringIO()):
                     received = sqs.receive_message(QueueUrl=os.environ["SEND_QUEUE_URL"], MaxNumberOfMessages=10)
@@ -223,7 +177,7 @@ def hit_rate() -> list[Figures]:
     rows: list[Figures] = []
     for per_minute, minutes in RATES:
         with mock_aws():
-            _environment()
+            tenant.environment(secrets_prefix="/switchboard/bench", queues=QUEUES)
             key_id = _catalog()
             clock = Clock()
             with bootstrap.overridden(provider_client=lambda kind: client):
@@ -234,7 +188,7 @@ def hit_rate() -> list[Figures]:
                 step = timedelta(minutes=1) / per_minute
                 with contextlib.redirect_stdout(io.StringIO()):
                     for _ in range(checks):
-                        service.check("bench", key_id, PROMO)
+                        service.check("bench", key_id, APRIL_PROMO)
                         clock.now += step
             reads = meta.requests["graph.message_templates"]
             rate = 1 - reads / checks

@@ -40,14 +40,12 @@ import hashlib
 import logging
 import math
 import os
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -75,6 +73,7 @@ from tools.support.builders import admin
 from tools.support.connections import SIM_ADMIN_TOKEN, register
 from tools.support.downstream import FakeDownstream
 from tools.support.fakes import FakeProvider
+from tools.support.hooks import HookReceiver
 from tools.support.pool import NUMBERS, build_world
 from tools.support.provider_webhooks import envelope, message_data, signed_headers
 from tools.support.sqs import received_record
@@ -115,28 +114,6 @@ class Measured:
     def path(self) -> float:
         """Every AWS request of the send path per message: authorizer, send API, send worker."""
         return sum(self.requests(function, None) for function in SEND_PATH)
-
-
-class Receiver:
-    """A client's webhook endpoint on loopback: answers 204 to everything."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *_: Any) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class CountingProvider(FakeProvider):
@@ -264,7 +241,7 @@ def stage() -> Iterator[Stage]:
 def sends(run: Stage) -> list[Measured]:
     provider = CountingProvider(run.meter)
     run.override(send_provider_client=lambda kind: provider)
-    receiver = Receiver()
+    receiver = HookReceiver()
     try:
         world = build_world(run.client, run.tenant, *NUMBERS)
         world.create_send_key(webhook_url=receiver.url)
@@ -298,7 +275,7 @@ def media_sends(run: Stage) -> Measured:
     """A photo per message to new recipients, the text sends' path with the file's added."""
     provider = CountingProvider(run.meter)
     run.override(send_provider_client=lambda kind: provider)
-    receiver = Receiver()
+    receiver = HookReceiver()
     bucket = os.environ["MEDIA_BUCKET"]
     client_s3 = boto3.client("s3", region_name=REGION)  # the client's own PUT, metered as S3's
     photo = files.sized(files.png(), PHOTO_BYTES)

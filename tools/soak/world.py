@@ -11,13 +11,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from tools.support.downstream import FakeDownstream, ServedDownstream
+from tools.support.downstream import FakeDownstream, ServedDownstream, incoming
+from tools.support.hooks import HookReceiver
 
 CALL_LIMIT = 2
 ACCOUNT_ID = 7
@@ -39,25 +39,10 @@ class TimedDownstream(FakeDownstream):
         self.arrivals: dict[str, list[float]] = {}
         self._arrivals_lock = threading.Lock()
 
-    def handle(
-        self,
-        origin: str,
-        method: str,
-        path: str,
-        *,
-        query: str,
-        token: str | None,
-        raw: bytes,
-        content_type: str | None = None,
-    ) -> tuple[int, Any]:
-        status, payload = super().handle(
-            origin, method, path, query=query, token=token, raw=raw, content_type=content_type
-        )
-        incoming = status == 200 and isinstance(payload, dict) and payload.get("message_type") == 0
-        if method == "POST" and path.endswith("/messages") and incoming:
+    def applied(self, method: str, path: str, payload: Any) -> None:
+        if method == "POST" and path.endswith("/messages") and isinstance(payload, dict) and incoming(payload):
             with self._arrivals_lock:
                 self.arrivals.setdefault(str(payload.get("source_id")), []).append(time.monotonic())
-        return status, payload
 
 
 @dataclass(frozen=True)
@@ -90,45 +75,26 @@ class World:
         return next(instance for instance in self.instances if instance.name == name)
 
 
-class ClientWebhookReceiver:
+class ClientWebhookReceiver(HookReceiver):
     """Where one send key's client webhooks go: counts deliveries and distinct `webhook-id`s."""
 
     def __init__(self) -> None:
         self.deliveries = 0
         self.ids: set[str] = set()
         self.types: dict[str, int] = {}
-        lock = threading.Lock()
-        outer = self
+        self._lock = threading.Lock()
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                if len(raw) < length:
-                    self.close_connection = True
-                    return  # cut off mid-request: not a delivery
-                try:
-                    kind = str(json.loads(raw).get("event") or json.loads(raw).get("type") or "?")
-                except ValueError:
-                    kind = "?"
-                with lock:
-                    outer.deliveries += 1
-                    outer.ids.add(self.headers.get("webhook-id") or "")
-                    outer.types[kind] = outer.types.get(kind, 0) + 1
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/client-webhooks"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="soak-client-webhooks", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def _answer(self, headers: dict[str, str], body: bytes) -> int:
+        try:
+            kind = str(json.loads(body).get("event") or json.loads(body).get("type") or "?")
+        except ValueError:
+            kind = "?"
+        with self._lock:
+            self.deliveries += 1
+            self.ids.add(headers.get("webhook-id") or "")
+            self.types[kind] = self.types.get(kind, 0) + 1
+        return 204
 
 
 class Api:

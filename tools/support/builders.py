@@ -1,5 +1,5 @@
-"""Domain objects as the services receive them: principals, instance records, provider events
-(and those events run through the effect handlers, as the webhook ingest runs them)."""
+"""Domain objects as the services receive them: principals, instance records and their routes,
+provider events (and those events run through the effect handlers, as the webhook ingest runs them)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,23 @@ from switchboard import bootstrap
 from switchboard.catalog.domain import Instance
 from switchboard.catalog.events import ProviderEvent
 from switchboard.core.identity import PLATFORM_TENANT, Principal, Scope
+from switchboard.pool.domain import Route
+from switchboard.providers.content import Template, TemplateComponent, TemplateParameter
+from switchboard.providers.kinds import ProviderKind
+from switchboard.routing.domain import IncomingMessage
+
+# Meta's documented template with body parameters (`2023_april_promo` of
+# tests/contracts/meta/templates_list.json), filled as Meta's example fills it.
+APRIL_PROMO = Template(
+    name="2023_april_promo",
+    language="en_US",
+    components=[
+        TemplateComponent(
+            type="body",
+            parameters=[TemplateParameter(type="text", text="Mark"), TemplateParameter(type="text", text="FALL25")],
+        )
+    ],
+)
 
 
 def admin(tenant: str = "acme") -> Principal:
@@ -52,6 +69,38 @@ def instance(
     )
 
 
+def connected(name: str, **fields: Any) -> Instance:
+    """A connected instance named `name` on the provider server (its provider instance id too),
+    holding the number `num_<name>`; `fields` set the rest, or others of these."""
+    return instance(name, **{"provider_instance_id": name, "number_id": f"num_{name}", "state": "CONNECTED", **fields})
+
+
+def route_through(source: Instance, kind: ProviderKind = "wuzapi") -> Route:
+    """How a number sends through `source`, an instance of the provider server `prv_1` of `kind`."""
+    return Route(
+        provider_id="prv_1",
+        kind=kind,
+        base_url="http://127.0.0.1:9",
+        provider_instance_id=source.provider_instance_id,
+        instance=source.name,
+        source=source,
+    )
+
+
+def incoming_message(provider_id: str, text: str = "", **fields: Any) -> IncomingMessage:
+    """A customer's message to forward, from 5511988887777 through the instance `acme:main` of owner
+    tag acme, written as `text` (its provider id when none); `fields` set the rest."""
+    base: dict[str, Any] = {
+        "event_id": f"evt-{provider_id}",
+        "instance": "acme:main",
+        "owner_tag": "acme",
+        "provider_message_id": provider_id,
+        "sender": "5511988887777",
+        "text": text or provider_id,
+    }
+    return IncomingMessage(**(base | fields))
+
+
 def provider_event(
     target: Instance,
     name: str,
@@ -61,8 +110,10 @@ def provider_event(
     event_id: str | None = None,
     envelope_instance: dict[str, Any] | None = None,
     provider_id: str | None = None,
+    received_at: datetime | None = None,
 ) -> ProviderEvent:
-    """A provider webhook event bound to `target`, as the ingest hands it to the effect handlers."""
+    """A provider webhook event bound to `target`, as the ingest hands it to the effect handlers
+    (received now unless `received_at`)."""
     return ProviderEvent(
         provider_id=provider_id or target.provider_id,
         instance=target,
@@ -71,7 +122,7 @@ def provider_event(
         seq=seq,
         data=data or {},
         envelope_instance=envelope_instance,
-        received_at=datetime.now(UTC),
+        received_at=received_at or datetime.now(UTC),
     )
 
 

@@ -269,7 +269,13 @@ class FakeDownstream:
                     body = parsed if isinstance(parsed, dict) else None
                     answer = self._answer(origin, method, path, query, body or {}, uploads=[])
             self.requests.append(Recorded(method, path, token, body, origin, answer[0], uploads))
-            return answer
+        if answer[0] == 200:
+            self.applied(method, path, answer[1])
+        return answer
+
+    def applied(self, method: str, path: str, payload: Any) -> None:
+        """Called with each request the helpdesk applied (answered 200) and its answer, the lock
+        released: where a subclass watches what was posted (and may stop the sender then)."""
 
     def _answer(
         self, origin: str, method: str, path: str, query: str, body: dict[str, Any], *, uploads: list[Upload]
@@ -587,6 +593,40 @@ def _file_type(content_type: str) -> str:
     if content_type in _VIDEOS:
         return "video"
     return "audio" if "audio/" in content_type else "file"
+
+
+def agent_reply(message_id: int, content: str, *, conversation: int, phone: str, **fields: Any) -> dict[str, Any]:
+    """Chatwoot's `message_created` webhook for an agent's public reply in `conversation` to the
+    customer `phone` (digits), with the fields switchboard reads; `fields` add others."""
+    return {
+        "event": "message_created",
+        "id": message_id,
+        "content": content,
+        "message_type": "outgoing",
+        "private": False,
+        "conversation": {"id": conversation, "meta": {"sender": {"phone_number": f"+{phone}"}}},
+        **fields,
+    }
+
+
+def incoming(payload: dict[str, Any]) -> bool:
+    """A message a customer sent (`message_type` 0), as the helpdesk answers its post."""
+    return payload.get("message_type") == 0
+
+
+@dataclass
+class KillingDownstream(FakeDownstream):
+    """Kills the sender (`kill`, the forwarder's container) right after applying the first message
+    post `fatal` picks: the forward never records its success, and its job is never acknowledged."""
+
+    fatal: Callable[[dict[str, Any]], bool] = incoming
+    kill: Callable[[], bool] | None = None
+    kills: int = 0
+
+    def applied(self, method: str, path: str, payload: Any) -> None:
+        picked = method == "POST" and isinstance(payload, dict) and self.fatal(payload)
+        if picked and self.kill is not None and not self.kills:
+            self.kills += int(self.kill())
 
 
 class ServedDownstream:

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from switchboard.catalog.domain import Instance, InstanceState, Tenant, instance_key
+from switchboard.catalog.domain import ApiKey, Instance, InstanceState, Tenant, instance_key
 from switchboard.connection_state.domain import StateWrite, StoredState
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound, ProviderError
+from switchboard.core.identity import Scope
 from switchboard.lines.domain import Line, Snapshot, SnapshotResult, Verdict, judge
 from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, SentAs, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
@@ -251,6 +252,28 @@ class FakeCatalog:
 
     def list_instances(self, tenant: str) -> list[Instance]:
         return [item for item in self.instances.values() if item.tenant == tenant]
+
+
+@dataclass
+class FakeKeys:
+    """`messages.client_webhooks.Keys`: every API key asked for exists, a send key posting its
+    client webhooks to `webhook_url`; no instance does."""
+
+    webhook_url: str = "https://hooks.example/switchboard"
+
+    def get_api_key(self, tenant: str, key_id: str) -> ApiKey:
+        return ApiKey(
+            tenant=tenant,
+            id=key_id,
+            name="app",
+            environment="LIVE",
+            scopes=[Scope.SEND],
+            webhook_url=self.webhook_url,
+            prefix="sk",
+        )
+
+    def get_instance(self, tenant: str, name: str) -> Instance:
+        raise NotFound("instance not found")
 
 
 @dataclass

@@ -21,6 +21,8 @@ from devstack.simulator.dialects import media_record
 from devstack.simulator.responses import raw_answer
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from devstack.simulator.dialects.evolution import EvolutionServer
 
 ACTIONS = (
@@ -120,6 +122,21 @@ def _content(action: str, payload: dict[str, Any]) -> tuple[str, str]:
     )
 
 
+def _validated(raw: bytes, required: Iterable[str]) -> dict[str, Any]:
+    """The body as Evolution's JSON schema validator takes it: an object with the `required`
+    properties, or a 400 in its words."""
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        raise payloads.evolution_refused(400, [["instance is not of a type(s) object"]])
+    for name in required:
+        if name not in payload:
+            raise payloads.evolution_refused(400, [[f'instance requires property "{name}"']])
+    return payload
+
+
 def send(server: EvolutionServer, request: Request, instance: str, action: str) -> Response:
     raw, apikey, idempotency_key = (
         request.get_data(),
@@ -128,15 +145,7 @@ def send(server: EvolutionServer, request: Request, instance: str, action: str) 
     )
     with server._state.locked() as records:
         found = server._instance(records, instance, apikey)
-        try:
-            payload = json.loads(raw)
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
-            raise payloads.evolution_refused(400, [["instance is not of a type(s) object"]])
-        for name in REQUIRED[action]:
-            if name not in payload:
-                raise payloads.evolution_refused(400, [[f'instance requires property "{name}"']])
+        payload = _validated(raw, REQUIRED[action])
         number, body = _content(action, payload)
         if not found.connected:
             raise payloads.evolution_refused(500, "Connection Closed")
@@ -153,15 +162,7 @@ def delete_for_everyone(server: EvolutionServer, request: Request, instance: str
     raw, apikey = request.get_data(), request.headers.get("apikey")
     with server._state.locked() as records:
         found = server._instance(records, instance, apikey)
-        try:
-            payload = json.loads(raw)
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
-            raise payloads.evolution_refused(400, [["instance is not of a type(s) object"]])
-        for name in ("id", "fromMe", "remoteJid"):
-            if name not in payload:
-                raise payloads.evolution_refused(400, [[f'instance requires property "{name}"']])
+        payload = _validated(raw, ("id", "fromMe", "remoteJid"))
         if not found.connected:
             raise payloads.evolution_refused(500, "Connection Closed")
         number = str(payload["remoteJid"]).split("@", maxsplit=1)[0]

@@ -16,8 +16,9 @@ from werkzeug.wrappers import Request, Response
 from devstack.simulator import payloads, wire
 from devstack.simulator.dialects import media_record
 from devstack.simulator.dialects.wuzapi import NOT_CONNECTED_TEXT, WUZAPI_JSON, user
+from devstack.simulator.model import Instance
 from devstack.simulator.responses import raw_answer
-from devstack.simulator.state import SimulatorState
+from devstack.simulator.state import Records, SimulatorState
 
 # route -> the body's file field, and the data URL prefix the handler checks
 MEDIA = {
@@ -37,6 +38,19 @@ def _payload(raw: bytes) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise payloads.wuzapi_refused(400, "could not decode Payload")
     return payload
+
+
+def _phone(payload: dict[str, Any]) -> str:
+    """The chat's `Phone`, digits as given ("" when absent)."""
+    return str(payload.get("Phone") or "").removeprefix("+")
+
+
+def _with_session(records: Records, request: Request, flavour: str) -> Instance:
+    """The user the request's token names, with a client running (500 `no session` otherwise)."""
+    instance = user(records, request, flavour)
+    if not instance.session:
+        raise payloads.wuzapi_refused(500, "no session")
+    return instance
 
 
 def _quoted(payload: dict[str, Any]) -> str | None:
@@ -89,11 +103,9 @@ def _content(route: str, payload: dict[str, Any]) -> str:
 def send(state: SimulatorState, request: Request, flavour: str, route: str) -> Response:
     raw, idempotency_key = request.get_data(), request.headers.get("Idempotency-Key")
     with state.locked() as records:
-        instance = user(records, request, flavour)
-        if not instance.session:
-            raise payloads.wuzapi_refused(500, "no session")
+        instance = _with_session(records, request, flavour)
         payload = _payload(raw)
-        phone = str(payload.get("Phone") or "").removeprefix("+")
+        phone = _phone(payload)
         if not phone:
             raise payloads.wuzapi_refused(400, "missing Phone in Payload")
         body = _content(route, payload)
@@ -110,7 +122,7 @@ def react(state: SimulatorState, request: Request, flavour: str) -> Response:
     with state.locked() as records:
         instance = user(records, request, flavour)
         payload = _payload(raw)
-        phone = str(payload.get("Phone") or "").removeprefix("+")
+        phone = _phone(payload)
         for name, value in (("Phone", phone), ("Body", payload.get("Body")), ("Id", payload.get("Id"))):
             if not value:
                 raise payloads.wuzapi_refused(400, f"missing {name} in Payload")
@@ -132,11 +144,9 @@ def delete(state: SimulatorState, request: Request, flavour: str) -> Response:
     `Id` in the chat with `Phone`, recorded as a `revoke` naming it; answers the deleted `Id`."""
     raw = request.get_data()
     with state.locked() as records:
-        instance = user(records, request, flavour)
-        if not instance.session:
-            raise payloads.wuzapi_refused(500, "no session")
+        instance = _with_session(records, request, flavour)
         payload = _payload(raw)
-        phone = str(payload.get("Phone") or "").removeprefix("+")
+        phone = _phone(payload)
         for name, value in (("Phone", phone), ("Id", payload.get("Id"))):
             if not value:
                 raise payloads.wuzapi_refused(400, f"missing {name} in Payload")

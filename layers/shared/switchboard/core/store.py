@@ -482,6 +482,14 @@ def time_range(attribute: Attribute[str], since: datetime | None, until: datetim
     return None
 
 
+def all_of(conditions: Iterable[Condition]) -> Condition | None:
+    """The conditions joined by AND (a listing's filters); None when there are none."""
+    combined: Condition | None = None
+    for condition in conditions:
+        combined = condition if combined is None else combined & condition
+    return combined
+
+
 def _index_keys(index: GlobalSecondaryIndex[Any]) -> tuple[str, str]:
     hash_name = range_name = ""
     for attribute in index.Meta.attributes.values():

@@ -242,7 +242,4 @@ def _filters(query: DeliveryFilter) -> Condition | None:
         conditions.append(DeliveryItem.api_key_id == query.api_key_id)
     if query.instance is not None:
         conditions.append(DeliveryItem.instance == query.instance)
-    combined: Condition | None = None
-    for condition in conditions:
-        combined = condition if combined is None else combined & condition
-    return combined
+    return store.all_of(conditions)

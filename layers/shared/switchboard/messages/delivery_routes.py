@@ -11,9 +11,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
-from switchboard.core.errors import InvalidInput
+from switchboard.core.api.query import statuses
 from switchboard.core.identity import Principal, Scope
-from switchboard.messages.delivery_log import DELIVERY_STATUSES, MAX_DELIVERY_PAGE, DeliveryFilter, DeliveryStatus
+from switchboard.messages.delivery_log import DELIVERY_STATUSES, MAX_DELIVERY_PAGE, DeliveryFilter
 from switchboard.messages.delivery_schemas import DeliveryPageView, DeliveryView, ReplayedRangeView, ReplayRange
 from switchboard.messages.deps import delivery_log
 
@@ -27,16 +27,6 @@ router = APIGatewayHttpRouter()
 Log = Annotated[DeliveryLog, Depends(delivery_log)]
 Admin = Annotated[Principal, Depends(requires(router, Scope.ADMIN))]
 DeliveryId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-
-
-def _statuses(status: str | None) -> tuple[DeliveryStatus, ...] | None:
-    if status is None:
-        return None
-    wanted = tuple(dict.fromkeys(part.strip().lower() for part in status.split(",") if part.strip()))
-    unknown = [part for part in wanted if part not in DELIVERY_STATUSES]
-    if unknown or not wanted:
-        raise InvalidInput(f"unknown status: {', '.join(unknown) or status!r}", code="invalid_status")
-    return tuple(part for part in DELIVERY_STATUSES if part in wanted)
 
 
 @router.get("/api/webhook-deliveries", tags=["webhook deliveries"], responses=documented(400, 401, 403, 422))
@@ -61,7 +51,7 @@ def list_deliveries(  # every filter is a query parameter, passed by name
     are kept 30 days after their last attempt.
     """
     query = DeliveryFilter(
-        status=_statuses(status),
+        status=statuses(status, DELIVERY_STATUSES),
         event=event,
         api_key_id=api_key,
         instance=instance,

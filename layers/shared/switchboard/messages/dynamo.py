@@ -1044,7 +1044,4 @@ def _filters(query: LogFilter) -> Condition | None:
         conditions.append(LogRow.api_key_id == query.api_key_id)
     if query.kind is not None:
         conditions.append(LogRow.kind == query.kind)
-    combined: Condition | None = None
-    for condition in conditions:
-        combined = condition if combined is None else combined & condition
-    return combined
+    return store.all_of(conditions)

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
+from switchboard.core.api.query import statuses
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import InvalidInput, UnsupportedByProvider
 from switchboard.core.identity import Principal, Scope
@@ -122,15 +123,8 @@ Cursor = Annotated[str | None, Query(max_length=2048)]
 Limit = Annotated[int, Query(ge=1, le=MAX_LOG_PAGE)]
 
 
-def _statuses(status: str | None) -> tuple[str, ...] | None:
-    if status is None:
-        return None
-    known = {*MessageStatus, *INCOMING_STATUSES}
-    wanted = tuple(dict.fromkeys(part.strip().upper() for part in status.split(",") if part.strip()))
-    unknown = [part for part in wanted if part not in known]
-    if unknown or not wanted:
-        raise InvalidInput(f"unknown status: {', '.join(unknown) or status!r}", code="invalid_status")
-    return wanted
+# What a message log entry's status may be, outgoing and incoming ("FAILED" is both).
+LOG_STATUSES = (*(str(status) for status in MessageStatus), *INCOMING_STATUSES)
 
 
 def _digits(phone: str | None) -> str | None:
@@ -173,7 +167,7 @@ def list_messages(  # every filter is a query parameter, passed by name
         direction_filter = direction
     query = LogFilter(
         direction=direction_filter,
-        status=_statuses(status),
+        status=statuses(status, LOG_STATUSES),
         number=number,
         instance=instance,
         contact=_digits(to or from_),

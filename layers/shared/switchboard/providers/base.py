@@ -14,13 +14,14 @@ subclasses of `switchboard.core.errors`:
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field
 
 from switchboard.core.clock import Deadline
-from switchboard.core.errors import Forbidden, SwitchboardError
+from switchboard.core.errors import Forbidden, ProviderUnavailable, SwitchboardError
 from switchboard.core.model import Model
 from switchboard.providers.content import MediaSource
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
@@ -254,6 +255,20 @@ class Pairing(Model):
     pairing_code: str | None = Field(default=None, repr=False)
     # How many codes the provider has drawn in this attempt, where it counts them (Evolution).
     count: int | None = None
+
+
+# A code to scan as the servers draw it: a PNG as a data URL, no longer than this; anything else
+# is never shown.
+MAX_QR_CHARS = 64 * 1024
+_QR_IMAGE = re.compile(r"data:image/png;base64,[A-Za-z0-9+/]+={0,2}")
+
+
+def drawn_code(code: str, label: str) -> str:
+    """`code` as a provider's answer (`label`) drew it, to show; raises ProviderUnavailable when it
+    is not a PNG image."""
+    if not _QR_IMAGE.fullmatch(code):
+        raise ProviderUnavailable(f"{label}: the code is not a PNG image")
+    return code
 
 
 @runtime_checkable

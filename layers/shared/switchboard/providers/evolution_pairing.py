@@ -18,14 +18,13 @@ As Evolution 2.3's `InstanceController` answers them:
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from switchboard.core.errors import ProviderDisconnected, ProviderError, ProviderRejected, ProviderUnavailable
 from switchboard.core.model import Model
-from switchboard.providers.base import Pairing, ProviderTarget
+from switchboard.providers.base import MAX_QR_CHARS, Pairing, ProviderTarget, drawn_code
 from switchboard.providers.http import ProviderHttp, path_segment
 
 if TYPE_CHECKING:
@@ -33,8 +32,6 @@ if TYPE_CHECKING:
 
 CONNECT_ROUTE = "/instance/connect/{instance}"
 LOGOUT_ROUTE = "/instance/logout/{instance}"
-QR_IMAGE = re.compile(r"data:image/png;base64,[A-Za-z0-9+/]+={0,2}")
-MAX_QR_CHARS = 64 * 1024
 
 
 class _State(Model):
@@ -69,9 +66,8 @@ def connect(http: ProviderHttp, target: ProviderTarget, headers: dict[str, str])
         return Pairing(state="paired")
     if not answer.base64:
         return Pairing(state="starting", count=answer.count)
-    if not QR_IMAGE.fullmatch(answer.base64):
-        raise ProviderUnavailable(f"{label}: the code is not a PNG image")
-    return Pairing(state="code", qr_code=answer.base64, pairing_code=answer.pairing_code or None, count=answer.count)
+    code = drawn_code(answer.base64, label)
+    return Pairing(state="code", qr_code=code, pairing_code=answer.pairing_code or None, count=answer.count)
 
 
 def log_out(http: ProviderHttp, target: ProviderTarget, headers: dict[str, str]) -> None:

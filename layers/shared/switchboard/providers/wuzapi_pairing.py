@@ -19,14 +19,13 @@ As asternic/wuzapi's handlers.go answers them (header `token`, the envelope
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict, Field, StrictStr
 
-from switchboard.core.errors import ProviderDisconnected, ProviderUnavailable, UnsupportedByProvider
+from switchboard.core.errors import ProviderDisconnected, UnsupportedByProvider
 from switchboard.core.model import Model
-from switchboard.providers.base import Pairing, ProviderTarget
+from switchboard.providers.base import MAX_QR_CHARS, Pairing, ProviderTarget, drawn_code
 
 if TYPE_CHECKING:
     import httpx
@@ -36,9 +35,6 @@ if TYPE_CHECKING:
 CONNECT_ROUTE = "/session/connect"
 QR_ROUTE = "/session/qr"
 LOGOUT_ROUTE = "/session/logout"
-# A drawn code is a PNG as a data URL (wuzapi's `qrcode.Encode` + base64); anything else is not shown.
-QR_IMAGE = re.compile(r"data:image/png;base64,[A-Za-z0-9+/]+={0,2}")
-MAX_QR_CHARS = 64 * 1024
 
 
 class _Qr(Model):
@@ -75,9 +71,8 @@ def pairing(client: WuzapiClient, target: ProviderTarget) -> Pairing:
     code = answer.data.qr_code
     if not code:
         return Pairing(state="starting")
-    if not QR_IMAGE.fullmatch(code):
-        raise ProviderUnavailable(f"{client.http.label('GET', QR_ROUTE)}: the code is not a PNG image")
-    return Pairing(state="code", qr_code=code)
+    # wuzapi draws it with `qrcode.Encode` and sends it base64 in a data URL
+    return Pairing(state="code", qr_code=drawn_code(code, client.http.label("GET", QR_ROUTE)))
 
 
 def log_out(client: WuzapiClient, target: ProviderTarget) -> None:

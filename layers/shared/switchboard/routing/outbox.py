@@ -745,12 +745,7 @@ class OutboxService:
         client, target = self._targets.target_for(instance)
         if not isinstance(client, MessageRevoker):
             reason = f"{target.kind} cannot delete a message it sent"
-            self._note(
-                instance,
-                revocation.conversation_id,
-                f"Message {message_id} was deleted here but stays on the customer's WhatsApp: {reason}.",
-            )
-            return Revoked(status="FAILED", reason=reason)
+            return self._not_revoked(instance, revocation, "stays on the customer's WhatsApp", reason)
         failed = 0
         for provider_message_id in sent:
             try:
@@ -761,14 +756,18 @@ class OutboxService:
         if failed:
             what = "it" if len(sent) == 1 else f"{failed} of its {len(sent)} parts"
             reason = f"{instance.name} could not delete {what} for everyone"
-            self._note(
-                instance,
-                revocation.conversation_id,
-                f"Message {message_id} was deleted here but the customer may still see it: {reason}.",
-            )
-            return Revoked(status="FAILED", reason=reason)
+            return self._not_revoked(instance, revocation, "the customer may still see it", reason)
         count_metric("RepliesRevoked", key)
         return Revoked(status="REVOKED")
+
+    def _not_revoked(self, instance: Instance, revocation: Revocation, seen: str, reason: str) -> Revoked:
+        """The agent is told, in a note, what of a deleted reply the customer still sees, and why."""
+        self._note(
+            instance,
+            revocation.conversation_id,
+            f"Message {revocation.message_id} was deleted here but {seen}: {reason}.",
+        )
+        return Revoked(status="FAILED", reason=reason)
 
     def _withdraw(self, instance: Instance, message_id: str) -> None:
         """A deleted reply still in the outbox leaves no further: it ends FAILED, untold (the agent

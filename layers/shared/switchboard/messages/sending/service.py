@@ -194,20 +194,8 @@ class SendingService:
     ) -> SendOutcome | None:
         """No number sent the free-form content, and a Cloud API number was passed over for the
         window: the message's fallback template leaves through it instead, traced as such."""
-        template = message.fallback_template
-        assert template is not None
         number, route = gates.window_closed[0]
-        plan.events.append(
-            at(
-                "message.fallback_template",
-                number,
-                route,
-                reason=OUTSIDE_SERVICE_WINDOW,
-                template=template.name,
-                language=template.language,
-            )
-        )
-        tried = self._attempts.make(message, number, route, plan.events, instead=template)
+        tried = self._template_through(message, number, route, plan.events)
         return self._after(
             tried,
             plan=plan,
@@ -224,8 +212,7 @@ class SendingService:
         """Meta accepted the free-form content and failed it later for the window: the fallback
         template leaves through the route the content left through, traced as such; without that
         route in the key's pool any more, the message ends FAILED `outside_service_window`."""
-        message, template = plan.message, plan.message.fallback_template
-        assert template is not None
+        message = plan.message
         left = PendingRoute(
             number_id=message.number_id or "", instance=message.instance, provider_id=message.provider_id or ""
         )
@@ -239,18 +226,8 @@ class SendingService:
             )
             return self._outcomes.failed(message, plan.config, OUTSIDE_SERVICE_WINDOW, plan.events)
         number, route = found
-        plan.events.append(
-            at(
-                "message.fallback_template",
-                number,
-                route,
-                reason=OUTSIDE_SERVICE_WINDOW,
-                template=template.name,
-                language=template.language,
-                after="receipt.failed",  # Meta's status failed it after accepting the content
-            )
-        )
-        tried = self._attempts.make(message, number, route, plan.events, instead=template)
+        # Meta's status failed it after accepting the content
+        tried = self._template_through(message, number, route, plan.events, after="receipt.failed")
         ended = self._after(tried, plan=plan, gates=gates, number=number, route=route, unsent=unsent, attempt=attempt)
         if ended is not None:
             return ended
@@ -264,6 +241,25 @@ class SendingService:
             held=None,
             attempt=attempt,
         )
+
+    def _template_through(
+        self, message: Message, number: NumberRoutes, route: Route, events: list[TraceEvent], **trace: str
+    ) -> Tried:
+        """One attempt of the message's fallback template instead of its content, traced as such."""
+        template = message.fallback_template
+        assert template is not None
+        events.append(
+            at(
+                "message.fallback_template",
+                number,
+                route,
+                reason=OUTSIDE_SERVICE_WINDOW,
+                template=template.name,
+                language=template.language,
+                **trace,
+            )
+        )
+        return self._attempts.make(message, number, route, events, instead=template)
 
     def _after(
         self,
