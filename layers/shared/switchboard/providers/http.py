@@ -96,6 +96,31 @@ class ProviderHttp:
         except httpx.TransportError as exc:
             raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
 
+    def get_bounded(
+        self, base_url: str, path: str, *, route: str, headers: dict[str, str], max_bytes: int
+    ) -> tuple[httpx.Response, bool]:
+        """`GET base_url + path` read no further than `max_bytes` of its body, as `request` checks
+        and maps errors: the answer holding what was read, and whether the body went on past
+        `max_bytes` (the rest is never read, so an endless body costs no more than the bound)."""
+        url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
+        label = self.label("GET", route)
+        try:
+            with self._client.stream("GET", url, headers=headers) as streamed:
+                data = bytearray()
+                for chunk in streamed.iter_bytes():
+                    data.extend(chunk)
+                    if len(data) > max_bytes:
+                        break
+                over = len(data) > max_bytes
+                # The bytes as read (already decoded): the answer keeps no encoding or length of the wire's.
+                kept = {"content-type": streamed.headers.get("content-type", "application/octet-stream")}
+                answer = httpx.Response(streamed.status_code, headers=kept, content=bytes(data[:max_bytes]))
+        except _NOT_SENT as exc:
+            raise ProviderUnavailable(f"{label}: could not connect") from exc
+        except httpx.TransportError as exc:
+            raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
+        return answer, over
+
     def label(self, method: str, route: str) -> str:
         return f"{self._provider} {method} {route}"
 

@@ -47,13 +47,12 @@ def fetch_url(
     origin = f"{parts.scheme}://{parts.netloc}"
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        response = http.request("GET", origin, path, route=DOWNLOAD_ROUTE, headers=headers)
+        response, over = http.get_bounded(origin, path, route=DOWNLOAD_ROUTE, headers=headers, max_bytes=max_bytes)
     except InvalidInput as refused:
         raise MediaNotFetched("forbidden_url", str(refused)) from refused
     if response.status_code in (404, 410):
         raise MediaNotFetched("expired", f"the media URL answered {response.status_code}")
     http.expect_success(response, http.label("GET", DOWNLOAD_ROUTE))
-    data = response.content
-    if len(data) > max_bytes:
-        raise MediaNotFetched("too_large", f"{len(data)} bytes")
-    return data
+    if over:
+        raise MediaNotFetched("too_large", f"over {max_bytes} bytes")
+    return response.content
