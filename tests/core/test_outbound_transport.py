@@ -305,3 +305,19 @@ def test_given_loopback_allowed_then_a_client_webhook_redirect_is_not_followed(
 
     assert status == 302
     assert paths == ["/redirect"]
+
+
+def test_given_a_client_webhook_answering_an_endless_body_then_only_its_status_is_read() -> None:
+    pulled: list[int] = []
+
+    def endless() -> Iterator[bytes]:
+        for _ in range(4096):  # 256 MB if it were all read
+            pulled.append(1)
+            yield bytes(64 * 1024)
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=endless()))
+
+    status = HttpxPoster(local_mode=True, transport=transport).post("https://hooks.example.com/in", b"{}", {})
+
+    assert status == 200
+    assert len(pulled) <= 2  # the first chunk of 64 KB, and the one that goes past it
