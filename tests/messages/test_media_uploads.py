@@ -84,6 +84,17 @@ def test_bytes_that_are_not_what_was_declared_are_refused(s3: Any) -> None:
         uploads.claim("acme", executable, "document")
 
 
+def test_an_amr_recording_is_a_voice_note_and_every_executable_form_is_refused(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    amr = uploaded(s3, uploads, b"#!AMR\n" + b"\x3c" * 32, "audio/amr")
+    assert uploads.claim("acme", amr, "voice").mime_type == "audio/amr"
+    for magic in (b"#!/bin/sh\n", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xce"):
+        executable = uploaded(s3, uploads, magic + b"\x00" * 16, "application/pdf")
+        with pytest.raises(UnknownReference) as refused:
+            uploads.claim("acme", executable, "document")
+        assert refused.value.code == "bad_type"
+
+
 def test_a_file_over_its_kinds_limit_is_refused(s3: Any) -> None:
     uploads = MediaUploads(s3, BUCKET)
     big_image = PNG + b"\x00" * LIMITS["image"]

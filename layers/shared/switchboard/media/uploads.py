@@ -29,6 +29,7 @@ from switchboard.core.clock import utcnow
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
+from switchboard.media.sniff import is_executable
 from switchboard.providers.content import MediaKind, MediaRef
 
 UPLOAD_SECONDS = 300  # long enough for a phone on a slow link, short enough not to linger
@@ -52,7 +53,6 @@ _MIME_PREFIX: dict[MediaKind, tuple[str, ...]] = {
     "document": ("",),
     "sticker": ("image/webp",),
 }
-_EXECUTABLES = (b"MZ", b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"#!")
 
 
 def sniff(data: bytes) -> str | None:
@@ -85,7 +85,7 @@ def check_bytes(kind: MediaKind, data: bytes, declared: str, sniffer: Sniffer = 
     """The type `data` is, if it may be sent as `kind`; raises `UnknownReference` otherwise."""
     if len(data) > LIMITS[kind]:
         raise PayloadTooLarge(f"a {kind} is at most {LIMITS[kind]} bytes", code="too_large")
-    if any(data.startswith(magic) for magic in _EXECUTABLES):
+    if is_executable(data):
         raise UnknownReference("executables are not sent", code="bad_type")
     typed = sniffer(data)
     if kind == "document":
