@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,11 +19,14 @@ import pytest
 from moto import mock_aws
 
 from devstack.simulator import files
+from switchboard.core.errors import ProviderTimeout
 from switchboard.media.ports import MediaUnavailable
 from switchboard.media.service import S3Media
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.content import Media, MediaSource
 from switchboard.providers.evolution import EvolutionClient
+from switchboard.providers.http import ProviderHttp
+from switchboard.providers.media_fetch import fetch_url
 from switchboard.providers.meta import MetaCloudClient
 from switchboard.providers.wuzapi import WuzapiClient
 
@@ -202,6 +206,25 @@ def test_an_endless_media_body_is_read_no_further_than_the_kinds_limit(s3: Any) 
 
     assert refused.value.reason == "too_large"
     assert sum(pulled) <= 5 * 1024 * 1024 + len(chunk)
+
+
+def test_a_media_body_trickling_in_is_a_timeout_at_the_downloads_deadline() -> None:
+    seconds = itertools.count()  # one second passes per byte read
+    sent: list[int] = []
+
+    def trickle() -> Iterator[bytes]:
+        for _ in range(1000):
+            sent.append(1)
+            yield b"%"
+
+    server = Server(lambda request: httpx.Response(200, content=trickle()))
+    http = ProviderHttp("wuzapi", local_mode=True, transport=server.transport, clock=lambda: float(next(seconds)))
+
+    with pytest.raises(ProviderTimeout):
+        fetch_url(
+            http, "https://wuz.example.com/f/1.png", hosts=frozenset({"wuz.example.com"}), headers={}, max_bytes=1024
+        )
+    assert len(sent) <= 25
 
 
 def test_wuzapi_s3_url_and_download_route(s3: Any) -> None:

@@ -4,11 +4,13 @@ object checked on first use (size, sha256, type by its bytes, the kind's limit).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import boto3
+import httpx
 import pytest
 from botocore.config import Config
 from moto import mock_aws
@@ -143,6 +145,24 @@ def test_types_are_read_from_the_first_bytes(head: bytes, mime: str | None) -> N
 def test_a_url_the_outbound_policy_refuses_is_never_fetched(url: str) -> None:
     with pytest.raises(InvalidInput):
         fetch_under_policy()(url, 1024)
+
+
+def test_a_url_whose_file_trickles_in_is_a_client_error_within_the_request() -> None:
+    seconds = itertools.count()  # one second passes per byte read
+    sent: list[int] = []
+
+    def trickle() -> Iterator[bytes]:
+        for _ in range(1000):
+            sent.append(1)
+            yield b"%"
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=trickle()))
+    fetch = fetch_under_policy(transport=transport, clock=lambda: float(next(seconds)))
+
+    with pytest.raises(InvalidInput) as refused:
+        fetch("https://files.example.test/r.pdf", 1024)
+    assert refused.value.code == "media_url_failed"
+    assert len(sent) <= 10
 
 
 def test_a_file_the_bucket_no_longer_holds_is_expired(s3: Any) -> None:

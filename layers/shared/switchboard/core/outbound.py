@@ -16,7 +16,9 @@ requesting thread) and refuses to connect anywhere without them.
 from __future__ import annotations
 
 import ssl
+import time
 import typing
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -44,6 +46,25 @@ class _Checked:
 
 
 _CHECKED: ContextVar[_Checked | None] = ContextVar("switchboard_outbound_checked", default=None)
+
+
+def read_bounded(
+    response: httpx.Response, max_bytes: int, deadline: float, clock: Callable[[], float] = time.monotonic
+) -> tuple[bytes, bool]:
+    """A streamed answer's body, read no further than `max_bytes` (True beside it when the body
+    goes on past them; the rest is never read) and no later than `deadline` (a `clock` time).
+
+    httpx's timeouts bound each read, not the whole: a body trickled a few bytes at a time would
+    otherwise hold the caller as long as the sender likes. Raises httpx.ReadTimeout past it.
+    """
+    data = bytearray()
+    for chunk in response.iter_bytes():
+        data.extend(chunk)
+        if len(data) > max_bytes:
+            return bytes(data[:max_bytes]), True
+        if clock() > deadline:
+            raise httpx.ReadTimeout("the body took longer than allowed to arrive", request=response.request)
+    return bytes(data), False
 
 
 class PinnedTransport(httpx.HTTPTransport):

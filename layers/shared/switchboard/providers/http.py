@@ -15,6 +15,8 @@ the host, the query or a token. The mapping:
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -23,11 +25,13 @@ from pydantic import BaseModel, ValidationError
 
 from switchboard.core.api.body import read_answer
 from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
-from switchboard.core.outbound import PinnedTransport
+from switchboard.core.outbound import PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 DEFAULT_READ_TIMEOUT_SECONDS = 10.0
+# The whole of a file's download (`get_bounded`), within the forwarder's 29 s.
+DOWNLOAD_SECONDS = 20.0
 
 Answer = TypeVar("Answer", bound=BaseModel)
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -43,6 +47,7 @@ class ProviderHttp:
     """One pooled httpx client for one provider kind; no redirects, no proxy from the environment.
 
     `transport` replaces the pinned one (tests); the URL is still checked before each request.
+    `clock`: the monotonic time a download's deadline is kept by.
     """
 
     def __init__(
@@ -52,8 +57,10 @@ class ProviderHttp:
         local_mode: bool,
         read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._provider = provider
+        self._clock = clock
         self._policy = OutboundPolicy.configured(local_mode=local_mode)
         self._client = httpx.Client(
             timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
@@ -99,22 +106,19 @@ class ProviderHttp:
     def get_bounded(
         self, base_url: str, path: str, *, route: str, headers: dict[str, str], max_bytes: int
     ) -> tuple[httpx.Response, bool]:
-        """`GET base_url + path` read no further than `max_bytes` of its body, as `request` checks
-        and maps errors: the answer holding what was read, and whether the body went on past
+        """`GET base_url + path` read no further than `max_bytes` of its body and for no longer than
+        `DOWNLOAD_SECONDS`, as `request` checks and maps errors (a body still arriving then is a
+        `ProviderTimeout`): the answer holding what was read, and whether the body went on past
         `max_bytes` (the rest is never read, so an endless body costs no more than the bound)."""
         url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
         label = self.label("GET", route)
+        deadline = self._clock() + DOWNLOAD_SECONDS
         try:
             with self._client.stream("GET", url, headers=headers) as streamed:
-                data = bytearray()
-                for chunk in streamed.iter_bytes():
-                    data.extend(chunk)
-                    if len(data) > max_bytes:
-                        break
-                over = len(data) > max_bytes
+                data, over = read_bounded(streamed, max_bytes, deadline, self._clock)
                 # The bytes as read (already decoded): the answer keeps no encoding or length of the wire's.
                 kept = {"content-type": streamed.headers.get("content-type", "application/octet-stream")}
-                answer = httpx.Response(streamed.status_code, headers=kept, content=bytes(data[:max_bytes]))
+                answer = httpx.Response(streamed.status_code, headers=kept, content=data)
         except _NOT_SENT as exc:
             raise ProviderUnavailable(f"{label}: could not connect") from exc
         except httpx.TransportError as exc:
