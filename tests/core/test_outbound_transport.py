@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import gzip
 import ipaddress
 import socket
 import ssl
@@ -20,11 +21,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from switchboard.core.errors import InvalidInput
+from switchboard.core.errors import InvalidInput, ProviderRejected
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import LOOPBACK, IPAddress, OutboundPolicy
+from switchboard.media.uploads import fetch_under_policy
 from switchboard.messages.webhook_http import HttpxPoster
 from switchboard.providers.http import ProviderHttp
+from switchboard.providers.media_fetch import fetch_url
+from switchboard.routing.attachments import FetchRefused, fetch_from_helpdesk
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.domain import DownstreamPost, DownstreamTarget, IncomingMessage
 
@@ -321,3 +325,49 @@ def test_given_a_client_webhook_answering_an_endless_body_then_only_its_status_i
 
     assert status == 200
     assert len(pulled) <= 2  # the first chunk of 64 KB, and the one that goes past it
+
+
+def _compressing(asked: list[str]) -> httpx.MockTransport:
+    """A server that records the encoding asked for and answers gzip whatever it was."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("accept-encoding", ""))
+        body = gzip.compress(b"%PDF-1.7\n" + bytes(4 * 1024 * 1024))  # 4 MB in a few KB
+        return httpx.Response(200, content=body, headers={"content-encoding": "gzip"})
+
+    return httpx.MockTransport(handle)
+
+
+def _fetch_helpdesk(transport: httpx.MockTransport) -> object:
+    return fetch_from_helpdesk(transport=transport)("https://chat.example.com/f", "https://chat.example.com", 1024)
+
+
+def _fetch_client_url(transport: httpx.MockTransport) -> object:
+    return fetch_under_policy(transport=transport)("https://files.example.com/f.pdf", 1024)
+
+
+def _fetch_provider_media(transport: httpx.MockTransport) -> object:
+    http = ProviderHttp("wuzapi", local_mode=False, transport=transport)
+    return fetch_url(
+        http, "https://wuz.example.com/f", hosts=frozenset({"wuz.example.com"}), headers={}, max_bytes=1024
+    )
+
+
+@pytest.mark.parametrize(
+    ("fetch", "words"),
+    [
+        (_fetch_helpdesk, "did not hand it over (DecodingError)"),
+        (_fetch_client_url, "could not be fetched"),
+        (_fetch_provider_media, "came compressed"),
+    ],
+)
+def test_given_a_file_sent_compressed_then_it_was_asked_as_stored_and_is_never_inflated(
+    fetch: typing.Callable[[httpx.MockTransport], object], words: str
+) -> None:
+    asked: list[str] = []
+
+    with pytest.raises((FetchRefused, InvalidInput, ProviderRejected)) as refused:
+        fetch(_compressing(asked))
+
+    assert asked == ["identity"]
+    assert words in str(refused.value)

@@ -48,17 +48,30 @@ class _Checked:
 _CHECKED: ContextVar[_Checked | None] = ContextVar("switchboard_outbound_checked", default=None)
 
 
+# A file is asked for as it is stored: httpx would otherwise ask for it compressed and inflate
+# each chunk whole before any bound is checked (one gzip chunk of 64 KB inflates to 64 MB, and
+# layered encodings multiply that).
+UNCOMPRESSED = {"accept-encoding": "identity"}
+
+
 def read_bounded(
     response: httpx.Response, max_bytes: int, deadline: float, clock: Callable[[], float] = time.monotonic
 ) -> tuple[bytes, bool]:
-    """A streamed answer's body, read no further than `max_bytes` (True beside it when the body
-    goes on past them; the rest is never read) and no later than `deadline` (a `clock` time).
+    """A streamed answer's body as it came (asked for with `UNCOMPRESSED`), read no further than
+    `max_bytes` (True beside it when the body goes on past them; the rest is never read) and no
+    later than `deadline` (a `clock` time).
 
     httpx's timeouts bound each read, not the whole: a body trickled a few bytes at a time would
-    otherwise hold the caller as long as the sender likes. Raises httpx.ReadTimeout past it.
+    otherwise hold the caller as long as the sender likes. Raises httpx.ReadTimeout past it, and
+    httpx.DecodingError for a body sent compressed all the same (never inflated).
     """
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise httpx.DecodingError(f"the body came {encoding}-encoded, not as stored", request=response.request)
+    # A body already in memory (an answer built whole, as test transports give) is read as it is.
+    chunks = iter([response.content]) if response.is_stream_consumed else response.iter_raw()
     data = bytearray()
-    for chunk in response.iter_bytes():
+    for chunk in chunks:
         data.extend(chunk)
         if len(data) > max_bytes:
             return bytes(data[:max_bytes]), True

@@ -28,7 +28,7 @@ import httpx
 
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
-from switchboard.core.outbound import PinnedTransport, read_bounded
+from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.media.sniff import is_executable
 from switchboard.providers.content import MediaKind, MediaRef
@@ -247,7 +247,7 @@ def fetch_under_policy(
         checked = check_outbound_url(url, resolve=False, policy=policy)
         try:
             deadline = clock() + FETCH_DEADLINE_SECONDS
-            with client.stream("GET", checked) as response:
+            with client.stream("GET", checked, headers=UNCOMPRESSED) as response:
                 if response.status_code != 200:
                     raise InvalidInput(f"the media URL answered {response.status_code}", code="media_url_failed")
                 data, over = read_bounded(response, max_bytes, deadline, clock)

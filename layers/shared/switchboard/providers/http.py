@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from switchboard.core.api.body import read_answer
 from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
-from switchboard.core.outbound import PinnedTransport, read_bounded
+from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 
 CONNECT_TIMEOUT_SECONDS = 3.0
@@ -114,7 +114,7 @@ class ProviderHttp:
         label = self.label("GET", route)
         deadline = self._clock() + DOWNLOAD_SECONDS
         try:
-            with self._client.stream("GET", url, headers=headers) as streamed:
+            with self._client.stream("GET", url, headers=headers | UNCOMPRESSED) as streamed:
                 data, over = read_bounded(streamed, max_bytes, deadline, self._clock)
                 # The bytes as read (already decoded): the answer keeps no encoding or length of the wire's.
                 kept = {"content-type": streamed.headers.get("content-type", "application/octet-stream")}
@@ -123,6 +123,8 @@ class ProviderHttp:
             raise ProviderUnavailable(f"{label}: could not connect") from exc
         except httpx.TransportError as exc:
             raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
+        except httpx.DecodingError as exc:
+            raise ProviderRejected(f"{label}: the file came compressed though asked as stored") from exc
         return answer, over
 
     def label(self, method: str, route: str) -> str:

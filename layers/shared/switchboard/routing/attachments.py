@@ -32,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, SwitchboardError, UnknownReference
-from switchboard.core.outbound import PinnedTransport, read_bounded
+from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.providers.content import Content, Location, Media, MediaKind, MediaMessage, MediaRef
 from switchboard.routing.domain import DownstreamTarget
@@ -150,7 +150,7 @@ def fetch_from_helpdesk(
             except InvalidInput as exc:
                 raise FetchRefused("its URL is refused by the outbound URL policy") from exc
             try:
-                with client.stream("GET", current) as response:
+                with client.stream("GET", current, headers=UNCOMPRESSED) as response:
                     if response.is_redirect and "location" in response.headers:
                         current = urljoin(current, response.headers["location"])
                         continue
