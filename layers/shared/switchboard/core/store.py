@@ -509,7 +509,8 @@ def decode_cursor(cursor: str, partition_name: str, partition: str, sort_name: s
     if (
         not isinstance(plain, dict)
         or plain.get(partition_name) != partition
-        or not all(isinstance(value, str) for value in plain.values())
+        # DynamoDB refuses an empty key value in a starting key with an error of its own.
+        or not all(isinstance(value, str) and value for value in plain.values())
         or set(plain) != {"pk", "sk", partition_name, sort_name}
     ):
         raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor")
