@@ -163,15 +163,17 @@ def test_a_refusal_can_be_a_function_of_the_refusal(table: Any) -> None:
         uow.commit()
 
 
-@pytest.mark.parametrize("emptied", ["pk", "sk", "logsk"])
-def test_a_cursor_with_an_empty_key_value_is_refused_before_dynamodb_sees_it(emptied: str) -> None:
-    # DynamoDB refuses an empty string in a key attribute of ExclusiveStartKey (a 500 if it got
-    # there); moto lets it through, so the check is ours.
+@pytest.mark.parametrize(("emptied", "value"), [("pk", ""), ("sk", ""), ("logsk", ""), ("logsk", "9" * 1100)])
+def test_a_cursor_with_an_empty_or_oversized_key_value_is_refused_before_dynamodb_sees_it(
+    emptied: str, value: str
+) -> None:
+    # DynamoDB refuses an empty string in a key attribute of ExclusiveStartKey, and a sort key
+    # over 1 KB (a 500 if it got there); moto lets both through, so the check is ours.
     given = {"pk": "MESSAGE#m1", "sk": "#META", "logpk": "MSGLOG#acme", "logsk": "2026-12-06T23:36:05+00:00#m1"}
     cursor = store.encode_cursor({name: {"S": value} for name, value in given.items()})
     assert cursor is not None
     assert store.decode_cursor(cursor, "logpk", "MSGLOG#acme", "logsk")["pk"] == {"S": "MESSAGE#m1"}
-    crafted = store.encode_cursor({name: {"S": "" if name == emptied else value} for name, value in given.items()})
+    crafted = store.encode_cursor({name: {"S": value if name == emptied else kept} for name, kept in given.items()})
     assert crafted is not None
 
     with pytest.raises(InvalidInput) as refused:
