@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from switchboard.core.errors import InvalidInput, ProviderRejected
+from switchboard.core.errors import DownstreamError, InvalidInput, ProviderRejected, ProviderTimeout
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import LOOPBACK, IPAddress, OutboundPolicy
 from switchboard.media.uploads import fetch_under_policy
@@ -371,3 +371,52 @@ def test_given_a_file_sent_compressed_then_it_was_asked_as_stored_and_is_never_i
 
     assert asked == ["identity"]
     assert words in str(refused.value)
+
+
+def _bomb(asked: list[str]) -> httpx.MockTransport:
+    """A server of a tenant's that answers every call with an endless body, or a compressed one
+    that inflates far past anything an answer holds, whatever encoding it was asked for."""
+
+    def endless() -> typing.Iterator[bytes]:
+        for _ in range(4096):  # 256 MB if it were all read
+            asked.append("chunk")
+            yield b" " * (64 * 1024)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("accept-encoding", ""))
+        if request.url.path.endswith("/gzip"):
+            body = gzip.compress(b"{" + b" " * (64 * 1024 * 1024) + b"}")
+            return httpx.Response(200, content=body, headers={"content-encoding": "gzip"})
+        return httpx.Response(200, content=endless())
+
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize("path", ["/endless", "/gzip"])
+def test_given_a_provider_answering_an_endless_or_inflating_body_then_the_answer_is_refused_unread(path: str) -> None:
+    asked: list[str] = []
+    http = ProviderHttp("wuzapi", local_mode=False, transport=_bomb(asked))
+
+    with pytest.raises(ProviderTimeout, match="unreadable answer"):
+        http.request("POST", "https://wuz.example.com", path, route="/chat/send/text", headers={}, body={})
+
+    assert asked[0] == "identity"
+    assert asked.count("chunk") <= 70  # 4 MB read at most, in 64 KB chunks
+
+
+@pytest.mark.parametrize("path", ["/endless", "/gzip"])
+def test_given_a_helpdesk_answering_an_endless_or_inflating_body_then_the_answer_is_refused_unread(path: str) -> None:
+    asked: list[str] = []
+    downstream = ChatwootClient(local_mode=False, transport=_bomb(asked))
+    target = DownstreamTarget(
+        base_url=f"https://chat.example.com{path}", account_id=1, inbox_id=1, api_token="t0ken", source="tenant"
+    )
+    message = IncomingMessage(
+        event_id="e1", instance="i1", owner_tag=None, provider_message_id="m1", sender="5511999999999", text="hi"
+    )
+
+    with pytest.raises(DownstreamError, match="no answer|unreadable"):
+        downstream.post_incoming(target, message, DownstreamPost(content="hi"))
+
+    assert asked[0] == "identity"
+    assert asked.count("chunk") <= 520  # 32 MB read at most, in 64 KB chunks

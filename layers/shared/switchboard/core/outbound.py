@@ -80,6 +80,39 @@ def read_bounded(
     return bytes(data), False
 
 
+# The most an answer of a server's API may hold (a provider's, the helpdesk's): their answers are
+# short JSON, a file in base64 aside (whose routes give their own bound).
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+def request_bounded(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    max_bytes: int = MAX_ANSWER_BYTES,
+    headers: dict[str, str] | None = None,
+    **content: typing.Any,
+) -> httpx.Response:
+    """`client.request(...)` whose answer is asked for as it is (`UNCOMPRESSED`) and read no
+    further than `max_bytes`: the server is one a tenant configured, and an answer read whole
+    (or inflated whole) would hold or exhaust a function that serves every tenant. `content`: the
+    request's `json`, `params`, `data`, `files`.
+
+    Raises httpx.DecodingError for an answer longer than `max_bytes` or sent compressed all the
+    same, and httpx's transport errors.
+    """
+    request = client.build_request(method, url, headers={**(headers or {}), **UNCOMPRESSED}, **content)
+    response = client.send(request, stream=True)
+    try:
+        data, over = read_bounded(response, max_bytes, deadline=float("inf"))
+    finally:
+        response.close()
+    if over:
+        raise httpx.DecodingError(f"the answer is over {max_bytes} bytes", request=request)
+    return httpx.Response(response.status_code, headers=response.headers, content=data, request=request)
+
+
 class PinnedTransport(httpx.HTTPTransport):
     """httpx's transport, resolving and checking once per request and dialling what it checked.
 

@@ -92,7 +92,13 @@ from switchboard.providers.base import (
     display_name,
 )
 from switchboard.providers.content import Content, MediaMessage, MediaSource, Revoke, content_data
-from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
+from switchboard.providers.http import (
+    DEFAULT_READ_TIMEOUT_SECONDS,
+    MAX_ANSWER_BYTES,
+    ProviderHttp,
+    base64_answer_bytes,
+    path_segment,
+)
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
 
@@ -183,7 +189,10 @@ class EvolutionClient(MessagingOnly):
     ) -> SentMessage:
         """Send `content` through its `/message/{action}/{instance}` route (`evolution_send`)."""
         request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
-        return self._send(target, request.action, request.body)
+        # The answer is the message sent, whose `message.base64` holds the whole file when the
+        # instance's webhook carries base64 (`sendMessageWithTyping` returns `messageRaw`).
+        bound = base64_answer_bytes(len(file.data)) if file is not None else MAX_ANSWER_BYTES
+        return self._send(target, request.action, request.body, max_answer_bytes=bound)
 
     def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
         """`DELETE /chat/deleteMessageForEveryone/{instance}` `{id, fromMe, remoteJid}`
@@ -198,11 +207,19 @@ class EvolutionClient(MessagingOnly):
         if not response.is_success:
             raise _error_for(response, self._http.label("DELETE", route), sending=True)
 
-    def _send(self, target: ProviderTarget, action: str, body: dict[str, Any]) -> SentMessage:
+    def _send(
+        self, target: ProviderTarget, action: str, body: dict[str, Any], *, max_answer_bytes: int = MAX_ANSWER_BYTES
+    ) -> SentMessage:
         path = f"/message/{action}/{path_segment(target.provider_instance_id)}"
         route = f"/message/{action}/{{instance}}"
         response = self._http.request(
-            "POST", target.base_url, path, route=route, headers=self._headers(target), body=body
+            "POST",
+            target.base_url,
+            path,
+            route=route,
+            headers=self._headers(target),
+            body=body,
+            max_answer_bytes=max_answer_bytes,
         )
         label = self._http.label("POST", route)
         if not response.is_success:

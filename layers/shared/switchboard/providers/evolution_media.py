@@ -18,7 +18,7 @@ from pydantic import Field
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
-from switchboard.providers.http import ProviderHttp, path_segment
+from switchboard.providers.http import ProviderHttp, base64_answer_bytes, path_segment
 from switchboard.providers.media_fetch import base_host, fetch_url
 
 BASE64_ROUTE = "/chat/getBase64FromMediaMessage/{instance}"
@@ -56,6 +56,7 @@ def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, ma
         route=BASE64_ROUTE,
         headers=headers,
         body={"message": {"key": key}, "convertToMp4": False},
+        max_answer_bytes=base64_answer_bytes(max_bytes),
     )
     if response.status_code in (400, 404):  # "Message not found": the server no longer has it
         raise MediaNotFetched("not_found", f"the server answered {response.status_code}")

@@ -8,7 +8,7 @@ the host, the query or a token. The mapping:
 
 - connection refused, connect timeout, no pooled connection: `ProviderUnavailable` (not sent);
 - read/write timeout, connection dropped after sending: `ProviderTimeout` (outcome unknown);
-- 2xx whose body cannot be read: `ProviderTimeout` (it may have been applied);
+- 2xx whose body cannot be read, or is over its bound: `ProviderTimeout` (it may have been applied);
 - 5xx and 429: `ProviderUnavailable`; any other non-2xx: `ProviderRejected`.
 """
 
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from switchboard.core.api.body import read_answer
 from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
-from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
+from switchboard.core.outbound import MAX_ANSWER_BYTES, UNCOMPRESSED, PinnedTransport, read_bounded, request_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 
 CONNECT_TIMEOUT_SECONDS = 3.0
@@ -36,6 +36,12 @@ DOWNLOAD_SECONDS = 20.0
 Answer = TypeVar("Answer", bound=BaseModel)
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+
+
+def base64_answer_bytes(file_bytes: int) -> int:
+    """The bound of an answer that carries a file of `file_bytes` in base64: the file's base64
+    beside an ordinary answer's room."""
+    return file_bytes * 4 // 3 + 4 + MAX_ANSWER_BYTES
 
 
 def path_segment(value: str) -> str:
@@ -83,9 +89,11 @@ class ProviderHttp:
         body: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
         files: dict[str, Any] | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> httpx.Response:
         """Send one request to `base_url + path` (with the query `params`); `route` is the path
-        template used in errors, which never show the query.
+        template used in errors, which never show the query. The answer is read no further than
+        `max_answer_bytes` (a longer one, or one sent compressed, is a `ProviderTimeout`).
 
         Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
         above; the caller decides what a non-2xx answer means. `files`: a multipart body
@@ -94,14 +102,17 @@ class ProviderHttp:
         # What the URL itself shows; the transport resolves the host and checks its addresses.
         url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
         label = self.label(method, route)
+        content: dict[str, Any] = {"files": files} if files is not None else {"json": body}
         try:
-            if files is not None:
-                return self._client.request(method, url, headers=headers, files=files, params=params)
-            return self._client.request(method, url, headers=headers, json=body, params=params)
+            return request_bounded(
+                self._client, method, url, max_bytes=max_answer_bytes, headers=headers, params=params, **content
+            )
         except _NOT_SENT as exc:
             raise ProviderUnavailable(f"{label}: could not connect") from exc
         except httpx.TransportError as exc:
             raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
+        except httpx.DecodingError as exc:  # over its bound, or compressed: sent, and its answer unread
+            raise ProviderTimeout(f"{label}: unreadable answer, the outcome is unknown") from exc
 
     def get_bounded(
         self, base_url: str, path: str, *, route: str, headers: dict[str, str], max_bytes: int

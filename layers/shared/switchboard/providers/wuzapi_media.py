@@ -17,7 +17,7 @@ from pydantic import Field
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
-from switchboard.providers.http import ProviderHttp
+from switchboard.providers.http import ProviderHttp, base64_answer_bytes
 from switchboard.providers.media_fetch import base_host, fetch_url
 
 ROUTES = {"image": "image", "sticker": "image", "video": "video", "audio": "audio", "voice": "audio"}
@@ -47,7 +47,13 @@ def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, ma
     if not body.get("DirectPath") and not body.get("Url"):
         raise MediaNotFetched("no_source", "no media path to ask the server for")
     response = http.request(
-        "POST", target.base_url, route, route=route, headers={"token": target.instance_token or ""}, body=body
+        "POST",
+        target.base_url,
+        route,
+        route=route,
+        headers={"token": target.instance_token or ""},
+        body=body,
+        max_answer_bytes=base64_answer_bytes(max_bytes),
     )
     answer = http.answer(response, _Answer, http.label("POST", route))
     encoded = answer.data.Data.split(",", 1)[1] if answer.data.Data.startswith("data:") else answer.data.Data
