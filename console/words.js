@@ -13,12 +13,22 @@ export function reasonWords(code) {
   return words ? `${words} (${code})` : code;
 }
 
-/** An incoming message's outcome (`no_downstream`, `ignored: no_sender`, `failed: downstream_error`):
- * the reason's words; nothing for one that went well (`received`, `forwarded`). */
+/** An incoming message's outcome (`no_downstream`, `ignored: no_sender`, `failed: downstream_error`,
+ * `forwarded: placeholder (expired)`): the reason's words; nothing for one that went well
+ * (`received`, `forwarded`). */
 export function outcomeWords(outcome) {
   if (!outcome || outcome === "received" || outcome === "forwarded") return null;
+  const placeholder = /^forwarded: placeholder \((.+)\)$/.exec(outcome);
+  if (placeholder) return t("outcome.placeholder", { reason: unavailableWords(placeholder[1]) });
   const [head, reason] = outcome.split(": ");
   return reasonWords((reason || head).trim());
+}
+
+/** Why a customer's file did not reach the helpdesk, which got a placeholder instead (the media
+ * capability's reasons, the helpdesk's own limit): its words and its code. */
+export function unavailableWords(code) {
+  const words = tMaybe(`media.unavailable.${code}`);
+  return words ? `${words} (${code})` : code;
 }
 
 /** A provider's own code (Meta's 131049, WhatsApp's 463) in words; the code alone when unknown. */

@@ -110,6 +110,10 @@ class ContainerKilled(BaseException):
 
 @dataclass
 class FakeLambdaContext:
+    """An invocation's context; its remaining time runs down from its start, as Lambda's does
+    (the local stack does not stop an invocation at its timeout: a handler that reads the time
+    left, like the forwarder's deadline, still ends in time)."""
+
     function_name: str
     memory_limit_in_mb: int = 512
     timeout_seconds: int = 29
@@ -118,9 +122,10 @@ class FakeLambdaContext:
     log_group_name: str = ""
     log_stream_name: str = ""
     function_version: str = "$LATEST"
+    started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:
-        return self.timeout_seconds * 1000
+        return max(0, int((self.timeout_seconds - (time.monotonic() - self.started)) * 1000))
 
 
 def mount_layers(path: Path = template.TEMPLATE) -> None:
@@ -175,8 +180,14 @@ class _Pool:
 class Functions:
     """Loads and invokes the template's AWS::Serverless::Function resources by logical id."""
 
-    def __init__(self, path: Path = template.TEMPLATE, *, max_containers: int | None = None) -> None:
+    def __init__(
+        self, path: Path = template.TEMPLATE, *, max_containers: int | None = None, timeout_seconds: int | None = None
+    ) -> None:
+        """`timeout_seconds`: every function's timeout instead of its template's (tests that
+        shorten the queues' visibility timeouts shorten this too: a crashed invocation's
+        idempotency record blocks its redelivery for that long)."""
         self._path = path
+        self._timeout_seconds = timeout_seconds
         self._definitions = template.resources("AWS::Serverless::Function", path)
         self.max_containers = max_containers or max_containers_from_environment()
         self._pools: dict[str, _Pool] = {logical_id: _Pool() for logical_id in self._definitions}
@@ -224,7 +235,7 @@ class Functions:
         properties = self._definitions[logical_id]
         context = FakeLambdaContext(
             function_name=logical_id,
-            timeout_seconds=int(properties.get("Timeout", 29)),
+            timeout_seconds=self._timeout_seconds or int(properties.get("Timeout", 29)),
             aws_request_id=str(uuid.uuid4()),
             invoked_function_arn=f"arn:aws:lambda:us-east-1:000000000000:function:{logical_id}",
         )

@@ -68,6 +68,8 @@ class LocalStack:
     - `schedule_seconds`: replaces every schedule's period.
     - `sqs_wait_seconds`: each receive's long-poll wait (delivery is immediate either way).
     - `visibility_timeout`: overrides every queue's, for tests that watch retries.
+    - `function_timeout`: overrides every function's timeout (with a shorter visibility timeout:
+      a crashed invocation's idempotency record holds its redelivery back for that long).
     - `seed`: seed the `demo` tenant.
     - `simulator_settings`: `SimulatorConfig` fields (e.g. a short `fault_delay_seconds`).
     - `environment`: extra variables for the functions (e.g. PROVIDER_TIMEOUT_SECONDS).
@@ -98,6 +100,7 @@ class LocalStack:
         schedule_seconds: float | None = None,
         sqs_wait_seconds: int = 1,
         visibility_timeout: int | None = None,
+        function_timeout: int | None = None,
         seed: bool = True,
         prefix: str = "switchboard",
         template_path: Path = template.TEMPLATE,
@@ -121,6 +124,7 @@ class LocalStack:
         self._schedule_seconds = schedule_seconds
         self._sqs_wait_seconds = sqs_wait_seconds
         self._visibility_timeout = visibility_timeout
+        self._function_timeout = function_timeout
         self._seed = seed
         self.names = template.LocalNames(prefix=prefix)
         self._template_path = template_path
@@ -176,7 +180,7 @@ class LocalStack:
             self.expiring = expiring
             self.aws_url = self._aws_front(endpoint.url) if self._aws_front else endpoint.url
             self._endpoint = endpoint
-        self.functions = Functions(self._template_path)
+        self.functions = Functions(self._template_path, timeout_seconds=self._function_timeout)
         self._stops.append(self._drain)
         self.http_api = HttpApi(self.functions)
         # The console's images may come from the media bucket, served here by the AWS endpoint.

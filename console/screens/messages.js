@@ -366,6 +366,8 @@ function mountMessage(main, { params, navigate }, messageId) {
       ["messages.status", h("span", { class: `state state-${message.status.toLowerCase()}` }, statusWords(message.status))],
       ["messages.to", h("a", { href: `#/contacts/${encodeURIComponent(message.to)}` }, formatPhone(message.to))],
       ["messages.sourceNumber", message.sourceNumber ? formatPhone(message.sourceNumber) : t("common.none")],
+      // The message keeps its own type; this says its fallback template left in its place.
+      ["messages.sentAs", message.sentAs ? t("messages.sentAsTemplate", message.sentAs) : t("messages.sentAsItself")],
       ["messages.instance", message.instance || t("common.none")],
       ...(message.pinnedInstance ? [["messages.pinnedInstance", message.pinnedInstance]] : []),
       ["messages.attempts", String(message.attempts)],
@@ -486,6 +488,7 @@ function traceItem(entry) {
 function show(name, value) {
   if (value === null || value === undefined) return t("common.none");
   if (name === "reason" && typeof value === "string") return reasonWords(value);
+  if (name === "after" && typeof value === "string") return tMaybe(`stage.${value}`) || value;
   if (name === "providerCode" && (typeof value === "string" || typeof value === "number")) return providerCodeWords(value);
   if (PHONE_FIELDS.has(name) && typeof value === "string") return formatPhone(value);
   if (typeof value === "object") return JSON.stringify(value);

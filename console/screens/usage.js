@@ -1,7 +1,19 @@
-// Messages in and out per owner tag and month, and per instance.
+// Messages in and out per owner tag and month, and per instance; the incoming ones by type.
 import { api } from "../api.js";
 import { h, clear, field, table, throttle, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t } from "../i18n.js";
+import { contentWords } from "../words.js";
+
+/** The types that came, most first: [[type, count], ...]. */
+function byType(counts) {
+  return Object.entries(counts || {}).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}
+
+/** An instance's incoming messages by type in one line: "texto 12 · imagem 3". */
+function typesInLine(counts) {
+  const types = byType(counts);
+  return types.length ? types.map(([type, count]) => `${contentWords(type)} ${count}`).join(" · ") : t("common.none");
+}
 
 function thisMonth() {
   return new Date().toISOString().slice(0, 7);
@@ -51,10 +63,19 @@ export function mount(main) {
               h("dt", {}, t("usage.out")),
               h("dd", {}, String(summary.messagesOut)),
             ),
+            byType(summary.messagesInByType).length
+              ? table(
+                  t("usage.byType", { month: summary.month }),
+                  [t("usage.type"), t("usage.in")],
+                  byType(summary.messagesInByType).map(([type, count]) =>
+                    h("tr", { "data-type": type }, h("th", { scope: "row" }, contentWords(type)), h("td", {}, String(count))),
+                  ),
+                )
+              : null,
             summary.instances.length
               ? table(
                   t("usage.byInstance", { month: summary.month }),
-                  [t("usage.instance"), t("usage.in"), t("usage.out")],
+                  [t("usage.instance"), t("usage.in"), t("usage.out"), t("usage.inByType")],
                   summary.instances.map((instance) =>
                     h(
                       "tr",
@@ -62,6 +83,7 @@ export function mount(main) {
                       h("th", { scope: "row" }, instance.instance),
                       h("td", {}, String(instance.messagesIn)),
                       h("td", {}, String(instance.messagesOut)),
+                      h("td", {}, typesInLine(instance.messagesInByType)),
                     ),
                   ),
                 )

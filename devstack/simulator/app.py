@@ -278,7 +278,8 @@ class SimulatorApp:
         return json_answer(view)
 
     def receipt(self, request: Request, instance_id: str, message_id: str) -> Response:
-        self.state.receipt(instance_id, message_id, parse_body(request, schemas.ReceiptBody).status)
+        body = parse_body(request, schemas.ReceiptBody)
+        self.state.receipt(instance_id, message_id, body.status, outside_window=body.outside_window)
         return json_answer({"ok": True})
 
     def incoming_choice(self, request: Request, instance_id: str) -> Response:

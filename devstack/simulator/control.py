@@ -168,10 +168,11 @@ class SimulatorControl:
         messages: list[dict[str, Any]] = response.json()["messages"]
         return messages
 
-    def receipt(self, instance_id: str, message_id: str, status: str) -> None:
-        """The recipient got (`delivered`), read (`read`) or never got (`failed`) a sent message."""
+    def receipt(self, instance_id: str, message_id: str, status: str, *, outside_window: bool = False) -> None:
+        """The recipient got (`delivered`), read (`read`) or never got (`failed`) a sent message;
+        `outside_window`: a Cloud API number's `failed` for the customer-service window (131047)."""
         path = f"/_sim/instances/{instance_id}/messages/{quote(message_id, safe='/+=')}/status"
-        self._post(path, {"status": status})
+        self._post(path, {"status": status} | ({"outsideWindow": True} if outside_window else {}))
 
     def sent(self) -> list[dict[str, Any]]:
         response = self._client.get("/_sim/sent")

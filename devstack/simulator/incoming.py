@@ -22,7 +22,8 @@ envelopes).
 How a file travels is the message's `ArrivalOptions.mode`, as each server's setting would have it:
 wuzapi's `media_delivery` (`base64` the default, `s3`: an `s3` object whose `url` the simulator
 serves as the S3 bucket's public URL, `both`), Evolution's `webhookBase64` (`base64`:
-`message.base64`; off by default: fetched with `getBase64FromMediaMessage`), the envelope's
+`message.base64`; off by default: fetched with `getBase64FromMediaMessage`) or its S3/MinIO
+storage (`s3`: `message.mediaUrl`, a MinIO presigned GET the simulator serves), the envelope's
 `base64` (default) or `url`; a Cloud API file is a media id alone. A file may be padded to a size
 (`ArrivalOptions.file_size`: a 3 MB photo in base64), and a message may announce a size its file is not
 (`ArrivalOptions.announced_size`: a file over the kind's limit, never fetched). Contact cards, list
@@ -31,8 +32,9 @@ replies and quotes (`ArrivalOptions.quote`) are the same three servers' own shap
 Read from: asternic/wuzapi 71df5694 (`wmiau.go` `case *events.Message`, `media.go` `processMedia`),
 whatsmeow 8d370015 (`proto/waE2E/WAWebProtobufsE2E.pb.go`, `send.go` `getTypeFromMessage`),
 EvolutionAPI/evolution-api 3454bec7 (`whatsapp.baileys.service.ts` `messages.upsert`,
-`prepareMessage`), Baileys 4599ff84 (`WAProto/WAProto.proto`), david-lev/pywa 1af30edd
-(`tests/data/updates/message.json`): the pins of tests/contracts.
+`prepareMessage`, its S3 upload and `mediaUrl`; `minio.server.ts` `getObjectUrl`), Baileys
+4599ff84 (`WAProto/WAProto.proto`), david-lev/pywa 1af30edd (`tests/data/updates/message.json`):
+the pins of tests/contracts.
 
 The bytes are tiny files of the right kind (a 16x16 JPEG, an Ogg page, an MP4 `ftyp` box, a PDF,
 a WebP header), so a receiver that types media by its bytes sees the real type.
@@ -47,6 +49,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+from urllib.parse import quote
 
 from devstack.simulator import files, payloads, wire
 
@@ -99,6 +102,8 @@ _SNIFFED = {
 # wuzapi's file extension: the first of Go's `mime.ExtensionsByType` for the declared type
 # (its built-in table), else the fallback `processMedia` is given.
 _WUZAPI_EXTENSIONS = {"image": ".jpeg", "audio": ".ogg", "video": ".mp4", "document": ".pdf", "sticker": ".webp"}
+# Evolution's: the first extension the `mime-types` package knows for the declared type.
+_MINIO_EXTENSIONS = {"image": ".jpeg", "audio": ".oga", "video": ".mp4", "sticker": ".webp"}
 _PROTO_KEYS = {
     "image": "imageMessage",
     "audio": "audioMessage",
@@ -122,6 +127,10 @@ LIST_TITLE, LIST_ROW = "Segunda via do boleto", "boleto-2"
 LIST_MESSAGE_ID = "3EB0LIST00001"  # the business's list message the customer answered
 # Where the wuzapi user's S3 bucket is served (its `public_url`, path style) and its name.
 S3_PATH, S3_BUCKET = "/wuzapi/s3", "wuzapi-media"
+# Where an Evolution server's S3/MinIO storage is served (its `S3_ENDPOINT`, path style as minio-js
+# addresses a non-Amazon endpoint), its bucket (`S3_BUCKET`, `.env.example`'s) and region.
+MINIO_PATH, MINIO_BUCKET, MINIO_REGION = "/evolution/minio", "evolution", "eu-west-3"
+MINIO_ACCESS_KEY = "SIMULATORMINIOKEY"
 FILES_PATH = "/files"  # the calls-capable server's own media URLs
 
 
@@ -162,7 +171,7 @@ class Arrival:
 
 DELIVERY_MODES = {
     "wuzapi": ("base64", "s3", "both"),
-    "evolution": ("base64", "none"),
+    "evolution": ("base64", "none", "s3"),
     "calls": ("base64", "url"),
     "meta": ("id",),
 }
@@ -213,15 +222,38 @@ def served_file(
     return found[0], found[1]
 
 
-def file_url(arrival: Arrival, flavour: str) -> tuple[str, str]:
+def file_url(arrival: Arrival, flavour: str, owner: str = "") -> tuple[str, str]:
     """Where a URL-mode file is served on the simulator, and its key there: wuzapi's S3 object
-    (`users/<user>/inbox/...` under the bucket, as wuzapi's `GenerateS3Key`), the envelope's own."""
+    (`users/<user>/inbox/...` under the bucket, as wuzapi's `GenerateS3Key`), Evolution's MinIO
+    object (`owner` the instance's id) by its presigned GET, the envelope's own."""
     extension = _WUZAPI_EXTENSIONS.get(arrival.kind, ".bin")
     if flavour == "wuzapi":
         key = f"users/{arrival.sender}/inbox/{arrival.message_id}{extension}"
         return f"{arrival.options.base_url}{S3_PATH}/{S3_BUCKET}/{key}", key
+    if flavour == "evolution":
+        return _minio_url(arrival, owner)
     key = f"{arrival.message_id}{extension}"
     return f"{arrival.options.base_url}{FILES_PATH}/{key}", key
+
+
+def _minio_url(arrival: Arrival, instance_id: str) -> tuple[str, str]:
+    """Evolution's `mediaUrl` and the object's key: `evolution-api/<instance id>/<remoteJid>/
+    <mediaType>/<Date.now()>_<fileName>` (`fileName` the document's own, else `<key.id>.<the first
+    extension of its mimetype>`), presigned by minio-js (`presignedGetObject`: path style, the
+    object name escaped but for `/`, 7 days, the query in its order)."""
+    kind = arrival.kind
+    file_name = DOCUMENT_NAME if kind == "document" else arrival.message_id + _MINIO_EXTENSIONS[kind]
+    millis = int(arrival.seconds * 1000)
+    key = f"evolution-api/{instance_id}/{wire.jid(arrival.sender)}/{_PROTO_KEYS[kind]}/{millis}_{file_name}"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(arrival.seconds))
+    credential = quote(f"{MINIO_ACCESS_KEY}/{stamp[:8]}/{MINIO_REGION}/s3/aws4_request", safe="")
+    signature = hashlib.sha256(f"{key}{stamp}".encode()).hexdigest()  # stands for the HMAC: never checked
+    query = (
+        f"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential={credential}&X-Amz-Date={stamp}"
+        f"&X-Amz-Expires=604800&X-Amz-SignedHeaders=host&X-Amz-Signature={signature}"
+    )
+    path = quote(f"{MINIO_BUCKET}/{key}", safe="/-_.~")
+    return f"{arrival.options.base_url}{MINIO_PATH}/{path}?{query}", key
 
 
 def declared_type(kind: str) -> str:
@@ -413,12 +445,15 @@ _EVOLUTION_TYPES = {"text": "conversation", "contacts": "contactMessage", "list"
 
 def evolution_upsert(arrival: Arrival, instance_uuid: str) -> dict[str, Any]:
     """`messages.upsert` data; with `webhookBase64` on (`ArrivalOptions.mode` `base64`) the file's
-    bytes follow the content as `message.base64`, as the Baileys channel adds them."""
+    bytes follow the content as `message.base64`, as the Baileys channel adds them; with S3/MinIO
+    storage (`s3`) its presigned `message.mediaUrl` does."""
     kind = arrival.kind
     data = payloads.evolution_upsert(arrival.message_id, arrival.sender, "", arrival.seconds, instance_uuid)
     data["message"] = evolution_content(arrival)
     if kind in DOWNLOADABLE and arrival.options.mode == "base64":
         data["message"]["base64"] = _b64(arrival.data)
+    if kind in DOWNLOADABLE and arrival.options.mode == "s3":
+        data["message"]["mediaUrl"] = file_url(arrival, "evolution", instance_uuid)[0]
     # `prepareMessage` deserializes the content's `contextInfo`: null from the prototype for a
     # content type that has the field, undefined (so left out) for one that has not; a quote's
     # is the quoting context.

@@ -227,6 +227,11 @@ class CallActionBody(ControlBody):
 
 class ReceiptBody(ControlBody):
     status: ReceiptStatus
+    outside_window: bool = Field(
+        default=False,
+        alias="outsideWindow",
+        description="A Cloud API number's `failed` status for the customer-service window (131047).",
+    )
 
 
 class IncomingChoiceBody(ControlBody):

@@ -199,17 +199,19 @@ class Records:
         instance.contacts.add(recipient)
         return message
 
-    def keep_file(self, arrival: incoming.Arrival, flavour: str) -> None:
+    def keep_file(self, arrival: incoming.Arrival, flavour: str, owner: str = "") -> None:
         """A customer's file, kept where its server serves it from: by its digest (download
-        routes), at its URL when it travels by one (wuzapi's S3, the envelope's own URLs)."""
+        routes), at its URL when it travels by one (wuzapi's S3, Evolution's MinIO, whose key
+        names the instance's id `owner`, the envelope's own URLs)."""
         if arrival.kind not in incoming.DOWNLOADABLE:
             return
         self.message_files[arrival.message_id] = arrival.data
         if arrival.options.media_fails and flavour != "meta":
             self.failing_media.add(arrival.message_id)
         mode = arrival.options.mode
-        if (flavour == "wuzapi" and mode in ("s3", "both")) or (flavour == "calls" and mode == "url"):
-            key = incoming.file_url(arrival, flavour)[1]
+        by_url = {"wuzapi": ("s3", "both"), "evolution": ("s3",), "calls": ("url",)}.get(flavour, ())
+        if mode in by_url:
+            key = incoming.file_url(arrival, flavour, owner)[1]
             self.url_files[key] = (arrival.data, incoming.declared_type(arrival.kind), arrival.message_id)
 
     def last_sent_to(self, instance: Instance, recipient: str) -> str | None:
@@ -619,8 +621,10 @@ class SimulatorState:
             message_id, event_id = arrived(records, instance, sender, kind=kind, option_id=option_id, title=title)
             return {"id": message_id, "eventId": event_id}
 
-    def receipt(self, instance_id: str, message_id: str, status: str) -> None:
-        """The recipient's phone got (or read) a message the instance sent."""
+    def receipt(self, instance_id: str, message_id: str, status: str, *, outside_window: bool = False) -> None:
+        """The recipient's phone got (or read) a message the instance sent; `outside_window`: a
+        Cloud API number's `failed` status for the customer-service window (131047), which Meta
+        may post after accepting a send its own window check let through."""
         with self._lock:
             records = self._records
             instance = records.instance(instance_id)
@@ -629,7 +633,14 @@ class SimulatorState:
             )
             if message is None:
                 raise SimError(404, "message_not_found")
-            self._dialect(instance).receipt(records, instance, message, status)
+            dialect = self._dialect(instance)
+            if outside_window:
+                refused = getattr(dialect, "window_failure", None)
+                if refused is None or status != "failed":
+                    raise SimError(400, "not_meta", "only a Cloud API number fails a send for the window")
+                refused(records, instance, message)
+                return
+            dialect.receipt(records, instance, message, status)
 
     # --- calls -------------------------------------------------------------------------------
     # Calls are the calls server's alone; each change is posted as its `call` event. The answers

@@ -4,7 +4,7 @@ The queue is FIFO, one message group per conversation: a failed record returns t
 the records of its group after it (retries, then the DLQ), while other groups go on
 (`SqsFifoPartialProcessor`, `skip_group_on_error`). Each message is forwarded at most once per
 provider event (Powertools idempotency keyed by the event id, built in the composition root's
-routing components).
+routing components), by the end of the invocation (a file's fetch stops in time for its post).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from switchboard import bootstrap
+from switchboard.core.clock import Deadline
 from switchboard.core.observability import logger, metrics
 from switchboard.routing.domain import IncomingMessage
 
@@ -29,9 +30,10 @@ forwarder = bootstrap.forwarder()
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
-def record_handler(record: SQSRecord) -> None:
+def record_handler(record: SQSRecord, lambda_context: LambdaContext) -> None:
     received = int(record.attributes.approximate_receive_count or 1)
-    forwarder.forward()(message=IncomingMessage.model_validate_json(record.body), receive_count=received)
+    ends = Deadline.after(lambda_context.get_remaining_time_in_millis() / 1000)
+    forwarder.forward()(message=IncomingMessage.model_validate_json(record.body), receive_count=received, deadline=ends)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -10,6 +10,7 @@ import base64
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -335,6 +336,53 @@ def test_a_media_message_shows_its_file_and_a_thumbnail(console: Console, world:
     expect(page.get_by_role("region", name="Mídia")).to_have_count(0)
 
 
+def test_a_customers_file_the_agent_got_as_a_placeholder_says_why_in_words_and_usage_counts_types(
+    console: Console, world: World
+) -> None:
+    """The message log's outcome `forwarded: placeholder (<reason>)` in the reader's words (the
+    customer's answer shown as a photo that was too slow to fetch), and the usage screen's incoming
+    messages by type, as the usage summary counts them."""
+
+    def with_placeholder(route: Route) -> None:
+        answer = route.fetch()
+        page_of: dict[str, Any] = answer.json()
+        for item in page_of["items"]:
+            if item.get("preview") == "não quero mais ofertas":
+                item.update(type="image", preview="segue a foto", status="FORWARDED")
+                item["outcome"] = "forwarded: placeholder (too_slow)"
+        route.fulfill(response=answer, json=page_of)
+
+    def listing(url: str) -> bool:
+        return "/api/messages" in url and "/api/messages/" not in url
+
+    page = console.sign_in_as_admin(world.tenant)
+    page.route(listing, with_placeholder)
+    page.get_by_role("navigation").get_by_role("link", name="Mensagens").click()
+
+    row = page.get_by_role("table", name="Mensagens deste tenant").locator("tbody tr").filter(has_text="segue a foto")
+    expect(row).to_contain_text("[imagem] segue a foto")
+    expect(row).to_contain_text(
+        "encaminhada com um aviso no lugar do arquivo: o provedor demorou demais para entregar o arquivo (too_slow)"
+    )
+    page.unroute(listing)
+
+    month = datetime.now(UTC).strftime("%Y-%m")  # the screen's own default, the month in UTC
+    [summary] = console.api("GET", f"/api/usage/summary?month={month}", world.tenant.admin_key)
+    counted = summary["messagesInByType"]
+    assert counted.get("text", 0) >= 2  # the customer's question and answer, at least
+    page.get_by_role("navigation").get_by_role("link", name="Uso").click()
+
+    types = page.get_by_role("table", name=f"Mensagens recebidas por tipo em {month}")
+    expect(types.locator("tbody tr")).to_have_count(len(counted))
+    expect(types.locator("tr[data-type=text] th")).to_have_text("texto")
+    expect(types.locator("tr[data-type=text] td")).to_have_text(str(counted["text"]))
+    [written_to] = [instance for instance in summary["instances"] if instance["messagesInByType"].get("text")]
+    row = page.get_by_role("table", name=f"Uso por instância em {month}").get_by_role(
+        "row", name=written_to["instance"]
+    )
+    expect(row).to_contain_text(f"texto {written_to['messagesInByType']['text']}")
+
+
 def test_an_instance_shows_the_provider_events_it_ignored_and_why(console: Console, world: World) -> None:
     tenant = world.tenant
     instance = tenant.instances[0]
@@ -398,6 +446,32 @@ def test_a_message_refused_for_the_window_says_why_in_words_and_shows_the_contac
     window = page.get_by_role("region", name="Janela de atendimento").get_by_role("listitem")
     expect(window.filter(has_text=phone(cloud.number))).to_contain_text("fechada")
     expect(window.filter(has_text=phone(cloud.number))).to_contain_text("o contato nunca escreveu a este número")
+
+
+def test_a_message_sent_as_its_fallback_template_says_so_in_its_view(console: Console, stack: Stack) -> None:
+    demo = stack.demo
+    cloud = next(instance for instance in demo.instances if instance.flavour == "meta")
+    created = stack.api(
+        "POST",
+        "/api/api-keys",
+        key=demo.admin_key,
+        json={"name": "cloud fallback", "scopes": ["send"], "defaultNumber": cloud.number},
+    )
+    assert created.status_code == 201, created.text
+    body = {"to": "5511944440078", "text": "oi", "fallbackTemplate": {"name": "hello_world", "language": "en_US"}}
+    answer = stack.api("POST", "/api/messages", key=created.json()["key"], json=body)
+    assert answer.status_code == 202, answer.text
+    path = f"/api/messages/{answer.json()['id']}"
+    sent = stack.wait_for(lambda: stack.api("GET", path, key=demo.admin_key).json()["sentAs"])
+    assert sent == {"type": "template", "name": "hello_world", "language": "en_US"}
+    page = console.sign_in_as_admin(demo)
+
+    page.evaluate("route => { location.hash = route; }", f"#/messages/{answer.json()['id']}")
+
+    details = page.get_by_role("region", name=f"Mensagem {answer.json()['id']}")
+    expect(details).to_contain_text("seu modelo de reserva hello_world (en_US), fora da janela de 24 h")
+    trace = page.get_by_role("region", name="Como o número foi escolhido")
+    expect(trace).to_contain_text("Modelo de reserva enviado no lugar")
 
 
 def test_a_cloud_numbers_templates_are_listed_with_their_status(

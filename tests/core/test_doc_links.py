@@ -59,4 +59,6 @@ def test_every_relative_link_reaches_a_file_and_every_anchor_a_heading(document:
 
 
 def test_the_readme_is_short_enough_to_follow_before_a_first_deploy() -> None:
-    assert len((ROOT / "README.md").read_bytes()) <= 10_240
+    # what it is, the two commands, the path to a first message and one screen per capability: the
+    # reference lives in docs/
+    assert len((ROOT / "README.md").read_bytes()) <= 14_336

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from switchboard.core.errors import DownstreamError, InvalidInput, ProviderRejected, ProviderTimeout
+from switchboard.core.errors import DownstreamError, InvalidInput, ProviderTimeout
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import LOOPBACK, IPAddress, OutboundPolicy
 from switchboard.media.uploads import fetch_under_policy
@@ -358,7 +358,7 @@ def _fetch_provider_media(transport: httpx.MockTransport) -> object:
     [
         (_fetch_helpdesk, "did not hand it over (DecodingError)"),
         (_fetch_client_url, "could not be fetched"),
-        (_fetch_provider_media, "came compressed"),
+        (_fetch_provider_media, "unreadable answer"),
     ],
 )
 def test_given_a_file_sent_compressed_then_it_was_asked_as_stored_and_is_never_inflated(
@@ -366,7 +366,7 @@ def test_given_a_file_sent_compressed_then_it_was_asked_as_stored_and_is_never_i
 ) -> None:
     asked: list[str] = []
 
-    with pytest.raises((FetchRefused, InvalidInput, ProviderRejected)) as refused:
+    with pytest.raises((FetchRefused, InvalidInput, ProviderTimeout)) as refused:
         fetch(_compressing(asked))
 
     assert asked == ["identity"]
@@ -415,7 +415,7 @@ def test_given_a_helpdesk_answering_an_endless_or_inflating_body_then_the_answer
         event_id="e1", instance="i1", owner_tag=None, provider_message_id="m1", sender="5511999999999", text="hi"
     )
 
-    with pytest.raises(DownstreamError, match="no answer|unreadable"):
+    with pytest.raises(DownstreamError, match="unreadable answer"):
         downstream.post_incoming(target, message, DownstreamPost(content="hi"))
 
     assert asked[0] == "identity"

@@ -181,6 +181,35 @@ def test_a_cursor_with_an_empty_or_oversized_key_value_is_refused_before_dynamod
     assert refused.value.code == "invalid_cursor"
 
 
+def test_an_optional_update_refused_alone_gives_way_to_the_others(table: Any) -> None:
+    store.update(counter("mark"), [MARKS["n"].set(5)])
+    uow = store.unit_of_work()
+    uow.put(Marker(Marker.pk_for("o"), Marker.sk_for("1")), Marker.pk.does_not_exist(), refused=Refused("taken"))
+    uow.update(counter("mark"), [MARKS["n"].set(3)], MARKS["n"] <= 3, optional=True)  # an older mark
+    uow.update(counter("o"), [Counter.total.add(1)])
+
+    uow.commit()
+
+    assert MARKS.read(Counter.get("STORETEST#mark", "#META")) == {"n": 5}
+    assert Counter.get("STORETEST#o", "#META").total == 1
+    assert Marker.count("STORETEST#o", Marker.sk.startswith("MARK#")) == 1
+
+
+def test_an_optional_update_never_hides_another_refusal(table: Any) -> None:
+    store.update(counter("mark"), [MARKS["n"].set(5)])
+    Marker(Marker.pk_for("o"), Marker.sk_for("1")).save()
+    uow = store.unit_of_work()
+    uow.put(Marker(Marker.pk_for("o"), Marker.sk_for("1")), Marker.pk.does_not_exist(), refused=Refused("taken"))
+    uow.update(counter("mark"), [MARKS["n"].set(3)], MARKS["n"] <= 3, optional=True)
+    uow.update(counter("o"), [Counter.total.add(1)])
+
+    with pytest.raises(Refused, match="taken"):
+        uow.commit()
+    assert store.get(Counter, "STORETEST#o", "#META") is None
+    with pytest.raises(ValueError, match="request token"):
+        store.unit_of_work(request_token="t-1").update(counter("x"), [], Counter.pk.exists(), optional=True)
+
+
 def test_cancellation_reasons_come_from_the_response_or_its_message() -> None:
 
     message = (

@@ -5,9 +5,12 @@ a contact who never wrote: it ends FAILED `outside_service_window` and nothing r
 `fallbackTemplate` the template leaves through the Cloud API number, traced; once the contact
 writes, free-form text goes through it. A template with the wrong number of parameters is refused
 with 422 before anything is stored or queued, and a listed one leaves with its components as Meta
-documents them. A list reaches the Cloud API number natively and the wuzapi number as a numbered
-text menu; the customer's tap, or typed number, reaches the helpdesk and the key's client webhook
-as the option's id and title."""
+documents them. A list reaches the Cloud API number and Evolution natively and the wuzapi number as
+a numbered text menu; the customer's tap, or typed number, reaches the helpdesk and the key's client
+webhook as the option's id and title. An agent's reply outside the window through the Cloud API
+instance leaves a private note in the helpdesk instead, or sends the instance's re-engagement
+template and says so. A text Meta accepted and then failed for the window (131047 in a status)
+leaves again as its fallback template, once, through the same number, and the client hears it."""
 
 from __future__ import annotations
 
@@ -268,7 +271,7 @@ def test_a_template_is_checked_before_it_is_queued_and_a_listed_one_leaves_as_me
     assert json.loads(delivered["body"])["template"] == request["template"]
 
 
-@pytest.mark.parametrize("flavour", ["meta", "wuzapi"])
+@pytest.mark.parametrize("flavour", ["meta", "wuzapi", "evolution"])
 def test_a_list_reaches_each_kind_in_its_form_and_the_choice_comes_back_with_its_id(
     stack: Stack, shared: SeededTenant, helpdesk: Any, hooks: ClientWebhooks, flavour: str
 ) -> None:
@@ -291,6 +294,10 @@ def test_a_list_reaches_each_kind_in_its_form_and_the_choice_comes_back_with_its
             "description": "Corte + barba",
         }
         stack.sim.incoming_choice(line.sim_id, contact, "slot-15", "15:00")
+    elif flavour == "evolution":  # its native list (`sendList`), tapped
+        listed = json.loads(delivered["body"])
+        assert listed["type"] == "list" and "slot-15" in json.dumps(listed["sections"])
+        stack.sim.incoming_choice(line.sim_id, contact, "slot-15", "15:00")
     else:
         assert "2. 15:00 — Corte + barba" in delivered["body"]
         stack.sim.incoming_message(line.sim_id, contact, "2")
@@ -301,3 +308,105 @@ def test_a_list_reaches_each_kind_in_its_form_and_the_choice_comes_back_with_its
     assert event["data"]["messageId"] == sent["id"]
     assert event["data"]["choice"] == {"id": "slot-15", "title": "15:00", "source": "list"}
     assert event["data"]["from"] == contact
+
+
+def test_a_reply_outside_the_window_is_a_note_to_the_agent_or_the_instances_re_engagement_template(
+    stack: Stack, shared: SeededTenant, helpdesk: Any
+) -> None:
+    tenant, contact = shared, new_contact()
+    fake, _ = helpdesk
+    wuzapi, meta = of(tenant, "wuzapi"), of(tenant, "meta")
+    # The contact's conversation began on the tenant's other number: they never wrote to the Cloud one.
+    stack.sim.incoming_message(wuzapi.sim_id, contact, "boa tarde")
+    [first] = stack.wait_for(lambda: [m for m in fake.messages() if (m.body or {}).get("content") == "boa tarde"])
+    conversation = int(first.path.split("/conversations/")[1].split("/")[0])
+    secret = stack.api("POST", f"/api/instances/{meta.name}/webhook-secret", key=tenant.admin_key).json()["secret"]
+
+    def reply(message_id: int, text: str) -> dict[str, Any]:
+        body = {
+            "event": "message_created",
+            "id": message_id,
+            "content": text,
+            "message_type": "outgoing",
+            "private": False,
+            "conversation": {"id": conversation, "meta": {"sender": {"phone_number": f"+{contact}"}}},
+        }
+        path = f"/api/tenants/{tenant.owner_tag}/instances/{meta.name}/webhook"
+        answer = stack.api("POST", path, json=body, headers={"X-Switchboard-Secret": secret})
+        assert answer.status_code == 200, answer.text
+        outcome: dict[str, Any] = answer.json()
+        return outcome
+
+    def notes() -> list[str]:
+        path = f"/conversations/{conversation}/messages"
+        posted = [m.body or {} for m in fake.messages() if m.path.endswith(path)]
+        return [str(body["content"]) for body in posted if body.get("private")]
+
+    unsent = reply(93_001, "segue o boleto")
+
+    assert unsent["status"] == "FAILED", unsent
+    assert stack.wait_for(notes) == ["fora da janela de 24 h: envie um modelo"]
+    assert reached(stack, meta.sim_id, contact) == []
+
+    view = stack.api("GET", f"/api/instances/{meta.name}", key=tenant.admin_key).json()
+    configured = stack.api(
+        "PUT",
+        f"/api/instances/{meta.name}",
+        key=tenant.admin_key,
+        json={
+            "providerId": view["providerId"],
+            "providerInstanceId": view["providerInstanceId"],
+            "numberId": view["numberId"],
+            "reengagementTemplate": {"name": "hello_world", "language": "en_US"},
+        }
+        | ({"ownerTag": view["ownerTag"]} if view.get("ownerTag") else {}),
+    )
+    assert configured.status_code == 200, configured.text
+    instead = reply(93_002, "segue o boleto de novo")
+
+    assert instead["status"] == "SENT", instead
+    [template] = reached(stack, meta.sim_id, contact)
+    assert json.loads(template["body"])["template"] == {"name": "hello_world", "language": {"code": "en_US"}}
+    said = "fora da janela de 24 h: enviado o modelo hello_world (en_US) no lugar da resposta"
+    assert stack.wait_for(lambda: notes()[1:]) == [said]
+
+
+def test_a_text_meta_fails_later_for_the_window_leaves_again_as_its_fallback_template_once(
+    stack: Stack, shared: SeededTenant, hooks: ClientWebhooks
+) -> None:
+    tenant, contact = shared, new_contact()
+    meta = of(tenant, "meta")
+    key = pool_key(stack, tenant, ("meta",), webhook_url=hooks.url)
+    contact_wrote(stack, tenant.admin_key, meta.sim_id, contact, meta.number)  # the window is open, as far as we know
+    body = {"to": contact, "text": "sua fatura", "fallbackTemplate": {"name": "hello_world", "language": "en_US"}}
+    sent = send(stack, key, body)
+    assert (sent["status"], sent["sentAs"]) == ("SENT", None), sent
+
+    # Meta accepted the text and then fails it for the window; its status comes twice.
+    stack.sim.receipt(meta.sim_id, sent["providerMessageId"], "failed", outside_window=True)
+
+    def sent_as_template() -> dict[str, Any] | None:
+        message: dict[str, Any] = stack.api("GET", f"/api/messages/{sent['id']}", key=key).json()
+        return message if message["sentAs"] is not None and message["status"] == "SENT" else None
+
+    fallen = stack.wait_for(sent_as_template, timeout=20)
+    [status] = [
+        e
+        for e in stack.sim.events(meta.sim_id)
+        if sent["providerMessageId"] in json.dumps(e["payload"]) and "131047" in json.dumps(e["payload"])
+    ]
+    stack.sim.redeliver(status["eventId"])
+
+    assert fallen["sentAs"] == {"type": "template", "name": "hello_world", "language": "en_US"}
+    assert (fallen["type"], fallen["sourceNumber"], fallen["instance"]) == ("text", meta.number, sent["instance"])
+    [traced] = [e["data"] for e in fallen["trace"] if e["stage"] == "message.fallback_template"]
+    assert (traced["after"], traced["number"], traced["reason"]) == (
+        "receipt.failed",
+        meta.number,
+        "outside_service_window",
+    )
+    delivered = stack.wait_for(lambda: hooks.events("message.sent")[1:], timeout=20)
+    assert delivered[0]["data"]["sentAs"] == fallen["sentAs"]
+    assert [m["body"] for m in reached(stack, meta.sim_id, contact)][:1] == ["sua fatura"]
+    templates = [m for m in reached(stack, meta.sim_id, contact) if '"template"' in m["body"]]
+    assert len(templates) == 1  # once, whatever the redeliveries of the status

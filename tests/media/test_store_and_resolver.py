@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,14 +18,12 @@ import pytest
 from moto import mock_aws
 
 from devstack.simulator import files
-from switchboard.core.errors import ProviderTimeout
+from switchboard.core.clock import Deadline
 from switchboard.media.ports import MediaUnavailable
 from switchboard.media.service import S3Media
 from switchboard.providers.base import ProviderClient, ProviderTarget
 from switchboard.providers.content import Media, MediaSource
 from switchboard.providers.evolution import EvolutionClient
-from switchboard.providers.http import ProviderHttp
-from switchboard.providers.media_fetch import fetch_url
 from switchboard.providers.meta import MetaCloudClient
 from switchboard.providers.wuzapi import WuzapiClient
 
@@ -208,25 +205,6 @@ def test_an_endless_media_body_is_read_no_further_than_the_kinds_limit(s3: Any) 
     assert sum(pulled) <= 5 * 1024 * 1024 + len(chunk)
 
 
-def test_a_media_body_trickling_in_is_a_timeout_at_the_downloads_deadline() -> None:
-    seconds = itertools.count()  # one second passes per byte read
-    sent: list[int] = []
-
-    def trickle() -> Iterator[bytes]:
-        for _ in range(1000):
-            sent.append(1)
-            yield b"%"
-
-    server = Server(lambda request: httpx.Response(200, content=trickle()))
-    http = ProviderHttp("wuzapi", local_mode=True, transport=server.transport, clock=lambda: float(next(seconds)))
-
-    with pytest.raises(ProviderTimeout):
-        fetch_url(
-            http, "https://wuz.example.com/f/1.png", hosts=frozenset({"wuz.example.com"}), headers={}, max_bytes=1024
-        )
-    assert len(sent) <= 25
-
-
 def test_wuzapi_s3_url_and_download_route(s3: Any) -> None:
     data = files.png()
 
@@ -287,3 +265,42 @@ def test_a_stored_reference_whose_bytes_changed_is_a_mismatch(s3: Any) -> None:
     with pytest.raises(MediaUnavailable) as refused:
         media.read(stored)
     assert refused.value.reason == "mismatch"
+
+
+class Trickle(httpx.SyncByteStream):
+    """A body a slow server sends steadily, chunk after chunk, each taking `seconds` of `clock`."""
+
+    def __init__(self, data: bytes, clock: list[float], seconds: float, chunk: int = 64) -> None:
+        self._parts = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+        self._clock = clock
+        self._seconds = seconds
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self._parts:
+            self._clock[0] += self._seconds
+            yield part
+
+
+@pytest.mark.parametrize("kind", ["wuzapi", "evolution"])
+def test_a_file_still_arriving_at_the_deadline_is_too_slow_and_may_be_tried_again(s3: Any, kind: str) -> None:
+    """A steady trickle never times a read out: the body stops between two chunks once the
+    fetch's deadline passed, and nothing is stored; a fetch that starts past it sends nothing."""
+    data = files.ogg_opus()  # 26 chunks of 64 bytes, a second each
+    now = [0.0]
+    server = Server(lambda request: httpx.Response(200, stream=Trickle(data, now, seconds=1.0)))
+    client = WuzapiClient if kind == "wuzapi" else EvolutionClient
+    target = ProviderTarget(kind=kind, base_url="https://media.example.com", provider_instance_id="i1")
+    media = media_of(s3, client(local_mode=True, transport=server.transport), target)
+    voice = Media(kind="voice", source=MediaSource(via="url", url="https://media.example.com/u/1.ogg"))
+    deadline = Deadline(5.0, lambda: now[0])
+
+    with pytest.raises(MediaUnavailable) as slow:
+        media.resolve("acme", INSTANCE, "m5", voice, deadline=deadline)
+    with pytest.raises(MediaUnavailable) as late:
+        media.resolve("acme", INSTANCE, "m5", voice, deadline=deadline)
+
+    assert (slow.value.reason, slow.value.retryable) == ("too_slow", True)
+    assert (late.value.reason, late.value.retryable) == ("too_slow", True)
+    assert len(server.requests) == 1 and now[0] == 5.0  # not a chunk read past the deadline
+    assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
+    assert media.resolve("acme", INSTANCE, "m5", voice).sha256 == hashlib.sha256(data).hexdigest()  # no deadline

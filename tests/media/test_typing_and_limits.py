@@ -65,15 +65,36 @@ def test_the_type_is_the_bytes_not_the_announced_one() -> None:
 
 
 def test_limits_per_kind() -> None:
-    assert max_bytes(Media(kind="image")) == 5 * MB
-    assert max_bytes(Media(kind="voice")) == 16 * MB
-    assert max_bytes(Media(kind="video")) == 16 * MB
-    assert max_bytes(Media(kind="document")) == 100 * MB
-    assert max_bytes(Media(kind="sticker")) == 100 * 1024
-    assert max_bytes(Media(kind="sticker", animated=True)) == 500 * 1024
+    assert max_bytes("image") == 5 * MB
+    assert max_bytes("voice") == 16 * MB
+    assert max_bytes("video") == 16 * MB
+    assert max_bytes("document") == 100 * MB
+    assert max_bytes("sticker") == 100 * 1024
+    assert max_bytes("sticker", animated=True) == 500 * 1024
     with pytest.raises(MediaUnavailable) as refused:
         checked_type(Media(kind="sticker"), WEBP + b"\x00" * (100 * 1024))
     assert refused.value.reason == "too_large"
+
+
+def test_a_sticker_is_animated_by_its_bytes_not_by_what_its_sender_said() -> None:
+    animated = b"RIFF\x00\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x02" + b"\x00" * (200 * 1024)
+
+    assert checked_type(Media(kind="sticker"), animated) == "image/webp"
+    with pytest.raises(MediaUnavailable) as refused:
+        checked_type(Media(kind="sticker", animated=True), WEBP + b"\x00" * (200 * 1024))
+    assert refused.value.reason == "too_large"
+
+
+def test_what_switchboard_sends_is_held_to_what_every_kind_sends() -> None:
+    """The same check with the types switchboard sends: a GIF arrives as an image but leaves only
+    as a document; an AMR voice note starts like a script and is none."""
+    gif = b"GIF89a\x01\x00\x01\x00"
+    assert checked_type(Media(kind="image"), gif) == "image/gif"
+    with pytest.raises(MediaUnavailable) as refused:
+        checked_type(Media(kind="image"), gif, allowed=sniff.SENDABLE)
+    assert refused.value.reason == "bad_type"
+    assert checked_type(Media(kind="document"), gif, allowed=sniff.SENDABLE) == "image/gif"
+    assert checked_type(Media(kind="voice"), b"#!AMR\n" + bytes(32), allowed=sniff.SENDABLE) == "audio/amr"
 
 
 def test_announced_size_or_digest_that_differ_are_a_mismatch() -> None:

@@ -24,7 +24,7 @@ from switchboard.core.clock import new_id
 from switchboard.core.store import UnitOfWork
 from switchboard.messages.domain import Message, MessageStatus, body_hash
 from switchboard.messages.dynamo import AffinityItem, MessageRepository
-from switchboard.messages.heard import HeardFrom
+from switchboard.messages.heard import HeardFrom, written_at
 from switchboard.messages.schemas import SendMessage
 from switchboard.pool.domain import NumberRoutes, SendingConfig, plan_numbers, usable_affinity
 from switchboard.providers.base import WebhookRequest
@@ -129,6 +129,62 @@ def test_an_item_only_heard_reads_as_no_affinity_and_a_send_keeps_what_was_heard
     assert both.heard == heard_only.heard
 
 
+def test_an_older_message_accepted_after_a_newer_one_leaves_the_window_where_the_newer_put_it(
+    client: Client, aws: AwsResources, catalog: Catalog
+) -> None:
+    newer = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=0)
+    older = newer - timedelta(hours=20)  # redelivered late by its provider
+    for written in (newer, older):
+        body = envelope("message", catalog.provider_instance_id, message_data(sender=SENDER, written=written))
+        assert deliver(client, catalog.provider_id, body).json()["outcome"] == "applied"
+
+    [item] = stored(aws, "AFFINITY#")
+    assert int(item[f"heard_{catalog.number_id}"]) == int(newer.timestamp())
+    # The older message was accepted all the same: logged, counted and queued for the helpdesk.
+    assert len(stored(aws, "INCOMING#")) == 2
+
+
+def test_a_heard_mark_only_moves_forward(aws: AwsResources) -> None:
+    repository = MessageRepository(main_table(aws))
+    newer = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+    def heard(at: datetime) -> dict[str, datetime]:
+        uow = store.unit_of_work()
+        repository.record_heard(uow, "acme", SENDER, "num_main", at)
+        uow.commit()
+        affinity = repository.affinity("acme", SENDER)
+        assert affinity is not None
+        return affinity.heard
+
+    assert heard(newer) == {"num_main": newer}
+    assert heard(newer - timedelta(minutes=5)) == {"num_main": newer}  # a late older one
+    assert heard(newer) == {"num_main": newer}  # the same second again
+    assert heard(newer + timedelta(seconds=1)) == {"num_main": newer + timedelta(seconds=1)}
+
+
+@pytest.mark.parametrize(
+    ("stamp", "expected"),
+    [
+        ("2026-12-01T06:00:00Z", datetime(2026, 12, 1, 6, 0, tzinfo=UTC)),  # the provider's own time
+        ("2026-12-01T09:00:00+00:00", datetime(2026, 12, 1, 7, 0, tzinfo=UTC)),  # ahead: the arrival
+        ("2026-12-01T06:00:00", datetime(2026, 12, 1, 7, 0, tzinfo=UTC)),  # no zone: the arrival
+        ("yesterday", datetime(2026, 12, 1, 7, 0, tzinfo=UTC)),
+        (None, datetime(2026, 12, 1, 7, 0, tzinfo=UTC)),
+    ],
+)
+def test_the_mark_is_when_the_person_wrote_never_after_it_arrived(stamp: str | None, expected: datetime) -> None:
+    instance = Instance(
+        tenant="acme", name="main", provider_id="prv_1", provider_instance_id="p1", number_id="num_main", token_hint="…"
+    )
+    data = {"id": "m1", "from": SENDER} | ({} if stamp is None else {"timestamp": stamp})
+    arrived = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+    event = ProviderEvent(
+        provider_id="prv_1", instance=instance, name="message", event_id="m1", data=data, received_at=arrived
+    )
+
+    assert written_at(event) == expected
+
+
 class ConflictOnce:
     """A low-level client whose first transaction is cancelled as DynamoDB cancels one that met
     another transaction on the same item (the acceptance of the recipient's incoming message)."""
@@ -215,8 +271,14 @@ def test_the_heard_mark_of_each_kinds_incoming_text_is_the_affinity_key_a_send_t
     [update] = _joined_updates(uow)
     to = SendMessage.model_validate({"to": f"+{inbound.data['from']}", "text": "reply"}).to
     assert update["Key"] == {"pk": {"S": AffinityItem.pk_for("acme", to)}, "sk": {"S": AffinityItem.sk_for()}}
-    assert _assignments(update) == {"heard_num_main": {"N": str(int(received.timestamp()))}, "tenant": {"S": "acme"}}
-    assert "ConditionExpression" not in update  # a refused write would cancel the message's acceptance
+    # When the person wrote (each fixture's message is older than its arrival here), not when it arrived.
+    written = datetime.fromisoformat(inbound.data["timestamp"])
+    assert written < received
+    assert _assignments(update) == {"heard_num_main": {"N": str(int(written.timestamp()))}, "tenant": {"S": "acme"}}
+    # Only forward, and giving way when refused: an older message must not cancel its own acceptance.
+    names = update["ExpressionAttributeNames"]
+    assert [names[name] for name in re.findall(r"#\w+", update["ConditionExpression"])] == ["heard_num_main"] * 2
+    assert uow._joined[0].optional
 
 
 @pytest.mark.parametrize("sender", [None, "", "status@broadcast", "0123", "+55 11 98888-7777"])

@@ -13,7 +13,11 @@ import pytest
 from standardwebhooks import Webhook
 
 from switchboard import bootstrap
+from switchboard.bootstrap.messages import message_repository
 from switchboard.catalog.domain import instance_key
+from switchboard.core.clock import new_id
+from switchboard.messages.domain import Message, MessageStatus, PendingRoute, SendJob, SentAs, body_hash
+from switchboard.providers.content import Template
 from tools.support.api import Client
 from tools.support.aws import REGION, AwsResources
 from tools.support.builders import provider_event, run_effects
@@ -162,6 +166,7 @@ def test_client_webhook_is_signed_with_standard_webhooks_and_carries_the_source_
             "sentAt": verified["data"]["sentAt"],
             "failureReason": None,
             "expiresAt": None,
+            "sentAs": None,
         },
     }
     assert headers["webhook-id"].startswith("whk_")
@@ -201,6 +206,125 @@ def test_sending_never_waits_for_or_fails_on_the_client_webhook(
 
     assert world.message(message["id"])["status"] == "SENT"
     assert len(receiver.requests) == 1
+
+
+# --- a send Meta accepted and then failed for the customer-service window ---------------------
+
+HELLO = Template(name="hello_world", language="en_US")
+
+
+def sent_directly(world: PoolWorld, provider_message_id: str, *, fallback: Template | None) -> str:
+    """A free-form message recorded SENT through the first number, as the worker records it."""
+    repository = message_repository()
+    message = Message(
+        tenant="acme",
+        id=new_id("msg"),
+        api_key_id=world.send_key_id,
+        to=RECIPIENT,
+        text="sua fatura",
+        body_hash=body_hash(RECIPIENT, "sua fatura"),
+        fallback_template=fallback,
+    )
+    repository.create(message)
+    claimed = repository.claim(message.id, "acme", "lease-1", 60)
+    assert claimed is not None
+    repository.record_sent(
+        claimed,
+        number_id=world.numbers[NUMBERS[0]],
+        source_number=NUMBERS[0],
+        instance=world.instances[NUMBERS[0]],
+        provider_id=world.provider_id,
+        provider_message_id=provider_message_id,
+        events=[],
+        remember_affinity=False,
+    )
+    return message.id
+
+
+def window_refusal(world: PoolWorld, provider_message_id: str) -> None:
+    """Meta's `failed` status of an accepted send, 131047, as the ingest maps it."""
+    instance = bootstrap.catalog_repository().find_instance(instance_key("acme", world.instances[NUMBERS[0]]))
+    assert instance is not None
+    data = {
+        "id": provider_message_id,
+        "status": "failed",
+        "errors": [{"code": 131047, "title": "Re-engagement message"}],
+        "reason": "outside_service_window",
+    }
+    run_effects(provider_event(instance, "receipt", data, provider_id=world.provider_id))
+
+
+def test_a_window_refusal_queues_the_fallback_template_once_through_the_number_the_message_left_from(
+    world: PoolWorld, aws: AwsResources, published: list[tuple[str, dict[str, Any]]]
+) -> None:
+    message_id = sent_directly(world, "wamid-late-1", fallback=HELLO)
+
+    window_refusal(world, "wamid-late-1")
+    first = message_repository().get("acme", message_id)
+    window_refusal(world, "wamid-late-1")  # the status again, under another event id
+
+    again = message_repository().get("acme", message_id)
+    assert (again.status, again.window_refused_at) == (MessageStatus.QUEUED, first.window_refused_at)
+    assert (again.provider_code, again.failure_reason) == ("131047", None)  # Meta's words, not a failure
+    assert [e.stage for e in again.trace].count("receipt.failed") == 1
+    jobs = [SendJob.model_validate_json(m["Body"]) for m in aws.queue_messages("SendQueue")]
+    assert {job.message_id for job in jobs} == {message_id}  # a second copy finds it claimed
+    assert all(job.template for job in jobs)
+    left = PendingRoute(
+        number_id=world.numbers[NUMBERS[0]], instance=world.instances[NUMBERS[0]], provider_id=world.provider_id
+    )
+    assert all(job.fallback == left for job in jobs)
+    statuses = [
+        d["status"] for kind, d in published if kind == "message.status.changed" and d["messageId"] == message_id
+    ]
+    assert "FAILED" not in statuses
+
+
+def test_without_a_fallback_template_a_window_refusal_ends_the_message_failed_with_metas_code(
+    world: PoolWorld, aws: AwsResources, drain: Drain, receiver: Receiver
+) -> None:
+    message_id = sent_directly(world, "wamid-late-2", fallback=None)
+
+    window_refusal(world, "wamid-late-2")
+
+    failed = world.message(message_id)
+    assert (failed["status"], failed["failureReason"]) == ("FAILED", "outside_service_window")
+    assert (failed["providerCode"], failed["providerMessage"]) == ("131047", "Re-engagement message")
+    assert aws.queue_messages("SendQueue") == []
+    drain("ClientWebhookQueue", "ClientWebhooksFunction")
+    [event] = receiver.events()
+    assert (event["event"], event["data"]["failureReason"]) == ("message.failed", "outside_service_window")
+
+
+def test_once_sent_as_its_template_the_refused_sends_late_receipts_change_nothing(world: PoolWorld) -> None:
+    repository = message_repository()
+    message_id = sent_directly(world, "wamid-late-3", fallback=HELLO)
+    window_refusal(world, "wamid-late-3")
+    claimed = repository.claim(message_id, "acme", "lease-2", 60)
+    assert claimed is not None
+    repository.record_sent(
+        claimed,
+        number_id=world.numbers[NUMBERS[0]],
+        source_number=NUMBERS[0],
+        instance=world.instances[NUMBERS[0]],
+        provider_id=world.provider_id,
+        provider_message_id="wamid-template-3",
+        events=[],
+        remember_affinity=False,
+        sent_as=SentAs.template(HELLO),
+    )
+
+    window_refusal(world, "wamid-late-3")  # redelivered after the template left
+    receipt(world, "wamid-late-3", "delivered")
+    assert world.message(message_id)["status"] == "SENT"
+    receipt(world, "wamid-template-3", "delivered")
+
+    after = world.message(message_id)
+    assert (after["status"], after["type"]) == ("DELIVERED", "text")
+    assert after["sentAs"] == {"type": "template", "name": "hello_world", "language": "en_US"}
+    row = world.client.get(f"/api/messages?to={RECIPIENT}", key=world.tenant.admin).json()["items"][0]
+    assert (row["type"], row["outcome"]) == ("text", "sent as template hello_world (en_US)")
+    assert row["sentAs"] == after["sentAs"]
 
 
 def test_an_instances_test_message_tells_no_client_webhook_though_the_admin_key_that_sent_it_has_one(

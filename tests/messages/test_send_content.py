@@ -11,11 +11,22 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import httpx
+import pytest
 
+from devstack.simulator import files
 from switchboard.core.clock import utcnow
 from switchboard.messages.domain import Message, MessageStatus, SendJob, body_hash, content_signature
 from switchboard.pool.domain import Affinity, NumberRoutes, Route, SendingConfig
-from switchboard.providers.content import Content, Media, MediaMessage, MediaRef, Reaction, Template
+from switchboard.providers.content import (
+    Content,
+    Interactive,
+    Media,
+    MediaMessage,
+    MediaRef,
+    Option,
+    Reaction,
+    Template,
+)
 from switchboard.providers.kinds import spec_for
 from tests.support.sending import sending_service
 from tools.support.fakes import FakeMessages, FakeNotifier, FakeSecrets, FakeTickets
@@ -55,10 +66,21 @@ class Recorder:
         return httpx.Response(200, json={"messaging_product": "whatsapp", "messages": [{"id": "wamid.1"}]})
 
 
+OGG = files.ogg_opus(frames=2)
+MP3 = b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"\xff\xfb\x90\x00" * 8
+
+
+def stored(data: bytes, mime_type: str) -> MediaRef:
+    digest = hashlib.sha256(data).hexdigest()
+    return MediaRef(key=f"acme/outgoing/url_{digest}", sha256=digest, mime_type=mime_type, size=len(data))
+
+
+FILES = {REF.key: PDF, stored(OGG, "audio/ogg").key: OGG, stored(MP3, "audio/mpeg").key: MP3}
+
+
 class Bucket:
     def read(self, ref: MediaRef) -> bytes:
-        assert ref == REF
-        return PDF
+        return FILES[ref.key]
 
 
 class Uploads:
@@ -231,3 +253,50 @@ def test_a_reaction_with_no_conversation_fails_with_its_reason() -> None:
     sent = world.send(Reaction(target_id="3EB0CUSTOMER", emoji="👍"))
 
     assert (sent.status, sent.failure_reason) == (MessageStatus.FAILED, "no_conversation_number")
+
+
+def test_reply_buttons_with_a_file_header_carry_the_stored_file_first_where_the_kind_has_no_file_headers() -> None:
+    world = World()
+    header = Media(kind="document", file_name="menu.pdf", stored=REF)
+    buttons = Interactive(kind="buttons", body="Confirma?", header_media=header, buttons=[Option(id="y", title="Sim")])
+
+    sent = world.send(buttons)
+
+    assert (sent.status, sent.source_number) == (MessageStatus.SENT, "5511900000001")
+    (file_path, file_body), (menu_path, menu_body) = world.bodies("wuzapi")
+    assert (file_path, menu_path) == ("/chat/send/document", "/chat/send/text")
+    assert json.loads(file_body)["Document"] == "data:application/pdf;base64," + base64.b64encode(PDF).decode()
+    assert json.loads(menu_body)["Body"] == "Confirma?\n\n1. Sim"
+
+
+@pytest.mark.parametrize(
+    ("index", "data", "mime_type", "as_voice"),
+    [
+        (0, OGG, "audio/ogg", True),
+        (0, MP3, "audio/mpeg", False),  # wuzapi sends what it is given: an MP3 voice note would not play
+        (1, MP3, "audio/mpeg", True),  # Evolution's sendWhatsAppAudio converts it to Opus itself
+        (2, OGG, "audio/ogg", True),
+        (2, MP3, "audio/mpeg", False),  # the Cloud API plays only OGG/Opus as a voice message
+    ],
+)
+def test_a_voice_note_leaves_as_one_where_the_kind_can_play_it_else_as_an_audio_the_trace_tells(
+    index: int, data: bytes, mime_type: str, as_voice: bool
+) -> None:
+    world = World()
+    world.config = world.config.model_copy(update={"pool": [NUMBERS[index]]})
+    kind = NUMBERS[index].routes[0].kind
+
+    sent = world.send(MediaMessage(media=Media(kind="voice", stored=stored(data, mime_type))))
+
+    assert sent.status == MessageStatus.SENT
+    path, body = world.bodies(kind)[-1]
+    if kind == "wuzapi":
+        assert path == "/chat/send/audio" and json.loads(body)["ptt"] is as_voice
+    elif kind == "evolution":
+        assert path == "/message/sendWhatsAppAudio/evolution-02"
+    else:
+        assert json.loads(body)["type"] == "audio"
+    noted = [
+        (event.data["mimeType"], event.data["number"]) for event in sent.trace if event.stage == "send.voice_as_audio"
+    ]
+    assert noted == ([] if as_voice else [(mime_type, NUMBERS[index].digits)])

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from switchboard.core.clock import utcnow
-from switchboard.messages.domain import MessageStatus
+from switchboard.messages.domain import Message, MessageStatus, PendingRoute, SendJob, SentAs
 from switchboard.messages.window import SERVICE_WINDOW, WindowGate, window_of
 from switchboard.pool.domain import Affinity
 from switchboard.providers.content import Interactive, Option, Template, TemplateComponent, TemplateParameter, Text
@@ -173,3 +173,45 @@ def test_metas_131047_ends_the_message_outside_the_window_never_retried_unless_a
     else:
         assert sent.status is MessageStatus.SENT
         assert [json.loads(body)["type"] for _, body in world.bodies("meta")] == ["text", "template"]
+
+
+def refused_later(world: World, sent: Message) -> SendJob:
+    """What the receipt of Meta's late 131047 leaves: the message QUEUED for its fallback, and its job."""
+    assert sent.number_id is not None and sent.provider_id is not None
+    world.messages.items[sent.id] = sent.model_copy(
+        update={"status": MessageStatus.QUEUED, "window_refused_at": utcnow(), "in_flight": None}
+    )
+    route = PendingRoute(number_id=sent.number_id, instance=sent.instance, provider_id=sent.provider_id)
+    return SendJob(message_id=sent.id, tenant="acme", api_key_id="key_1", to=RECIPIENT, template=True, fallback=route)
+
+
+def test_after_meta_failed_a_text_for_the_window_its_fallback_template_leaves_through_the_same_number() -> None:
+    world = World()  # the heard marks say the window is open: the text leaves, Meta fails it later
+    world.config = world.config.model_copy(update={"pool": [WUZAPI, META]})
+    world.recorder.down = {"wuzapi.example.test"}
+    sent = world.send(Text(body="oi"), fallback_template=HELLO)
+    assert (sent.status, sent.source_number, sent.sent_as) == (MessageStatus.SENT, META.digits, None)
+
+    world.service.process(refused_later(world, sent), 1)
+
+    after = world.messages.items[sent.id]
+    assert (after.status, after.source_number) == (MessageStatus.SENT, META.digits)
+    assert after.sent_as == SentAs(name="hello_world", language="en_US")
+    assert after.content == Text(body="oi")  # the message stays what was asked
+    assert [json.loads(body)["type"] for _, body in world.bodies("meta")] == ["text", "template"]
+    [traced] = [e.data for e in after.trace if e.stage == "message.fallback_template"]
+    assert (traced["template"], traced["number"], traced["after"]) == ("hello_world", META.digits, "receipt.failed")
+
+
+def test_a_late_refusal_whose_number_left_the_pool_ends_the_message_outside_the_window() -> None:
+    world = World()
+    world.config = world.config.model_copy(update={"pool": [META]})
+    sent = world.send(Text(body="oi"), fallback_template=HELLO)
+    world.config = world.config.model_copy(update={"pool": [WUZAPI]})
+
+    world.service.process(refused_later(world, sent), 1)
+
+    after = world.messages.items[sent.id]
+    assert (after.status, after.failure_reason, after.sent_as) == (MessageStatus.FAILED, "outside_service_window", None)
+    assert [json.loads(body)["type"] for _, body in world.bodies("meta")] == ["text"]
+    assert world.bodies("wuzapi") == []

@@ -94,6 +94,49 @@ def test_an_interactive_message_out_of_metas_limits_is_refused_naming_why(
 
 
 @pytest.mark.parametrize(
+    ("header", "why"),
+    [
+        ({"type": "image", "mediaId": "med_0123456789abcdef"}, None),
+        ({"type": "video", "url": "https://x.test/v.mp4"}, None),
+        ({"type": "document", "mediaId": "med_0123456789abcdef", "fileName": "menu.pdf"}, None),
+        ({"type": "image", "mediaId": "med_0123456789abcdef", "url": "https://x.test/a.png"}, "exactly one"),
+        ({"type": "image"}, "exactly one"),
+        ({"type": "image", "url": "https://x.test/a.png", "fileName": "a.png"}, "only a document"),
+        ({"type": "audio", "mediaId": "med_0123456789abcdef"}, "image"),
+        ({"type": "image", "url": "http://x.test/a.png"}, "https"),
+    ],
+)
+def test_reply_buttons_take_a_file_header_by_media_id_or_url(header: dict[str, Any], why: str | None) -> None:
+    sent = body(interactive={**buttons(2), "header": header})
+    if why is not None:
+        with pytest.raises(ValidationError, match=why):
+            SendMessage.model_validate(sent)
+        return
+
+    content, source = SendMessage.model_validate(sent).content()
+
+    assert isinstance(content, Interactive) and content.header is None
+    assert content.header_media is not None and content.header_media.kind == header["type"]
+    assert content.header_media.file_name == header.get("fileName")
+    assert source is not None and (source.media_id, source.url) == (header.get("mediaId"), header.get("url"))
+
+
+def test_a_lists_header_is_text_only_and_a_text_header_has_no_file() -> None:
+    listed = {
+        "type": "list",
+        "body": "Qual?",
+        "button": "Ver",
+        "header": {"type": "image", "mediaId": "med_0123456789abcdef"},
+        "sections": [{"rows": [{"id": "a", "title": "A"}]}],
+    }
+    with pytest.raises(ValidationError, match="text only"):
+        SendMessage.model_validate(body(interactive=listed))
+
+    content, source = SendMessage.model_validate(body(interactive={**listed, "header": "Agenda"})).content()
+    assert isinstance(content, Interactive) and (content.header, content.header_media, source) == ("Agenda", None, None)
+
+
+@pytest.mark.parametrize(
     ("parameter", "valid"),
     [
         ({"type": "text", "text": "Mark"}, True),

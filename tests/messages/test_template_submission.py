@@ -14,9 +14,11 @@ from switchboard.core.identity import Principal, Scope
 from switchboard.messages.domain import MessageStatus, SendJob
 from switchboard.messages.service import MediaSource, MessageService, submission_idempotency_config
 from switchboard.providers.content import (
+    Interactive,
     Media,
     MediaKind,
     MediaRef,
+    Option,
     Template,
     TemplateComponent,
     TemplateParameter,
@@ -116,3 +118,19 @@ def test_the_worker_uploads_the_header_file_to_the_number_and_names_it_in_the_te
             "parameters": [{"type": "document", "document": {"id": "meta-media-1", "filename": "r.pdf"}}],
         }
     ]
+
+
+def test_reply_buttons_file_header_is_taken_into_the_bucket_as_a_media_messages_file_is() -> None:
+    send, messages, queue = service(Checks())
+    header = Media(kind="document", file_name="menu.pdf")
+    buttons = Interactive(kind="buttons", body="Confirma?", header_media=header, buttons=[Option(id="y", title="Sim")])
+
+    accepted = send.submit(
+        SENDER, "5511988880001", None, None, content=buttons, media=MediaSource(media_id="med_0123456789abcdef")
+    )
+
+    stored = messages.items[accepted.id].content
+    assert isinstance(stored, Interactive) and stored.header_media is not None
+    assert (stored.header_media.stored, stored.header_media.file_name) == (REF, "menu.pdf")
+    assert stored.header_media.mime_type == REF.mime_type
+    assert [job.template for job in queue.jobs] == [None]

@@ -8,6 +8,7 @@ token jsonwebtoken produced for the contract).
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import hmac
 import json
@@ -414,6 +415,16 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "data": {},
         "ignored": "connecting",
     },
+}
+
+# The same image from an instance keeping media in S3/MinIO: the same event, its file by the
+# presigned GET Evolution posts (`message.mediaUrl`), fetched as it is.
+EXPECTED["webhook_messages_upsert_image_media_url.json"] = copy.deepcopy(EXPECTED["webhook_messages_upsert_image.json"])
+EXPECTED["webhook_messages_upsert_image_media_url.json"]["data"]["content"]["media"]["source"] = {
+    "via": "url",
+    "media_id": None,
+    "url": json.loads(fixture("webhook_messages_upsert_image_media_url.json"))["data"]["message"]["mediaUrl"],
+    "fields": {},
 }
 
 

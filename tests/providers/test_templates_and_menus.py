@@ -5,6 +5,7 @@ Evolution's `sendList` (tests/contracts SOURCES.md say why each)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from switchboard.core.errors import ProviderRejected
 from switchboard.providers import evolution_send, meta, meta_send, wuzapi_send
-from switchboard.providers.base import ProviderTarget
+from switchboard.providers.base import OutgoingFile, ProviderTarget
 from switchboard.providers.content import (
     Interactive,
     Media,
@@ -27,6 +28,7 @@ from switchboard.providers.content import (
 )
 from switchboard.providers.kinds import spec_for
 from switchboard.providers.menu import choice_for, text_menu
+from switchboard.providers.wuzapi_send import data_url
 
 CONTRACTS = Path(__file__).parent.parent / "contracts" / "meta"
 TARGET = ProviderTarget(
@@ -227,3 +229,79 @@ def test_wuzapi_sends_the_text_menu_and_evolution_a_native_list_but_buttons_as_a
     assert (menu.action, menu.body["text"]) == ("sendText", text_menu(buttons))
     assert spec_for("evolution").interactive_native == {"list"} and spec_for("wuzapi").interactive_native == set()
     assert spec_for("meta").interactive_native == {"buttons", "list"}
+
+
+PHOTO = b"\x89PNG\r\n\x1a\nthe menu of the day"
+PHOTO_FILE = OutgoingFile(data=PHOTO, mime_type="image/png", sha256=hashlib.sha256(PHOTO).hexdigest())
+WITH_PHOTO = Interactive(
+    kind="buttons",
+    body="<BUTTON_TEXT>",
+    header_media=Media(kind="image"),
+    buttons=[Option(id=f"<UNIQUE_BUTTON_ID_{i}>", title=f"<BUTTON_TITLE_{i}>") for i in (1, 2)],
+)
+
+
+def test_reply_buttons_with_a_file_header_leave_as_metas_header_object_names_it() -> None:
+    assert meta_send.message_body("{{Recipient-Phone-Number}}", WITH_PHOTO, media_id="MEDIA_OBJECT_ID") == fixture(
+        "send_interactive_buttons_image_header_request.json"
+    )
+    document = WITH_PHOTO.model_copy(update={"header_media": Media(kind="document", file_name="menu.pdf")})
+    assert meta_send.interactive_object(document, "42")["header"] == {
+        "type": "document",
+        "document": {"id": "42", "filename": "menu.pdf"},
+    }
+
+
+def recorded(kind: str) -> tuple[Any, list[httpx.Request]]:
+    """`kind`'s real client over a transport that records each request and answers it as its server does."""
+    asked: list[httpx.Request] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        if request.url.path.endswith("/media"):
+            return httpx.Response(200, json={"id": "meta-media-7"})
+        if kind == "wuzapi":
+            sent_id = json.loads(request.content)["Id"]
+            return httpx.Response(200, json={"code": 200, "data": {"Details": "Sent", "Id": sent_id}, "success": True})
+        if kind == "evolution":
+            return httpx.Response(
+                201, json={"key": {"remoteJid": "x@s.whatsapp.net", "fromMe": True, "id": f"e{len(asked)}"}}
+            )
+        return httpx.Response(200, json={"messaging_product": "whatsapp", "messages": [{"id": "wamid.menu"}]})
+
+    client = spec_for(kind).client(local_mode=False, read_timeout=5, transport=httpx.MockTransport(server))
+    return client, asked
+
+
+def test_the_cloud_api_uploads_a_file_header_and_names_it_in_one_message() -> None:
+    client, asked = recorded("meta")
+
+    sent = client.send_content(TARGET, "5511988887777", WITH_PHOTO, "msg_1", file=PHOTO_FILE)
+
+    assert [r.url.path for r in asked] == ["/v25.0/1065/media", "/v25.0/1065/messages"]
+    assert json.loads(asked[1].content)["interactive"]["header"] == {"type": "image", "image": {"id": "meta-media-7"}}
+    assert sent.provider_message_id == "wamid.menu"
+
+
+def test_an_unofficial_kind_sends_a_file_header_first_then_the_menu() -> None:
+    wuzapi, to_wuzapi = recorded("wuzapi")
+    evolution, to_evolution = recorded("evolution")
+    listed = MENU.model_copy(update={"header": None, "header_media": Media(kind="image")})
+    target = ProviderTarget(
+        kind="wuzapi", base_url="https://wz.example.test", provider_instance_id="i", instance_token="t"
+    )
+
+    by_wuzapi = wuzapi.send_content(target, "5511988887777", WITH_PHOTO, "msg_2", file=PHOTO_FILE)
+    by_evolution = evolution.send_content(
+        target.model_copy(update={"kind": "evolution"}), "5511988887777", listed, "msg_3", file=PHOTO_FILE
+    )
+
+    image, menu = (json.loads(request.content) for request in to_wuzapi)
+    assert [r.url.path for r in to_wuzapi] == ["/chat/send/image", "/chat/send/text"]
+    assert image["Image"] == data_url(PHOTO_FILE) and image["Id"] == "msg_2-header"
+    assert (menu["Body"], menu["Id"]) == (text_menu(WITH_PHOTO), "msg_2")
+    assert by_wuzapi.provider_message_id == "msg_2"  # the menu's: the one a typed answer answers
+    assert [r.url.path for r in to_evolution] == ["/message/sendMedia/i", "/message/sendList/i"]
+    assert json.loads(to_evolution[0].content)["mediatype"] == "image"
+    assert json.loads(to_evolution[1].content)["title"] == ""
+    assert by_evolution.provider_message_id == "e2"

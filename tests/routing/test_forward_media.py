@@ -14,6 +14,7 @@ import pytest
 
 from devstack import template
 from devstack.simulator import files
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import DownstreamError, NotFound
 from switchboard.media.ports import MediaUnavailable
 from switchboard.providers.content import Media, MediaMessage, MediaRef, Reaction, Text
@@ -55,7 +56,7 @@ class World:
         self.attempts = FakeForwardAttempts()
         self.transport = transport or self.fake.transport()
 
-    def forwarder(self) -> DownstreamForwarder:
+    def forwarder(self, reserve_seconds: float = 15) -> DownstreamForwarder:
         client = ChatwootClient(local_mode=True, transport=self.transport)
         return DownstreamForwarder(
             FakeDownstreams(TARGET),
@@ -64,6 +65,7 @@ class World:
             outcomes=self.outcomes,
             media=self.media,
             links=self.links,
+            reserve_seconds=reserve_seconds,
         )
 
     def posted(self) -> list[dict[str, Any]]:
@@ -224,4 +226,89 @@ def test_a_file_becomes_a_placeholder_before_its_job_could_reach_the_dead_letter
     forward = queues["ForwardQueue"]
 
     assert int(forward["RedrivePolicy"]["maxReceiveCount"]) > MEDIA_ATTEMPTS
+    # Lambda's advice for a queue it polls: a visibility of six times the function's timeout.
+    forwarder = template.resources("AWS::Serverless::Function")["ForwarderFunction"]
+    assert int(forward["VisibilityTimeout"]) >= 6 * int(forwarder["Timeout"])
     assert forward["FifoQueue"] is True and queues["ForwardDLQ"]["FifoQueue"] is True  # a FIFO's DLQ is FIFO
+
+
+class Clock:
+    """A monotonic clock that moves only when told: the invocation's time, without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowMedia(FakeMedia):
+    """A provider that needs `seconds` to hand a file over: the fetch stops at its deadline, as
+    the resolver's does (`too_slow`, retryable), the clock having run until then."""
+
+    def __init__(self, clock: Clock, seconds: float) -> None:
+        super().__init__({"3EB0IMG": (REF, PNG)})
+        self.clock = clock
+        self.seconds = seconds
+
+    def resolve(
+        self, owner_tag: str | None, instance: str, message_id: str, media: Any, *, deadline: Any = None
+    ) -> Any:
+        if media.stored is not None:  # in the bucket already (inline, or fetched before): no fetch
+            return media.stored
+        if deadline is not None and self.clock.now + self.seconds > deadline.at:
+            self.clock.now = max(self.clock.now, deadline.at)
+            self.resolved.append(message_id)
+            self.deadlines.append(deadline)
+            raise MediaUnavailable("too_slow", "stopped at the deadline", retryable=True)
+        self.clock.now += self.seconds
+        return super().resolve(owner_tag, instance, message_id, media, deadline=deadline)
+
+
+def test_a_file_too_slow_for_the_invocation_is_retried_then_a_placeholder_posted_before_it_ends() -> None:
+    clock = Clock()
+    world = World()
+    world.media = SlowMedia(clock, seconds=100)
+    job = message("3EB0IMG", PHOTO)
+
+    for receive in range(1, MEDIA_ATTEMPTS):
+        with pytest.raises(MediaUnavailable):
+            world.forwarder().forward(job, receive_count=receive, deadline=Deadline(clock.now + 60, clock))
+        assert world.posted() == []
+    ends = Deadline(clock.now + 60, clock)
+    world.forwarder(reserve_seconds=15).forward(job, receive_count=MEDIA_ATTEMPTS, deadline=ends)
+
+    [posted] = world.posted()
+    assert posted["content"] == "[imagem indisponível: o provedor demorou demais para entregar o arquivo]\nSegue a foto"
+    assert world.outcomes.reported == [("placeholder", "evt-3EB0IMG", "too_slow")]
+    assert world.media.deadlines[-1].at == ends.at - 15  # the fetch stopped with 15 s left to post
+    assert not ends.passed()
+
+
+def test_a_file_fetched_in_time_is_posted_and_its_fetch_kept_the_posts_time() -> None:
+    clock = Clock()
+    world = World()
+    world.media = SlowMedia(clock, seconds=40)
+
+    world.forwarder(reserve_seconds=15).forward(message("3EB0IMG", PHOTO), deadline=Deadline(60, clock))
+
+    assert world.fake.message_uploads(world.posted()[0])[0].data == PNG
+    assert world.outcomes.reported == [("forwarded", "evt-3EB0IMG")]
+
+
+def test_a_file_with_no_time_left_to_fetch_is_put_back_untried_even_on_its_last_receive() -> None:
+    clock = Clock()
+    world = World()
+    world.media = SlowMedia(clock, seconds=1)
+    nearly_over = Deadline(10, clock)  # the invocation's earlier messages used the rest
+
+    with pytest.raises(MediaUnavailable) as put_back:
+        world.forwarder(reserve_seconds=15).forward(
+            message("3EB0IMG", PHOTO), receive_count=MEDIA_ATTEMPTS + 1, deadline=nearly_over
+        )
+    inline = PHOTO.model_copy(update={"media": PHOTO.media.model_copy(update={"stored": REF})})
+    world.forwarder(reserve_seconds=15).forward(message("3EB0IMG", inline), deadline=nearly_over)
+
+    assert (put_back.value.reason, put_back.value.retryable) == ("too_slow", True)
+    assert world.media.resolved == []  # nothing was fetched
+    assert world.outcomes.reported == [("forwarded", "evt-3EB0IMG")]

@@ -129,6 +129,33 @@ def test_an_evolution_photo_has_the_real_webhooks_fields(
     }
 
 
+def test_an_evolution_photo_kept_in_minio_has_the_real_webhooks_media_url(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    """As Evolution posts it with S3/MinIO storage: `message.mediaUrl` after the content, a MinIO
+    presigned GET of the object Evolution names, its query in minio-js's order; unsigned, refused."""
+    real = fixture("evolution", "webhook_messages_upsert_image_media_url.json")["data"]["message"]
+    instance = make_flavoured("evolution")
+
+    control.incoming(instance.id, PEER, kind="image", media_delivery="s3")
+
+    [delivery] = receiver.wait_for(instance.id, 1)
+    message = delivery.envelope["data"]["message"]
+    assert list(message) == [name for name in real if name != "messageContextInfo"]
+    url, real_url = httpx.URL(message["mediaUrl"]), httpx.URL(real["mediaUrl"])
+    assert [name for name, _ in url.params.multi_items()] == [name for name, _ in real_url.params.multi_items()]
+    bucket, folder, owner, chat, media_type, name = url.path.removeprefix("/evolution/minio/").split("/")
+    assert (bucket, folder, chat, media_type) == (
+        "evolution",
+        "evolution-api",
+        f"{PEER}@s.whatsapp.net",
+        "imageMessage",
+    )
+    assert owner == delivery.envelope["data"]["instanceId"] and name.endswith(".jpeg") and "%40" in str(url)
+    assert httpx.get(str(url)).content == media_file("image")
+    assert httpx.get(str(url.copy_with(query=None))).status_code == 403
+
+
 def test_a_meta_photo_and_a_reaction_have_the_cloud_apis_fields(
     make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
 ) -> None:
@@ -187,6 +214,7 @@ def test_pending_faults_can_be_cleared(control: SimulatorControl) -> None:
         ("wuzapi", "both", True, True),
         ("evolution", None, False, False),
         ("evolution", "base64", True, False),
+        ("evolution", "s3", False, True),
         ("calls", None, True, False),
         ("calls", "url", False, True),
         ("meta", None, False, False),

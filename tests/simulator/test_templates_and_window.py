@@ -80,6 +80,20 @@ def test_outside_the_window_meta_accepts_then_fails_the_message_with_131047_but_
     }
 
 
+def test_a_send_meta_accepted_within_its_window_can_still_fail_for_it_later_on_request(
+    make_flavoured: FlavourFactory, control: SimulatorControl, receiver: WebhookReceiver
+) -> None:
+    number = make_flavoured("meta", window_with=(PEER,))
+    sent = client().send_text(number.target(), PEER, "oi", "k1")
+
+    control.receipt(number.id, sent.provider_message_id, "failed", outside_window=True)
+
+    [failure] = receiver.wait_for(number.id, 1)
+    [event] = meta.map_events(failure.body)
+    assert (event.data["id"], event.data["reason"]) == (sent.provider_message_id, "outside_service_window")
+    assert event.data["errors"][0]["code"] == 131047
+
+
 def test_a_template_is_refused_as_meta_refuses_it(make_flavoured: FlavourFactory, control: SimulatorControl) -> None:
     number = make_flavoured("meta", subscribed=False, wabaId="777")
     short = Template(

@@ -18,9 +18,11 @@ from tests.support.stacks import stack_on_free_ports
 from tools.support.downstream import FakeDownstream, ServedDownstream
 
 CONTACT = "5511977770042"
-# Above the time a redelivery waits for the dead invocation's idempotency record to expire
-# (its Lambda timeout), few enough receives that the job never reaches the dead-letter queue.
+# A redelivery waits for the dead invocation's idempotency record to expire (its Lambda timeout,
+# shortened here from the template's): a few receives a visibility timeout apart, fewer than the
+# dead-letter queue's 8.
 VISIBILITY_SECONDS = 8
+FUNCTION_SECONDS = 20
 
 
 class KillingDownstream(FakeDownstream):
@@ -53,7 +55,10 @@ class KillingDownstream(FakeDownstream):
 @pytest.fixture(scope="module")
 def crash_stack() -> Iterator[tuple[LocalStack, KillingDownstream, ServedDownstream]]:
     stack = stack_on_free_ports(
-        "fwdcrash", visibility_timeout=VISIBILITY_SECONDS, environment={"PROVIDER_TIMEOUT_SECONDS": "1"}
+        "fwdcrash",
+        visibility_timeout=VISIBILITY_SECONDS,
+        function_timeout=FUNCTION_SECONDS,
+        environment={"PROVIDER_TIMEOUT_SECONDS": "1"},
     ).start()
     fake = KillingDownstream()
     served = fake.serve()

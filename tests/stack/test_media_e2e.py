@@ -5,9 +5,10 @@ from their provider and posts each message to a Chatwoot-shaped helpdesk that re
 byte for byte.
 
 - a photo with its caption, a voice note, a PDF with its file name, a sticker, a location, a contact
-  card and a list reply from wuzapi (base64 and S3 URL delivery), Evolution (`webhookBase64` and
-  `getBase64FromMediaMessage`), the Cloud API (media ids) and the calls-capable envelope reach the
-  conversation once each, in the order sent, files with the simulator's own bytes;
+  card and a list reply from wuzapi (base64 and S3 URL delivery), Evolution (`webhookBase64`,
+  `getBase64FromMediaMessage` and its S3/MinIO `mediaUrl`), the Cloud API (media ids) and the
+  calls-capable envelope reach the conversation once each, in the order sent, files with the
+  simulator's own bytes;
 - a quote is threaded to the quoted photo, a reaction is a reply on it;
 - a 3 MB base64 webhook is taken and its photo posted; a file announcing a size over its kind's
   limit, and a Cloud API media whose URL answers 404, are placeholders saying why;
@@ -36,15 +37,18 @@ from devstack.stack import LocalStack
 from tests.support.stacks import stack_on_free_ports
 from tools.support.downstream import FakeDownstream, ServedDownstream, Upload
 
-# Above the time a redelivery waits for the killed invocation's idempotency record to expire (its
-# Lambda timeout), few enough receives that no job reaches the dead-letter queue.
+# A redelivery waits for the killed invocation's idempotency record to expire (its Lambda timeout,
+# shortened here from the template's, with time enough for a file's fetch and post): a few
+# receives a visibility timeout apart, fewer than the dead-letter queue's 8.
 VISIBILITY_SECONDS = 8
+FUNCTION_SECONDS = 20
 CRASH_CAPTION = "foto antes da queda"
 SOURCES = {  # (flavour, media delivery): the contact each writes from
     ("wuzapi", None): "5511980000001",
     ("wuzapi", "s3"): "5511980000002",
     ("evolution", "base64"): "5511980000003",
     ("evolution", None): "5511980000004",
+    ("evolution", "s3"): "5511980000007",
     ("meta", None): "5511980000005",
     ("calls", None): "5511980000006",
 }
@@ -130,7 +134,10 @@ def sha(data: bytes) -> str:
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     stack = stack_on_free_ports(
-        "media", visibility_timeout=VISIBILITY_SECONDS, environment={"PROVIDER_TIMEOUT_SECONDS": "2"}
+        "media",
+        visibility_timeout=VISIBILITY_SECONDS,
+        function_timeout=FUNCTION_SECONDS,
+        environment={"PROVIDER_TIMEOUT_SECONDS": "2"},
     ).start()
     helpdesk = KillingHelpdesk()
     served = helpdesk.serve()

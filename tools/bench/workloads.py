@@ -14,9 +14,10 @@ Three workloads, each run warm (one round first, not counted):
   provider request;
 - API media sends in pool mode, the same way: a 100 KB photo with a caption, uploaded by
   the client with `POST /api/media` and its presigned PUT (signed in the function, no request; the
-  PUT is the client's request to S3), sent with `POST /api/messages` (the first use checks the file:
-  its declaration and its bytes read back), read again by the send worker and uploaded to the
-  provider (its bytes leave AWS: data transfer out, base64 as wuzapi and Evolution take them);
+  PUT is the client's request to S3, its declaration signed in), sent with `POST /api/messages` (the
+  first use checks the file: one GET of its bytes and declaration), read again by the send worker
+  and uploaded to the provider (its bytes leave AWS: data transfer out, base64 as wuzapi and
+  Evolution take them);
 - incoming messages forwarded to Chatwoot: a provider `message` event through the webhook route,
   then the forwarder to a Chatwoot-style fake (4 senders, 5 messages each: a contact's first
   message creates its contact and conversation, the next ones only post); the same with media:

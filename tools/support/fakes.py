@@ -17,7 +17,7 @@ from switchboard.connection_state.domain import StateWrite, StoredState
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import AlreadyExists, AlreadyFinal, NotFound, ProviderError
 from switchboard.lines.domain import Line, Snapshot, SnapshotResult, Verdict, judge
-from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, TraceEvent
+from switchboard.messages.domain import Claim, Message, MessageStatus, PendingRoute, SentAs, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity, Ticket
 from switchboard.providers.base import Capabilities, InstanceStatus, OutgoingFile, ProviderTarget, Quote, SentMessage
@@ -349,10 +349,12 @@ class FakeMessages:
         remember_affinity: bool,
         spam_history: KeptTexts | None = None,
         counted_on: Instance | None = None,
+        sent_as: SentAs | None = None,
     ) -> Message:
         stored = self._queued(message)
         sent = stored.model_copy(
             update={
+                "sent_as": sent_as or stored.sent_as,
                 "number_id": number_id,
                 "source_number": source_number,
                 "instance": instance,
@@ -637,9 +639,13 @@ class FakeMedia:
         self.stored = dict(stored or {})  # provider message id -> (MediaRef, bytes)
         self.errors: dict[str, list[Exception]] = {}
         self.resolved: list[str] = []
+        self.deadlines: list[Any] = []  # the deadline each fetch was given
 
-    def resolve(self, owner_tag: str | None, instance: str, message_id: str, media: Any) -> Any:
+    def resolve(
+        self, owner_tag: str | None, instance: str, message_id: str, media: Any, *, deadline: Any = None
+    ) -> Any:
         self.resolved.append(message_id)
+        self.deadlines.append(deadline)
         pending = self.errors.get(message_id)
         if pending:
             raise pending.pop(0)

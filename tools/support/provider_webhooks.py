@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -101,12 +102,13 @@ def deliver(client: Client, provider_id: str, body: bytes, headers: dict[str, st
     return client.post(f"/webhooks/{provider_id}", body=body, headers=headers or signed_headers(body))
 
 
-def message_data(text: str = "hello", sender: str = "5511988887777") -> dict[str, Any]:
+def message_data(text: str = "hello", sender: str = "5511988887777", written: datetime | None = None) -> dict[str, Any]:
+    """A text `sender` wrote at `written` (now by default: the heard mark counts from it)."""
     return {
         "id": f"3EB0{uuid.uuid4().hex[:12].upper()}",
         "from": sender,
         "text": text,
-        "timestamp": "2026-11-30T08:00:00Z",
+        "timestamp": (written or datetime.now(UTC)).isoformat().replace("+00:00", "Z"),
     }
 
 

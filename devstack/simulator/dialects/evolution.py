@@ -137,7 +137,7 @@ class EvolutionDialect:
         message_id = wire.phone_message_id()
         reacted_id = records.last_sent_to(instance, sender) or wire.whatsapp_message_id()
         arrival = incoming.arrival(kind, message_id, sender, caption, reacted_id=reacted_id, options=options)
-        records.keep_file(arrival, self.flavour)
+        records.keep_file(arrival, self.flavour, owner=instance.uuid)
         if kind in incoming.DOWNLOADABLE:
             records.message_media[message_id] = (arrival.data, incoming.declared_type(kind), kind)
         return message_id, post(records, instance, "messages.upsert", incoming.evolution_upsert(arrival, instance.uuid))
@@ -186,6 +186,7 @@ class EvolutionServer:
             Rule(f"{prefix}/chat/whatsappNumbers/<instance>", methods=["POST"], endpoint=self.whatsapp_numbers),
             *evolution_media_send.rules(self, prefix),
             Rule(f"{prefix}/chat/getBase64FromMediaMessage/<instance>", methods=["POST"], endpoint=self.get_base64),
+            Rule(f"{incoming.MINIO_PATH}/<bucket>/<path:key>", methods=["GET"], endpoint=self.minio_object),
         ]
         return [Route(rule, fault_answer) for rule in rules]
 
@@ -291,6 +292,19 @@ class EvolutionServer:
         }
         return raw_answer(wire.node_json(answer), EVOLUTION_JSON, 201)
 
+    def minio_object(self, request: Request, bucket: str, key: str) -> Response:
+        """`GET <S3_ENDPOINT>/<bucket>/<object>?X-Amz-...`: the object Evolution's S3/MinIO storage
+        keeps of a customer's file, by the presigned GET its `mediaUrl` is (MinIO answers 403
+        `AccessDenied` to a GET without a signature, 404 `NoSuchKey` for an object it does not
+        have, or one made to fail)."""
+        if "X-Amz-Signature" not in request.args:
+            return _s3_error(403, "AccessDenied")
+        with self._state.locked() as records:
+            found = incoming.served_file(records.url_files, records.failing_media, key)
+        if bucket != incoming.MINIO_BUCKET or found is None:
+            return _s3_error(404, "NoSuchKey")
+        return Response(found[0], status=200, content_type=found[1])
+
     def whatsapp_numbers(self, request: Request, instance: str) -> Response:
         """`POST /chat/whatsappNumbers/{instance}` as Evolution's `whatsappNumber` answers it."""
         raw = request.get_data()
@@ -302,3 +316,8 @@ class EvolutionServer:
                 name = found.push_names.get(phone_jid or (number if "@lid" in number else wire.jid(number)))
                 answers.append(payloads.evolution_on_whatsapp(number, phone_jid, name))
         return raw_answer(wire.node_json(answers), EVOLUTION_JSON)
+
+
+def _s3_error(status: int, code: str) -> Response:
+    body = f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code></Error>'.encode()
+    return Response(body, status=status, content_type="application/xml")

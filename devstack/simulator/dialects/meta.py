@@ -102,6 +102,10 @@ class MetaDialect:
     def receipt(self, records: Records, instance: Instance, message: SentMessage, status: str) -> None:
         post(records, instance, "statuses", payloads.meta_status(message.id, message.phone, status, time.time()))
 
+    def window_failure(self, records: Records, instance: Instance, message: SentMessage) -> None:
+        """The `failed` status (131047) of a send Meta accepted outside the user's window."""
+        post(records, instance, "statuses", meta_templates.reengagement_failure(message.id, message.phone))
+
     def choice_arrived(
         self, records: Records, instance: Instance, sender: str, *, kind: str, option_id: str, title: str
     ) -> tuple[str, str]:

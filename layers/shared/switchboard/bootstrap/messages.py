@@ -214,7 +214,8 @@ def client_webhook_worker(c: Components) -> ClientWebhookWorker:
 def receipt_effect(c: Components) -> ReceiptEffect:
     from switchboard.messages.receipts import ReceiptEffect
 
-    return ReceiptEffect(message_repository(c), sending_config_source(c), status_changes(c))
+    # The send queue takes a fallback template's job when Meta refused a send for the window.
+    return ReceiptEffect(message_repository(c), sending_config_source(c), status_changes(c), jobs=send_queue(c))
 
 
 @component

@@ -81,7 +81,8 @@ REQUIRED_SETTINGS: dict[str, tuple[str, ...]] = {
     # The user pool is read on the first request that needs it (USER_POOL_ID, template Globals):
     # a stack run without one (tests of other capabilities) still loads every function.
     "users_api": (),
-    "webhooks_api": (*_QUEUES, "MEDIA_BUCKET"),
+    # A fallback template's job, when Meta failed a send for the window, goes to SendQueue.
+    "webhooks_api": (*_QUEUES, "SEND_QUEUE_URL", "MEDIA_BUCKET"),
     "authorizer": (),
     "client_webhooks": ("CLIENT_WEBHOOK_QUEUE_URL",),
     "forwarder": ("MEDIA_BUCKET",),

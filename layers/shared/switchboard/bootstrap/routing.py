@@ -137,7 +137,7 @@ def forward_once(c: Components) -> Callable[..., int | None]:
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
 
     from switchboard.routing.dynamo import ForwardAttemptsRepository
-    from switchboard.routing.forwarder import DownstreamForwarder, ProviderPhones
+    from switchboard.routing.forwarder import POST_SECONDS, DownstreamForwarder, ProviderPhones
 
     phones = ProviderPhones(catalog_repository(c), targets(c))
     attempts = ForwardAttemptsRepository(table(c))
@@ -149,6 +149,8 @@ def forward_once(c: Components) -> Callable[..., int | None]:
         outcomes=incoming_log(c),
         media=message_media(c),
         links=message_links(c),
+        # A read that stalls just before the fetch's deadline may last one read timeout more.
+        reserve_seconds=POST_SECONDS + c.settings.provider_timeout_seconds,
     )
     persistence = DynamoDBPersistenceLayer(
         table_name=c.settings.idempotency_table_name, boto3_client=c.client("dynamodb")

@@ -4,7 +4,8 @@ An event's effects come in two tables, each effect owned by the capability whose
 changes: the writes joining the transaction that accepts the event (`accept_writes`: they commit
 exactly once with it) and the effects run after that commit, in order (`event_handlers`). A
 write whose condition could be refused (a state guarded by `seq`) is an after-commit effect: in
-the transaction it would cancel the event's acceptance with it. The webhooks capability knows
+the transaction it would cancel the event's acceptance with it, unless it gives way (the heard
+mark, which only moves forward, is an optional update). The webhooks capability knows
 the tables' shape alone; which capability acts on which event is decided here.
 """
 

@@ -150,6 +150,13 @@ class ProviderTimeout(ProviderError):
     retryable = True
 
 
+class DeadlinePassed(ProviderTimeout):
+    """A provider call stopped at its caller's deadline (`core.clock.Deadline`) before it was
+    done: what it would have answered is unknown, and the caller has no time left to wait for it."""
+
+    code = "deadline_passed"
+
+
 class ProviderUnavailable(ProviderError):
     """5xx or connection refused: the request was not applied, a retry may help."""
 

@@ -573,6 +573,8 @@ class _Joined:
     kind: _Kind
     index: int
     refused: Refused | None
+    optional: bool = False
+    item: TableItem | None = None
 
 
 class UnitOfWork:
@@ -582,6 +584,9 @@ class UnitOfWork:
     function of the `Refusal` giving one); on cancellation, the first refused operation in the
     order they joined raises its error (`from` PynamoDB's). A refusal no operation translates, or
     any other cancellation, raises `TransactionCancelled` with every operation's code.
+
+    An `optional` update gives way: when its condition alone is refused (a mark that only moves
+    forward meeting a newer one), the others are committed without it, in one more request.
     """
 
     def __init__(self, transaction: TransactWrite) -> None:
@@ -611,11 +616,17 @@ class UnitOfWork:
         *,
         refused: Refused | None = None,
         return_old: bool = False,
+        optional: bool = False,
     ) -> None:
+        """`optional`: left out, rather than cancelling the others, when its condition alone is
+        refused. A unit with a request token takes none: the commit without it would be another
+        request under the same token."""
+        if optional and (condition is None or self._transaction._client_request_token is not None):
+            raise ValueError("an optional update needs a condition, in a unit of work without a request token")
         self._transaction.update(
             item, list(actions), condition=condition, return_values=ALL_OLD if return_old else None
         )
-        self._join("update", refused)
+        self._join("update", refused, optional=optional, item=item)
 
     def delete(
         self,
@@ -637,9 +648,22 @@ class UnitOfWork:
         self._transaction.condition_check(model, pk, sk, condition=condition)
         self._join("check", refused)
 
-    def _join(self, kind: _Kind, refused: Refused | None) -> None:
-        self._joined.append(_Joined(kind, self._counts[kind], refused))
+    def _join(
+        self, kind: _Kind, refused: Refused | None, *, optional: bool = False, item: TableItem | None = None
+    ) -> None:
+        self._joined.append(_Joined(kind, self._counts[kind], refused, optional, item))
         self._counts[kind] += 1
+
+    def _leave_out(self, dropped: list[_Joined]) -> None:
+        """Take the `dropped` operations out of the transaction before it is sent again."""
+        for joined in sorted(dropped, key=lambda one: one.index, reverse=True):
+            self._transaction._update_items.pop(joined.index)
+            models = self._transaction._models_for_version_attribute_update
+            models[:] = [model for model in models if model is not joined.item]
+        kept = [joined for joined in self._joined if joined not in dropped]
+        self._joined, self._counts = [], dict.fromkeys(_SENT_ORDER, 0)
+        for joined in kept:
+            self._join(joined.kind, joined.refused, optional=joined.optional, item=joined.item)
 
     def commit(self, *, conflict_attempts: int = 1, conflict_pause_seconds: float = 0.02) -> None:
         """Write every joined operation or none. A cancellation by concurrent transactions on the
@@ -661,6 +685,12 @@ class UnitOfWork:
                     time.sleep(conflict_pause_seconds * attempt * random.uniform(0.5, 1.5))
                     attempt += 1
                     continue
+                given_way = self._given_way(reasons)
+                if given_way:
+                    self._leave_out(given_way)
+                    if not self._joined:
+                        return
+                    continue
                 self._raise_refusal(reasons, error)
             return
 
@@ -678,6 +708,14 @@ class UnitOfWork:
             offsets[kind] = position
             position += self._counts[kind]
         return [sent[offsets[joined.kind] + joined.index] for joined in self._joined]
+
+    def _given_way(self, reasons: list[CancellationReason | None]) -> list[_Joined]:
+        """The optional operations to leave out when theirs are the only conditions refused
+        (nothing else cancelled the transaction); else none."""
+        refused = [(joined, reason) for joined, reason in zip(self._joined, reasons, strict=True) if reason is not None]
+        others = [reason for _, reason in refused if reason.code != "None"]
+        optional = [joined for joined, reason in refused if joined.optional and reason.code == CONDITION_FAILED]
+        return optional if optional and len(optional) == len(others) else []
 
     def _raise_refusal(self, reasons: list[CancellationReason | None], error: TransactWriteError) -> None:
         for joined, reason in zip(self._joined, reasons, strict=True):

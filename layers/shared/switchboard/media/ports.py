@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import SwitchboardError
 from switchboard.providers.content import Media, MediaRef
 
@@ -20,6 +21,7 @@ UnavailableReason = Literal[
     "bad_type",  # an executable, or bytes that are not what the kind allows
     "mismatch",  # bytes whose sha256 or size differ from what the provider announced
     "provider_error",  # the provider failed (5xx, timeout) and retries did not help
+    "too_slow",  # the provider did not hand it over within the time a forward may wait
     "forbidden_url",  # a URL the outbound policy refuses (not the provider's own host)
     "no_source",  # the provider said a file was sent and gave no way to fetch it
 ]
@@ -44,10 +46,13 @@ class MediaIntake(Protocol):
 
 
 class MediaResolver(Protocol):
-    def resolve(self, owner_tag: str | None, instance: str, message_id: str, media: Media) -> MediaRef:
+    def resolve(
+        self, owner_tag: str | None, instance: str, message_id: str, media: Media, *, deadline: Deadline | None = None
+    ) -> MediaRef:
         """`media.stored` if set, else its bytes fetched from `media.source` through the
         instance's provider and stored (idempotent by message id: a second call after a
-        crash finds the object and fetches nothing). Raises `MediaUnavailable`."""
+        crash finds the object and fetches nothing). Raises `MediaUnavailable`; `too_slow`
+        (retryable) when the fetch had not ended by `deadline`."""
         ...
 
 

@@ -13,13 +13,14 @@ import hashlib
 from collections.abc import Callable
 from typing import Any, get_args
 
-from switchboard.core.errors import ProviderError, ProviderRejected, ProviderUnavailable
+from switchboard.core.clock import Deadline
+from switchboard.core.errors import DeadlinePassed, ProviderError, ProviderRejected, ProviderUnavailable
 from switchboard.core.observability import logger
 from switchboard.media import keys, limits, sniff
 from switchboard.media.metrics import count_unavailable
 from switchboard.media.ports import MediaUnavailable, UnavailableReason
 from switchboard.providers.base import DownloadedMedia, MediaDownloads, MediaNotFetched, ProviderClient, ProviderTarget
-from switchboard.providers.content import Media, MediaRef, MediaSource
+from switchboard.providers.content import Media, MediaKind, MediaRef, MediaSource
 
 DEFAULT_TYPE = "application/octet-stream"
 _SHA256_META = "sha256"
@@ -29,12 +30,15 @@ _TYPE_META = "media-type"
 TargetOf = Callable[[str], tuple[ProviderClient, ProviderTarget]]
 
 
-def checked_type(media: Media, data: bytes) -> str:
-    """The media type of `data` as its bytes say, if the kind allows it and its size fits.
+def checked_type(media: Media, data: bytes, *, allowed: dict[MediaKind, frozenset[str]] = sniff.ALLOWED) -> str:
+    """The media type of `data` as its bytes say, if `media`'s kind allows it (`allowed`: what a
+    customer's file may be, or `sniff.SENDABLE`, what switchboard sends) and its size fits: the one
+    check of every file, whichever way it travels.
 
     Raises `MediaUnavailable` (not retryable): `too_large`, `bad_type` or `mismatch`."""
-    if len(data) > limits.max_bytes(media):
-        raise MediaUnavailable("too_large", f"{len(data)} bytes, over the {media.kind} limit")
+    most = limits.max_bytes(media.kind, animated=sniff.is_animated_webp(data))
+    if len(data) > most:
+        raise MediaUnavailable("too_large", f"{len(data)} bytes, over the {most} bytes of a {media.kind}")
     if media.size is not None and media.size != len(data):
         raise MediaUnavailable("mismatch", "the size differs from the announced one")
     if media.sha256 is not None and media.sha256 != hashlib.sha256(data).hexdigest():
@@ -42,11 +46,11 @@ def checked_type(media: Media, data: bytes) -> str:
     if sniff.is_executable(data):
         raise MediaUnavailable("bad_type", "an executable")
     found = sniff.sniff(data)
-    allowed = sniff.ALLOWED.get(media.kind)
-    if allowed is None:  # a document: any file but an executable
+    kinds_types = allowed.get(media.kind)
+    if kinds_types is None:  # a document: any file but an executable
         return found or _announced(media) or DEFAULT_TYPE
-    if found not in allowed:
-        raise MediaUnavailable("bad_type", f"{found or 'unknown bytes'} is not a {media.kind}")
+    if found not in kinds_types:
+        raise MediaUnavailable("bad_type", f"{found or 'unknown bytes'} is not a {media.kind} WhatsApp takes")
     return found
 
 
@@ -76,12 +80,14 @@ class S3Media:
 
     # --- MediaResolver ----------------------------------------------------------------------
 
-    def resolve(self, owner_tag: str | None, instance: str, message_id: str, media: Media) -> MediaRef:
+    def resolve(
+        self, owner_tag: str | None, instance: str, message_id: str, media: Media, *, deadline: Deadline | None = None
+    ) -> MediaRef:
         if media.stored is not None:
             return media.stored
         kinds: list[str] = []
         try:
-            return self._fetched(owner_tag, instance, message_id, media, kinds)
+            return self._fetched(owner_tag, instance, message_id, media, kinds, deadline=deadline)
         except MediaUnavailable as refused:
             count_unavailable(refused.reason, kinds[0] if kinds else "unknown")
             logger.info(
@@ -91,7 +97,14 @@ class S3Media:
             raise
 
     def _fetched(
-        self, owner_tag: str | None, instance: str, message_id: str, media: Media, kinds: list[str]
+        self,
+        owner_tag: str | None,
+        instance: str,
+        message_id: str,
+        media: Media,
+        kinds: list[str],
+        *,
+        deadline: Deadline | None,
     ) -> MediaRef:
         """The message's file found in the bucket, else fetched and stored; `kinds` gets the
         provider kind once known (the metric's dimension)."""
@@ -100,7 +113,7 @@ class S3Media:
             return found
         if media.unavailable:
             raise MediaUnavailable(_reason(media.unavailable), "refused at the ingest")
-        if media.size is not None and media.size > limits.max_bytes(media):
+        if media.size is not None and media.size > limits.max_bytes(media.kind, animated=media.animated):
             raise MediaUnavailable("too_large", f"announced {media.size} bytes, over the {media.kind} limit")
         if media.source is None or self._target_of is None:
             raise MediaUnavailable("no_source", "the provider gave no way to fetch the file")
@@ -108,7 +121,10 @@ class S3Media:
         kinds.append(target.kind)
         if not isinstance(client, MediaDownloads):
             raise MediaUnavailable("no_source", f"{target.kind} has no media download")
-        downloaded = _downloaded(client, target, media.source, limits.max_bytes(media))
+        # Read no further than the kind's largest file (an animated sticker's, for a sticker): the
+        # bytes themselves are then held to their own limit.
+        most = limits.max_bytes(media.kind, animated=True)
+        downloaded = _downloaded(client, target, media.source, most, deadline)
         return self._store(owner_tag, instance, message_id, _with_file_name(media, downloaded), downloaded.data)
 
     # --- MediaReader ------------------------------------------------------------------------
@@ -175,12 +191,16 @@ def _reason(value: str) -> UnavailableReason:
     return "bad_type"
 
 
-def _downloaded(client: MediaDownloads, target: ProviderTarget, source: MediaSource, most: int) -> DownloadedMedia:
+def _downloaded(
+    client: MediaDownloads, target: ProviderTarget, source: MediaSource, most: int, deadline: Deadline | None
+) -> DownloadedMedia:
     """The file's bytes from its provider; provider failures become `MediaUnavailable`."""
     try:
-        return client.download_media(target, source, max_bytes=most)
+        return client.download_media(target, source, max_bytes=most, deadline=deadline)
     except MediaNotFetched as refused:
         raise MediaUnavailable(_reason(refused.reason), refused.message) from refused
+    except DeadlinePassed as exc:  # slow now, perhaps not on a later try
+        raise MediaUnavailable("too_slow", str(exc), retryable=True) from exc
     except ProviderUnavailable as exc:
         raise MediaUnavailable("provider_error", str(exc), retryable=True) from exc
     except ProviderRejected as exc:

@@ -28,7 +28,9 @@ _OFFICE_PARTS = {
 _MP4_AUDIO_BRANDS = (b"M4A ", b"M4B ", b"F4A ")
 _3GP_BRANDS = (b"3gp", b"3g2")
 
-# What the bytes of each kind may be: WhatsApp's own media types per kind.
+# What the bytes of each kind may be when a customer sends them: WhatsApp's own media types per
+# kind, as its clients deliver them (a GIF arrives as an image, an audio may come in an MP4 box).
+# A document may be any file but an executable: it has no entry.
 ALLOWED: dict[MediaKind, frozenset[str]] = {
     "image": frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"}),
     "sticker": frozenset({"image/webp", "image/png"}),
@@ -36,10 +38,25 @@ ALLOWED: dict[MediaKind, frozenset[str]] = {
     "audio": frozenset({"audio/ogg", "audio/mpeg", "audio/aac", "audio/mp4", "audio/amr", "video/mp4"}),
     "voice": frozenset({"audio/ogg", "audio/mpeg", "audio/aac", "audio/mp4", "audio/amr", "video/mp4"}),
 }
+# What switchboard sends as each kind: the types every provider kind sends as it (the Cloud API's
+# supported media types, the strictest: an image is JPEG or PNG, a sticker WebP, a video MP4 or
+# 3GPP, an audio one of its five audio types). Anything else may still leave as a document.
+SENDABLE: dict[MediaKind, frozenset[str]] = {
+    "image": frozenset({"image/jpeg", "image/png"}),
+    "sticker": frozenset({"image/webp"}),
+    "video": frozenset({"video/mp4", "video/3gpp"}),
+    "audio": frozenset({"audio/ogg", "audio/mpeg", "audio/aac", "audio/mp4", "audio/amr"}),
+    "voice": frozenset({"audio/ogg", "audio/mpeg", "audio/aac", "audio/mp4", "audio/amr"}),
+}
 
 
 def is_executable(data: bytes) -> bool:
     return data.startswith(_EXECUTABLE_MAGIC) and not data.startswith(b"#!AMR")
+
+
+def is_animated_webp(data: bytes) -> bool:
+    """An extended WebP (`VP8X`) whose header flags animation: an animated sticker."""
+    return len(data) > 20 and data[:4] == b"RIFF" and data[8:16] == b"WEBPVP8X" and bool(data[20] & 0x02)
 
 
 _PREFIXES: tuple[tuple[bytes, str], ...] = (

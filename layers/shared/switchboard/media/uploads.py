@@ -1,100 +1,72 @@
 """Files a client sends with a message: uploaded straight to the media bucket, or fetched once.
 
-`POST /api/media` answers a presigned S3 PUT for one object: a short expiry, and the exact
-`Content-Type` and `Content-Length` signed in (S3 refuses any other). What the client declared
-(type, size, sha256, file name) is kept beside it (`<key>.json`), and the object is checked on
-its first use by a message: its size, its sha256 when one was declared, its type by its bytes,
-and its kind's limit. The bucket's lifecycle expires both; a `mediaId` whose object is gone is
-`expired`.
+`POST /api/media` answers a presigned S3 PUT for one object: a short expiry, and the client's
+whole declaration signed in as the object's own headers: its type and length (`Content-Type`,
+`Content-Length`) and, when given, its sha256 and file name as user metadata (`x-amz-meta-sha256`,
+`x-amz-meta-file-name`, in `X-Amz-SignedHeaders`). S3 refuses a PUT whose signed headers differ
+or are missing, and any `x-amz-*` header not signed, so the object carries exactly what the client
+declared, and the one GET that checks the object on its first use reads the declaration with it:
+its size, its sha256 when one was declared, its type by its bytes, and its kind's limit. Nothing is
+written at `POST /api/media`. The bucket's lifecycle expires the object; a `mediaId` whose object
+is gone is `media_not_found`.
 
 A client's `https` URL is fetched once, under the outbound URL policy, into the same bucket.
 
-Typing by bytes is a small magic-number check here (`sniff`), behind `Sniffer`, until the media
-capability's own typing replaces it.
+A file is checked as every file is (`media.service.checked_type`: its type by its bytes, its kind's
+limit from `media.limits`), held to what switchboard sends as its kind (`sniff.SENDABLE`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
-import json
 import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
-from switchboard.core.clock import utcnow
+from switchboard.core.clock import Deadline, utcnow
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
 from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
-from switchboard.media.sniff import is_executable
-from switchboard.providers.content import MediaKind, MediaRef
+from switchboard.media import limits, sniff
+from switchboard.media.ports import MediaUnavailable
+from switchboard.media.service import checked_type
+from switchboard.providers.content import Media, MediaKind, MediaRef
 
 UPLOAD_SECONDS = 300  # long enough for a phone on a slow link, short enough not to linger
 PREVIEW_SECONDS = 300  # an image's thumbnail in the console: the page shows it at once
-MB = 1024 * 1024
-# WhatsApp's limits per kind (what every provider kind accepts).
-LIMITS: dict[MediaKind, int] = {
-    "image": 5 * MB,
-    "video": 16 * MB,
-    "audio": 16 * MB,
-    "voice": 16 * MB,
-    "document": 100 * MB,
-    "sticker": 500 * 1024,  # an animated one; a static sticker is at most 100 KB
-}
-STATIC_STICKER_BYTES = 100 * 1024
-_MIME_PREFIX: dict[MediaKind, tuple[str, ...]] = {
-    "image": ("image/jpeg", "image/png"),
-    "video": ("video/mp4", "video/3gpp"),
-    "audio": ("audio/",),
-    "voice": ("audio/ogg", "audio/mpeg", "audio/mp4", "audio/aac", "audio/amr"),
-    "document": ("",),
-    "sticker": ("image/webp",),
-}
+# The declaration's user metadata (S3 keeps the names lowercased, without `x-amz-meta-`).
+SHA256_META = "sha256"
+FILE_NAME_META = "file-name"
 
 
-def sniff(data: bytes) -> str | None:
-    """The type the first bytes say, for the types WhatsApp sends; None when they say none."""
-    head = data[:16]
-    signatures: list[tuple[bool, str]] = [
-        (head.startswith(b"\xff\xd8\xff"), "image/jpeg"),
-        (head.startswith(b"\x89PNG\r\n\x1a\n"), "image/png"),
-        (head[:4] == b"RIFF" and head[8:12] == b"WEBP", "image/webp"),
-        (head.startswith(b"%PDF-"), "application/pdf"),
-        (head.startswith(b"OggS"), "audio/ogg"),
-        (head.startswith(b"ID3") or head[:2] in (b"\xff\xfb", b"\xff\xf3", b"\xff\xf2"), "audio/mpeg"),
-        (head.startswith(b"#!AMR"), "audio/amr"),
-        (head[4:8] == b"ftyp" and head[8:11] in (b"M4A", b"M4B"), "audio/mp4"),
-        (head[4:8] == b"ftyp" and head[8:11] == b"3gp", "video/3gpp"),
-        (head[4:8] == b"ftyp", "video/mp4"),
-    ]
-    return next((mime for matched, mime in signatures if matched), None)
-
-
-class Sniffer(Protocol):
-    def __call__(self, data: bytes) -> str | None: ...
-
-
-def base_mime(mime: str) -> str:
-    return mime.split(";", maxsplit=1)[0].strip().lower()
-
-
-def check_bytes(kind: MediaKind, data: bytes, declared: str, sniffer: Sniffer = sniff) -> str:
-    """The type `data` is, if it may be sent as `kind`; raises `UnknownReference` otherwise."""
-    if len(data) > LIMITS[kind]:
-        raise PayloadTooLarge(f"a {kind} is at most {LIMITS[kind]} bytes", code="too_large")
-    if is_executable(data):
-        raise UnknownReference("executables are not sent", code="bad_type")
-    typed = sniffer(data)
-    if kind == "document":
-        # Any document type may be sent; what the bytes say wins over the claim when they say it.
-        return typed or base_mime(declared) or "application/octet-stream"
-    if typed is None or not typed.startswith(_MIME_PREFIX[kind]):
-        raise UnknownReference(f"the file is not a {kind} WhatsApp sends ({typed or 'unknown type'})", code="bad_type")
-    return typed
+def check_bytes(
+    kind: MediaKind, data: bytes, declared: str, *, size: int | None = None, sha256: str | None = None
+) -> str:
+    """The type `data` is, if it may be sent as `kind` (`media.service.checked_type` with what
+    switchboard sends, `sniff.SENDABLE`), against the client's `declared` type, `size` and
+    `sha256`. Raises `PayloadTooLarge` (`too_large`) or `UnknownReference` (`bad_type`,
+    `mismatch`): the client's mistake, its 4xx."""
+    mime = declared.split(";", maxsplit=1)[0].strip().lower()[:255] or None
+    media = Media(kind=kind, mime_type=mime, size=size, sha256=sha256.lower() if sha256 else None)
+    try:
+        return checked_type(media, data, allowed=sniff.SENDABLE)
+    except MediaUnavailable as refused:
+        if refused.reason == "too_large":
+            raise PayloadTooLarge(f"the file is over a {kind}'s limit ({refused.message})", code="too_large") from None
+        if refused.reason == "mismatch":
+            raise UnknownReference(
+                "the uploaded file is not the one declared (size or sha256)", code="mismatch"
+            ) from None
+        raise UnknownReference(
+            f"the file is not a {kind} WhatsApp sends ({refused.message})", code="bad_type"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -114,7 +86,6 @@ class MediaUploads:
         bucket: str,
         *,
         fetch: Callable[[str, int], tuple[bytes, str]] | None = None,
-        sniffer: Sniffer = sniff,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         """`s3`: a client signing with SigV4 (`signature_version="s3v4"`): only SigV4 signs the
@@ -124,7 +95,6 @@ class MediaUploads:
         self._s3 = s3
         self._bucket = bucket
         self._fetch = fetch
-        self._sniffer = sniffer
         self._clock = clock
 
     @staticmethod
@@ -134,20 +104,26 @@ class MediaUploads:
     def presign(
         self, tenant: str, mime_type: str, size: int, *, file_name: str | None = None, sha256: str | None = None
     ) -> UploadTicket:
-        if size > max(LIMITS.values()):
-            raise PayloadTooLarge(f"a file is at most {max(LIMITS.values())} bytes", code="too_large")
+        if size > limits.LARGEST:
+            raise PayloadTooLarge(f"a file is at most {limits.LARGEST} bytes", code="too_large")
         media_id = f"med_{secrets.token_hex(16)}"
-        key = self._key(tenant, media_id)
-        declared = {"mimeType": mime_type, "size": size, "fileName": file_name, "sha256": sha256}
-        self._s3.put_object(
-            Bucket=self._bucket, Key=f"{key}.json", Body=json.dumps(declared).encode(), ContentType="application/json"
-        )
-        url = self._s3.generate_presigned_url(
-            "put_object",
-            Params={"Bucket": self._bucket, "Key": key, "ContentType": mime_type, "ContentLength": size},
-            ExpiresIn=UPLOAD_SECONDS,
-        )
+        metadata: dict[str, str] = {}
+        if sha256:
+            metadata[SHA256_META] = sha256.lower()
+        if file_name:
+            metadata[FILE_NAME_META] = _header_safe(file_name)
+        params: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": self._key(tenant, media_id),
+            "ContentType": mime_type,
+            "ContentLength": size,
+        }
+        if metadata:
+            params["Metadata"] = metadata
+        # Signing costs no request: SigV4 puts every header named here in the signature.
+        url = self._s3.generate_presigned_url("put_object", Params=params, ExpiresIn=UPLOAD_SECONDS)
         headers = {"Content-Type": mime_type, "Content-Length": str(size)}
+        headers |= {f"x-amz-meta-{name}": value for name, value in metadata.items()}
         return UploadTicket(media_id, url, headers, self._clock() + timedelta(seconds=UPLOAD_SECONDS))
 
     def claim(self, tenant: str, media_id: str, kind: MediaKind) -> MediaRef:
@@ -155,26 +131,26 @@ class MediaUploads:
         (`media_not_found`, `mismatch`, `bad_type`) or `PayloadTooLarge`."""
         key = self._key(tenant, media_id)
         try:
-            declared = json.loads(self._s3.get_object(Bucket=self._bucket, Key=f"{key}.json")["Body"].read())
-            data = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+            stored = self._s3.get_object(Bucket=self._bucket, Key=key)
         except self._s3.exceptions.NoSuchKey:
             raise UnknownReference(
                 "no uploaded file has this mediaId (never uploaded, or expired)", code="media_not_found"
             ) from None
+        data = stored["Body"].read()
+        # The declaration, as the signed PUT stored it with the bytes.
+        metadata = stored.get("Metadata") or {}
+        declared_type, declared_size = stored.get("ContentType") or "", stored.get("ContentLength")
+        mime = check_bytes(kind, data, declared_type, size=declared_size, sha256=metadata.get(SHA256_META))
         digest = hashlib.sha256(data).hexdigest()
-        if len(data) != declared["size"] or (declared.get("sha256") and declared["sha256"].lower() != digest):
-            raise UnknownReference("the uploaded file is not the one declared (size or sha256)", code="mismatch")
-        mime = check_bytes(kind, data, declared["mimeType"], self._sniffer)
-        if kind == "sticker" and len(data) > STATIC_STICKER_BYTES and not _animated_webp(data):
-            raise PayloadTooLarge("a static sticker is at most 100 KB", code="too_large")
-        return MediaRef(key=key, sha256=digest, mime_type=mime, size=len(data), file_name=declared.get("fileName"))
+        file_name = _from_header(metadata.get(FILE_NAME_META))
+        return MediaRef(key=key, sha256=digest, mime_type=mime, size=len(data), file_name=file_name)
 
     def fetch_url(self, tenant: str, url: str, kind: MediaKind, file_name: str | None = None) -> MediaRef:
         """The file at `url`, fetched once into the bucket. Raises `InvalidInput` (a URL the policy
         refuses, or one that cannot be fetched), `UnknownReference` or `PayloadTooLarge`."""
         if self._fetch is None:
             raise InvalidInput("this deployment does not fetch media URLs", code="media_url_unsupported")
-        data, content_type = self._fetch(url, LIMITS[kind])
+        data, content_type = self._fetch(url, limits.max_bytes(kind, animated=True))
         return self.store_bytes(tenant, data, kind, content_type, file_name)
 
     def store_bytes(
@@ -183,9 +159,7 @@ class MediaUploads:
         """`data` checked as `kind` (its type by its bytes, its kind's limit) and stored under the
         tenant's prefix, keyed by its digest (the same bytes, the same object, written again: the
         bucket's retention counts from then). Raises `UnknownReference` or `PayloadTooLarge`."""
-        mime = check_bytes(kind, data, declared, self._sniffer)
-        if kind == "sticker" and len(data) > STATIC_STICKER_BYTES and not _animated_webp(data):
-            raise PayloadTooLarge("a static sticker is at most 100 KB", code="too_large")
+        mime = check_bytes(kind, data, declared)
         digest = hashlib.sha256(data).hexdigest()
         key = self._key(tenant, f"url_{digest}")
         self._s3.put_object(Bucket=self._bucket, Key=key, Body=data, ContentType=mime)
@@ -233,8 +207,9 @@ def fetch_under_policy(
     clock: Callable[[], float] = time.monotonic,
 ) -> Callable[[str, int], tuple[bytes, str]]:
     """`MediaUploads`' `fetch`: one GET under the outbound URL policy (the address checked as it is
-    dialled, no redirects, no proxy), read no further than `max_bytes` and for no longer than
-    `FETCH_DEADLINE_SECONDS` (`clock`'s seconds). `transport`: the pinned one unless a test gives its own."""
+    dialled, no redirects, no proxy), asked for uncompressed and read no further than `max_bytes`
+    and for no longer than `FETCH_DEADLINE_SECONDS` (`clock`'s seconds). `transport`: the pinned
+    one unless a test gives its own."""
     policy = OutboundPolicy.configured(local_mode=local_mode)
     client = httpx.Client(
         timeout=FETCH_TIMEOUT_SECONDS,
@@ -246,11 +221,11 @@ def fetch_under_policy(
     def fetch(url: str, max_bytes: int) -> tuple[bytes, str]:
         checked = check_outbound_url(url, resolve=False, policy=policy)
         try:
-            deadline = clock() + FETCH_DEADLINE_SECONDS
+            deadline = Deadline.after(FETCH_DEADLINE_SECONDS, clock)
             with client.stream("GET", checked, headers=UNCOMPRESSED) as response:
                 if response.status_code != 200:
                     raise InvalidInput(f"the media URL answered {response.status_code}", code="media_url_failed")
-                data, over = read_bounded(response, max_bytes, deadline, clock)
+                data, over = read_bounded(response, max_bytes, deadline)
                 if over:
                     raise PayloadTooLarge(f"the file is over {max_bytes} bytes", code="too_large")
                 return data, response.headers.get("content-type", "")
@@ -265,5 +240,17 @@ def fetch_under_policy(
     return fetch
 
 
-def _animated_webp(data: bytes) -> bool:
-    return data[12:16] == b"VP8X" and bool(data[20] & 0x02) if len(data) > 20 else False
+def _header_safe(file_name: str) -> str:
+    """A file name as an S3 metadata value: base64url of its UTF-8, ASCII as an HTTP header must be
+    (S3 would rewrite other characters) and within S3's 2 KB of user metadata for the longest name
+    the API takes (240 characters of 4 bytes: 1,280 characters)."""
+    return base64.urlsafe_b64encode(file_name.encode()).decode().rstrip("=")
+
+
+def _from_header(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()[:255] or None
+    except (binascii.Error, UnicodeDecodeError):
+        return None

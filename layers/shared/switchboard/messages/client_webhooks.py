@@ -124,6 +124,8 @@ class StatusChangedDetail(Model):
     sent_at: str | None = Field(default=None, alias="sentAt")
     failure_reason: str | None = Field(default=None, alias="failureReason")
     expires_at: str | None = Field(default=None, alias="expiresAt")
+    # The fallback template sent in the message's place (`messages.domain.SentAs`).
+    sent_as: dict[str, Any] | None = Field(default=None, alias="sentAs")
 
 
 class StatusChangedEvent(Model):
@@ -144,9 +146,12 @@ class StatusChangedEvent(Model):
     detail: StatusChangedDetail
 
 
-def status_webhook_id(message_id: str, status: MessageStatus) -> str:
-    """The `webhook-id` of a message's change to `status`: every copy of the change has the same."""
-    digest = hashlib.sha256(f"{message_id}\n{status.value}".encode()).hexdigest()
+def status_webhook_id(message_id: str, status: MessageStatus, *, sent_as: bool = False) -> str:
+    """The `webhook-id` of a message's change to `status`: every copy of the change has the same.
+    A message SENT again as its fallback template (Meta failed the free-form send later) is
+    another change, with another id: a receiver deduplicating by id must not drop it."""
+    change = f"{message_id}\n{status.value}" + ("\ntemplate" if sent_as else "")
+    digest = hashlib.sha256(change.encode()).hexdigest()
     return f"whk_{digest[:20]}"
 
 
@@ -157,7 +162,7 @@ def status_job(change: StatusChangedDetail) -> ClientWebhookJob | None:
     if event is None:
         return None
     return ClientWebhookJob(
-        id=status_webhook_id(change.message_id, change.status),
+        id=status_webhook_id(change.message_id, change.status, sent_as=change.sent_as is not None),
         tenant=change.tenant,
         api_key_id=change.key_id,
         event=event,
@@ -170,6 +175,7 @@ def status_job(change: StatusChangedDetail) -> ClientWebhookJob | None:
             "sentAt": change.sent_at,
             "failureReason": change.failure_reason,
             "expiresAt": change.expires_at,
+            "sentAs": change.sent_as,
         },
     )
 

@@ -81,6 +81,35 @@ class PendingRoute(Model):
     kind: str | None = None  # the route's provider kind: may a send there be repeated without a copy?
 
 
+class SentAs(Model):
+    """What left in place of a message's own content: its fallback template, when no number could
+    send the free-form content within the customer-service window (or Meta failed it for that
+    after accepting it). The message keeps its own content and type; this says what went."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["template"] = "template"
+    name: str
+    language: str
+
+    @classmethod
+    def template(cls, template: Template) -> SentAs:
+        return cls(name=template.name, language=template.language)
+
+    def outcome(self) -> str:
+        """The message log's words for it (the row's `outcome`, which the log's index copies)."""
+        return f"sent as template {self.name} ({self.language})"
+
+
+_SENT_AS = re.compile(r"^sent as template (\S+) \((\S+)\)$")
+
+
+def sent_as_of(outcome: str | None) -> SentAs | None:
+    """What `SentAs.outcome` wrote, read back from a message log row (None: sent as itself)."""
+    match = _SENT_AS.match(outcome or "")
+    return SentAs(name=match.group(1), language=match.group(2)) if match else None
+
+
 class Message(Record):
     id: str
     api_key_id: str
@@ -100,6 +129,12 @@ class Message(Record):
     # Sent instead of free-form content that no number may send: a Cloud API number outside the
     # recipient's customer-service window, with no other number of the key able to take it.
     fallback_template: Template | None = None
+    # When Meta failed the free-form send for the customer-service window after accepting it
+    # (131047 in a status webhook): the fallback template then leaves through the same number.
+    # Written once, by a conditional write: a redelivered status finds it set.
+    window_refused_at: datetime | None = None
+    # Set when the fallback template left in place of the content.
+    sent_as: SentAs | None = None
     body_hash: str
     idempotency_key: str | None = None
     status: MessageStatus = MessageStatus.QUEUED
@@ -150,6 +185,9 @@ class SendJob(Model):
     # True on a template's job: its first route may be one whose customer-service window is
     # closed (the claim, which reads no content, marks it in flight at once).
     template: bool | None = None
+    # Set on the job a failed status queues when Meta refused the free-form send for the window
+    # after accepting it: the route it left through, which its fallback template now takes.
+    fallback: PendingRoute | None = None
 
 
 class Claim(Model):
@@ -212,6 +250,7 @@ def client_event_data(message: Message) -> dict[str, Any]:
         "sentAt": message.sent_at.isoformat() if message.sent_at else None,
         "failureReason": message.failure_reason,
         "expiresAt": message.expires_at.isoformat() if message.expires_at else None,
+        "sentAs": message.sent_as.model_dump(mode="json") if message.sent_as else None,
     }
 
 
@@ -308,6 +347,7 @@ class LogEntry(Model):
     failure_reason: str | None = None
     provider_code: str | None = None
     provider_message: str | None = None
+    sent_as: SentAs | None = None  # out: the fallback template that left in its place
     created_at: datetime
 
 

@@ -77,7 +77,9 @@ from switchboard.messages.domain import (
     Message,
     MessageStatus,
     PendingRoute,
+    SentAs,
     TraceEvent,
+    sent_as_of,
 )
 from switchboard.messages.spam_guard import KeptTexts, SentText
 from switchboard.pool.domain import Affinity
@@ -149,6 +151,8 @@ class MessageItem(TableItem):
     reply_to = UnicodeAttribute(null=True)
     pinned_instance = UnicodeAttribute(null=True)
     fallback_template = DocumentAttribute(null=True)  # `providers.content.Template`
+    window_refused_at = IsoDateTimeAttribute(null=True)
+    sent_as = DocumentAttribute(null=True)  # `SentAs`
     body_hash = UnicodeAttribute()
     idempotency_key = UnicodeAttribute(null=True)
     status = UnicodeAttribute()
@@ -180,6 +184,7 @@ class MessageItem(TableItem):
     direction = UnicodeAttribute(null=True)
     kind = UnicodeAttribute(null=True)
     preview = UnicodeAttribute(null=True)
+    outcome = UnicodeAttribute(null=True)  # `SentAs.outcome`: what left in place of the content
     logpk = UnicodeAttribute(null=True)
     logsk = UnicodeAttribute(null=True)
     contactpk = UnicodeAttribute(null=True)
@@ -369,8 +374,17 @@ class MessageRepository:
 
     def record_heard(self, uow: UnitOfWork, tenant: str, recipient: str, number_id: str, at: datetime) -> None:
         """That `recipient` wrote to `number_id` at `at`, joining the acceptance of the incoming
-        message (no request of its own): an unconditional update, never refused."""
-        uow.update(_affinity_item(tenant, recipient), [HEARD[number_id].set(at), AffinityItem.tenant.set(tenant)])
+        message (no request of its own). The mark never moves back: an older message accepted
+        after a newer one (a provider's late redelivery) leaves it as it is, and its condition,
+        refused then, gives way rather than cancel the message's acceptance (one more request,
+        only then; two messages of the same second are no refusal)."""
+        mark = HEARD[number_id]
+        uow.update(
+            _affinity_item(tenant, recipient),
+            [mark.set(at), AffinityItem.tenant.set(tenant)],
+            mark.does_not_exist() | (mark <= at),
+            optional=True,
+        )
 
     def record_sent(
         self,
@@ -385,9 +399,11 @@ class MessageRepository:
         remember_affinity: bool,
         spam_history: KeptTexts | None = None,
         counted_on: Instance | None = None,
+        sent_as: SentAs | None = None,
     ) -> Message:
-        """QUEUED -> SENT, the receipt index, (if `remember_affinity`) the affinity, (if given) the
-        spam guard's history and one outgoing message on `counted_on`'s usage, in one transaction:
+        """QUEUED -> SENT (`sent_as`: its fallback template left in its place), the receipt index,
+        (if `remember_affinity`) the affinity, (if given) the spam guard's history and one outgoing
+        message on `counted_on`'s usage, in one transaction:
         a send that is not ours to record (AlreadyFinal) leaves no history and counts nothing, and
         one that is counts once, however often its job is delivered.
 
@@ -414,7 +430,8 @@ class MessageRepository:
                 "last_error": None,
                 "provider_code": None,
                 "provider_message": None,
-            },
+            }
+            | ({"sent_as": sent_as, "outcome": sent_as.outcome()} if sent_as is not None else {}),
             events,
         )
         uow = store.unit_of_work(request_token=str(uuid.uuid4()))
@@ -508,9 +525,12 @@ class MessageRepository:
         event: TraceEvent,
         *,
         reason: str | None = None,
+        provider_message_id: str | None = None,
     ) -> Message:
         """Move the message forward to `status` (delivered/read/failed receipts); a failed one
-        with `reason` when the provider's kind knows why (`outside_service_window`).
+        with `reason` when the provider's kind knows why (`outside_service_window`). With
+        `provider_message_id`, only while that is the send the message stands for (a late
+        receipt of a free-form send a fallback template replaced changes nothing).
 
         Raises AlreadyFinal when it is already there or beyond (a duplicate or late receipt).
         """
@@ -523,10 +543,48 @@ class MessageRepository:
         allowed = (MessageItem.tenant == tenant) & MessageItem.status.is_in(
             *(previous.value for previous in RECEIPT_TRANSITIONS[status])
         )
+        if provider_message_id is not None:
+            allowed &= MessageItem.provider_message_id == provider_message_id
         try:
             item = store.update(_message_item(message_id), _Change(fields, [event]).actions(), allowed)
         except store.ConditionFailed as exc:
             raise AlreadyFinal(f"the message is already {status.value} or beyond") from exc
+        return _record(item)
+
+    def record_window_refused(
+        self, tenant: str, message_id: str, *, provider_message_id: str, at: datetime, event: TraceEvent
+    ) -> Message | None:
+        """SENT -> QUEUED for the message's fallback template: Meta failed the free-form send
+        `provider_message_id` after accepting it, for the customer-service window. One conditional
+        write decides it once per message (`window_refused_at`), whatever the redeliveries of the
+        status; Meta's words are kept on the message until the template is sent.
+
+        The message due for its fallback (QUEUED, not yet sent as it), whether this write or an
+        earlier one made it so: its job may be queued again, a second job finds it claimed. None
+        when it is no such message (no fallback template, another send, or past it): the failed
+        status then applies as any other."""
+        fields: dict[str, Any] = {
+            "status": MessageStatus.QUEUED,
+            "window_refused_at": at,
+            "updated_at": at,
+            **_provider_words([event]),
+        }
+        due = (
+            (MessageItem.tenant == tenant)
+            & (MessageItem.status == MessageStatus.SENT.value)
+            & (MessageItem.provider_message_id == provider_message_id)
+            & MessageItem.fallback_template.exists()
+            & MessageItem.window_refused_at.does_not_exist()
+        )
+        try:
+            item = store.update(_message_item(message_id), _Change(fields, [event]).actions(), due, return_old=True)
+        except store.ConditionFailed as exc:
+            old = exc.old(MessageItem)
+            if old is None or old.tenant != tenant:
+                return None
+            stored = _record(old)
+            waiting = stored.status is MessageStatus.QUEUED and stored.sent_as is None
+            return stored if waiting and stored.window_refused_at is not None else None
         return _record(item)
 
     # --- helpers -----------------------------------------------------------------------------
@@ -876,6 +934,7 @@ def _log_entry(row: LogRow | MessageItem | IncomingItem) -> LogEntry:
         failure_reason=row.failure_reason,
         provider_code=getattr(row, "provider_code", None),
         provider_message=getattr(row, "provider_message", None),
+        sent_as=sent_as_of(getattr(row, "outcome", None)) if outgoing else None,
         created_at=row.created_at or datetime.now(UTC),
     )
 

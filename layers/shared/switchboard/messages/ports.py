@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from switchboard.messages.domain import Claim, LogFilter, LogPage, Message, PendingRoute, TraceEvent
+from switchboard.messages.domain import Claim, LogFilter, LogPage, Message, PendingRoute, SentAs, TraceEvent
 from switchboard.messages.spam_guard import KeptTexts
 from switchboard.pool.domain import Affinity
 
@@ -73,6 +73,7 @@ class Messages(Protocol):
         remember_affinity: bool,
         spam_history: KeptTexts | None = None,
         counted_on: Instance | None = None,
+        sent_as: SentAs | None = None,
     ) -> Message: ...
 
     def record_failed(self, message: Message, reason: str, events: list[TraceEvent]) -> Message: ...

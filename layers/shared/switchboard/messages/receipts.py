@@ -2,14 +2,21 @@
 
 `data = {id: <provider message id>, status: delivered|read|failed}`. The message is found
 through the receipt index written when it was SENT; the status only moves forward
-(SENT -> DELIVERED -> READ; FAILED only from SENT) with a conditional update, so a duplicate
-or late receipt changes nothing and queues no second webhook. Unknown ids are ignored.
+(SENT -> DELIVERED -> READ; FAILED only from SENT), and only for the send it names, with a
+conditional update, so a duplicate or late receipt changes nothing and queues no second webhook.
+Unknown ids are ignored.
+
+A send Meta accepted and then failed for the customer-service window (131047: `reason`
+`outside_service_window`) goes back to QUEUED when the message carries a fallback template, once
+(a conditional write), and a send job takes the template through the same number; the client
+hears of it when the template is sent (`message.sent` with `sentAs`), or FAILED. Without a
+fallback template the message ends FAILED `outside_service_window`, Meta's code kept.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ConfigDict, StrictStr, ValidationError
 
@@ -17,8 +24,12 @@ from switchboard.catalog.events import ProviderEvent
 from switchboard.core.errors import AlreadyFinal, NotFound, provider_text
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.messages.domain import Message, MessageStatus, ReceiptStatus, TraceEvent
+from switchboard.messages.domain import Message, MessageStatus, PendingRoute, ReceiptStatus, SendJob, TraceEvent
 from switchboard.messages.ports import ConfigSource, StatusNotifier
+from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW
+
+if TYPE_CHECKING:
+    from switchboard.core.ports import JobQueue
 
 
 class Receipts(Protocol):
@@ -33,7 +44,12 @@ class Receipts(Protocol):
         event: TraceEvent,
         *,
         reason: str | None = None,
+        provider_message_id: str | None = None,
     ) -> Message: ...
+
+    def record_window_refused(
+        self, tenant: str, message_id: str, *, provider_message_id: str, at: datetime, event: TraceEvent
+    ) -> Message | None: ...
 
 
 class ReceiptData(Model):
@@ -64,10 +80,15 @@ STATUS_FOR_RECEIPT: dict[str, MessageStatus] = {
 class ReceiptEffect:
     """An `EffectHandler` for `receipt` events; idempotent."""
 
-    def __init__(self, receipts: Receipts, configs: ConfigSource, notifier: StatusNotifier) -> None:
+    def __init__(
+        self, receipts: Receipts, configs: ConfigSource, notifier: StatusNotifier, jobs: JobQueue | None = None
+    ) -> None:
+        """`jobs`: the send queue, for a fallback template after Meta refused the window (None:
+        no fallback here, the message fails)."""
         self._receipts = receipts
         self._configs = configs
         self._notifier = notifier
+        self._jobs = jobs
 
     def __call__(self, event: ProviderEvent) -> None:
         try:
@@ -86,12 +107,44 @@ class ReceiptEffect:
             at=event.received_at,
             data={"instance": event.instance.name, "eventId": event.event_id, **data.provider_words()},
         )
+        if data.reason == OUTSIDE_SERVICE_WINDOW and self._jobs is not None:
+            due = self._receipts.record_window_refused(
+                tenant, message_id, provider_message_id=data.id, at=event.received_at, event=trace
+            )
+            if due is not None:
+                self._fall_back(due)
+                return
         try:
-            message = self._receipts.advance(tenant, message_id, status, event.received_at, trace, reason=data.reason)
+            message = self._receipts.advance(
+                tenant, message_id, status, event.received_at, trace, reason=data.reason, provider_message_id=data.id
+            )
         except AlreadyFinal:
             logger.info("receipt ignored: status already reached", extra={"message_id": message_id})
             return
         logger.info("message status advanced", extra={"message_id": message_id, "status": str(status)})
+        self._told(message)
+
+    def _fall_back(self, message: Message) -> None:
+        """Queue the send of the message's fallback template through the route its content left
+        through. A failure raises: the event stays pending, and its redelivery finds the message
+        due still and queues it then (a second job finds it claimed)."""
+        assert self._jobs is not None and message.number_id is not None and message.provider_id is not None
+        route = PendingRoute(number_id=message.number_id, instance=message.instance, provider_id=message.provider_id)
+        job = SendJob(
+            message_id=message.id,
+            tenant=message.tenant,
+            api_key_id=message.api_key_id,
+            to=message.to,
+            template=True,
+            fallback=route,
+        )
+        self._jobs.send(job.model_dump_json(exclude_none=True))
+        logger.info("fallback template queued after the window refusal", extra={"message_id": message.id})
+        self._told(message)
+
+    def _told(self, message: Message) -> None:
+        """The committed change to the console and, for a status with a client event, the client."""
+        tenant, message_id = message.tenant, message.id
         try:
             try:
                 # A message pinned to an instance (its test message) is the console's: no client webhook.

@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from switchboard.core.model import Text
 from switchboard.core.wire import Body, View
+from switchboard.media import limits
 from switchboard.messages.domain import (
     MAX_TEXT_LENGTH,
     MAX_VALID_FOR_SECONDS,
@@ -20,6 +21,7 @@ from switchboard.messages.domain import (
     MessageStatus,
     recipient_digits,
 )
+from switchboard.messages.log_schemas import SENT_AS_DESCRIPTION, SentAsView
 from switchboard.messages.service import MediaSource, NumberWindow
 from switchboard.providers.content import (
     ContactCard,
@@ -40,7 +42,7 @@ from switchboard.providers.content import (
 )
 from switchboard.providers.vcard import vcard_of
 
-MAX_UPLOAD_BYTES = 100 * 1024 * 1024  # a document's limit, the largest kind's: checked per kind on use
+MAX_UPLOAD_BYTES = limits.LARGEST  # a document's limit, the largest kind's: checked per kind on use
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{1,255}$"  # printable ASCII, no spaces
 MAX_CAPTION_LENGTH = 1024  # WhatsApp's (and the Cloud API's) limit for a media caption
 MAX_FILE_NAME_LENGTH = 240
@@ -298,15 +300,40 @@ class SectionBody(Body):
     rows: list[RowBody] = Field(min_length=1, max_length=MAX_LIST_ROWS)
 
 
+class InteractiveHeaderBody(Body):
+    """A file header of reply buttons: an image, a video or a document, by `mediaId` (from
+    `POST /api/media`) or an https `url` fetched once, checked as a media message's file is."""
+
+    type: Literal["image", "video", "document"]
+    media_id: Annotated[str, StringConstraints(pattern=MEDIA_ID_PATTERN)] | None = None
+    url: Annotated[str, StringConstraints(pattern=r"^https://[^\s]+$", max_length=2048)] | None = None
+    file_name: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_FILE_NAME_LENGTH)] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.media_id is None) == (self.url is None):
+            raise ValueError("a file header takes exactly one of mediaId and url")
+        if self.file_name is not None and self.type != "document":
+            raise ValueError("only a document header has a fileName")
+        return self
+
+
 class InteractiveBody(Body):
     """Reply buttons (`type: buttons`, 1 to 3 `buttons`) or a list (`type: list`, a `button`
     label and 1 to 10 `sections` with 10 rows in all), within Meta's limits: body 1,024
     characters, header and footer 60, a button's title 20 (id 256), a row's title 24 (id 200,
-    description 72), a section's title 24 (required with more than one section)."""
+    description 72), a section's title 24 (required with more than one section). Reply buttons
+    may have a file header instead (an image, a video or a document); a list's is text only."""
 
     type: Literal["buttons", "list"]
     body: Annotated[Text, StringConstraints(min_length=1, max_length=MAX_INTERACTIVE_BODY)]
-    header: HeaderLine | None = None
+    header: HeaderLine | InteractiveHeaderBody | None = Field(
+        default=None,
+        description=(
+            "A text of at most 60 characters, or (reply buttons) a file: "
+            "`{type: image|video|document, mediaId | url, fileName?}`."
+        ),
+    )
     footer: FooterLine | None = None
     buttons: list[ReplyButtonBody] | None = Field(default=None, min_length=1, max_length=MAX_REPLY_BUTTONS)
     button: ListButton | None = Field(default=None, description="A list's: the label of the button that opens it.")
@@ -335,23 +362,32 @@ class InteractiveBody(Body):
             raise ValueError("each button's title must be unique")
         if not self.body.strip():
             raise ValueError("body must not be blank")
+        if isinstance(self.header, InteractiveHeaderBody) and self.type == "list":
+            raise ValueError("a list's header is text only: a file header goes with reply buttons")
         return self
 
-    def interactive(self) -> Interactive:
+    def interactive(self) -> tuple[Interactive, MediaSource | None]:
+        """The content, and where its file header is (None: none)."""
         buttons = [Option(id=b.id, title=b.title) for b in self.buttons or []]
         sections = [
             Section(title=s.title, rows=[Option(id=r.id, title=r.title, description=r.description) for r in s.rows])
             for s in self.sections or []
         ]
-        return Interactive(
+        text, media, source = self.header, None, None
+        if isinstance(self.header, InteractiveHeaderBody):
+            media = Media(kind=self.header.type, file_name=self.header.file_name)
+            text, source = None, MediaSource(media_id=self.header.media_id, url=self.header.url)
+        content = Interactive(
             kind=self.type,
             body=self.body,
-            header=self.header,
+            header=text if isinstance(text, str) else None,
+            header_media=media,
             footer=self.footer,
             buttons=buttons,
             button=self.button,
             sections=sections,
         )
+        return content, source
 
 
 class SendMessage(Body):
@@ -448,7 +484,7 @@ def _content_of(body: SendMessage) -> tuple[Content | None, MediaSource | None]:
     if body.template is not None:
         return body.template.template()
     if body.interactive is not None:
-        return body.interactive.interactive(), None
+        return body.interactive.interactive()
     return None, None
 
 
@@ -487,6 +523,7 @@ class MessageView(View):
         )
     )
     media: MediaView | None = Field(default=None, description="A media message's file; null for other types.")
+    sent_as: SentAsView | None = Field(default=None, description=SENT_AS_DESCRIPTION)
     reply_to: str | None = None
     to: str
     source_number: str | None
@@ -517,7 +554,17 @@ class MessageView(View):
     @classmethod
     def of(cls, message: Message, preview: Callable[[MediaRef], str | None] | None = None) -> MessageView:
         """`preview(ref)`: a short-lived link to an image's stored file (None: no link)."""
-        hidden = {"tenant", "text", "content", "body_hash", "pending", "lease_token", "wake_token", "wait_checks"}
+        hidden = {
+            "tenant",
+            "text",
+            "content",
+            "body_hash",
+            "pending",
+            "lease_token",
+            "wake_token",
+            "wait_checks",
+            "window_refused_at",
+        }
         view = message.model_dump(exclude=hidden)
         view["type"] = "text" if message.content is None else kind_of(message.content)
         if message.status is not MessageStatus.WAITING:

@@ -52,7 +52,19 @@ from switchboard.messages.domain import (
 )
 from switchboard.messages.ports import DailyQuota, MessageLog, Messages, StatusNotifier, TemplateChecks
 from switchboard.messages.window import ServiceWindow, window_of
-from switchboard.providers.content import Content, Media, MediaKind, MediaMessage, MediaRef, Template, Text, kind_of
+from switchboard.providers.content import (
+    Content,
+    Interactive,
+    Media,
+    MediaKind,
+    MediaMessage,
+    MediaRef,
+    Template,
+    Text,
+    header_file,
+    kind_of,
+    with_header_file,
+)
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 
@@ -187,16 +199,17 @@ class MessageService:
         fallback_template: Template | None = None,
         fallback_media: MediaSource | None = None,
     ) -> Accepted:
-        """Accept `text`, or `content` (a media message's file, or a template header's, given by
-        `media`), quoting `reply_to`; `fallback_template` is sent instead when no number may send
-        the free-form content (its header's file given by `fallback_media`)."""
+        """Accept `text`, or `content` (a media message's file, or a template's or an interactive
+        message's header's, given by `media`), quoting `reply_to`; `fallback_template` is sent
+        instead when no number may send the free-form content (its header's file given by
+        `fallback_media`)."""
         if content is None or isinstance(content, Text):
             body = text if text is not None else content.body if isinstance(content, Text) else ""
             content = None if reply_to is None else Text(body=body)
         else:
             body = ""
         signed = body if content is None else content_signature(content, reply_to)
-        if isinstance(content, MediaMessage | Template) and media is not None:
+        if isinstance(content, MediaMessage | Template | Interactive) and media is not None:
             signed = f"{signed}\n{media.model_dump_json()}"
         if fallback_template is not None:
             # Another fallback is another body for the Idempotency-Key.
@@ -229,14 +242,14 @@ class MessageService:
         return accepted
 
     def _stored_media(self, tenant: str, content: Content | None, media: MediaSource | None) -> Content | None:
-        """`content` with its file (a media message's, a template header's) checked and
-        referenced in the bucket (a URL fetched once)."""
+        """`content` with its file (a media message's, a template's or an interactive message's
+        header's) checked and referenced in the bucket (a URL fetched once)."""
         if media is None:
             return content
         if isinstance(content, MediaMessage):
             return MediaMessage(media=self._stored_file(tenant, content.media, media))
-        if isinstance(content, Template) and (header := content.header_media()) is not None:
-            return content.with_header_media(self._stored_file(tenant, header, media))
+        if isinstance(content, Template | Interactive) and (header := header_file(content)) is not None:
+            return with_header_file(content, self._stored_file(tenant, header, media))
         return content
 
     def _stored_file(self, tenant: str, media: Media, source: MediaSource) -> Media:

@@ -19,7 +19,7 @@ from switchboard.messages.domain import Message
 
 def status_detail(message: Message, *, client_webhook: bool = False) -> dict[str, Any]:
     """The event's detail: the status and everything the client webhook's body carries
-    (`destinationNumber`, and `sentAt`, `failureReason`, `expiresAt` when set), so the body is
+    (`destinationNumber`, and `sentAt`, `failureReason`, `expiresAt`, `sentAs` when set), so the body is
     the change's even when the message has moved on by the time it is delivered, and delivering
     it reads nothing but the key."""
     detail: dict[str, Any] = {
@@ -39,6 +39,8 @@ def status_detail(message: Message, *, client_webhook: bool = False) -> dict[str
         detail["failureReason"] = message.failure_reason
     if message.expires_at:
         detail["expiresAt"] = message.expires_at.isoformat()
+    if message.sent_as:
+        detail["sentAs"] = message.sent_as.model_dump(mode="json")
     return detail
 
 

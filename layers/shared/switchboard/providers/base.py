@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, Field
 
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import Forbidden, SwitchboardError
 from switchboard.core.model import Model
 from switchboard.providers.content import MediaSource
@@ -300,10 +301,12 @@ class MediaNotFetched(SwitchboardError):
 class MediaDownloads(Protocol):
     """A client whose provider keeps the files of the messages it delivered (`media/`)."""
 
-    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
-        """The bytes `source` names, from the instance's provider. Raises `MediaNotFetched`
-        (`too_large` past `max_bytes`, `forbidden_url`, `expired`, ...) and the `ProviderError`s
-        of a request."""
+    def download_media(
+        self, target: ProviderTarget, source: MediaSource, *, max_bytes: int, deadline: Deadline | None = None
+    ) -> DownloadedMedia:
+        """The bytes `source` names, from the instance's provider, by `deadline` when one is given.
+        Raises `MediaNotFetched` (`too_large` past `max_bytes`, `forbidden_url`, `expired`, ...)
+        and the `ProviderError`s of a request (`DeadlinePassed` once the deadline passed)."""
         ...
 
 

@@ -208,6 +208,9 @@ class Interactive(_Shape):
     kind: Literal["buttons", "list"]
     body: str
     header: str | None = None
+    # A file header instead of a text one (an image, a video or a document: reply buttons only,
+    # as Meta allows); its bytes in the media bucket once the send API took it.
+    header_media: Media | None = None
     footer: str | None = None
     buttons: list[Option] = Field(default_factory=list)
     button: str | None = None  # a list's: the label of the button that opens it
@@ -218,6 +221,13 @@ class Interactive(_Shape):
         if self.kind == "buttons":
             return list(self.buttons)
         return [row for section in self.sections for row in section.rows]
+
+    def header_first(self) -> tuple[MediaMessage | None, Interactive]:
+        """The file header as a media message of its own, and the message without it: what a kind
+        whose WhatsApp server has no file headers sends, the file first (None: no file header)."""
+        if self.header_media is None:
+            return None, self
+        return MediaMessage(media=self.header_media), self.model_copy(update={"header_media": None})
 
 
 class Edit(_Shape):
@@ -236,6 +246,22 @@ Content = Annotated[
     Field(discriminator="type"),
 ]
 _CONTENT: TypeAdapter[Content] = TypeAdapter(Content)
+
+
+def header_file(content: Content | None) -> Media | None:
+    """The file a template's or an interactive message's header shows (None: none)."""
+    if isinstance(content, Template):
+        return content.header_media()
+    if isinstance(content, Interactive):
+        return content.header_media
+    return None
+
+
+def with_header_file(content: Template | Interactive, media: Media) -> Template | Interactive:
+    """`content` with its header's file replaced by `media` (its stored form)."""
+    if isinstance(content, Template):
+        return content.with_header_media(media)
+    return content.model_copy(update={"header_media": media})
 
 
 def content_data(content: Content) -> dict[str, Any]:

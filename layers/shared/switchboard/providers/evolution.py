@@ -60,6 +60,7 @@ import httpx
 from pydantic import ConfigDict, Field, RootModel, StrictBool, StrictStr, ValidationError
 
 from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json, read_answer
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import (
     InvalidInput,
     ProviderDisconnected,
@@ -70,6 +71,7 @@ from switchboard.core.errors import (
     provider_text,
 )
 from switchboard.core.model import Model
+from switchboard.core.outbound import MAX_ANSWER_BYTES
 from switchboard.providers import envelope, evolution_send, wa_message
 from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
@@ -91,21 +93,14 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import Content, MediaMessage, MediaSource, Revoke, content_data
-from switchboard.providers.http import (
-    DEFAULT_READ_TIMEOUT_SECONDS,
-    MAX_ANSWER_BYTES,
-    ProviderHttp,
-    base64_answer_bytes,
-    path_segment,
-)
+from switchboard.providers.content import Content, Interactive, MediaMessage, MediaSource, Revoke, content_data
+from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, base64_answer_bytes, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
 
 SEND_ROUTE = "/message/sendText/{instance}"
 STATE_ROUTE = "/instance/connectionState/{instance}"
 NUMBERS_ROUTE = "/chat/whatsappNumbers/{instance}"
-
 
 # --- outbound ------------------------------------------------------------------------------
 
@@ -147,6 +142,12 @@ class _NumbersAnswer(RootModel[list[_OnWhatsApp]]):
 _CONNECTION_CLOSED = frozenset({"Connection Closed", "Error: Connection Closed"})
 
 
+def _answer_bound(file: OutgoingFile | None) -> int:
+    """What a send's answer may hold: the message sent, whose `message.base64` is the whole file
+    when the instance's webhook carries base64 (`sendMessageWithTyping` returns `messageRaw`)."""
+    return base64_answer_bytes(len(file.data)) if file is not None else MAX_ANSWER_BYTES
+
+
 class EvolutionClient(MessagingOnly):
     provider_label = "Evolution API"
     subscriptions_note = "Evolution API subscriptions are not managed through this client"
@@ -163,10 +164,12 @@ class EvolutionClient(MessagingOnly):
     def close(self) -> None:
         self._http.close()
 
-    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+    def download_media(
+        self, target: ProviderTarget, source: MediaSource, *, max_bytes: int, deadline: Deadline | None = None
+    ) -> DownloadedMedia:
         from switchboard.providers import evolution_media  # noqa: PLC0415 - only the forwarder fetches media
 
-        return evolution_media.download(self._http, target, source, max_bytes)
+        return evolution_media.download(self._http, target, source, max_bytes, deadline)
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         """Send one text. `idempotency_key` cannot be passed on: Evolution has no such header.
@@ -187,12 +190,17 @@ class EvolutionClient(MessagingOnly):
         file: OutgoingFile | None = None,
         uploaded: UploadedMedia | None = None,
     ) -> SentMessage:
-        """Send `content` through its `/message/{action}/{instance}` route (`evolution_send`)."""
+        """Send `content` through its `/message/{action}/{instance}` route (`evolution_send`).
+        Reply buttons or a list with a file header go as two messages (its `sendList` and text
+        menus have no file headers): the file first (`sendMedia`), then the menu."""
+        if isinstance(content, Interactive):
+            header, content = content.header_first()
+            if header is not None:
+                first = evolution_send.request_for(phone, header, quoted=quoted, file=file)
+                self._send(target, first.action, first.body, max_answer_bytes=_answer_bound(file))
+                quoted, file = None, None
         request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
-        # The answer is the message sent, whose `message.base64` holds the whole file when the
-        # instance's webhook carries base64 (`sendMessageWithTyping` returns `messageRaw`).
-        bound = base64_answer_bytes(len(file.data)) if file is not None else MAX_ANSWER_BYTES
-        return self._send(target, request.action, request.body, max_answer_bytes=bound)
+        return self._send(target, request.action, request.body, max_answer_bytes=_answer_bound(file))
 
     def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
         """`DELETE /chat/deleteMessageForEveryone/{instance}` `{id, fromMe, remoteJid}`

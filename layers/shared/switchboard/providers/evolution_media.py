@@ -15,11 +15,12 @@ from typing import Any
 
 from pydantic import Field
 
+from switchboard.core.clock import Deadline
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
 from switchboard.providers.http import ProviderHttp, base64_answer_bytes, path_segment
-from switchboard.providers.media_fetch import base_host, fetch_url
+from switchboard.providers.media_fetch import fetch_storage_url
 
 BASE64_ROUTE = "/chat/getBase64FromMediaMessage/{instance}"
 
@@ -30,13 +31,12 @@ class _Base64Answer(Model):
     fileName: str | None = None
 
 
-def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int) -> DownloadedMedia:
+def download(
+    http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int, deadline: Deadline | None = None
+) -> DownloadedMedia:
     headers = {"apikey": target.instance_token or target.admin_token or ""}
     if source.via == "url" and source.url:
-        data = fetch_url(
-            http, source.url, hosts=frozenset({base_host(target)}), headers={}, max_bytes=max_bytes, s3=True
-        )
-        return DownloadedMedia(data=data)
+        return DownloadedMedia(data=fetch_storage_url(http, target, source.url, max_bytes, deadline))
     if source.via != "provider_download":
         raise MediaNotFetched("no_source", "an Evolution file is fetched by its URL or its message key")
     # The webhook mapping names the message as the route's own body does (`{"message": {"key"}}`).
@@ -57,6 +57,7 @@ def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, ma
         headers=headers,
         body={"message": {"key": key}, "convertToMp4": False},
         max_answer_bytes=base64_answer_bytes(max_bytes),
+        deadline=deadline,
     )
     if response.status_code in (400, 404):  # "Message not found": the server no longer has it
         raise MediaNotFetched("not_found", f"the server answered {response.status_code}")

@@ -10,13 +10,21 @@ the host, the query or a token. The mapping:
 - read/write timeout, connection dropped after sending: `ProviderTimeout` (outcome unknown);
 - 2xx whose body cannot be read, or is over its bound: `ProviderTimeout` (it may have been applied);
 - 5xx and 429: `ProviderUnavailable`; any other non-2xx: `ProviderRejected`.
+
+A request may carry its caller's deadline (`core.clock.Deadline`: the forwarder's, what is left of
+its invocation): it is not sent once the deadline passed, each of its waits (connecting, each read)
+is cut to the time left, and its answer's body stops between two chunks once the deadline passes,
+however steadily a slow server sends it. It then raises `DeadlinePassed`.
+
+An answer is asked for uncompressed and read no further than its bound (`MAX_ANSWER_BYTES`, or a
+file's base64 where the route carries one): provider servers are configured by tenants, and an
+endless or inflating answer read whole would exhaust a function that serves every tenant.
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -24,18 +32,24 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from switchboard.core.api.body import read_answer
-from switchboard.core.errors import ProviderError, ProviderRejected, ProviderTimeout, ProviderUnavailable
-from switchboard.core.outbound import MAX_ANSWER_BYTES, UNCOMPRESSED, PinnedTransport, read_bounded, request_bounded
+from switchboard.core.clock import Deadline
+from switchboard.core.errors import (
+    DeadlinePassed,
+    ProviderError,
+    ProviderRejected,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+from switchboard.core.outbound import MAX_ANSWER_BYTES, PinnedTransport, request_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 DEFAULT_READ_TIMEOUT_SECONDS = 10.0
-# The whole of a file's download (`get_bounded`), within the forwarder's 29 s.
-DOWNLOAD_SECONDS = 20.0
 
 Answer = TypeVar("Answer", bound=BaseModel)
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+_DEADLINE = "switchboard.deadline"  # the request extension a deadline travels in to the transport
 
 
 def base64_answer_bytes(file_bytes: int) -> int:
@@ -53,7 +67,6 @@ class ProviderHttp:
     """One pooled httpx client for one provider kind; no redirects, no proxy from the environment.
 
     `transport` replaces the pinned one (tests); the URL is still checked before each request.
-    `clock`: the monotonic time a download's deadline is kept by.
     """
 
     def __init__(
@@ -63,17 +76,16 @@ class ProviderHttp:
         local_mode: bool,
         read_timeout: float = DEFAULT_READ_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._provider = provider
-        self._clock = clock
         self._policy = OutboundPolicy.configured(local_mode=local_mode)
         self._client = httpx.Client(
             timeout=httpx.Timeout(read_timeout, connect=CONNECT_TIMEOUT_SECONDS),
             follow_redirects=False,
             trust_env=False,
-            transport=transport or PinnedTransport(self._policy),
+            transport=_DeadlineTransport(transport or PinnedTransport(self._policy)),
         )
+        self._read_timeout = read_timeout
 
     def close(self) -> None:
         self._client.close()
@@ -89,54 +101,84 @@ class ProviderHttp:
         body: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
         files: dict[str, Any] | None = None,
+        deadline: Deadline | None = None,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> httpx.Response:
         """Send one request to `base_url + path` (with the query `params`); `route` is the path
-        template used in errors, which never show the query. The answer is read no further than
-        `max_answer_bytes` (a longer one, or one sent compressed, is a `ProviderTimeout`).
+        template used in errors, which never show the query.
 
         Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
         above; the caller decides what a non-2xx answer means. `files`: a multipart body
-        (httpx's `files`) instead of JSON.
+        (httpx's `files`) instead of JSON. `deadline`: the request stops there (`DeadlinePassed`).
+        An answer over `max_answer_bytes`, or sent compressed, is a `ProviderTimeout`.
         """
-        # What the URL itself shows; the transport resolves the host and checks its addresses.
-        url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
-        label = self.label(method, route)
-        content: dict[str, Any] = {"files": files} if files is not None else {"json": body}
-        try:
-            return request_bounded(
-                self._client, method, url, max_bytes=max_answer_bytes, headers=headers, params=params, **content
-            )
-        except _NOT_SENT as exc:
-            raise ProviderUnavailable(f"{label}: could not connect") from exc
-        except httpx.TransportError as exc:
-            raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
-        except httpx.DecodingError as exc:  # over its bound, or compressed: sent, and its answer unread
-            raise ProviderTimeout(f"{label}: unreadable answer, the outcome is unknown") from exc
+        response, over = self._exchange(
+            method,
+            base_url.rstrip("/") + path,
+            route=route,
+            headers=headers,
+            max_bytes=max_answer_bytes,
+            deadline=deadline,
+            json=body,
+            params=params,
+            files=files,
+        )
+        if over:
+            raise ProviderTimeout(f"{self.label(method, route)}: unreadable answer, the outcome is unknown")
+        return response
 
     def get_bounded(
-        self, base_url: str, path: str, *, route: str, headers: dict[str, str], max_bytes: int
+        self,
+        base_url: str,
+        path: str,
+        *,
+        route: str,
+        headers: dict[str, str],
+        max_bytes: int,
+        deadline: Deadline | None = None,
     ) -> tuple[httpx.Response, bool]:
-        """`GET base_url + path` read no further than `max_bytes` of its body and for no longer than
-        `DOWNLOAD_SECONDS`, as `request` checks and maps errors (a body still arriving then is a
-        `ProviderTimeout`): the answer holding what was read, and whether the body went on past
-        `max_bytes` (the rest is never read, so an endless body costs no more than the bound)."""
-        url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
-        label = self.label("GET", route)
-        deadline = self._clock() + DOWNLOAD_SECONDS
+        """`GET base_url + path` as `request` sends it, its body read no further than `max_bytes`:
+        the answer holding what was read, and whether the body went on past `max_bytes` (the rest
+        is never read, so an endless body costs no more than the bound)."""
+        return self._exchange(
+            "GET", base_url.rstrip("/") + path, route=route, headers=headers, max_bytes=max_bytes, deadline=deadline
+        )
+
+    def _exchange(
+        self,
+        method: str,
+        target: str,
+        *,
+        route: str,
+        headers: dict[str, str],
+        max_bytes: int,
+        deadline: Deadline | None,
+        **content: Any,
+    ) -> tuple[httpx.Response, bool]:
+        # What the URL itself shows; the transport resolves the host and checks its addresses.
+        url = check_outbound_url(target, resolve=False, policy=self._policy)
+        label = self.label(method, route)
+        if deadline is not None:
+            left = deadline.left()
+            if left <= 0:
+                raise DeadlinePassed(f"{label}: not sent, its deadline passed")
+            waits = min(self._read_timeout, left)
+            content["timeout"] = httpx.Timeout(waits, connect=min(CONNECT_TIMEOUT_SECONDS, left))
+            content["extensions"] = {_DEADLINE: deadline}
+        if content.get("files") is not None:
+            content.pop("json", None)
+        else:
+            content.pop("files", None)
         try:
-            with self._client.stream("GET", url, headers=headers | UNCOMPRESSED) as streamed:
-                data, over = read_bounded(streamed, max_bytes, deadline, self._clock)
-                # The bytes as read (already decoded): the answer keeps no encoding or length of the wire's.
-                kept = {"content-type": streamed.headers.get("content-type", "application/octet-stream")}
-                answer = httpx.Response(streamed.status_code, headers=kept, content=data)
-        except _NOT_SENT as exc:
-            raise ProviderUnavailable(f"{label}: could not connect") from exc
+            return request_bounded(self._client, method, url, max_bytes=max_bytes, headers=headers, **content)
         except httpx.TransportError as exc:
+            if deadline is not None and deadline.passed():
+                raise DeadlinePassed(f"{label}: stopped at its deadline ({type(exc).__name__})") from exc
+            if isinstance(exc, _NOT_SENT):
+                raise ProviderUnavailable(f"{label}: could not connect") from exc
             raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
-        except httpx.DecodingError as exc:
-            raise ProviderRejected(f"{label}: the file came compressed though asked as stored") from exc
-        return answer, over
+        except httpx.DecodingError as exc:  # sent compressed though asked as it is: unread
+            raise ProviderTimeout(f"{label}: unreadable answer, the outcome is unknown") from exc
 
     def label(self, method: str, route: str) -> str:
         return f"{self._provider} {method} {route}"
@@ -180,3 +222,42 @@ def error_code(response: httpx.Response) -> str | None:
         error = error.get("code")
     code = str(error) if isinstance(error, str | int) and not isinstance(error, bool) else None
     return code if code is not None and _ERROR_CODE.match(code) else None
+
+
+class _DeadlineTransport(httpx.BaseTransport):
+    """`inner`, whose answers to a request with a deadline stop between two chunks of their body
+    once it passes (a read timeout, as a server too slow to answer in time)."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = request.extensions.pop(_DEADLINE, None)
+        response = self._inner.handle_request(request)
+        if not isinstance(deadline, Deadline) or not isinstance(response.stream, httpx.SyncByteStream):
+            return response
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_DeadlineStream(response.stream, deadline, request),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, deadline: Deadline, request: httpx.Request) -> None:
+        self._inner = inner
+        self._deadline = deadline
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            if self._deadline.passed():
+                raise httpx.ReadTimeout("the caller's deadline passed while the body was read", request=self._request)
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()

@@ -39,6 +39,7 @@ import httpx
 from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from switchboard.core.api.body import MAX_WEBHOOK_BODY_BYTES, parse_json
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import (
     Forbidden,
     InvalidInput,
@@ -70,7 +71,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     display_name,
 )
-from switchboard.providers.content import Content, MediaMessage, MediaSource, Template, Text, content_data
+from switchboard.providers.content import Content, MediaMessage, MediaSource, Text, content_data, header_file
 from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, error_code, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
@@ -181,10 +182,12 @@ class MetaCloudClient(MessagingOnly):
     def close(self) -> None:
         self._http.close()
 
-    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+    def download_media(
+        self, target: ProviderTarget, source: MediaSource, *, max_bytes: int, deadline: Deadline | None = None
+    ) -> DownloadedMedia:
         from switchboard.providers import meta_media  # noqa: PLC0415 - only the forwarder fetches media
 
-        return meta_media.download(self._http, self._api_version, target, source, max_bytes)
+        return meta_media.download(self._http, self._api_version, target, source, max_bytes, deadline=deadline)
 
     def send_text(self, target: ProviderTarget, phone: str, body: str, idempotency_key: str) -> SentMessage:
         if not target.instance_token:
@@ -210,9 +213,9 @@ class MetaCloudClient(MessagingOnly):
                 raise InvalidInput("a media message needs its file")
             meta_send.check_file(content.media, file)
             media_id = self._media_id(target, file, uploaded)
-        elif isinstance(content, Template) and content.header_media() is not None:
+        elif header_file(content) is not None:
             if file is None:
-                raise InvalidInput("a template with a file header needs its file")
+                raise InvalidInput("a template or an interactive message with a file header needs its file")
             media_id = self._media_id(target, file, uploaded)
         return self._send(target, meta_send.message_body(phone, content, quoted=quoted, media_id=media_id))
 

@@ -13,6 +13,7 @@ import hashlib
 
 from pydantic import Field
 
+from switchboard.core.clock import Deadline
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
@@ -32,7 +33,13 @@ class _MediaAnswer(Model):
 
 
 def download(
-    http: ProviderHttp, api_version: str, target: ProviderTarget, source: MediaSource, max_bytes: int
+    http: ProviderHttp,
+    api_version: str,
+    target: ProviderTarget,
+    source: MediaSource,
+    max_bytes: int,
+    *,
+    deadline: Deadline | None = None,
 ) -> DownloadedMedia:
     if source.via != "meta_media_id" or not source.media_id:
         raise MediaNotFetched("no_source", "a Cloud API file is fetched by its media id")
@@ -47,13 +54,15 @@ def download(
         f"/{path_segment(api_version)}/{path_segment(source.media_id)}",
         route=MEDIA_ROUTE,
         headers=bearer,
+        deadline=deadline,
     )
     if response.status_code == 404 or (response.status_code == 400 and error_code(response) == _GONE_CODE):
         raise MediaNotFetched("expired", "the media id is no longer known to the Graph API")
     answer = http.answer(response, _MediaAnswer, label)
     if answer.file_size is not None and answer.file_size > max_bytes:
         raise MediaNotFetched("too_large", f"announced {answer.file_size} bytes")
-    data = fetch_url(http, answer.url, hosts=MEDIA_HOSTS | {base_host(target)}, headers=bearer, max_bytes=max_bytes)
+    hosts = MEDIA_HOSTS | {base_host(target)}
+    data = fetch_url(http, answer.url, hosts=hosts, headers=bearer, max_bytes=max_bytes, deadline=deadline)
     if answer.sha256 and answer.sha256.lower() != hashlib.sha256(data).hexdigest():
         raise MediaNotFetched("mismatch", "the bytes differ from the Graph API's sha256")
     if answer.file_size is not None and answer.file_size != len(data):

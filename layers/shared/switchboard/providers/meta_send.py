@@ -6,9 +6,8 @@ messages and media references; david-lev/pywa `pywa/api.py` `send_message`, `upl
   "caption"}}`, a document's `filename`). A media id belongs to the number that uploaded it and
   stays usable 30 days, so it is kept per number and file (`UploadedMedia`) and reused;
 - a voice note: Meta plays an audio as a voice message only when it is OGG with the Opus codec.
-  Nothing here transcodes (no codec in the function; a Lambda layer with ffmpeg would be the only
-  way): a voice note in another format is refused, with that reason, and the pool's next kind
-  (wuzapi or Evolution, which convert it themselves) may send it;
+  Every sender turns a voice note in another format into an audio first (`providers.voice`);
+  one that reaches this module still is refused, with that reason, rather than sent unplayable;
 - a sticker must be WebP (Meta refuses any other);
 - `location` (`latitude`, `longitude`, `name`, `address`); `contacts` (`name.formatted_name`,
   `phones[{phone, type, wa_id}]`); `reaction` (`message_id`, `emoji`; an empty emoji removes it);
@@ -18,7 +17,9 @@ messages and media references; david-lev/pywa `pywa/api.py` `send_message`, `upl
   Meta's messages reference documents it (`facebook/openapi`, "Send Message Template ...");
 - `interactive`: reply buttons (`type: button`, `action.buttons[].reply {id, title}`) or a list
   (`type: list`, `action.button` and `action.sections[].rows[] {id, title, description}`), with
-  `header: {type: text, text}`, `body: {text}` and `footer: {text}`;
+  `header: {type: text, text}`, `body: {text}` and `footer: {text}`; reply buttons' file header
+  `{type: image|video|document, <type>: {id, filename?}}` (Meta's `HeaderObject`, `facebook/openapi`),
+  uploaded like a media message's file;
 - a quote: `context: {message_id}`.
 """
 
@@ -42,8 +43,8 @@ from switchboard.providers.content import (
     TemplateParameter,
     Text,
 )
+from switchboard.providers.voice import VOICE_MIME
 
-VOICE_MIME = "audio/ogg"
 STICKER_MIME = "image/webp"
 
 
@@ -102,7 +103,7 @@ def _structured(content: Content, media_id: str | None) -> dict[str, Any] | None
     if isinstance(content, Template):
         return {"type": "template", "template": template_object(content, media_id)}
     if isinstance(content, Interactive):
-        return {"type": "interactive", "interactive": interactive_object(content)}
+        return {"type": "interactive", "interactive": interactive_object(content, media_id)}
     return None
 
 
@@ -149,10 +150,19 @@ def _parameter(parameter: TemplateParameter, media_id: str | None) -> dict[str, 
     return {"type": kind, kind: media}
 
 
-def interactive_object(content: Interactive) -> dict[str, Any]:
-    """The `interactive` object of reply buttons or a list."""
+def interactive_object(content: Interactive, media_id: str | None = None) -> dict[str, Any]:
+    """The `interactive` object of reply buttons or a list: a file header by its uploaded `media_id`."""
     obj: dict[str, Any] = {"type": "button" if content.kind == "buttons" else "list"}
-    if content.header:
+    if (media := content.header_media) is not None:
+        if media_id is None:
+            raise UnsupportedByProvider("an interactive message with a file header needs its uploaded media id")
+        if media.kind not in ("image", "video", "document"):
+            raise UnsupportedByProvider(f"an interactive message's header cannot be a {media.kind}")
+        part: dict[str, Any] = {"id": media_id}
+        if media.kind == "document" and media.file_name:
+            part["filename"] = media.file_name
+        obj["header"] = {"type": media.kind, media.kind: part}
+    elif content.header:
         obj["header"] = {"type": "text", "text": content.header}
     obj["body"] = {"text": content.body}
     if content.footer:

@@ -33,6 +33,7 @@ from pydantic import AliasChoices, ConfigDict, Field, StrictBool, StrictInt, Str
 from pydantic.alias_generators import to_camel
 
 from switchboard.core.api.body import read_answer
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import (
     CallEnded,
     Conflict,
@@ -70,7 +71,7 @@ from switchboard.providers.base import (
     WebhookRequest,
     WebhookSubscription,
 )
-from switchboard.providers.content import Content, MediaSource
+from switchboard.providers.content import Content, Interactive, MediaSource
 from switchboard.providers.http import (
     DEFAULT_READ_TIMEOUT_SECONDS,
     ProviderHttp,
@@ -256,10 +257,12 @@ class WuzapiClient:
     def close(self) -> None:
         self._http.close()
 
-    def download_media(self, target: ProviderTarget, source: MediaSource, *, max_bytes: int) -> DownloadedMedia:
+    def download_media(
+        self, target: ProviderTarget, source: MediaSource, *, max_bytes: int, deadline: Deadline | None = None
+    ) -> DownloadedMedia:
         from switchboard.providers import wuzapi_media  # noqa: PLC0415 - only the forwarder fetches media
 
-        return wuzapi_media.download(self._http, target, source, max_bytes)
+        return wuzapi_media.download(self._http, target, source, max_bytes, deadline)
 
     # --- messages ----------------------------------------------------------------------------
 
@@ -280,7 +283,16 @@ class WuzapiClient:
         file: OutgoingFile | None = None,
         uploaded: UploadedMedia | None = None,
     ) -> SentMessage:
-        """Send `content` through its `/chat/send/*` route (`wuzapi_send`), as `send_text` sends a text."""
+        """Send `content` through its `/chat/send/*` route (`wuzapi_send`), as `send_text` sends a text.
+        Reply buttons with a file header go as two messages (the server has no file headers): the
+        file first (its `Id` derived from ours, so a resend reuses it too), then the text menu."""
+        if isinstance(content, Interactive):
+            header, content = content.header_first()
+            if header is not None:
+                key = f"{idempotency_key}-header"
+                first = wuzapi_send.request_for(phone, header, key, quoted=quoted, file=file)
+                self._send(target, first.route, first.body, key)
+                quoted, file = None, None
         request = wuzapi_send.request_for(phone, content, idempotency_key, quoted=quoted, file=file)
         return self._send(target, request.route, request.body, idempotency_key)
 

@@ -14,11 +14,12 @@ from base64 import b64decode
 
 from pydantic import Field
 
+from switchboard.core.clock import Deadline
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
 from switchboard.providers.http import ProviderHttp, base64_answer_bytes
-from switchboard.providers.media_fetch import base_host, fetch_url
+from switchboard.providers.media_fetch import fetch_storage_url
 
 ROUTES = {"image": "image", "sticker": "image", "video": "video", "audio": "audio", "voice": "audio"}
 FIELDS = ("Url", "DirectPath", "MediaKey", "Mimetype", "FileEncSHA256", "FileSHA256", "FileLength")
@@ -33,12 +34,11 @@ class _Answer(Model):
     data: _Downloaded
 
 
-def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int) -> DownloadedMedia:
+def download(
+    http: ProviderHttp, target: ProviderTarget, source: MediaSource, max_bytes: int, deadline: Deadline | None = None
+) -> DownloadedMedia:
     if source.via == "url" and source.url:
-        data = fetch_url(
-            http, source.url, hosts=frozenset({base_host(target)}), headers={}, max_bytes=max_bytes, s3=True
-        )
-        return DownloadedMedia(data=data)
+        return DownloadedMedia(data=fetch_storage_url(http, target, source.url, max_bytes, deadline))
     if source.via != "provider_download":
         raise MediaNotFetched("no_source", "a wuzapi file is fetched by its URL or its download route")
     kind = str(source.fields.get("kind") or "document")
@@ -54,6 +54,7 @@ def download(http: ProviderHttp, target: ProviderTarget, source: MediaSource, ma
         headers={"token": target.instance_token or ""},
         body=body,
         max_answer_bytes=base64_answer_bytes(max_bytes),
+        deadline=deadline,
     )
     answer = http.answer(response, _Answer, http.label("POST", route))
     encoded = answer.data.Data.split(",", 1)[1] if answer.data.Data.startswith("data:") else answer.data.Data

@@ -43,6 +43,7 @@ REASON_WORDS: dict[str, str] = {
     "bad_type": "o tipo do arquivo não é permitido",
     "mismatch": "o arquivo recebido não confere com o anunciado",
     "provider_error": "o provedor não entregou o arquivo",
+    "too_slow": "o provedor demorou demais para entregar o arquivo",
     "forbidden_url": "o endereço do arquivo não é permitido",
     "no_source": "o provedor não enviou o arquivo",
     "helpdesk_limit": "o arquivo passa do limite de 40 MB do helpdesk",

@@ -31,9 +31,11 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, SwitchboardError, UnknownReference
 from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
+from switchboard.media import limits
 from switchboard.providers.content import Content, Location, Media, MediaKind, MediaMessage, MediaRef
 from switchboard.routing.domain import DownstreamTarget
 from switchboard.routing.outbox import Attachment, AttachmentUnavailable
@@ -43,9 +45,6 @@ FETCH_TIMEOUT_SECONDS = 10.0
 # A file's whole fetch, redirects included: the webhook's function has 29 s, and a file still
 # trickling in then would end it with the reply neither queued nor told to the agent.
 FETCH_DEADLINE_SECONDS = 15.0
-MB = 1024 * 1024
-# The most one attachment may hold: a document's limit, WhatsApp's largest.
-MAX_ATTACHMENT_BYTES = 100 * MB
 _FILE_TYPES: dict[str, MediaKind] = {"image": "image", "video": "video", "audio": "audio", "file": "document"}
 
 
@@ -92,7 +91,7 @@ class HelpdeskAttachments:
         if not attachment.data_url:
             raise AttachmentUnavailable(f"the {attachment.file_type} attachment has no file URL")
         try:
-            data, declared = self._fetch(attachment.data_url, downstream.base_url, MAX_ATTACHMENT_BYTES)
+            data, declared = self._fetch(attachment.data_url, downstream.base_url, limits.LARGEST)
         except FetchRefused as exc:
             raise AttachmentUnavailable(exc.message) from exc
         name = attachment.file_name
@@ -142,7 +141,7 @@ def fetch_from_helpdesk(
     def fetch(url: str, allowed_origin: str, max_bytes: int) -> tuple[bytes, str]:
         if _origin(url) != _origin(allowed_origin):
             raise FetchRefused("its URL is not on the helpdesk's own host")
-        deadline = clock() + FETCH_DEADLINE_SECONDS
+        deadline = Deadline.after(FETCH_DEADLINE_SECONDS, clock)
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             try:
@@ -156,7 +155,7 @@ def fetch_from_helpdesk(
                         continue
                     if response.status_code != 200:
                         raise FetchRefused(f"the helpdesk answered {response.status_code}")
-                    data, over = read_bounded(response, max_bytes, deadline, clock)
+                    data, over = read_bounded(response, max_bytes, deadline)
                     if over:
                         raise FetchRefused(f"the file is over {max_bytes} bytes")
                     return data, response.headers.get("content-type", "")

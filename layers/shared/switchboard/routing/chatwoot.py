@@ -372,7 +372,7 @@ class ChatwootClient:
         # What the URL itself shows; the transport resolves the host and checks its addresses.
         check_outbound_url(url, resolve=False, policy=self._policy)
         try:
-            response = request_bounded(
+            response, over = request_bounded(
                 self._client,
                 method,
                 url,
@@ -383,10 +383,12 @@ class ChatwootClient:
                 files=files,
                 headers={"api_access_token": target.api_token},
             )
-        except httpx.DecodingError as exc:  # over its bound, or compressed
+        except httpx.DecodingError as exc:  # sent compressed though asked as it is
             raise DownstreamError(f"{label}: unreadable answer") from exc
         except httpx.HTTPError as exc:
             raise DownstreamError(f"{label}: no answer ({type(exc).__name__})") from exc
+        if over:
+            raise DownstreamError(f"{label}: unreadable answer (over {MAX_ANSWER_BYTES} bytes)")
         if not response.is_success:
             raise DownstreamError(f"{label}: refused ({response.status_code})", status=response.status_code)
         return response

@@ -18,6 +18,14 @@ Whatever the content, the agent hears of it: a file that cannot be had (the prov
 has it, refused by type or size, over the helpdesk's limit) is posted as a placeholder saying
 why, with its caption. A failure a later try may cure (the provider answered 5xx or timed out)
 is retried by the queue up to `MEDIA_ATTEMPTS` receives; the last one posts the placeholder.
+
+A file is fetched by a deadline: what is left of the invocation (`deadline`, from the Lambda
+context) less `reserve_seconds`, the time its post to the helpdesk still needs. A provider too
+slow to hand it over by then is `too_slow`, retried like a provider error and, on the last
+receive, a placeholder saying so, posted before the invocation ends: a file that outlives every
+invocation never leaves its conversation waiting in silence until the dead-letter queue. A
+message whose fetch has no time left at all (the invocation's earlier messages used it) is put
+back untried.
 The forward queue is FIFO, grouped by conversation (`forward_queue`): a retried file holds back
 the customer's later messages, so a text sent after a photo is never shown before it.
 
@@ -33,6 +41,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from switchboard.catalog.events import ProviderEvent
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import NotFound, SwitchboardError
 from switchboard.core.observability import logger
 from switchboard.media import limits
@@ -68,9 +77,13 @@ if TYPE_CHECKING:
     from switchboard.messages.incoming_log import IncomingOutcomes
 
 
-# The receive on which a file a later try may still get is given up for a placeholder: about
-# two visibility timeouts of retries, while the conversation's later messages wait behind it.
-MEDIA_ATTEMPTS = 3
+# The receive on which a file a later try may still get is given up for a placeholder: one
+# visibility timeout (6 minutes) of retries, while the conversation's later messages wait behind it.
+MEDIA_ATTEMPTS = 2
+# What a forward keeps of its invocation after a file's fetch, besides a last read that stalled
+# just before the deadline (the provider's read timeout): the post to the helpdesk (the contact,
+# its conversation, the message with its file) at the helpdesk's usual pace.
+POST_SECONDS = 10.0
 
 
 class ForwardQueue(Protocol):
@@ -151,7 +164,11 @@ class DownstreamForwarder:
         outcomes: IncomingOutcomes | None = None,
         media: ForwardMedia | None = None,
         links: MessageLinks | None = None,
+        reserve_seconds: float = POST_SECONDS,
     ) -> None:
+        """`reserve_seconds`: what a fetch leaves of the invocation (`POST_SECONDS` and the
+        provider's read timeout)."""
+        self._reserve = reserve_seconds
         self._outcomes = outcomes
         self._resolver = resolver
         self._client = client
@@ -161,7 +178,9 @@ class DownstreamForwarder:
         self._media = media
         self._links = links
 
-    def forward(self, message: IncomingMessage, *, receive_count: int = 1) -> int | None:
+    def forward(
+        self, message: IncomingMessage, *, receive_count: int = 1, deadline: Deadline | None = None
+    ) -> int | None:
         """Post one message; returns the conversation id, or None when no downstream is configured.
 
         A sender known only by a LID is first looked up at the instance's provider; unresolved,
@@ -169,6 +188,7 @@ class DownstreamForwarder:
         A forward that an earlier one of the same message preceded posts only if that one did not.
         `receive_count` is how many times the queue has handed this message out (this one
         included): from `MEDIA_ATTEMPTS` on, a file still out of reach becomes a placeholder.
+        `deadline`: when the invocation ends (None: no end, outside Lambda).
         Raises DownstreamError (the queue retries it, then parks it in the DLQ), or
         MediaUnavailable for a file a later receive may get (nothing was posted).
         """
@@ -188,7 +208,7 @@ class DownstreamForwarder:
         if message.inbox_id is not None:
             # The instance's own inbox, in the same downstream account (same URL and token).
             target = target.model_copy(update={"inbox_id": message.inbox_id})
-        post, placeholder = self._post_of(message, receive_count)
+        post, placeholder = self._post_of(message, receive_count, deadline)
         earlier = self._attempts.begin(message, self._clock())
         if earlier is not None:
             logger.info("forward retried: the helpdesk is searched first", extra={"instance": message.instance})
@@ -240,18 +260,20 @@ class DownstreamForwarder:
         else:
             self._outcomes.forwarded_with_placeholder(message.event_id, placeholder)
 
-    def _post_of(self, message: IncomingMessage, receive_count: int) -> tuple[DownstreamPost, str | None]:
+    def _post_of(
+        self, message: IncomingMessage, receive_count: int, deadline: Deadline | None
+    ) -> tuple[DownstreamPost, str | None]:
         """The message as the helpdesk takes it, and why its file is a placeholder (None: it is not)."""
         content = content_from({"content": message.content}) if message.content else Text(body=message.text)
         refers = content.target_id if isinstance(content, Reaction | Edit | Revoke) else message.reply_to
         refers_to = self._links.by_provider_id(message.instance, refers) if refers and self._links else None
         if not isinstance(content, MediaMessage):
             return downstream_post(content, refers_to=refers_to), None
-        file, reason = self._file(message, content, receive_count)
+        file, reason = self._file(message, content, receive_count, deadline)
         return downstream_post(content, file=file, unavailable=reason, refers_to=refers_to), reason
 
     def _file(
-        self, message: IncomingMessage, content: MediaMessage, receive_count: int
+        self, message: IncomingMessage, content: MediaMessage, receive_count: int, deadline: Deadline | None
     ) -> tuple[FileToPost | None, str | None]:
         """The message's file as bytes to post, or why it cannot be (a placeholder's reason).
 
@@ -262,15 +284,21 @@ class DownstreamForwarder:
         if media.stored is None and media.size is not None:
             # Not fetched: over WhatsApp's limit for its kind (the claim is refused as the bytes
             # would be), or over what the helpdesk takes.
-            if media.size > limits.max_bytes(media):
+            if media.size > limits.max_bytes(media.kind, animated=media.animated):
                 return None, "too_large"
             if media.size > HELPDESK_MAX_BYTES:
                 return None, "helpdesk_limit"
         if self._media is None:
             return None, "no_source"
+        fetch_by = deadline.sooner(self._reserve) if deadline is not None else None
+        if fetch_by is not None and fetch_by.passed() and media.stored is None:
+            # Not this file's fault: the invocation's earlier messages used its time.
+            raise MediaUnavailable("too_slow", "no time left in this invocation to fetch it", retryable=True)
         final = receive_count >= MEDIA_ATTEMPTS
         try:
-            ref = self._media.resolve(message.owner_tag, message.instance, message.provider_message_id, media)
+            ref = self._media.resolve(
+                message.owner_tag, message.instance, message.provider_message_id, media, deadline=fetch_by
+            )
             if ref.size > HELPDESK_MAX_BYTES:
                 return None, "helpdesk_limit"
             data = self._media.read(ref)

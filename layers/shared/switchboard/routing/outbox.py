@@ -59,6 +59,7 @@ from switchboard.core.identity import Principal
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
 from switchboard.messages.window import OUTSIDE_SERVICE_WINDOW
+from switchboard.providers import voice
 from switchboard.providers.base import MessageRevoker, OutgoingFile, Quote, SentMessage
 from switchboard.providers.content import Content, MediaMessage, Text
 from switchboard.providers.kinds import spec_for
@@ -86,7 +87,6 @@ MEDIA_VALIDITY = timedelta(days=14)
 # WhatsApp's (and the Cloud API's) limit on a media caption, in UTF-16 code units.
 CAPTION_LIMIT = 1024
 CAPTIONED_KINDS = frozenset({"image", "video", "document"})
-VOICE_MIME = "audio/ogg"  # the one format WhatsApp plays as a voice note (with the Opus codec)
 # What became of one claimed entry: all of it sent, failed (and told), paused (the provider cannot
 # take it now: the drain stops, keeping the order), or gone (finished or taken by another drain).
 Step = Literal["sent", "failed", "paused", "gone"]
@@ -610,7 +610,10 @@ class OutboxService:
         file = None
         if isinstance(part, MediaMessage):
             file = self._file(entry, part)
-            part = _playable(part, file, target.kind)
+            sent_as = voice.as_sent(part, file.mime_type, target.kind)
+            if sent_as is not part:
+                logger.info("voice note sent as audio", extra={"instance": entry.instance, "mime_type": file.mime_type})
+            part = sent_as
         return client.send_content(
             target, entry.phone, part, idempotency_key, quoted=quoted, file=file, uploaded=self._uploaded
         )
@@ -774,15 +777,6 @@ class OutboxService:
             if entry.message_id == message_id:
                 self._store.finish(entry, "FAILED", "deleted by the agent before it was sent", None)
                 return
-
-
-def _playable(part: MediaMessage, file: OutgoingFile, kind: str) -> MediaMessage:
-    """A voice note as the instance's kind can send one: OGG/Opus (what WhatsApp plays as a voice
-    note) always, any other audio only through a kind whose server converts it; elsewhere the
-    recording leaves as an audio file the customer can play, rather than not at all."""
-    if part.media.kind != "voice" or file.mime_type == VOICE_MIME or spec_for(kind).converts_voice_notes:
-        return part
-    return MediaMessage(media=part.media.model_copy(update={"kind": "audio"}))
 
 
 def _refusal(exc: SwitchboardError, kind: str) -> str:

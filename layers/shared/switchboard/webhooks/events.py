@@ -6,7 +6,8 @@ in two kinds, each owned by the capability whose state it changes:
 - an `AcceptWrite` joins the unit of work accepting the event (its dedupe marker and pending
   record) with its repository's operations: they commit exactly once with it, never again,
   and cost no request of their own. Only a write that cannot be refused belongs here (a counter,
-  say): a refused condition would cancel the event's acceptance with it.
+  say), or one whose refusal gives way (an optional update: a heard mark that only moves
+  forward): any other refused condition would cancel the event's acceptance with it.
 - an `EffectHandler` runs after that commit (a queue message, a state guarded by `seq`).
   Handlers must be idempotent: the ingest may run them again for the same event (a redelivery
   of an event whose effects were not all applied, or the sweep of pending events), and they

@@ -13,7 +13,9 @@ where the send may have gone. The provider's answer is sorted into what the pipe
 - `Transient`: `ProviderTimeout` or `ProviderUnavailable`: the job is retried (or the message
   ends, see `outcome.Outcomes.transient`).
 
-The ban watch hears each refusal and throttle; every attempt but a lost one is traced.
+The ban watch hears each refusal and throttle; every attempt but a lost one is traced. A voice note
+leaves as the route's kind can send one (`providers.voice`): one that is not OGG/Opus goes as an
+audio through a kind that does not convert it, and the trace says so (`send.voice_as_audio`).
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from switchboard.core.secrets import instance_token_name, provider_secret_name
 from switchboard.messages.domain import is_plain_text, media_of, quoted_id
 from switchboard.messages.ports import ContentSender
 from switchboard.messages.sending.trace import at, pending_route, provider_words, skip
+from switchboard.providers import voice
 from switchboard.providers.base import OutgoingFile, ProviderTarget, Quote
-from switchboard.providers.content import Content, Reaction, Template
+from switchboard.providers.content import Content, MediaMessage, Reaction, Template, header_file
 
 if TYPE_CHECKING:
     from switchboard.core.ports import Secrets
@@ -59,6 +62,7 @@ class Tried:
 @dataclass(frozen=True)
 class Sent(Tried):
     provider_message_id: str
+    instead: Template | None = None  # the fallback template that left in the message's place
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ class Attempts:
         except AlreadyFinal:
             return Lost(message)
         try:
-            provider_message_id = self._send(route, message, instead)
+            provider_message_id = self._send(number, route, message, instead, events)
         except ProviderThrottled as exc:
             # WhatsApp refused the number, not the message (nothing was sent): the ban watch
             # hears it, and the next number may send it now.
@@ -139,7 +143,7 @@ class Attempts:
             events.append(skip("send.attempt.failed", number, route, exc.code, **provider_words(exc)))
             return Transient(message, exc)
         events.append(at("message.sent", number, route, providerMessageId=provider_message_id))
-        return Sent(message, provider_message_id)
+        return Sent(message, provider_message_id, instead)
 
     def _mark_in_flight(self, message: Message, number: NumberRoutes, route: Route) -> Message:
         """Record the route before calling it. Raises AlreadyFinal when the lease was lost."""
@@ -148,7 +152,9 @@ class Attempts:
             return message
         return self._messages.record_in_flight(message, marked)
 
-    def _send(self, route: Route, message: Message, instead: Template | None = None) -> str:
+    def _send(
+        self, number: NumberRoutes, route: Route, message: Message, instead: Template | None, events: list[TraceEvent]
+    ) -> str:
         name = (
             instance_token_name(self._secrets, message.tenant, route.instance)
             if route.instance is not None
@@ -170,10 +176,17 @@ class Attempts:
             return client.send_text(target, message.to, message.text, idempotency_key=message.id).provider_message_id
         if not isinstance(client, ContentSender) or (instead is None and message.content is None):
             raise UnsupportedByProvider(f"a {route.kind} route sends text only")
+        content = instead or self._resolved(message)
+        if isinstance(content, MediaMessage) and content.media.stored is not None:
+            mime_type = content.media.stored.mime_type
+            sent_as = voice.as_sent(content, mime_type, route.kind)
+            if sent_as is not content:
+                events.append(at("send.voice_as_audio", number, route, mimeType=mime_type))
+                content = sent_as
         sent = client.send_content(
             target,
             message.to,
-            instead or self._resolved(message),
+            content,
             message.id,
             quoted=self._quote(message),
             file=self._file(message, instead),
@@ -206,14 +219,13 @@ class Attempts:
         return Quote(id=about, from_me=False, author=message.to)
 
     def _file(self, message: Message, instead: Template | None = None) -> OutgoingFile | None:
-        """The file leaving with the message: a media message's, or its template's header's."""
+        """The file leaving with the message: a media message's, or its template's or interactive
+        message's header's."""
         if instead is not None:
             media = instead.header_media()
         else:
             found = media_of(message)
-            media = found.media if found is not None else None
-            if media is None and isinstance(message.content, Template):
-                media = message.content.header_media()
+            media = found.media if found is not None else header_file(message.content)
         if media is None:
             return None
         ref = media.stored

@@ -33,6 +33,7 @@ from switchboard.messages.domain import (
     PendingRoute,
     SendJob,
     SendOutcome,
+    SentAs,
     TraceEvent,
     next_check_seconds,
 )
@@ -101,7 +102,9 @@ class Outcomes:
         events: list[TraceEvent],
         remember_affinity: bool,
         spam_history: KeptTexts | None,
+        sent_as: SentAs | None = None,
     ) -> SendOutcome:
+        """`sent_as`: the message's fallback template left in its place."""
         try:
             sent = self._messages.record_sent(
                 message,
@@ -114,6 +117,7 @@ class Outcomes:
                 remember_affinity=remember_affinity,
                 spam_history=spam_history,
                 counted_on=route.source,
+                sent_as=sent_as,
             )
         except AlreadyFinal:
             logger.warning("message finished by another delivery meanwhile", extra={"message_id": message.id})
@@ -125,7 +129,7 @@ class Outcomes:
         metrics.add_metric(name="MessagesSent", unit="Count", value=1)
         if self._usage is not None and route.source is not None:
             self._usage.sent(route.source)
-        if self._menus is not None:
+        if self._menus is not None and sent.sent_as is None:  # a template went: no menu is open
             self._menus.sent(sent, number_id=number.number_id, number=number.digits, kind=route.kind)
         self._observe_sent(route, sent)
         self._notify(sent, config)

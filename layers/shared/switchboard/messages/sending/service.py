@@ -16,6 +16,9 @@ Per job:
 - a fallback template: when no route sent a free-form message and a Cloud API number was passed
   over for the customer-service window (or refused it for that, 131047), the message's
   `fallback_template` leaves through that number instead (`message.fallback_template` traced);
+  when Meta accepted the free-form send and failed it later for the window (131047 in a status),
+  the receipt queues the message again and its template leaves through the number the content
+  left from, once (`Message.window_refused_at`);
 - `outcome`: SENT, FAILED, retried later, back to QUEUED (paced) or WAITING, each one conditional
   write, then a client webhook queued, best effort: it never fails the send.
 """
@@ -30,7 +33,15 @@ from pydantic import ValidationError
 from switchboard.core.clock import new_id
 from switchboard.core.errors import NotFound, ProviderThrottled, RetryLater
 from switchboard.core.observability import logger, metrics
-from switchboard.messages.domain import Claim, MessageStatus, SendJob, SendOutcome
+from switchboard.messages.domain import (
+    Claim,
+    MessageStatus,
+    PendingRoute,
+    SendJob,
+    SendOutcome,
+    SentAs,
+    TraceEvent,
+)
 from switchboard.messages.sending.attempt import Lost, Refused, Sent, Throttled, Transient
 from switchboard.messages.sending.plan import Unsendable
 from switchboard.messages.sending.trace import at, pending_route, skip
@@ -69,11 +80,14 @@ class SendingService:
         """
         draft, gates = self._prepare(job, attempt)
         planned = None if isinstance(draft, Unsendable) else draft
-        first = (
-            gates.first_open(planned.selection.numbers, free_form=not job.template)
-            if planned is not None and gates is not None
-            else None
-        )
+        first = None
+        if planned is not None and gates is not None:
+            numbers = planned.selection.numbers
+            first = (
+                _route_of(numbers, job.fallback)
+                if job.fallback is not None
+                else gates.first_open(numbers, free_form=not job.template)
+            )
         claim = self._claim(job, first)
         if claim is None:
             if job.wake is not None and self._woken_early(job):
@@ -132,6 +146,8 @@ class SendingService:
             return self._outcomes.failed(claim.message, plan.config, plan.reason, plan.events)
         message, config, events = plan.message, plan.config, plan.events
         unsent = _Unsent()
+        if message.window_refused_at is not None and message.sent_as is None:
+            return self._fallback_after_refusal(job, plan, gates, unsent, attempt)
         # A message that may already have left through its pending route (an ambiguous end there)
         # is resent through that route only, where the provider recognises the resend: through any
         # other route it would be a second copy, unless the key accepts copies.
@@ -202,6 +218,53 @@ class SendingService:
             attempt=attempt,
         )
 
+    def _fallback_after_refusal(
+        self, job: SendJob, plan: Plan, gates: MessageGates, unsent: _Unsent, attempt: int
+    ) -> SendOutcome:
+        """Meta accepted the free-form content and failed it later for the window: the fallback
+        template leaves through the route the content left through, traced as such; without that
+        route in the key's pool any more, the message ends FAILED `outside_service_window`."""
+        message, template = plan.message, plan.message.fallback_template
+        assert template is not None
+        left = PendingRoute(
+            number_id=message.number_id or "", instance=message.instance, provider_id=message.provider_id or ""
+        )
+        found = _route_of(plan.numbers, left)
+        if found is None:
+            plan.events.append(
+                TraceEvent(
+                    stage="message.fallback_template",
+                    data={"number": message.source_number, "instance": message.instance, "reason": "route_unavailable"},
+                )
+            )
+            return self._outcomes.failed(message, plan.config, OUTSIDE_SERVICE_WINDOW, plan.events)
+        number, route = found
+        plan.events.append(
+            at(
+                "message.fallback_template",
+                number,
+                route,
+                reason=OUTSIDE_SERVICE_WINDOW,
+                template=template.name,
+                language=template.language,
+                after="receipt.failed",  # Meta's status failed it after accepting the content
+            )
+        )
+        tried = self._attempts.make(message, number, route, plan.events, instead=template)
+        ended = self._after(tried, plan=plan, gates=gates, number=number, route=route, unsent=unsent, attempt=attempt)
+        if ended is not None:
+            return ended
+        return self._outcomes.unsent(
+            job,
+            tried.message,
+            plan.config,
+            plan.events,
+            refusal=unsent.refusal or OUTSIDE_SERVICE_WINDOW,
+            throttled=unsent.throttled,
+            held=None,
+            attempt=attempt,
+        )
+
     def _after(
         self,
         tried: Tried,
@@ -234,7 +297,7 @@ class SendingService:
                     events=events,
                     attempt=attempt,
                 )
-            case Sent(provider_message_id=provider_message_id):
+            case Sent(provider_message_id=provider_message_id, instead=instead):
                 return self._outcomes.sent(
                     message,
                     config=config,
@@ -244,6 +307,7 @@ class SendingService:
                     events=events,
                     remember_affinity=not plan.selection.keeps_affinity_after(number),
                     spam_history=gates.kept_after(route),
+                    sent_as=SentAs.template(instead) if instead is not None else None,
                 )
         return None
 
@@ -255,6 +319,17 @@ class SendingService:
         except NotFound:
             return False
         return current.status is MessageStatus.SENDING and current.lease_token == job.wake
+
+
+def _route_of(numbers: list[NumberRoutes], wanted: PendingRoute) -> tuple[NumberRoutes, Route] | None:
+    """`wanted` among the plan's numbers (None: the key no longer sends through it)."""
+    for number in numbers:
+        if number.number_id != wanted.number_id:
+            continue
+        for route in number.routes:
+            if (route.instance, route.provider_id) == (wanted.instance, wanted.provider_id):
+                return number, route
+    return None
 
 
 @dataclass
