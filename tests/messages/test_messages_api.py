@@ -325,3 +325,21 @@ def test_the_sample_sqs_event_runs_through_the_worker(http_api: HttpApi, aws: Aw
     event = sample_event("sqs_send.json")
 
     assert http_api.functions.invoke("SendWorkerFunction", event) == {"batchItemFailures": []}
+
+
+def test_a_refusal_names_the_fields_as_the_api_spells_them_never_the_validators_inside(
+    world: PoolWorld, aws: AwsResources
+) -> None:
+    """A menu's header is a text or a file: a wrong file type is told at `interactive.header.type`."""
+    menu = {"type": "buttons", "body": "Confirma?", "buttons": [{"id": "y", "title": "Sim"}]}
+    header = {"type": "audio", "mediaId": "med_0123456789abcdef"}
+    body = {"to": RECIPIENT, "interactive": {**menu, "header": header}}
+
+    answer = world.client.post("/api/messages", key=world.send_key, json_body=body)
+
+    assert answer.status == 422, answer.body
+    fields = {problem["field"] for problem in answer.json()["fields"]}
+    assert fields == {"interactive.header", "interactive.header.type"}
+    assert "interactive.header.type: Input should be 'image', 'video' or 'document'" in answer.json()["message"]
+    assert b"function-after" not in answer.body and b"InteractiveHeaderBody" not in answer.body
+    assert aws.queue_messages("SendQueue") == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, TypeVar, cast
@@ -134,8 +135,7 @@ _BOUNDS = ("ge", "gt", "le", "lt", "min_length", "max_length")
 
 
 def _field_problem(problem: dict[str, Any]) -> FieldProblem:
-    location = [str(part) for part in problem.get("loc", ())]
-    field = ".".join(location[1:] if location[:1] == ["body"] else location)
+    field = _location(problem)
     context = problem.get("ctx") or {}
     limit = next(
         (
@@ -148,11 +148,22 @@ def _field_problem(problem: dict[str, Any]) -> FieldProblem:
     return FieldProblem(field=field, reason=str(problem.get("type") or "invalid"), limit=limit)
 
 
-def _describe(problem: dict[str, Any]) -> str:
+# What pydantic puts in a location for the member of a union it tried: a model's class name
+# (`InteractiveHeaderBody`), a validator chain (`function-after[_one_source(), ...]`), a type
+# (`str`). The API's fields are camelCase and its positions integers, so these never name one.
+_UNION_MEMBER = re.compile(r"^(?:[A-Z]\w*|str|int|float|bool|list|dict|none)$|[\[(]")
+
+
+def _location(problem: dict[str, Any]) -> str:
     # The validator puts the request body first ("body"); a field of the body may itself be named
     # `body` (an interactive message's), so only that first part is dropped.
-    parts = list(problem.get("loc", ()))
-    location = ".".join(str(part) for part in (parts[1:] if parts[:1] == ["body"] else parts))
+    parts = [str(part) for part in problem.get("loc", ())]
+    parts = parts[1:] if parts[:1] == ["body"] else parts
+    return ".".join(part for part in parts if not _UNION_MEMBER.search(part))
+
+
+def _describe(problem: dict[str, Any]) -> str:
+    location = _location(problem)
     message = problem.get("msg") or problem.get("type", "invalid")
     return f"{location}: {message}" if location else str(message)
 
