@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import gzip
 import ipaddress
 import socket
 import ssl
@@ -20,11 +21,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from switchboard.core.errors import InvalidInput
+from switchboard.core.errors import DownstreamError, InvalidInput, ProviderTimeout
 from switchboard.core.outbound import PinnedTransport
 from switchboard.core.urls import LOOPBACK, IPAddress, OutboundPolicy
+from switchboard.media.uploads import fetch_under_policy
 from switchboard.messages.webhook_http import HttpxPoster
 from switchboard.providers.http import ProviderHttp
+from switchboard.providers.media_fetch import fetch_url
+from switchboard.routing.attachments import FetchRefused, fetch_from_helpdesk
 from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.domain import DownstreamPost, DownstreamTarget, IncomingMessage
 
@@ -305,3 +309,114 @@ def test_given_loopback_allowed_then_a_client_webhook_redirect_is_not_followed(
 
     assert status == 302
     assert paths == ["/redirect"]
+
+
+def test_given_a_client_webhook_answering_an_endless_body_then_only_its_status_is_read() -> None:
+    pulled: list[int] = []
+
+    def endless() -> Iterator[bytes]:
+        for _ in range(4096):  # 256 MB if it were all read
+            pulled.append(1)
+            yield bytes(64 * 1024)
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=endless()))
+
+    status = HttpxPoster(local_mode=True, transport=transport).post("https://hooks.example.com/in", b"{}", {})
+
+    assert status == 200
+    assert len(pulled) <= 2  # the first chunk of 64 KB, and the one that goes past it
+
+
+def _compressing(asked: list[str]) -> httpx.MockTransport:
+    """A server that records the encoding asked for and answers gzip whatever it was."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("accept-encoding", ""))
+        body = gzip.compress(b"%PDF-1.7\n" + bytes(4 * 1024 * 1024))  # 4 MB in a few KB
+        return httpx.Response(200, content=body, headers={"content-encoding": "gzip"})
+
+    return httpx.MockTransport(handle)
+
+
+def _fetch_helpdesk(transport: httpx.MockTransport) -> object:
+    return fetch_from_helpdesk(transport=transport)("https://chat.example.com/f", "https://chat.example.com", 1024)
+
+
+def _fetch_client_url(transport: httpx.MockTransport) -> object:
+    return fetch_under_policy(transport=transport)("https://files.example.com/f.pdf", 1024)
+
+
+def _fetch_provider_media(transport: httpx.MockTransport) -> object:
+    http = ProviderHttp("wuzapi", local_mode=False, transport=transport)
+    return fetch_url(
+        http, "https://wuz.example.com/f", hosts=frozenset({"wuz.example.com"}), headers={}, max_bytes=1024
+    )
+
+
+@pytest.mark.parametrize(
+    ("fetch", "words"),
+    [
+        (_fetch_helpdesk, "did not hand it over (DecodingError)"),
+        (_fetch_client_url, "could not be fetched"),
+        (_fetch_provider_media, "unreadable answer"),
+    ],
+)
+def test_given_a_file_sent_compressed_then_it_was_asked_as_stored_and_is_never_inflated(
+    fetch: typing.Callable[[httpx.MockTransport], object], words: str
+) -> None:
+    asked: list[str] = []
+
+    with pytest.raises((FetchRefused, InvalidInput, ProviderTimeout)) as refused:
+        fetch(_compressing(asked))
+
+    assert asked == ["identity"]
+    assert words in str(refused.value)
+
+
+def _bomb(asked: list[str]) -> httpx.MockTransport:
+    """A server of a tenant's that answers every call with an endless body, or a compressed one
+    that inflates far past anything an answer holds, whatever encoding it was asked for."""
+
+    def endless() -> typing.Iterator[bytes]:
+        for _ in range(4096):  # 256 MB if it were all read
+            asked.append("chunk")
+            yield b" " * (64 * 1024)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("accept-encoding", ""))
+        if request.url.path.endswith("/gzip"):
+            body = gzip.compress(b"{" + b" " * (64 * 1024 * 1024) + b"}")
+            return httpx.Response(200, content=body, headers={"content-encoding": "gzip"})
+        return httpx.Response(200, content=endless())
+
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize("path", ["/endless", "/gzip"])
+def test_given_a_provider_answering_an_endless_or_inflating_body_then_the_answer_is_refused_unread(path: str) -> None:
+    asked: list[str] = []
+    http = ProviderHttp("wuzapi", local_mode=False, transport=_bomb(asked))
+
+    with pytest.raises(ProviderTimeout, match="unreadable answer"):
+        http.request("POST", "https://wuz.example.com", path, route="/chat/send/text", headers={}, body={})
+
+    assert asked[0] == "identity"
+    assert asked.count("chunk") <= 70  # 4 MB read at most, in 64 KB chunks
+
+
+@pytest.mark.parametrize("path", ["/endless", "/gzip"])
+def test_given_a_helpdesk_answering_an_endless_or_inflating_body_then_the_answer_is_refused_unread(path: str) -> None:
+    asked: list[str] = []
+    downstream = ChatwootClient(local_mode=False, transport=_bomb(asked))
+    target = DownstreamTarget(
+        base_url=f"https://chat.example.com{path}", account_id=1, inbox_id=1, api_token="t0ken", source="tenant"
+    )
+    message = IncomingMessage(
+        event_id="e1", instance="i1", owner_tag=None, provider_message_id="m1", sender="5511999999999", text="hi"
+    )
+
+    with pytest.raises(DownstreamError, match="unreadable answer"):
+        downstream.post_incoming(target, message, DownstreamPost(content="hi"))
+
+    assert asked[0] == "identity"
+    assert asked.count("chunk") <= 520  # 32 MB read at most, in 64 KB chunks

@@ -18,6 +18,7 @@ from pynamodb.exceptions import CancellationReason, TransactWriteError, VerboseC
 
 from switchboard import bootstrap
 from switchboard.core import store
+from switchboard.core.errors import InvalidInput
 from switchboard.core.store import IntegerAttribute, TableItem
 from tests.core.test_coldstart import handler_sources
 from tools.coldstart import TEMPLATE_ENVIRONMENT
@@ -160,6 +161,24 @@ def test_a_refusal_can_be_a_function_of_the_refusal(table: Any) -> None:
     uow.put(counter("taken"), Counter.pk.does_not_exist(), refused=lambda refusal: Refused(refusal.code))
     with pytest.raises(Refused, match="ConditionalCheckFailed"):
         uow.commit()
+
+
+@pytest.mark.parametrize(("emptied", "value"), [("pk", ""), ("sk", ""), ("logsk", ""), ("logsk", "9" * 1100)])
+def test_a_cursor_with_an_empty_or_oversized_key_value_is_refused_before_dynamodb_sees_it(
+    emptied: str, value: str
+) -> None:
+    # DynamoDB refuses an empty string in a key attribute of ExclusiveStartKey, and a sort key
+    # over 1 KB (a 500 if it got there); moto lets both through, so the check is ours.
+    given = {"pk": "MESSAGE#m1", "sk": "#META", "logpk": "MSGLOG#acme", "logsk": "2026-12-06T23:36:05+00:00#m1"}
+    cursor = store.encode_cursor({name: {"S": value} for name, value in given.items()})
+    assert cursor is not None
+    assert store.decode_cursor(cursor, "logpk", "MSGLOG#acme", "logsk")["pk"] == {"S": "MESSAGE#m1"}
+    crafted = store.encode_cursor({name: {"S": value if name == emptied else kept} for name, kept in given.items()})
+    assert crafted is not None
+
+    with pytest.raises(InvalidInput) as refused:
+        store.decode_cursor(crafted, "logpk", "MSGLOG#acme", "logsk")
+    assert refused.value.code == "invalid_cursor"
 
 
 def test_an_optional_update_refused_alone_gives_way_to_the_others(table: Any) -> None:

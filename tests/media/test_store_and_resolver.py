@@ -183,6 +183,28 @@ def test_a_media_url_on_another_host_is_never_fetched(s3: Any) -> None:
     assert server.requests == []
 
 
+def test_an_endless_media_body_is_read_no_further_than_the_kinds_limit(s3: Any) -> None:
+    chunk = bytes(64 * 1024)
+    pulled: list[int] = []
+
+    def endless() -> Iterator[bytes]:
+        yield files.png()
+        for _ in range(1024):  # 64 MB, far over an image's 5 MB, if it were all read
+            pulled.append(len(chunk))
+            yield chunk
+
+    server = Server(lambda request: httpx.Response(200, content=endless()))
+    target = ProviderTarget(kind="wuzapi", base_url="https://wuz.example.com", provider_instance_id="i1")
+    media = media_of(s3, WuzapiClient(local_mode=True, transport=server.transport), target)
+    by_url = Media(kind="image", source=MediaSource(via="url", url="https://media.s3.us-east-1.amazonaws.com/u/1.png"))
+
+    with pytest.raises(MediaUnavailable) as refused:
+        media.resolve("acme", INSTANCE, "m9", by_url)
+
+    assert refused.value.reason == "too_large"
+    assert sum(pulled) <= 5 * 1024 * 1024 + len(chunk)
+
+
 def test_wuzapi_s3_url_and_download_route(s3: Any) -> None:
     data = files.png()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import boto3
 import pytest
@@ -205,6 +206,27 @@ def test_bad_filters_are_a_4xx(world: PoolWorld, query: str) -> None:
     answer = world.client.get(f"/api/webhook-deliveries{query}", key=world.tenant.admin)
 
     assert answer.status in (400, 422), answer.body
+
+
+@pytest.mark.parametrize(
+    ("times", "statuses"),
+    [
+        # A time without its offset is UTC, as everywhere in the API, beside one with it.
+        ({"since": "2026-01-01T00:00:00", "until": "2026-01-02T00:00:00Z"}, (202, 200, 200)),
+        # Times whose UTC falls before year 1 or after year 9999: the client's mistake.
+        ({"since": "0001-01-01T00:00:00+01:00", "until": "2026-01-02T00:00:00Z"}, (422, 422, 422)),
+        ({"since": "2026-01-01T00:00:00Z", "until": "9999-12-31T23:59:59-01:00"}, (422, 422, 422)),
+    ],
+)
+def test_times_without_an_offset_or_out_of_range_are_never_a_server_error(
+    world: PoolWorld, times: dict[str, str], statuses: tuple[int, int, int]
+) -> None:
+    replayed = world.client.post("/api/webhook-deliveries/replay", key=world.tenant.admin, json_body=times)
+    query = "?" + urlencode(times)
+    listed = world.client.get(f"/api/webhook-deliveries{query}", key=world.tenant.admin)
+    logged = world.client.get(f"/api/messages{query}", key=world.tenant.admin)
+
+    assert (replayed.status, listed.status, logged.status) == statuses, replayed.body
 
 
 def test_the_delivery_item_keeps_its_stored_names(

@@ -4,6 +4,7 @@ object checked on first use (size, sha256, type by its bytes, the kind's limit).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -122,6 +123,17 @@ def test_bytes_that_are_not_what_was_declared_are_refused(s3: Any) -> None:
         uploads.claim("acme", executable, "document")
 
 
+def test_an_amr_recording_is_a_voice_note_and_every_executable_form_is_refused(s3: Any) -> None:
+    uploads = MediaUploads(s3, BUCKET)
+    amr = uploaded(s3, uploads, b"#!AMR\n" + b"\x3c" * 32, "audio/amr")
+    assert uploads.claim("acme", amr, "voice").mime_type == "audio/amr"
+    for magic in (b"#!/bin/sh\n", b"\xfe\xed\xfa\xcf", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xce"):
+        executable = uploaded(s3, uploads, magic + b"\x00" * 16, "application/pdf")
+        with pytest.raises(UnknownReference) as refused:
+            uploads.claim("acme", executable, "document")
+        assert refused.value.code == "bad_type"
+
+
 def test_a_file_over_its_kinds_limit_is_refused(s3: Any) -> None:
     uploads = MediaUploads(s3, BUCKET)
     big_image = PNG + b"\x00" * MAX_BYTES["image"]
@@ -155,6 +167,24 @@ def test_a_url_is_fetched_once_into_the_bucket(s3: Any) -> None:
 def test_a_url_the_outbound_policy_refuses_is_never_fetched(url: str) -> None:
     with pytest.raises(InvalidInput):
         fetch_under_policy()(url, 1024)
+
+
+def test_a_url_whose_file_trickles_in_is_a_client_error_within_the_request() -> None:
+    seconds = itertools.count()  # one second passes per byte read
+    sent: list[int] = []
+
+    def trickle() -> Iterator[bytes]:
+        for _ in range(1000):
+            sent.append(1)
+            yield b"%"
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=trickle()))
+    fetch = fetch_under_policy(transport=transport, clock=lambda: float(next(seconds)))
+
+    with pytest.raises(InvalidInput) as refused:
+        fetch("https://files.example.test/r.pdf", 1024)
+    assert refused.value.code == "media_url_failed"
+    assert len(sent) <= 10
 
 
 def test_a_file_the_bucket_no_longer_holds_is_expired(s3: Any) -> None:

@@ -211,3 +211,22 @@ def test_the_accounts_status_webhook_through_the_handler_updates_the_cache_and_a
 def signed(body: bytes) -> dict[str, str]:
     digest = hmac.new(APP_SECRET.encode(), body, hashlib.sha256).hexdigest()
     return {"X-Hub-Signature-256": f"sha256={digest}"}
+
+
+def test_another_tenants_number_has_no_templates_to_show_and_an_agent_key_reads_none(
+    client: Client, cloud: dict[str, str], graph: Graph, make_tenant: Callable[..., TenantKeys]
+) -> None:
+    other = make_tenant("globex")
+    agent = client.post(
+        "/api/api-keys", key=cloud["admin"], json_body={"name": "desk", "scopes": ["agent"], "attendantId": "att-1"}
+    )
+    assert agent.status == 201, agent.body
+
+    theirs = client.get(f"/api/numbers/{cloud['number']}/templates?refresh=true", key=other.admin)
+    by_agent = client.get(f"/api/numbers/{cloud['number']}/templates", key=agent.json()["key"])
+    by_send_key = client.get(f"/api/numbers/{cloud['number']}/templates", key=cloud["send"])
+
+    assert (theirs.status, theirs.json()["error"]) == (404, "not_found")
+    assert by_agent.status == 403
+    assert by_send_key.status == 200
+    assert len(graph.reads) == 1  # the send key's read alone reached the Graph API

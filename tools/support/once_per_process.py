@@ -30,7 +30,7 @@ def share_botocore_loader() -> None:
             loaders[key] = create(search_path_string)
         return loaders[key]
 
-    botocore.session.create_loader = shared  # type: ignore[assignment]
+    botocore.session.create_loader = shared
 
 
 def share_moto_cognito_key() -> None:
@@ -52,7 +52,7 @@ def share_moto_cognito_key() -> None:
         def __getattr__(self, name: str) -> Any:
             return RSAKey if name == "RSAKey" else getattr(jwk, name)
 
-    models.jwk = Jwk()  # type: ignore[assignment]
+    setattr(models, "jwk", Jwk())  # noqa: B010 - moto does not export the name it reads
 
 
 def install() -> None:

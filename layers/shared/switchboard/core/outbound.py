@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import httpcore
 import httpx
 
+from switchboard.core.clock import Deadline
 from switchboard.core.urls import (
     DEFAULT_PORTS,
     IPAddress,
@@ -44,6 +45,70 @@ class _Checked:
 
 
 _CHECKED: ContextVar[_Checked | None] = ContextVar("switchboard_outbound_checked", default=None)
+
+
+# A body is asked for as it is: httpx would otherwise ask for it compressed and inflate each chunk
+# whole before any bound is checked (one gzip chunk of 64 KB inflates to 64 MB, and layered
+# encodings multiply that).
+UNCOMPRESSED = {"accept-encoding": "identity"}
+# The most an answer of a server's API may hold (a provider's): their answers are short JSON, a
+# file in base64 aside (whose routes give their own bound).
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+
+
+def read_bounded(response: httpx.Response, max_bytes: int, deadline: Deadline | None = None) -> tuple[bytes, bool]:
+    """A streamed answer's body as it came (asked for with `UNCOMPRESSED`), read no further than
+    `max_bytes` (True beside it when the body goes on past them; the rest is never read) and, with
+    a `deadline`, no later than it.
+
+    httpx's timeouts bound each read, not the whole: a body trickled a few bytes at a time would
+    otherwise hold the caller as long as the sender likes. Raises httpx.ReadTimeout past the
+    deadline, and httpx.DecodingError for a body sent compressed all the same (never inflated).
+    """
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise httpx.DecodingError(f"the body came {encoding}-encoded, not as asked", request=response.request)
+    # A body already in memory (an answer built whole, as test transports give) is read as it is.
+    chunks = iter([response.content]) if response.is_stream_consumed else response.iter_raw()
+    data = bytearray()
+    for chunk in chunks:
+        data.extend(chunk)
+        if len(data) > max_bytes:
+            return bytes(data[:max_bytes]), True
+        if deadline is not None and deadline.passed():
+            raise httpx.ReadTimeout("the body took longer than allowed to arrive", request=response.request)
+    return bytes(data), False
+
+
+def request_bounded(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    max_bytes: int = MAX_ANSWER_BYTES,
+    headers: dict[str, str] | None = None,
+    **content: typing.Any,
+) -> tuple[httpx.Response, bool]:
+    """`client.request(...)` whose answer is asked for as it is (`UNCOMPRESSED`) and read no
+    further than `max_bytes`: the server is one a tenant configured, and an answer read whole
+    (or inflated whole) would hold or exhaust a function that serves every tenant. `content`: the
+    request's `json`, `params`, `data`, `files`, `timeout`, `extensions`.
+
+    The answer holding what was read, and whether its body went on past `max_bytes`. Raises
+    httpx.DecodingError for an answer sent compressed all the same, and httpx's transport errors.
+    """
+    request = client.build_request(method, url, headers={**(headers or {}), **UNCOMPRESSED}, **content)
+    response = client.send(request, stream=True)
+    try:
+        data, over = read_bounded(response, max_bytes)
+    finally:
+        response.close()
+    # The bytes as read: no encoding or length of the wire's is kept beside them.
+    kept = {name: value for name, value in response.headers.items() if name.lower() not in _WIRE_HEADERS}
+    return httpx.Response(response.status_code, headers=kept, content=data, request=request), over
+
+
+_WIRE_HEADERS = {"content-encoding", "content-length", "transfer-encoding"}
 
 
 class PinnedTransport(httpx.HTTPTransport):

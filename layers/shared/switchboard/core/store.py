@@ -508,6 +508,9 @@ def encode_cursor(key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(json.dumps(plain, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+MAX_CURSOR_KEY_BYTES = 1024  # DynamoDB's bound on a sort key value
+
+
 def decode_cursor(cursor: str, partition_name: str, partition: str, sort_name: str) -> dict[str, Any]:
     """The ExclusiveStartKey of `cursor`, if it is one a listing of this partition gave."""
     try:
@@ -517,7 +520,11 @@ def decode_cursor(cursor: str, partition_name: str, partition: str, sort_name: s
     if (
         not isinstance(plain, dict)
         or plain.get(partition_name) != partition
-        or not all(isinstance(value, str) for value in plain.values())
+        # DynamoDB refuses an empty key value, or a sort key over 1 KB, in a starting key with an
+        # error of its own (a 500 here); no key it gave is either.
+        or not all(
+            isinstance(value, str) and 0 < len(value.encode()) <= MAX_CURSOR_KEY_BYTES for value in plain.values()
+        )
         or set(plain) != {"pk", "sk", partition_name, sort_name}
     ):
         raise InvalidInput("cursor is not one this listing gave", code="invalid_cursor")

@@ -6,6 +6,7 @@ the catalog's own bodies and views at cold start."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 from pydantic import AfterValidator, ConfigDict, StringConstraints, field_validator, model_validator
@@ -35,6 +36,22 @@ InstanceName = Annotated[str, StringConstraints(pattern=INSTANCE_NAME_PATTERN)]
 Name = Annotated[core_model.Name, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
 Secret = Annotated[core_model.Name, StringConstraints(min_length=8, max_length=4096)]
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$", max_length=2048)]
+
+
+def _in_utc(moment: datetime) -> datetime:
+    """A time a client names, in UTC: without an offset it is UTC already; one whose UTC falls
+    outside the years 1 to 9999 is the client's mistake (a ValueError: 422), never a comparison or
+    conversion that fails later (a naive time beside an aware one, or `astimezone` overflowing)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError("the time is out of range in UTC") from exc
+
+
+# A time a body or query names (a listing's `since` and `until`), as an aware UTC datetime.
+Instant = Annotated[datetime, AfterValidator(_in_utc)]
 
 
 class Body(Model):

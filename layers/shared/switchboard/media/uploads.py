@@ -22,6 +22,7 @@ import base64
 import binascii
 import hashlib
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,9 +30,9 @@ from typing import Any
 
 import httpx
 
-from switchboard.core.clock import utcnow
+from switchboard.core.clock import Deadline, utcnow
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, UnknownReference
-from switchboard.core.outbound import PinnedTransport
+from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.media import limits, sniff
 from switchboard.media.ports import MediaUnavailable
@@ -192,29 +193,47 @@ class MediaUploads:
         return data
 
 
-FETCH_TIMEOUT_SECONDS = 10.0
+# The send API fetches a client's URL inside its request (its function has 10 s): the connection,
+# each read and the whole body are bounded within that, so a slow or silent URL is a 400 to its
+# client, never the function's timeout (a 5xx, and its Idempotency-Key left in progress).
+FETCH_TIMEOUT_SECONDS = 3.0
+FETCH_DEADLINE_SECONDS = 6.0
 
 
-def fetch_under_policy(*, local_mode: bool = False) -> Callable[[str, int], tuple[bytes, str]]:
+def fetch_under_policy(
+    *,
+    local_mode: bool = False,
+    transport: httpx.BaseTransport | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Callable[[str, int], tuple[bytes, str]]:
     """`MediaUploads`' `fetch`: one GET under the outbound URL policy (the address checked as it is
-    dialled, no redirects, no proxy), read no further than `max_bytes`."""
+    dialled, no redirects, no proxy), asked for uncompressed and read no further than `max_bytes`
+    and for no longer than `FETCH_DEADLINE_SECONDS` (`clock`'s seconds). `transport`: the pinned
+    one unless a test gives its own."""
     policy = OutboundPolicy.configured(local_mode=local_mode)
     client = httpx.Client(
-        timeout=FETCH_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False, transport=PinnedTransport(policy)
+        timeout=FETCH_TIMEOUT_SECONDS,
+        follow_redirects=False,
+        trust_env=False,
+        transport=transport or PinnedTransport(policy),
     )
 
     def fetch(url: str, max_bytes: int) -> tuple[bytes, str]:
         checked = check_outbound_url(url, resolve=False, policy=policy)
         try:
-            with client.stream("GET", checked) as response:
+            deadline = Deadline.after(FETCH_DEADLINE_SECONDS, clock)
+            with client.stream("GET", checked, headers=UNCOMPRESSED) as response:
                 if response.status_code != 200:
                     raise InvalidInput(f"the media URL answered {response.status_code}", code="media_url_failed")
-                data = bytearray()
-                for chunk in response.iter_bytes():
-                    data.extend(chunk)
-                    if len(data) > max_bytes:
-                        raise PayloadTooLarge(f"the file is over {max_bytes} bytes", code="too_large")
-                return bytes(data), response.headers.get("content-type", "")
+                data, over = read_bounded(response, max_bytes, deadline)
+                if over:
+                    raise PayloadTooLarge(f"the file is over {max_bytes} bytes", code="too_large")
+                return data, response.headers.get("content-type", "")
+        except httpx.TimeoutException as exc:
+            raise InvalidInput(
+                f"the media URL did not hand the file over within {FETCH_DEADLINE_SECONDS:g} s; upload it instead",
+                code="media_url_failed",
+            ) from exc
         except httpx.HTTPError as exc:
             raise InvalidInput("the media URL could not be fetched", code="media_url_failed") from exc
 

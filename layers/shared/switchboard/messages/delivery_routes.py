@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
@@ -13,6 +12,7 @@ from switchboard.core.api.auth import requires
 from switchboard.core.api.errors import documented
 from switchboard.core.api.query import statuses
 from switchboard.core.identity import Principal, Scope
+from switchboard.core.wire import Instant
 from switchboard.messages.delivery_log import DELIVERY_STATUSES, MAX_DELIVERY_PAGE, DeliveryFilter
 from switchboard.messages.delivery_schemas import DeliveryPageView, DeliveryView, ReplayedRangeView, ReplayRange
 from switchboard.messages.deps import delivery_log
@@ -38,8 +38,8 @@ def list_deliveries(  # every filter is a query parameter, passed by name
     event: Annotated[str | None, Query(max_length=64, description="`message.sent`, ...")] = None,
     api_key: Annotated[str | None, Query(alias="apiKey", max_length=64)] = None,
     instance: Annotated[str | None, Query(max_length=64)] = None,
-    since: Annotated[datetime | None, Query(description="First attempted at or after.")] = None,
-    until: Annotated[datetime | None, Query(description="First attempted at or before.")] = None,
+    since: Annotated[Instant | None, Query(description="First attempted at or after.")] = None,
+    until: Annotated[Instant | None, Query(description="First attempted at or before.")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_DELIVERY_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=2048)] = None,
 ) -> DeliveryPageView:

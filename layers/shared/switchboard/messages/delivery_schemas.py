@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from switchboard.core.wire import Body, View
+from switchboard.core.wire import Body, Instant, View
 from switchboard.messages.delivery_log import Delivery, DeliveryAttempt, DeliveryPage, DeliveryStatus, ReplayedRange
 
 STATUS_WORDS = (
@@ -88,8 +88,8 @@ class DeliveryPageView(View):
 
 
 class ReplayRange(Body):
-    since: datetime = Field(strict=False, description="The first attempt's time, from (included).")
-    until: datetime = Field(strict=False, description="The first attempt's time, to (included).")
+    since: Instant = Field(strict=False, description="The first attempt's time, from (included).")
+    until: Instant = Field(strict=False, description="The first attempt's time, to (included).")
     cursor: str | None = Field(default=None, max_length=2048, description="The previous answer's, to go on.")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler.depends import Depends
@@ -16,6 +15,7 @@ from switchboard.core.api.query import statuses
 from switchboard.core.clock import utcnow
 from switchboard.core.errors import InvalidInput, UnsupportedByProvider
 from switchboard.core.identity import Principal, Scope
+from switchboard.core.wire import Instant
 from switchboard.messages.deps import client_webhook_deliverer, media_uploads, message_service
 from switchboard.messages.domain import (
     MAX_LOG_PAGE,
@@ -143,8 +143,8 @@ def list_messages(  # every filter is a query parameter, passed by name
     to: Phone = None,
     from_: Annotated[str | None, Query(alias="from", pattern=RECIPIENT_PATTERN)] = None,
     api_key: Annotated[str | None, Query(alias="apiKey", max_length=64)] = None,
-    since: Annotated[datetime | None, Query()] = None,
-    until: Annotated[datetime | None, Query()] = None,
+    since: Annotated[Instant | None, Query()] = None,
+    until: Annotated[Instant | None, Query()] = None,
     type_: Annotated[str | None, Query(alias="type", max_length=32)] = None,
     limit: Limit = 50,
     cursor: Cursor = None,

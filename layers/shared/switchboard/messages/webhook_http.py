@@ -14,6 +14,7 @@ from switchboard.core.urls import OutboundPolicy
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
+MAX_ANSWER_BYTES = 64 * 1024
 
 
 class HttpxPoster:
@@ -30,4 +31,13 @@ class HttpxPoster:
 
         Raises InvalidInput when the URL's host resolves to an address the policy refuses.
         """
-        return self._client.post(url, content=body, headers=headers).status_code
+        # Only the status counts. A short body is read to its end, so the connection goes back to
+        # the pool; past `MAX_ANSWER_BYTES` the rest is never read (the connection is closed): a
+        # receiver answering an endless body holds the deliverer no longer than that.
+        with self._client.stream("POST", url, content=body, headers=headers) as response:
+            read = 0
+            for chunk in response.iter_raw():
+                read += len(chunk)
+                if read > MAX_ANSWER_BYTES:
+                    break
+            return response.status_code

@@ -71,6 +71,7 @@ from switchboard.core.errors import (
     provider_text,
 )
 from switchboard.core.model import Model
+from switchboard.core.outbound import MAX_ANSWER_BYTES
 from switchboard.providers import envelope, evolution_send, wa_message
 from switchboard.providers.base import (
     WHATSAPP_TEXT_CHARS,
@@ -93,7 +94,7 @@ from switchboard.providers.base import (
     display_name,
 )
 from switchboard.providers.content import Content, Interactive, MediaMessage, MediaSource, Revoke, content_data
-from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, path_segment
+from switchboard.providers.http import DEFAULT_READ_TIMEOUT_SECONDS, ProviderHttp, base64_answer_bytes, path_segment
 from switchboard.providers.kinds import ProviderKind, WebhookScheme
 from switchboard.providers.messaging_only import MessagingOnly
 
@@ -139,6 +140,12 @@ class _NumbersAnswer(RootModel[list[_OnWhatsApp]]):
 
 
 _CONNECTION_CLOSED = frozenset({"Connection Closed", "Error: Connection Closed"})
+
+
+def _answer_bound(file: OutgoingFile | None) -> int:
+    """What a send's answer may hold: the message sent, whose `message.base64` is the whole file
+    when the instance's webhook carries base64 (`sendMessageWithTyping` returns `messageRaw`)."""
+    return base64_answer_bytes(len(file.data)) if file is not None else MAX_ANSWER_BYTES
 
 
 class EvolutionClient(MessagingOnly):
@@ -190,10 +197,10 @@ class EvolutionClient(MessagingOnly):
             header, content = content.header_first()
             if header is not None:
                 first = evolution_send.request_for(phone, header, quoted=quoted, file=file)
-                self._send(target, first.action, first.body)
+                self._send(target, first.action, first.body, max_answer_bytes=_answer_bound(file))
                 quoted, file = None, None
         request = evolution_send.request_for(phone, content, quoted=quoted, file=file)
-        return self._send(target, request.action, request.body)
+        return self._send(target, request.action, request.body, max_answer_bytes=_answer_bound(file))
 
     def revoke(self, target: ProviderTarget, phone: str, provider_message_id: str) -> None:
         """`DELETE /chat/deleteMessageForEveryone/{instance}` `{id, fromMe, remoteJid}`
@@ -208,11 +215,19 @@ class EvolutionClient(MessagingOnly):
         if not response.is_success:
             raise _error_for(response, self._http.label("DELETE", route), sending=True)
 
-    def _send(self, target: ProviderTarget, action: str, body: dict[str, Any]) -> SentMessage:
+    def _send(
+        self, target: ProviderTarget, action: str, body: dict[str, Any], *, max_answer_bytes: int = MAX_ANSWER_BYTES
+    ) -> SentMessage:
         path = f"/message/{action}/{path_segment(target.provider_instance_id)}"
         route = f"/message/{action}/{{instance}}"
         response = self._http.request(
-            "POST", target.base_url, path, route=route, headers=self._headers(target), body=body
+            "POST",
+            target.base_url,
+            path,
+            route=route,
+            headers=self._headers(target),
+            body=body,
+            max_answer_bytes=max_answer_bytes,
         )
         label = self._http.label("POST", route)
         if not response.is_success:

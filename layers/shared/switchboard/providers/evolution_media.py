@@ -19,7 +19,7 @@ from switchboard.core.clock import Deadline
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
-from switchboard.providers.http import ProviderHttp, path_segment
+from switchboard.providers.http import ProviderHttp, base64_answer_bytes, path_segment
 from switchboard.providers.media_fetch import fetch_storage_url
 
 BASE64_ROUTE = "/chat/getBase64FromMediaMessage/{instance}"
@@ -56,6 +56,7 @@ def download(
         route=BASE64_ROUTE,
         headers=headers,
         body={"message": {"key": key}, "convertToMp4": False},
+        max_answer_bytes=base64_answer_bytes(max_bytes),
         deadline=deadline,
     )
     if response.status_code in (400, 404):  # "Message not found": the server no longer has it

@@ -8,13 +8,17 @@ the host, the query or a token. The mapping:
 
 - connection refused, connect timeout, no pooled connection: `ProviderUnavailable` (not sent);
 - read/write timeout, connection dropped after sending: `ProviderTimeout` (outcome unknown);
-- 2xx whose body cannot be read: `ProviderTimeout` (it may have been applied);
+- 2xx whose body cannot be read, or is over its bound: `ProviderTimeout` (it may have been applied);
 - 5xx and 429: `ProviderUnavailable`; any other non-2xx: `ProviderRejected`.
 
 A request may carry its caller's deadline (`core.clock.Deadline`: the forwarder's, what is left of
 its invocation): it is not sent once the deadline passed, each of its waits (connecting, each read)
 is cut to the time left, and its answer's body stops between two chunks once the deadline passes,
 however steadily a slow server sends it. It then raises `DeadlinePassed`.
+
+An answer is asked for uncompressed and read no further than its bound (`MAX_ANSWER_BYTES`, or a
+file's base64 where the route carries one): provider servers are configured by tenants, and an
+endless or inflating answer read whole would exhaust a function that serves every tenant.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from switchboard.core.errors import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from switchboard.core.outbound import PinnedTransport
+from switchboard.core.outbound import MAX_ANSWER_BYTES, PinnedTransport, request_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 
 CONNECT_TIMEOUT_SECONDS = 3.0
@@ -46,6 +50,12 @@ Answer = TypeVar("Answer", bound=BaseModel)
 _ERROR_CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 _DEADLINE = "switchboard.deadline"  # the request extension a deadline travels in to the transport
+
+
+def base64_answer_bytes(file_bytes: int) -> int:
+    """The bound of an answer that carries a file of `file_bytes` in base64: the file's base64
+    beside an ordinary answer's room."""
+    return file_bytes * 4 // 3 + 4 + MAX_ANSWER_BYTES
 
 
 def path_segment(value: str) -> str:
@@ -92,6 +102,7 @@ class ProviderHttp:
         params: dict[str, str] | None = None,
         files: dict[str, Any] | None = None,
         deadline: Deadline | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> httpx.Response:
         """Send one request to `base_url + path` (with the query `params`); `route` is the path
         template used in errors, which never show the query.
@@ -99,30 +110,75 @@ class ProviderHttp:
         Raises InvalidInput when the URL breaks the outbound policy, and the transport errors
         above; the caller decides what a non-2xx answer means. `files`: a multipart body
         (httpx's `files`) instead of JSON. `deadline`: the request stops there (`DeadlinePassed`).
+        An answer over `max_answer_bytes`, or sent compressed, is a `ProviderTimeout`.
         """
+        response, over = self._exchange(
+            method,
+            base_url.rstrip("/") + path,
+            route=route,
+            headers=headers,
+            max_bytes=max_answer_bytes,
+            deadline=deadline,
+            json=body,
+            params=params,
+            files=files,
+        )
+        if over:
+            raise ProviderTimeout(f"{self.label(method, route)}: unreadable answer, the outcome is unknown")
+        return response
+
+    def get_bounded(
+        self,
+        base_url: str,
+        path: str,
+        *,
+        route: str,
+        headers: dict[str, str],
+        max_bytes: int,
+        deadline: Deadline | None = None,
+    ) -> tuple[httpx.Response, bool]:
+        """`GET base_url + path` as `request` sends it, its body read no further than `max_bytes`:
+        the answer holding what was read, and whether the body went on past `max_bytes` (the rest
+        is never read, so an endless body costs no more than the bound)."""
+        return self._exchange(
+            "GET", base_url.rstrip("/") + path, route=route, headers=headers, max_bytes=max_bytes, deadline=deadline
+        )
+
+    def _exchange(
+        self,
+        method: str,
+        target: str,
+        *,
+        route: str,
+        headers: dict[str, str],
+        max_bytes: int,
+        deadline: Deadline | None,
+        **content: Any,
+    ) -> tuple[httpx.Response, bool]:
         # What the URL itself shows; the transport resolves the host and checks its addresses.
-        url = check_outbound_url(base_url.rstrip("/") + path, resolve=False, policy=self._policy)
+        url = check_outbound_url(target, resolve=False, policy=self._policy)
         label = self.label(method, route)
-        timing: dict[str, Any] = {}
         if deadline is not None:
             left = deadline.left()
             if left <= 0:
                 raise DeadlinePassed(f"{label}: not sent, its deadline passed")
             waits = min(self._read_timeout, left)
-            timing = {
-                "timeout": httpx.Timeout(waits, connect=min(CONNECT_TIMEOUT_SECONDS, left)),
-                "extensions": {_DEADLINE: deadline},
-            }
+            content["timeout"] = httpx.Timeout(waits, connect=min(CONNECT_TIMEOUT_SECONDS, left))
+            content["extensions"] = {_DEADLINE: deadline}
+        if content.get("files") is not None:
+            content.pop("json", None)
+        else:
+            content.pop("files", None)
         try:
-            if files is not None:
-                return self._client.request(method, url, headers=headers, files=files, params=params, **timing)
-            return self._client.request(method, url, headers=headers, json=body, params=params, **timing)
+            return request_bounded(self._client, method, url, max_bytes=max_bytes, headers=headers, **content)
         except httpx.TransportError as exc:
             if deadline is not None and deadline.passed():
                 raise DeadlinePassed(f"{label}: stopped at its deadline ({type(exc).__name__})") from exc
             if isinstance(exc, _NOT_SENT):
                 raise ProviderUnavailable(f"{label}: could not connect") from exc
             raise ProviderTimeout(f"{label}: no answer ({type(exc).__name__})") from exc
+        except httpx.DecodingError as exc:  # sent compressed though asked as it is: unread
+            raise ProviderTimeout(f"{label}: unreadable answer, the outcome is unknown") from exc
 
     def label(self, method: str, route: str) -> str:
         return f"{self._provider} {method} {route}"

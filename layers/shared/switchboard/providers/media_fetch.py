@@ -3,7 +3,7 @@
 A URL is fetched only when its host is the provider's own base URL host or one its kind
 documents (Meta's media host, Amazon S3's endpoints for a server storing media in S3), under
 the outbound URL policy (the pinned transport checks every address it resolves: no SSRF
-through a media URL), without redirects.
+through a media URL), without redirects, its body read no further than the kind's limit.
 """
 
 from __future__ import annotations
@@ -50,16 +50,17 @@ def fetch_url(
     origin = f"{parts.scheme}://{parts.netloc}"
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        response = http.request("GET", origin, path, route=DOWNLOAD_ROUTE, headers=headers, deadline=deadline)
+        response, over = http.get_bounded(
+            origin, path, route=DOWNLOAD_ROUTE, headers=headers, max_bytes=max_bytes, deadline=deadline
+        )
     except InvalidInput as refused:
         raise MediaNotFetched("forbidden_url", str(refused)) from refused
     if response.status_code in (404, 410):
         raise MediaNotFetched("expired", f"the media URL answered {response.status_code}")
     http.expect_success(response, http.label("GET", DOWNLOAD_ROUTE))
-    data = response.content
-    if len(data) > max_bytes:
-        raise MediaNotFetched("too_large", f"{len(data)} bytes")
-    return data
+    if over:
+        raise MediaNotFetched("too_large", f"over {max_bytes} bytes")
+    return response.content
 
 
 def fetch_storage_url(

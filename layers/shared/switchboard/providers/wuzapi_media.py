@@ -18,7 +18,7 @@ from switchboard.core.clock import Deadline
 from switchboard.core.model import Model
 from switchboard.providers.base import DownloadedMedia, MediaNotFetched, ProviderTarget
 from switchboard.providers.content import MediaSource
-from switchboard.providers.http import ProviderHttp
+from switchboard.providers.http import ProviderHttp, base64_answer_bytes
 from switchboard.providers.media_fetch import fetch_storage_url
 
 ROUTES = {"image": "image", "sticker": "image", "video": "video", "audio": "audio", "voice": "audio"}
@@ -53,6 +53,7 @@ def download(
         route=route,
         headers={"token": target.instance_token or ""},
         body=body,
+        max_answer_bytes=base64_answer_bytes(max_bytes),
         deadline=deadline,
     )
     answer = http.answer(response, _Answer, http.label("POST", route))

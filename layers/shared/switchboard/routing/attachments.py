@@ -10,7 +10,8 @@ the webhook is handled, never later:
   webhook is authenticated, but a URL in it never makes switchboard fetch from elsewhere;
 - each redirect (at most `MAX_REDIRECTS`) is followed under the outbound URL policy, the
   address checked as it is dialled, no proxy from the environment;
-- the bytes are read no further than the largest kind's limit, typed by their bytes and stored
+- the bytes are read no further than the largest kind's limit, within a deadline (a body that
+  trickles in is refused, told to the agent), typed by their bytes and stored
   under the tenant's prefix; the reply carries the reference, never the bytes.
 
 Which WhatsApp kind a file leaves as is decided by its bytes: an image WhatsApp shows (JPEG or
@@ -23,14 +24,16 @@ it (Evolution); elsewhere as an audio file (`routing.outbox`): nothing here tran
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Protocol
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from switchboard.core.clock import Deadline
 from switchboard.core.errors import InvalidInput, PayloadTooLarge, SwitchboardError, UnknownReference
-from switchboard.core.outbound import PinnedTransport
+from switchboard.core.outbound import UNCOMPRESSED, PinnedTransport, read_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.media import limits
 from switchboard.providers.content import Content, Location, Media, MediaKind, MediaMessage, MediaRef
@@ -39,6 +42,9 @@ from switchboard.routing.outbox import Attachment, AttachmentUnavailable
 
 MAX_REDIRECTS = 3
 FETCH_TIMEOUT_SECONDS = 10.0
+# A file's whole fetch, redirects included: the webhook's function has 29 s, and a file still
+# trickling in then would end it with the reply neither queued nor told to the agent.
+FETCH_DEADLINE_SECONDS = 15.0
 _FILE_TYPES: dict[str, MediaKind] = {"image": "image", "video": "video", "audio": "audio", "file": "document"}
 
 
@@ -114,9 +120,15 @@ def _kinds(kind: MediaKind) -> list[MediaKind]:
     return [kind] if kind == "document" else [kind, "document"]
 
 
-def fetch_from_helpdesk(*, local_mode: bool = False, transport: httpx.BaseTransport | None = None) -> Fetch:
+def fetch_from_helpdesk(
+    *,
+    local_mode: bool = False,
+    transport: httpx.BaseTransport | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Fetch:
     """A `Fetch` under the outbound URL policy: the first URL on the downstream's origin, each
-    redirect checked again, no proxy, read no further than `max_bytes`. Raises `FetchRefused`.
+    redirect checked again, no proxy, read no further than `max_bytes` and for no longer than
+    `FETCH_DEADLINE_SECONDS` in all (`clock`'s seconds). Raises `FetchRefused`.
     `transport`: the pinned transport unless a test gives its own."""
     policy = OutboundPolicy.configured(local_mode=local_mode)
     client = httpx.Client(
@@ -129,6 +141,7 @@ def fetch_from_helpdesk(*, local_mode: bool = False, transport: httpx.BaseTransp
     def fetch(url: str, allowed_origin: str, max_bytes: int) -> tuple[bytes, str]:
         if _origin(url) != _origin(allowed_origin):
             raise FetchRefused("its URL is not on the helpdesk's own host")
+        deadline = Deadline.after(FETCH_DEADLINE_SECONDS, clock)
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             try:
@@ -136,18 +149,16 @@ def fetch_from_helpdesk(*, local_mode: bool = False, transport: httpx.BaseTransp
             except InvalidInput as exc:
                 raise FetchRefused("its URL is refused by the outbound URL policy") from exc
             try:
-                with client.stream("GET", current) as response:
+                with client.stream("GET", current, headers=UNCOMPRESSED) as response:
                     if response.is_redirect and "location" in response.headers:
                         current = urljoin(current, response.headers["location"])
                         continue
                     if response.status_code != 200:
                         raise FetchRefused(f"the helpdesk answered {response.status_code}")
-                    data = bytearray()
-                    for chunk in response.iter_bytes():
-                        data.extend(chunk)
-                        if len(data) > max_bytes:
-                            raise FetchRefused(f"the file is over {max_bytes} bytes")
-                    return bytes(data), response.headers.get("content-type", "")
+                    data, over = read_bounded(response, max_bytes, deadline)
+                    if over:
+                        raise FetchRefused(f"the file is over {max_bytes} bytes")
+                    return data, response.headers.get("content-type", "")
             except InvalidInput as exc:  # an address the policy refuses, found as it was dialled
                 raise FetchRefused("its URL is refused by the outbound URL policy") from exc
             except httpx.HTTPError as exc:

@@ -20,12 +20,15 @@ from switchboard.core.api.body import read_answer
 from switchboard.core.errors import DownstreamError
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
-from switchboard.core.outbound import PinnedTransport
+from switchboard.core.outbound import PinnedTransport, request_bounded
 from switchboard.core.urls import OutboundPolicy, check_outbound_url
 from switchboard.routing.domain import DownstreamPost, DownstreamTarget, FileToPost, IncomingMessage, PostedIncoming
 
 CONNECT_TIMEOUT_SECONDS = 3.0
 READ_TIMEOUT_SECONDS = 10.0
+# The most one answer may hold: a page of messages is 20 of up to 150,000 characters each (12 MB
+# in 4-byte UTF-8); anything past this is not Chatwoot answering.
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
 
 
 _Answer = TypeVar("_Answer", bound=BaseModel)
@@ -369,17 +372,23 @@ class ChatwootClient:
         # What the URL itself shows; the transport resolves the host and checks its addresses.
         check_outbound_url(url, resolve=False, policy=self._policy)
         try:
-            response = self._client.request(
+            response, over = request_bounded(
+                self._client,
                 method,
                 url,
+                max_bytes=MAX_ANSWER_BYTES,
                 json=body,
                 params=params,
                 data=form,
                 files=files,
                 headers={"api_access_token": target.api_token},
             )
+        except httpx.DecodingError as exc:  # sent compressed though asked as it is
+            raise DownstreamError(f"{label}: unreadable answer") from exc
         except httpx.HTTPError as exc:
             raise DownstreamError(f"{label}: no answer ({type(exc).__name__})") from exc
+        if over:
+            raise DownstreamError(f"{label}: unreadable answer (over {MAX_ANSWER_BYTES} bytes)")
         if not response.is_success:
             raise DownstreamError(f"{label}: refused ({response.status_code})", status=response.status_code)
         return response
