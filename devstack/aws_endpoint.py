@@ -25,6 +25,10 @@ endpoint installs an item-level backup instead (`devstack.moto_transactions`), s
 does not slow down as its tables fill, as DynamoDB does not. A FIFO queue remembers the
 deduplication ids it accepted for SQS's five minutes, deleted messages included
 (`devstack.moto_fifo`), as SQS does.
+
+moto's server finds each request's service by listing its own package's folders again (a listdir
+and a stat of each of ~150 entries: about 10 ms a request, more than most requests' own work); an
+installed package's folders do not change while it runs, so the endpoint lists them once.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from botocore.config import Config
+from moto import backends
 from moto.core.common_models import BaseModel
 from moto.core.model_instances import model_data
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -175,12 +180,19 @@ def forget_model_instances() -> None:
                 model.instances_tracked = []  # type: ignore[attr-defined]  # the list moto's metaclass gives each model class
 
 
+def list_moto_modules_once() -> None:
+    """moto's own folders, listed once per process (idempotent)."""
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules
+
+
 class AwsEndpoint:
     """moto server on 127.0.0.1:`port` (0 picks a free port), serialised, served by threads."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
         moto_transactions.install()
         moto_fifo.install()
+        list_moto_modules_once()
         forget_model_instances()
         self._app = SerializedApp(DomainDispatcherApplication(create_backend_app))
         self._server = Server(self._app, name="aws-endpoint", host=host, port=port, handler=QuietMotoHandler)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import socket
 import threading
+from functools import partial
 from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
 from devstack.background import Background
+
+POLL_SECONDS = 0.05
 
 
 class _TrackingServer(ThreadedWSGIServer):
@@ -47,7 +50,8 @@ class Server:
     ) -> None:
         self._server = _TrackingServer(host, port, app, handler=handler)
         self._threads = Background()
-        self._threads.add(self._server.serve_forever, name=name)
+        # `shutdown()` waits for the loop's next poll: half a second by default, on every stop.
+        self._threads.add(partial(self._server.serve_forever, poll_interval=POLL_SECONDS), name=name)
 
     @property
     def port(self) -> int:

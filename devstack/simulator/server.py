@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
 import httpx
@@ -48,7 +49,9 @@ class Simulator:
     def start(self, host: str = "127.0.0.1", port: int = 0, media_port: int = 0) -> str:
         self._media.start(host, media_port)
         self._server = make_server(host, port, self.app, threaded=True)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="simulator", daemon=True)
+        # Polled every 50 ms, not 0.5 s: `shutdown()` waits for the next poll on every stop.
+        serve = partial(self._server.serve_forever, poll_interval=0.05)
+        self._thread = threading.Thread(target=serve, name="simulator", daemon=True)
         start_in_background(self._thread)
         return self.base_url
 
