@@ -538,6 +538,8 @@ export default {
   "error.field.string_pattern_mismatch": "Invalid format.",
   "error.field.string_too_short": "Too short: at least {limit} characters.",
   "error.field.string_too_long": "Too long: at most {limit} characters.",
+  "error.field.too_long": "Too long: at most {limit} characters.",
+  "error.field.too_short": "Too short: at least {limit} characters.",
   "error.field.greater_than_equal": "Must be at least {limit}.",
   "error.field.greater_than": "Must be greater than {limit}.",
   "error.field.less_than_equal": "Must be at most {limit}.",

@@ -538,6 +538,8 @@ export default {
   "error.field.string_pattern_mismatch": "Formato inválido.",
   "error.field.string_too_short": "Curto demais: pelo menos {limit} caracteres.",
   "error.field.string_too_long": "Longo demais: no máximo {limit} caracteres.",
+  "error.field.too_long": "Longo demais: no máximo {limit} caracteres.",
+  "error.field.too_short": "Curto demais: pelo menos {limit} caracteres.",
   "error.field.greater_than_equal": "Precisa ser pelo menos {limit}.",
   "error.field.greater_than": "Precisa ser maior que {limit}.",
   "error.field.less_than_equal": "Precisa ser no máximo {limit}.",
