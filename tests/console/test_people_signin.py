@@ -3,8 +3,9 @@ who signs in with the temporary password, chooses their own and lands on the cal
 refusal is shown at its field, in the interface's language; a disabled person's tab is refused
 at once, on the API and on live updates, while an app's API key goes on working; signing out ends
 the person's tokens; a person turns on an authenticator app from the console (after their
-password), types its code at the next sign-in and turns it off with their password and its code; another tenant's person sees nothing of this one; an English browser gets
-the English console."""
+password), types its code at the next sign-in and turns it off with their password and its
+code; another tenant's person sees nothing of this one; an English browser gets the English
+console."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from switchboard.people.domain import ProofRefused
 from switchboard.people.signin import PoolProof, PoolSignIn, SignInRefused
 
 EMAIL = "ana@acme.example.com"
-PASSWORD = "Sb-second-Pass2"  # noqa: S105 - a test password
+PASSWORD = "Sb-second-Pass2"
 TOKENS = {"AccessToken": "proof-access", "RefreshToken": "proof-refresh", "IdToken": "proof-id", "ExpiresIn": 3600}
 
 
