@@ -141,9 +141,12 @@ export const api = {
   signOut: () => (session.isPerson() ? request("POST", "/api/sign-out") : Promise.resolve(null)),
   // A person's own authenticator app (two-step verification).
   authenticator: () => request("GET", "/api/me/authenticator"),
-  startAuthenticator: () => request("POST", "/api/me/authenticator"),
+  // Making a new secret and turning it off take the person's password (and the app's current code
+  // while one is on): the tab's token alone changes nothing.
+  startAuthenticator: (password, code) =>
+    request("POST", "/api/me/authenticator", code ? { password, code } : { password }),
   confirmAuthenticator: (code) => request("POST", "/api/me/authenticator/confirm", { code }),
-  turnOffAuthenticator: () => request("DELETE", "/api/me/authenticator"),
+  turnOffAuthenticator: (password, code) => request("DELETE", "/api/me/authenticator", { password, code }),
   users: () => request("GET", "/api/users"),
   inviteUser: (body) => request("POST", "/api/users", body),
   updateUser: (id, changes) => request("PATCH", `/api/users/${enc(id)}`, changes),

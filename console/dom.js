@@ -157,7 +157,9 @@ export function fieldError(control, message) {
 export function errorText(error) {
   if (!error) return "";
   if (error.status === 0 && error.code === "network") return t("error.network");
-  const known = error.code && tMaybe(`error.code.${error.code}`);
+  // A refusal at a field may have words of its own (`error.code.<code>.<field>`).
+  const field = error.body && typeof error.body.field === "string" ? error.body.field : null;
+  const known = error.code && ((field && tMaybe(`error.code.${error.code}.${field}`)) || tMaybe(`error.code.${error.code}`));
   if (known) return known;
   if (typeof error.status === "number" && error.status >= 500) return t("error.server");
   if (typeof error.status === "number" && error.status >= 400) return t("error.refused");

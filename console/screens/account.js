@@ -1,8 +1,10 @@
 // A signed-in person's own account: two-step verification with an authenticator app, turned on
 // (a new secret as a link the phone's app opens and as text to type, confirmed by the app's first
-// code) or off (after a confirmation). From then on signing in asks for the app's code.
+// code), replaced by another app, or turned off. From then on signing in asks for the app's code.
+// Each change first asks for the person's password, and while an app is on for its current code:
+// the API refuses a change on the tab's token alone, so an open tab is not the account.
 import { api } from "../api.js";
-import { h, clear, field, uid, copyField, confirmDialog, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
+import { h, clear, field, uid, copyField, showRefusal, clearRefusal, refusalSlot } from "../dom.js";
 import { t } from "../i18n.js";
 
 /** The secret in groups of four, as people copy it into an app by hand. */
@@ -40,24 +42,75 @@ export function mount(main, { me, notify }) {
 
   function render(enabled) {
     clear(state, h("strong", {}, t(enabled ? "account.twoStep.on" : "account.twoStep.off")));
-    const slot = refusalSlot();
-    const button = h(
-      "button",
-      { type: "button", class: enabled ? "danger" : "", onclick: () => (enabled ? turnOff(button, slot) : start(button, slot)) },
-      t(enabled ? "account.twoStep.turnOff" : "account.twoStep.turnOn"),
-    );
-    clear(body, h("div", { class: "actions" }, button), slot);
+    const actions = enabled
+      ? [
+          h("button", { type: "button", class: "secondary", onclick: () => prove("replace") }, t("account.twoStep.replace")),
+          h("button", { type: "button", class: "danger", onclick: () => prove("turnOff") }, t("account.twoStep.turnOff")),
+        ]
+      : [h("button", { type: "button", onclick: () => prove("start") }, t("account.twoStep.turnOn"))];
+    clear(body, h("div", { class: "actions" }, actions));
   }
 
-  async function start(button, slot) {
-    clearRefusal(null, slot);
-    button.disabled = true;
-    try {
-      setUp(await api.startAuthenticator());
-    } catch (error) {
-      button.disabled = false;
-      showRefusal(error, { slot, context: t("account.twoStep.startFailed") });
-    }
+  /** The person's password, and the current code of the app in use (replacing or turning it off),
+   * before the change: a refusal is said at its field, and nothing changed. */
+  function prove(change) {
+    const withCode = change !== "start";
+    const password = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true });
+    const code = h("input", {
+      type: "text",
+      name: "code",
+      inputmode: "numeric",
+      autocomplete: "one-time-code",
+      maxlength: "6",
+      pattern: "[0-9]{6}",
+      required: true,
+      spellcheck: "false",
+    });
+    const intro = { start: "account.twoStep.proveStart", replace: "account.twoStep.proveReplace", turnOff: "account.twoStep.proveTurnOff" };
+    const submitText = { start: "account.twoStep.continue", replace: "account.twoStep.continue", turnOff: "account.twoStep.turnOff" };
+    const failed = { start: "account.twoStep.startFailed", replace: "account.twoStep.replaceFailed", turnOff: "account.twoStep.turnOffFailed" };
+    const submit = h("button", { type: "submit", class: change === "turnOff" ? "danger" : "" }, t(submitText[change]));
+    const cancel = h("button", { type: "button", class: "secondary", onclick: () => reload() }, t("common.cancel"));
+    const slot = refusalSlot();
+    const formTitle = uid("two-step-proof");
+    const form = h(
+      "form",
+      { class: "stack", novalidate: true, "aria-labelledby": formTitle },
+      h("h3", { id: formTitle }, t("account.twoStep.proveTitle")),
+      h("p", {}, t(intro[change])),
+      field(t("account.twoStep.password"), password, t("account.twoStep.passwordHint")),
+      withCode ? field(t("signin.mfa.label"), code, t("signin.mfa.hint")) : null,
+      h("div", { class: "actions" }, submit, cancel),
+      slot,
+    );
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearRefusal(form, slot);
+      const digits = code.value.replace(/\s/g, "");
+      const problems = [];
+      if (!password.value) problems.push({ field: "password", reason: "missing" });
+      if (withCode && !/^[0-9]{6}$/.test(digits)) problems.push({ field: "code", reason: "mfa_format" });
+      if (problems.length) {
+        showRefusal({ code: "validation_error", body: { fields: problems } }, { form, slot });
+        return;
+      }
+      submit.disabled = true;
+      try {
+        if (change === "turnOff") {
+          await api.turnOffAuthenticator(password.value, digits);
+          render(false);
+          notify.info(t("account.twoStep.turnedOff"));
+          main.querySelector("h1").focus();
+        } else {
+          setUp(await api.startAuthenticator(password.value, withCode ? digits : undefined));
+        }
+      } catch (error) {
+        submit.disabled = false;
+        showRefusal(error, { form, slot, context: t(failed[change]) });
+      }
+    });
+    clear(body, form);
+    password.focus();
   }
 
   /** The new secret, and the app's first code to confirm it. */
@@ -116,27 +169,6 @@ export function mount(main, { me, notify }) {
       form,
     );
     code.focus();
-  }
-
-  async function turnOff(button, slot) {
-    const sure = await confirmDialog({
-      title: t("account.twoStep.turnOffTitle"),
-      text: t("account.twoStep.turnOffText"),
-      confirm: t("account.twoStep.turnOff"),
-      cancel: t("common.cancel"),
-    });
-    if (!sure) return;
-    clearRefusal(null, slot);
-    button.disabled = true;
-    try {
-      await api.turnOffAuthenticator();
-      render(false);
-      notify.info(t("account.twoStep.turnedOff"));
-      main.querySelector("h1").focus();
-    } catch (error) {
-      button.disabled = false;
-      showRefusal(error, { slot, context: t("account.twoStep.turnOffFailed") });
-    }
   }
 
   reload();

@@ -2,9 +2,10 @@
 who signs in with the temporary password, chooses their own and lands on the calls panel; a
 refusal is shown at its field, in the interface's language; a disabled person's tab is refused
 at once, on the API and on live updates, while an app's API key goes on working; signing out ends
-the person's tokens; a person turns on an authenticator app from the console and types its code
-at the next sign-in; another tenant's person sees nothing of this one; an English browser gets
-the English console."""
+the person's tokens; a person turns on an authenticator app from the console (after their
+password), types its code at the next sign-in and turns it off with their password and its
+code; another tenant's person sees nothing of this one; an English browser gets the English
+console."""
 
 from __future__ import annotations
 
@@ -177,6 +178,14 @@ def test_a_person_turns_on_an_authenticator_app_from_the_console_and_then_signs_
     two_step = page.get_by_role("region", name="Verificação em duas etapas")
     expect(two_step).to_contain_text("Desativada: você entra só com a senha.")
     two_step.get_by_role("button", name="Ativar com um aplicativo autenticador").click()
+    # The tab's token alone makes no secret: the person's password first, refused at its field.
+    own_password = two_step.get_by_label("Sua senha", exact=True)
+    own_password.fill(password + "x")
+    two_step.get_by_role("button", name="Continuar").click()
+    expect(own_password).to_have_attribute("aria-invalid", "true")
+    expect(two_step.get_by_text("Esta não é a sua senha: nada mudou.")).to_be_visible()
+    own_password.fill(password)
+    two_step.get_by_role("button", name="Continuar").click()
     secret = two_step.get_by_label("Chave para digitar no aplicativo").input_value().replace(" ", "")
     link = two_step.get_by_role("link", name="Abrir no aplicativo autenticador")
     expect(link).to_have_attribute("href", re.compile(rf"^otpauth://totp/switchboard:.+\?secret={secret}&"))
@@ -209,6 +218,20 @@ def test_a_person_turns_on_an_authenticator_app_from_the_console_and_then_signs_
     page.get_by_role("button", name="Confirmar e acessar").click()
 
     expect(page.get_by_role("heading", level=1, name=CALLS_TITLE)).to_be_visible()
+
+    # Turning it off takes the password and the app's current code: a wrong code changes nothing.
+    page.get_by_role("navigation", name="Principal").get_by_role("link", name="Sua conta").click()
+    two_step = page.get_by_role("region", name="Verificação em duas etapas")
+    two_step.get_by_role("button", name="Desativar a verificação em duas etapas").click()
+    two_step.get_by_label("Sua senha", exact=True).fill(password)
+    code = two_step.get_by_label("Código de 6 dígitos")
+    code.fill(wrong_code(secret))
+    two_step.get_by_role("button", name="Desativar a verificação em duas etapas").click()
+    expect(code).to_have_attribute("aria-invalid", "true")
+    expect(two_step.get_by_text("O código não confere com o aplicativo em uso agora: nada mudou.")).to_be_visible()
+    code.fill(current_code(secret))
+    two_step.get_by_role("button", name="Desativar a verificação em duas etapas").click()
+    expect(two_step).to_contain_text("Desativada: você entra só com a senha.")
 
 
 def test_an_english_browser_gets_the_english_console_the_first_time(browser: Browser, stack: Stack) -> None:

@@ -247,7 +247,11 @@ def test_a_person_turns_on_an_authenticator_app_then_signs_in_with_its_code_and_
     # A key has no authenticator app.
     assert api.get("/api/me/authenticator", key=acme.admin).json()["error"] == "not_a_person"
 
-    made = api.post("/api/me/authenticator", key=token)
+    # The token alone makes no secret: the password proves the person first.
+    assert api.post("/api/me/authenticator", key=token).status == 422
+    wrong = api.post("/api/me/authenticator", key=token, json_body={"password": PASSWORD})
+    assert (wrong.status, wrong.json()["error"], wrong.json()["field"]) == (403, "proof_refused", "password")
+    made = api.post("/api/me/authenticator", key=token, json_body={"password": NEW_PASSWORD})
     assert made.status == 200, made.body
     secret = made.json()["secret"]
     assert made.json()["uri"] == (
@@ -273,12 +277,45 @@ def test_a_person_turns_on_an_authenticator_app_then_signs_in_with_its_code_and_
     assert signed.status == 200, signed.body
     second_token = signed.json()["accessToken"]
     assert api.get("/api/me", key=second_token).json()["scopes"] == ["agent"]
-    actions = [entry["action"] for entry in api.get("/api/audit", key=acme.admin).json()]
-    assert "user.authenticator.enable" in actions
 
-    assert api.delete("/api/me/authenticator", key=second_token).json() == {"enabled": False}
+    # Replacing the app that is on needs its current code too, before a new secret is made.
+    replace = api.post("/api/me/authenticator", key=second_token, json_body={"password": NEW_PASSWORD})
+    assert (replace.status, replace.json()["error"], replace.json()["field"]) == (403, "proof_refused", "code")
+    replace = api.post(
+        "/api/me/authenticator", key=second_token, json_body={"password": NEW_PASSWORD, "code": wrong_code}
+    )
+    assert (replace.status, replace.json()["field"]) == (403, "code")
+    replaced = api.post(
+        "/api/me/authenticator",
+        key=second_token,
+        json_body={"password": NEW_PASSWORD, "code": totp(secret, time.time())},
+    )
+    assert replaced.status == 200, replaced.body
+
+    # Turning it off: the token with a wrong password or code changes nothing.
+    for proof, field in (
+        ({"password": PASSWORD, "code": totp(secret, time.time())}, "password"),
+        ({"password": NEW_PASSWORD, "code": wrong_code}, "code"),
+    ):
+        off = api.delete("/api/me/authenticator", key=second_token, json_body=proof)
+        assert (off.status, off.json()["error"], off.json()["field"]) == (403, "proof_refused", field), off.body
+    assert api.delete("/api/me/authenticator", key=second_token).status == 422
+    assert api.get("/api/me/authenticator", key=second_token).json() == {"enabled": True}
+    off = api.delete(
+        "/api/me/authenticator",
+        key=second_token,
+        json_body={"password": NEW_PASSWORD, "code": totp(secret, time.time())},
+    )
+    assert off.json() == {"enabled": False}, off.body
     again = api.post("/api/sign-in", json_body={"email": "ana@acme.example.com", "password": NEW_PASSWORD})
     assert again.json()["accessToken"] and again.json()["challenge"] is None
+
+    # The audit log names the person, never the password, the code or the secret.
+    entries = api.get("/api/audit", key=acme.admin).json()
+    actions = [entry["action"] for entry in entries]
+    assert {"user.authenticator.enable", "user.authenticator.disable"} <= set(actions)
+    logged = str(entries)
+    assert NEW_PASSWORD not in logged and secret not in logged
 
 
 def test_signing_out_refuses_every_token_of_the_person_at_once(api: Client, acme: TenantKeys) -> None:

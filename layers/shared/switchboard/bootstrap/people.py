@@ -88,8 +88,14 @@ def pool_sign_in(c: Components) -> PoolSignIn:
 
 @component
 def authenticator_service(c: Components) -> AuthenticatorService:
-    """A person's authenticator app: the pool's calls that their own access token authorizes."""
+    """A person's authenticator app: the pool's calls that their own access token authorizes, each
+    change after a sign-in of theirs through the console's app client proves them."""
     from switchboard.people.authenticator import AuthenticatorService
     from switchboard.people.cognito import CognitoAuthenticatorApps
+    from switchboard.people.signin import PoolProof
 
-    return AuthenticatorService(CognitoAuthenticatorApps(c.client("cognito-idp")), audit_log(c))
+    if not c.settings.user_pool_client_id:
+        raise RuntimeError("USER_POOL_CLIENT_ID is not configured")
+    client = c.client("cognito-idp")
+    proof = PoolProof(client, c.settings.user_pool_client_id)
+    return AuthenticatorService(CognitoAuthenticatorApps(client), proof, audit_log(c))

@@ -14,7 +14,7 @@ from enum import StrEnum
 
 from pydantic import ConfigDict
 
-from switchboard.core.errors import InvalidInput
+from switchboard.core.errors import Forbidden, InvalidInput
 from switchboard.core.identity import Principal, Scope, user_principal
 from switchboard.core.model import Model
 
@@ -93,3 +93,10 @@ class CodeNotConfirmed(InvalidInput):
     secret is pending): the app is not turned on."""
 
     code = "mfa_code_refused"
+
+
+class ProofRefused(Forbidden):
+    """The password, or the authenticator app's current code, given to change the person's
+    two-step verification is not theirs: nothing changed. `field` says which (`password`, `code`)."""
+
+    code = "proof_refused"

@@ -71,3 +71,15 @@ class AuthenticatorApps(Protocol):
     def set_enabled(self, access_token: str, enabled: bool) -> None:
         """Make the app their sign-in step (a verified secret), or stop asking for it."""
         ...
+
+
+class FactorProof(Protocol):
+    """Proof that whoever holds a person's access token also knows their password and holds their
+    authenticator app: a sign-in for them at the user pool, whose tokens are dropped unread."""
+
+    def prove(self, email: str, password: str, code: str | None) -> bool:
+        """Sign `email` in with `password`, then, when the pool asks for their authenticator app's
+        code, answer it with `code`. Returns whether the pool asked (their app is on). Raises
+        ProofRefused (`field`: `password` or `code`, also for a code the pool asked for and none
+        was given) and RateLimited once the pool locks their sign-in after repeated failures."""
+        ...

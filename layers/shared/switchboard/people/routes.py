@@ -26,6 +26,8 @@ from switchboard.people.schemas import (
     SessionView,
     SetNewPassword,
     SignIn,
+    StartAuthenticator,
+    TurnOffAuthenticator,
     UpdateUser,
     UsersView,
     UserView,
@@ -109,10 +111,15 @@ def get_authenticator(apps: Authenticators, principal: Person, token: AccessToke
 
 
 @router.post("/api/me/authenticator", tags=["users"], responses=AUTHENTICATOR_ERRORS)
-def start_authenticator(apps: Authenticators, principal: Person, token: AccessToken) -> AuthenticatorSecretView:
-    """A new secret for an authenticator app (TOTP): as an `otpauth://` URI and as text. Sign-in
-    does not change until the app's first code confirms it (`/api/me/authenticator/confirm`)."""
-    made = apps.start(principal, token)
+def start_authenticator(
+    apps: Authenticators, principal: Person, token: AccessToken, body: StartAuthenticator
+) -> AuthenticatorSecretView:
+    """A new secret for an authenticator app (TOTP): as an `otpauth://` URI and as text. The
+    person's password proves them first, and while an app is on its current code too (replacing
+    it): 403 `proof_refused` (`field`: `password` or `code`), nothing changed; 429 once the user
+    pool locks their sign-in after repeated failures. Sign-in does not change until the new app's
+    first code confirms it (`/api/me/authenticator/confirm`)."""
+    made = apps.start(principal, token, body.password, body.code)
     return AuthenticatorSecretView(secret=made.secret, uri=made.uri)
 
 
@@ -127,9 +134,13 @@ def confirm_authenticator(
 
 
 @router.delete("/api/me/authenticator", tags=["users"], responses=AUTHENTICATOR_ERRORS)
-def turn_off_authenticator(apps: Authenticators, principal: Person, token: AccessToken) -> AuthenticatorView:
-    """Sign in with the password alone again."""
-    apps.turn_off(principal, token)
+def turn_off_authenticator(
+    apps: Authenticators, principal: Person, token: AccessToken, body: TurnOffAuthenticator
+) -> AuthenticatorView:
+    """Sign in with the password alone again, once the person's password and their app's current
+    code prove them: 403 `proof_refused` (`field`: `password` or `code`), nothing changed; 429
+    once the user pool locks their sign-in after repeated failures."""
+    apps.turn_off(principal, token, body.password, body.code)
     return AuthenticatorView(enabled=False)
 
 

@@ -83,6 +83,23 @@ class SessionView(View):
         return cls.model_validate(session.model_dump())
 
 
+AppCode = Annotated[str, StringConstraints(pattern=r"^[0-9]{6}$")]
+
+
+class StartAuthenticator(Body):
+    password: Password = Field(description="The person's current password: a token alone changes nothing.")
+    code: AppCode | None = Field(
+        default=None,
+        description="While an authenticator app is on: the six digits it shows now (replacing it "
+        "needs the old app). Leave it out when none is on.",
+    )
+
+
+class TurnOffAuthenticator(Body):
+    password: Password = Field(description="The person's current password: a token alone changes nothing.")
+    code: AppCode = Field(description="The six digits the authenticator app being turned off shows now.")
+
+
 class ConfirmAuthenticator(Body):
     code: Annotated[str, StringConstraints(pattern=r"^[0-9]{6}$")] = Field(
         description="The six digits the new authenticator app shows now."

@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 from switchboard.core.errors import InvalidInput, RateLimited, Unauthenticated
 from switchboard.core.model import Model
 from switchboard.core.observability import logger
+from switchboard.people.domain import ProofRefused
 
 NEW_PASSWORD_REQUIRED = "new_password_required"  # noqa: S105 - a challenge name, no password
 # A person who turned on an authenticator app (TOTP, optional in the pool) types its code next.
@@ -104,6 +105,12 @@ class PoolSignIn:
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code")
             logger.info("sign-in refused", extra={"error": code})
+            if _locked(error):
+                raise RateLimited(
+                    "too many wrong passwords: the user pool refuses this account's sign-in for a while; "
+                    "wait a minute or more and try again",
+                    retry_after_seconds=60,
+                ) from error
             if setting_password and code in {"InvalidPasswordException", "InvalidParameterException"}:
                 raise PasswordRefused(
                     "the new password does not follow the policy (12+ characters, upper and lower case, digits)",
@@ -124,6 +131,79 @@ class PoolSignIn:
                 raise SignInRefused("the sign-in took too long: start again") from error
             raise
         return answer
+
+
+# Cognito's answer once a person's sign-in is locked after repeated wrong passwords: the same
+# NotAuthorizedException as a wrong password, told apart by its message alone.
+_LOCKED = "password attempts exceeded"
+
+
+class PoolProof:
+    """A sign-in for a signed-in person, run to prove they know their password (and hold their
+    authenticator app) before their two-step verification changes: the console's own flow
+    (`USER_PASSWORD_AUTH`, then the `SOFTWARE_TOKEN_MFA` challenge), so the pool's lockout after
+    repeated failures applies to these proofs as to sign-in. The tokens it ends with are dropped
+    unread: never kept, logged or answered. The password and the code pass through to the pool
+    and nowhere else."""
+
+    def __init__(self, client: Any, client_id: str) -> None:
+        self._client = client
+        self._client_id = client_id
+
+    def prove(self, email: str, password: str, code: str | None) -> bool:
+        answer = self._call(
+            "initiate_auth",
+            field="password",
+            AuthFlow="USER_PASSWORD_AUTH",
+            AuthParameters={"USERNAME": email, "PASSWORD": password},
+        )
+        if answer.get("AuthenticationResult"):
+            return False  # the password alone signs them in: no app is on
+        if answer.get("ChallengeName") != "SOFTWARE_TOKEN_MFA":
+            raise ProofRefused(
+                f"your account needs a sign-in step the console does not offer ({answer.get('ChallengeName')})",
+                field="password",
+            )
+        if code is None:
+            raise ProofRefused("your authenticator app is on: type the code it shows now", field="code")
+        self._call(
+            "respond_to_auth_challenge",
+            field="code",
+            ChallengeName="SOFTWARE_TOKEN_MFA",
+            Session=answer.get("Session"),
+            ChallengeResponses={"USERNAME": email, "SOFTWARE_TOKEN_MFA_CODE": code},
+        )
+        return True
+
+    def _call(self, operation: str, *, field: str, **request: Any) -> dict[str, Any]:
+        try:
+            answer: dict[str, Any] = getattr(self._client, operation)(ClientId=self._client_id, **request)
+        except ParamValidationError as error:
+            raise InvalidInput("the password or the code is malformed", field=field) from error
+        except ClientError as error:
+            code = error.response.get("Error", {}).get("Code")
+            logger.info("two-step verification proof refused", extra={"operation": operation, "error": code})
+            if code in {"TooManyRequestsException", "LimitExceededException"} or _locked(error):
+                raise RateLimited(
+                    "too many wrong attempts: the user pool refuses this account's sign-in for a while; "
+                    "wait a minute or more and try again",
+                    retry_after_seconds=60,
+                ) from error
+            if field == "code" and code in {"CodeMismatchException", "ExpiredCodeException"}:
+                raise ProofRefused("the code is not the one your authenticator app shows now", field="code") from error
+            if field == "code" and code in {"NotAuthorizedException", "ResourceNotFoundException"}:
+                # The challenge's session ended (a few minutes, or too many codes tried in it).
+                raise ProofRefused("the code came too late: type the one the app shows now", field="code") from error
+            refused = {"NotAuthorizedException", "UserNotFoundException", "PasswordResetRequiredException"}
+            if code in refused:
+                raise ProofRefused("the password is not your password", field="password") from error
+            raise
+        return answer
+
+
+def _locked(error: ClientError) -> bool:
+    details = error.response.get("Error", {})
+    return details.get("Code") == "NotAuthorizedException" and _LOCKED in str(details.get("Message") or "").lower()
 
 
 def _session(answer: dict[str, Any]) -> Session:
