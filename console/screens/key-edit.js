@@ -17,6 +17,10 @@ export function mount(main, { params, notify }) {
   let canSend = new Set(); // ids of the numbers that can send messages now
   let pool = [];
   let busy = false;
+  // Bumped when a change of this screen starts and when it ends: a read of the pool begun before
+  // (a live update's refresh) may answer after the change's own answer, and would put the older
+  // order back on screen.
+  let generation = 0;
   let dirty = false; // the details form has edits not yet saved
 
   const heading = h("h1", {}, t("keyEdit.loading"));
@@ -125,7 +129,9 @@ export function mount(main, { params, notify }) {
   }
 
   async function loadPool() {
+    const started = generation;
     const [entries, loadedNumbers, instances] = await Promise.all([api.pool(keyId), api.numbers(), api.instances()]);
+    if (started !== generation) return;
     numbers = loadedNumbers;
     // The pool's own rule for "can send": a Meta Cloud number, or a connected instance of kind
     // `messages`. A number whose only connected instance is of kind `calls` is connected but
@@ -316,6 +322,7 @@ export function mount(main, { params, notify }) {
 
   function setBusy(value) {
     busy = value;
+    generation += 1;
     toggle.disabled = value;
     for (const button of poolSection.querySelectorAll("button")) {
       if (value) button.disabled = true;
