@@ -11,7 +11,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from devstack.seed import SeededTenant
-from tests.e2e.conftest import Stack, fresh_tenant, stack  # noqa: F401 - the e2e stack fixtures
+from tests.e2e.conftest import Stack
 
 CLOSE_WITHIN_SECONDS = 5.0
 
@@ -33,8 +33,8 @@ def _access_token(local_stack: Stack, email: str, password: str) -> str:
 
 
 def test_a_disabled_attendants_open_socket_is_closed_and_their_token_opens_no_other(
-    stack: Stack,  # noqa: F811
-    fresh_tenant: SeededTenant,  # noqa: F811
+    stack: Stack,
+    fresh_tenant: SeededTenant,
 ) -> None:
     email = f"ana@{fresh_tenant.owner_tag}.example.com"
     temporary = f"Temp{secrets.token_hex(6)}A1"
