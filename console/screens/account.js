@@ -56,16 +56,7 @@ export function mount(main, { me, notify }) {
   function prove(change) {
     const withCode = change !== "start";
     const password = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true });
-    const code = h("input", {
-      type: "text",
-      name: "code",
-      inputmode: "numeric",
-      autocomplete: "one-time-code",
-      maxlength: "6",
-      pattern: "[0-9]{6}",
-      required: true,
-      spellcheck: "false",
-    });
+    const code = codeInput();
     const intro = { start: "account.twoStep.proveStart", replace: "account.twoStep.proveReplace", turnOff: "account.twoStep.proveTurnOff" };
     const submitText = { start: "account.twoStep.continue", replace: "account.twoStep.continue", turnOff: "account.twoStep.turnOff" };
     const failed = { start: "account.twoStep.startFailed", replace: "account.twoStep.replaceFailed", turnOff: "account.twoStep.turnOffFailed" };
@@ -115,16 +106,7 @@ export function mount(main, { me, notify }) {
 
   /** The new secret, and the app's first code to confirm it. */
   function setUp(made) {
-    const code = h("input", {
-      type: "text",
-      name: "code",
-      inputmode: "numeric",
-      autocomplete: "one-time-code",
-      maxlength: "6",
-      pattern: "[0-9]{6}",
-      required: true,
-      spellcheck: "false",
-    });
+    const code = codeInput();
     const confirm = h("button", { type: "submit" }, t("account.twoStep.confirm"));
     const cancel = h("button", { type: "button", class: "secondary", onclick: () => reload() }, t("common.cancel"));
     const slot = refusalSlot();
@@ -173,4 +155,18 @@ export function mount(main, { me, notify }) {
 
   reload();
   return { reload };
+}
+
+/** A field for an authenticator app's six digits, as phones offer them from a message or an app. */
+function codeInput() {
+  return h("input", {
+    type: "text",
+    name: "code",
+    inputmode: "numeric",
+    autocomplete: "one-time-code",
+    maxlength: "6",
+    pattern: "[0-9]{6}",
+    required: true,
+    spellcheck: "false",
+  });
 }
