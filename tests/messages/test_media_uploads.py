@@ -4,7 +4,6 @@ object checked on first use (size, sha256, type by its bytes, the kind's limit).
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -22,6 +21,7 @@ from switchboard.media.uploads import MediaUploads, fetch_under_policy
 from switchboard.messages.domain import Message
 from switchboard.messages.schemas import MessageView
 from switchboard.providers.content import Media, MediaKind, MediaMessage, MediaRef
+from tests.support.trickle import Trickle
 from tools.support.aws import AwsResources
 
 BUCKET = "media-bucket"
@@ -170,21 +170,13 @@ def test_a_url_the_outbound_policy_refuses_is_never_fetched(url: str) -> None:
 
 
 def test_a_url_whose_file_trickles_in_is_a_client_error_within_the_request() -> None:
-    seconds = itertools.count()  # one second passes per byte read
-    sent: list[int] = []
-
-    def trickle() -> Iterator[bytes]:
-        for _ in range(1000):
-            sent.append(1)
-            yield b"%"
-
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=trickle()))
-    fetch = fetch_under_policy(transport=transport, clock=lambda: float(next(seconds)))
+    trickle = Trickle()  # one second passes per byte read
+    fetch = fetch_under_policy(transport=trickle.transport, clock=trickle.clock)
 
     with pytest.raises(InvalidInput) as refused:
         fetch("https://files.example.test/r.pdf", 1024)
     assert refused.value.code == "media_url_failed"
-    assert len(sent) <= 10
+    assert len(trickle.sent) <= 10
 
 
 def test_a_file_the_bucket_no_longer_holds_is_expired(s3: Any) -> None:

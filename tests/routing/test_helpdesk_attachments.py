@@ -5,8 +5,6 @@ receipts shown on the helpdesk message (Chatwoot's status update, on the fake)."
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -22,6 +20,7 @@ from switchboard.routing.chatwoot import ChatwootClient
 from switchboard.routing.domain import DownstreamTarget, MessageLink
 from switchboard.routing.outbox import Attachment, AttachmentUnavailable
 from switchboard.routing.reply_status import ReplyStatuses
+from tests.support.trickle import Trickle
 from tools.support.builders import instance
 from tools.support.downstream import FakeDownstream
 from tools.support.fakes import FakeDownstreams
@@ -167,20 +166,12 @@ def test_given_a_file_over_the_bound_then_its_reading_stops() -> None:
 
 
 def test_given_a_file_trickling_in_then_its_fetch_ends_at_the_deadline() -> None:
-    seconds = itertools.count()  # one second passes per byte read
-    sent: list[int] = []
-
-    def trickle() -> Iterator[bytes]:
-        for _ in range(1000):
-            sent.append(1)
-            yield b"%"
-
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=trickle()))
-    fetch = fetch_from_helpdesk(transport=transport, clock=lambda: float(next(seconds)))
+    trickle = Trickle()  # one second passes per byte read
+    fetch = fetch_from_helpdesk(transport=trickle.transport, clock=trickle.clock)
 
     with pytest.raises(FetchRefused, match="did not hand it over"):
         fetch(f"{HELPDESK}/a", HELPDESK, 1024)
-    assert len(sent) <= 20
+    assert len(trickle.sent) <= 20
 
 
 # --- a reply's status in the helpdesk ------------------------------------------------------------
