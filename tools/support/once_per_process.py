@@ -11,6 +11,7 @@ only the seconds every test spends before it starts.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import botocore.loaders
@@ -34,25 +35,18 @@ def share_botocore_loader() -> None:
 
 
 def share_moto_cognito_key() -> None:
-    """moto's user pools all sign with one bundled key: import it once."""
+    """moto's user pools all sign with one bundled key (the only use moto makes of `jwk` is
+    `jwk.RSAKey.import_key` of that file): import it once."""
     imported: dict[str, Any] = {}
-    import_key = jwk.RSAKey.import_key
 
-    class RSAKey:
-        @staticmethod
-        def import_key(data: Any, *args: Any, **kwargs: Any) -> Any:
-            key = json.dumps(data, sort_keys=True) if not args and not kwargs else None
-            if key is None:
-                return import_key(data, *args, **kwargs)
-            if key not in imported:
-                imported[key] = import_key(data)
-            return imported[key]
+    def import_key(data: Any) -> Any:
+        key = json.dumps(data, sort_keys=True)
+        if key not in imported:
+            imported[key] = jwk.RSAKey.import_key(data)
+        return imported[key]
 
-    class Jwk:
-        def __getattr__(self, name: str) -> Any:
-            return RSAKey if name == "RSAKey" else getattr(jwk, name)
-
-    setattr(models, "jwk", Jwk())  # noqa: B010 - moto does not export the name it reads
+    rsa_key = SimpleNamespace(import_key=import_key)
+    setattr(models, "jwk", SimpleNamespace(RSAKey=rsa_key))  # noqa: B010 - moto does not export the name it reads
 
 
 def install() -> None:
